@@ -1,0 +1,293 @@
+/* scope_profiler.h - region profiler for scientific and HPC programs.
+ *
+ * Introduction
+ *   Managers     sp_manager_create()/sp_manager_destroy() give independent
+ *                profilers, each with its own configuration, regions and
+ *                output file; SP_DEFAULT is the process-wide default manager
+ *                behind the short calls sp_setup(), sp_finalize(), ...
+ *   Lifecycle    setup -> record -> finalize. Finalize writes the run to one
+ *                HDF5 file (schema 2, docs/file-format.md) and can hand the
+ *                results back in memory; recording continues afterwards and a
+ *                later finalize writes only the newer events. SP_SESSION and
+ *                sp_session_run() always finalize and record one root region
+ *                "scope_profiler.session" around everything.
+ *   Regions      sp_region handles come from a call site (SP_REGION, cached
+ *                per site, no lookup on the hot path) or from an explicit
+ *                interning call sp_region_intern(name) for dynamic names.
+ *                sp_region_begin()/sp_region_end() are inlined, lock-free and
+ *                thread-safe: every thread records into its own buffers.
+ *   Off switches deactivate_profiling makes every region a predictable branch;
+ *                compiling with -DSP_DISABLE makes the macros vanish while still
+ *                type-checking their arguments; sp_pause()/sp_resume().
+ *
+ * Thread-safety: begin/end may be called from any number of threads at once.
+ * Setup, finalize and destroy of one manager must not run concurrently with
+ * each other or with begin/end of that manager on other threads.
+ *
+ * Errors: setup/IO calls return sp_status; sp_last_error() explains.
+ */
+#ifndef SCOPE_PROFILER_H
+#define SCOPE_PROFILER_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#include "scope_profiler/config.h"
+#include "scope_profiler/detail.h"
+#include "scope_profiler/export.h"
+#include "scope_profiler/status.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/*====== Version ======*/
+
+#define SP_VERSION_MAJOR 0
+#define SP_VERSION_MINOR 1
+#define SP_VERSION_PATCH 0
+#define SP_VERSION_STRING "0.1.0"
+/* HDF5 layout written by this library (see docs/file-format.md). */
+#define SP_FILE_SCHEMA 2
+
+SP_API const char *sp_version_string(void);
+
+/*====== Managers ======*/
+
+typedef struct sp_manager sp_manager;
+typedef struct sp_results sp_results; /* scope_profiler/results.h */
+
+/* The process-wide default manager. */
+SP_API extern struct sp_manager sp__default_manager;
+#define SP_DEFAULT (&sp__default_manager)
+
+/** Create an independent manager (not yet set up). NULL when out of memory or
+ * when SP__MAX_MANAGERS managers are alive (sp_last_error() says which). */
+SP_API sp_manager *sp_manager_create(void);
+
+/** Destroy a manager: a run still active is discarded unless it was
+ * finalized. Accepts NULL. Never call on SP_DEFAULT. */
+SP_API void sp_manager_destroy(sp_manager *m);
+
+/* Arguments of setup; zero-initialise and fill what you need. */
+typedef struct sp_setup_args {
+  const sp_options *options;       /* NULL: no options */
+  const char *config_path;         /* TOML file; NULL: $SCOPE_PROFILER_CONFIG if set */
+  const char *const *overrides;    /* NULL-terminated "key=value" list, highest precedence */
+  int replace;                     /* replace a run that is still active */
+  int auto_finalize;               /* finalize at exit() if the program forgets */
+} sp_setup_args;
+
+/** Resolve the configuration and start a run. `args` may be NULL (defaults
+ * plus environment). A second setup while a run is active is
+ * SP_ERR_ALREADY_ACTIVE unless args->replace. Issues no MPI call. */
+SP_API sp_status sp_manager_setup(sp_manager *m, const sp_setup_args *args);
+
+/* Arguments of finalize; zero-initialise. */
+typedef struct sp_finalize_args {
+  int verbose;          /* print the per-region summary */
+  FILE *summary_stream; /* where the summary goes; NULL: stdout */
+  int return_results;   /* hand back the results (see sp_manager_finalize) */
+} sp_finalize_args;
+
+/** Write the events recorded since setup (or since the previous finalize) and
+ * optionally return them as results (free with sp_results_free()). A call
+ * still open is left intact: it completes into the next run, and the return
+ * is SP_ERR_OPEN_SCOPES after everything else was done. With
+ * deactivate_file_output nothing touches disk. On an I/O failure the results
+ * are still returned and no partial file is left. */
+SP_API sp_status sp_manager_finalize(sp_manager *m, const sp_finalize_args *args, sp_results **results);
+
+/** Pause/resume recording at run time (calls begun while paused are not
+ * recorded; calls open across the pause are). */
+SP_API void sp_manager_pause(sp_manager *m);
+SP_API void sp_manager_resume(sp_manager *m);
+
+/** 1 when set up and recording (not deactivated), else 0. */
+SP_API int sp_manager_is_active(const sp_manager *m);
+/** 1 once setup succeeded, until destroy. */
+SP_API int sp_manager_is_configured(const sp_manager *m);
+/** The resolved configuration of the current (or last) run, or NULL. */
+SP_API const sp_config *sp_manager_config(const sp_manager *m);
+/** Path of the last file written, or NULL. */
+SP_API const char *sp_manager_output_path(const sp_manager *m);
+
+/** Problems counted on the hot path since setup (never printed there). */
+typedef struct sp_problem_counts {
+  uint64_t unmatched_ends;  /* end that did not match the innermost open call */
+  uint64_t invalid_regions; /* begin/end with an invalid region handle */
+  uint64_t dropped_events;  /* events lost because memory ran out */
+  uint64_t open_at_finalize;/* calls still open at the last finalize */
+} sp_problem_counts;
+SP_API sp_problem_counts sp_manager_problems(const sp_manager *m);
+
+/*====== Regions ======*/
+
+/* A region handle; 0 is invalid. Handles are process-wide: the same handle
+ * works with every manager. */
+typedef uint32_t sp_region;
+
+/* A call site: static storage, one per SP_REGION use. The handle is assigned
+ * on first use with a compare-and-swap, so concurrent first calls agree. */
+typedef struct sp_site {
+  const char *name;
+  const char *file;
+  const char *func;
+  int line;
+  int kind;         /* SP_SITE_BLOCK or SP_SITE_FUNCTION */
+  const char *tags; /* comma-separated tags or NULL */
+  uint32_t id;      /* cached handle; 0 until first use */
+} sp_site;
+#define SP_SITE_BLOCK 0
+#define SP_SITE_FUNCTION 1
+
+/** Intern a region name (any UTF-8, 1..1024 bytes; '/' is kept verbatim) and
+ * return its handle, or 0 with sp_last_error() set for an empty, too long or
+ * invalid name. Thread-safe; a lookup of a known name takes no lock. */
+SP_API sp_region sp_region_intern(const char *name);
+/** Same, with source location and comma-separated tags (first definition of
+ * a name wins). */
+SP_API sp_region sp_region_intern_ex(const char *name, const char *file, int line,
+                                     const char *func, const char *tags);
+/** Register a site (called once per site by sp_site_region). */
+SP_API sp_region sp__site_register(sp_site *site);
+
+/** The handle of a call site: one relaxed load after the first call. */
+SP__INLINE sp_region sp_site_region(sp_site *site) {
+#if defined(__GNUC__)
+  uint32_t id = __atomic_load_n(&site->id, __ATOMIC_RELAXED);
+#else
+  uint32_t id = site->id;
+#endif
+  if (SP__LIKELY(id != 0)) return id;
+  return sp__site_register(site);
+}
+
+/** Name of a region handle, or NULL. */
+SP_API const char *sp_region_name(sp_region r);
+
+/** Completed calls of a region on this manager since its creation, summed
+ * over threads and runs (running total across finalizes). Call it only while
+ * no other thread records on `m`. */
+SP_API uint64_t sp_manager_num_calls(const sp_manager *m, sp_region r);
+
+/** Mark a tag as opt-in: regions carrying it stay disabled unless the tag is
+ * enabled (enable_tags, SCOPE_PROFILER_ENABLE_TAGS, or "*"). Register before
+ * the regions are first used. */
+SP_API sp_status sp_register_opt_in_tag(const char *tag);
+
+/** Begin/end one call of region `r` on manager `m`. Return 0, or a negative
+ * sp_status (SP_ERR_UNMATCHED_END when `r` is not the innermost open call of
+ * this thread: the call is counted and nothing recorded is changed). */
+SP__INLINE int sp_region_begin(sp_manager *m, sp_region r) { return sp__begin(m, r); }
+SP__INLINE int sp_region_end(sp_manager *m, sp_region r) { return sp__end(m, r); }
+
+/* A scope token: closes exactly the call it opened. */
+typedef struct sp_scope {
+  sp_manager *m;
+  sp_region r;
+  int open;
+} sp_scope;
+
+SP__INLINE sp_scope sp_scope_begin(sp_manager *m, sp_region r) {
+  sp_scope s;
+  s.m = m;
+  s.r = r;
+  s.open = sp__begin(m, r) == 0;
+  return s;
+}
+/** End the scope's call; a second end is harmless. */
+SP__INLINE int sp_scope_end(sp_scope *s) {
+  if (!s->open) return 0;
+  s->open = 0;
+  return sp__end(s->m, s->r);
+}
+SP__INLINE void sp_scope_cleanup(sp_scope *s) { (void)sp_scope_end(s); }
+
+/*====== Session ======*/
+
+typedef struct sp_session {
+  sp_manager *m;
+  sp_status status;       /* of setup, then of finalize */
+  sp_scope root;
+  const sp_finalize_args *fin;
+  sp_results **results;
+  int once;
+} sp_session;
+
+/** Set up `m`, open the root region "scope_profiler.session". The body runs
+ * even when setup fails (profiling never stops the program). */
+SP_API sp_session sp_session_begin(sp_manager *m, const sp_setup_args *setup,
+                                   const sp_finalize_args *fin, sp_results **results);
+/** Close the root region and finalize; idempotent. */
+SP_API sp_status sp_session_end(sp_session *s);
+SP_API void sp_session_cleanup(sp_session *s);
+
+/** Run fn(user) inside a session on `m`. Returns the session's status. */
+SP_API sp_status sp_session_run(sp_manager *m, const sp_setup_args *setup,
+                                const sp_finalize_args *fin, sp_results **results,
+                                void (*fn)(void *user), void *user);
+
+/*====== Default-manager shortcuts ======*/
+
+SP_API sp_status sp_setup(const sp_setup_args *args);
+SP_API sp_status sp_finalize(const sp_finalize_args *args, sp_results **results);
+SP_API void sp_pause(void);
+SP_API void sp_resume(void);
+SP_API int sp_is_active(void);
+SP__INLINE int sp_begin(sp_region r) { return sp__begin(SP_DEFAULT, r); }
+SP__INLINE int sp_end(sp_region r) { return sp__end(SP_DEFAULT, r); }
+
+/*====== Macros ======*/
+
+#define SP__CAT2(a, b) a##b
+#define SP__CAT(a, b) SP__CAT2(a, b)
+
+#if defined(SP_DISABLE)
+/* Compiled out: nothing is emitted, but every argument is still type-checked
+ * so an instrumented build cannot rot while profiling is off. */
+#  define SP_REGION_M(mgr, name) ((void)sizeof(mgr), (void)sizeof(name))
+#  define SP_REGION_TAGS_M(mgr, name, tags) ((void)sizeof(mgr), (void)sizeof(name), (void)sizeof(tags))
+#  define SP_FUNCTION_M(mgr) ((void)sizeof(mgr))
+#  define SP_CALL_M(mgr, name, expr) ((void)sizeof(mgr), (void)sizeof(name), (expr))
+#  define SP_SESSION_M(var, mgr, setup, fin, res) \
+     for (int var = ((void)sizeof(mgr), (void)sizeof(setup), (void)sizeof(fin), (void)sizeof(res), 1); var; var = 0)
+#else
+#  if !defined(__GNUC__)
+#    error "scope-profiler's scoped macros need __attribute__((cleanup)); use sp_region_begin/sp_region_end"
+#  endif
+#  define SP__CLEANUP(fn) __attribute__((cleanup(fn)))
+#  define SP__SITE(var, name, tags, kind) \
+     static sp_site var = {(name), __FILE__, __func__, __LINE__, (kind), (tags), 0}
+#  define SP__REGION_IMPL(mgr, name, tags, kind, n)                       \
+     SP__SITE(SP__CAT(sp__site_, n), name, tags, kind);                     \
+     sp_scope SP__CAT(sp__scope_, n) SP__CLEANUP(sp_scope_cleanup) =       \
+         sp_scope_begin((mgr), sp_site_region(&SP__CAT(sp__site_, n)))
+/** Declare, as a statement, a region that ends when the enclosing block is
+ * left by any path (return, break, goto, end of block). */
+#  define SP_REGION_M(mgr, name) SP__REGION_IMPL(mgr, name, NULL, SP_SITE_BLOCK, __COUNTER__)
+#  define SP_REGION_TAGS_M(mgr, name, tags) SP__REGION_IMPL(mgr, name, tags, SP_SITE_BLOCK, __COUNTER__)
+/** First statement of a function: profiles the whole body under the
+ * function's name (the decorator counterpart). */
+#  define SP_FUNCTION_M(mgr) SP__REGION_IMPL(mgr, __func__, NULL, SP_SITE_FUNCTION, __COUNTER__)
+/** Evaluate `expr` (any type, including void) inside a region. */
+#  define SP_CALL_M(mgr, name, expr) __extension__({ SP_REGION_M(mgr, name); (expr); })
+/** `SP_SESSION(s, &setup, &fin, &results) { body }`: setup before the body,
+ * finalize after it on every exit path; s.status holds the outcome. */
+#  define SP_SESSION_M(var, mgr, setup, fin, res)                               \
+     for (sp_session var SP__CLEANUP(sp_session_cleanup) =                     \
+              sp_session_begin((mgr), (setup), (fin), (res));                   \
+          var.once; var.once = 0)
+#endif
+
+#define SP_REGION(name) SP_REGION_M(SP_DEFAULT, name)
+#define SP_REGION_TAGS(name, tags) SP_REGION_TAGS_M(SP_DEFAULT, name, tags)
+#define SP_FUNCTION() SP_FUNCTION_M(SP_DEFAULT)
+#define SP_CALL(name, expr) SP_CALL_M(SP_DEFAULT, name, expr)
+#define SP_SESSION(var, setup, fin, res) SP_SESSION_M(var, SP_DEFAULT, setup, fin, res)
+
+#ifdef __cplusplus
+}
+#endif
+#endif

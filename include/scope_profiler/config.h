@@ -1,0 +1,184 @@
+/* scope_profiler/config.h - settings: the options struct, its groups, the
+ * key setter, TOML loading and the resolved per-manager configuration.
+ *
+ * Introduction
+ *   sp_options       every setting, each of which can be left unset. Start from
+ *                    SP_OPTIONS_INIT; assign fields directly or by key with
+ *                    sp_options_set(). Three groups (memray, gpu, hdf5) spell
+ *                    some settings a second way; giving one setting both ways
+ *                    is an error naming both spellings.
+ *   sp_load_profiling_config()
+ *                    reads the [profiling] table of a TOML file into options.
+ *   sp_config        the resolved, read-only configuration a manager runs with
+ *                    (sp_manager_config()); precedence, lowest first: built-in
+ *                    default < TOML config file < options < environment
+ *                    (SCOPE_PROFILER_<SETTING>) < explicit overrides.
+ *
+ * The fields are generated from SP_SETTINGS in scope_profiler/settings.h.
+ */
+#ifndef SCOPE_PROFILER_CONFIG_H
+#define SCOPE_PROFILER_CONFIG_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "scope_profiler/export.h"
+#include "scope_profiler/settings.h"
+#include "scope_profiler/status.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/*====== Option field types ======*/
+
+/* Tri-state boolean: SP_UNSET, 0 (false) or 1 (true). */
+typedef signed char sp_bool3;
+#define SP_UNSET (-1)
+
+#define SP__OPT_T_BOOL sp_bool3
+#define SP__OPT_T_INT int64_t
+#define SP__OPT_T_STR const char *
+#define SP__OPT_T_ENUM const char *
+#define SP__OPT_T_LIST const char *
+
+#define SP__OPT_UNSET_BOOL SP_UNSET
+#define SP__OPT_UNSET_INT SP_INT_NONE
+#define SP__OPT_UNSET_STR NULL
+#define SP__OPT_UNSET_ENUM NULL
+#define SP__OPT_UNSET_LIST NULL
+
+/* Group membership filters: SP__IN_<WANTED>_<GROUP>(x) keeps x only when the
+ * row's group is WANTED. */
+#define SP__IN_MEMRAY_NONE(x)
+#define SP__IN_MEMRAY_MEMRAY(x) x
+#define SP__IN_MEMRAY_GPU(x)
+#define SP__IN_MEMRAY_HDF5(x)
+#define SP__IN_GPU_NONE(x)
+#define SP__IN_GPU_MEMRAY(x)
+#define SP__IN_GPU_GPU(x) x
+#define SP__IN_GPU_HDF5(x)
+#define SP__IN_HDF5_NONE(x)
+#define SP__IN_HDF5_MEMRAY(x)
+#define SP__IN_HDF5_GPU(x)
+#define SP__IN_HDF5_HDF5(x) x
+
+#define SP__FLAT_FIELD(n, G, s, T, ...) SP__OPT_T_##T n;
+#define SP__MEMRAY_FIELD(n, G, s, T, ...) SP__IN_MEMRAY_##G(SP__OPT_T_##T s;)
+#define SP__GPU_FIELD(n, G, s, T, ...) SP__IN_GPU_##G(SP__OPT_T_##T s;)
+#define SP__HDF5_FIELD(n, G, s, T, ...) SP__IN_HDF5_##G(SP__OPT_T_##T s;)
+
+#define SP__FLAT_INIT(n, G, s, T, ...) .n = SP__OPT_UNSET_##T,
+#define SP__MEMRAY_INIT(n, G, s, T, ...) SP__IN_MEMRAY_##G(.s = SP__OPT_UNSET_##T,)
+#define SP__GPU_INIT(n, G, s, T, ...) SP__IN_GPU_##G(.s = SP__OPT_UNSET_##T,)
+#define SP__HDF5_INIT(n, G, s, T, ...) SP__IN_HDF5_##G(.s = SP__OPT_UNSET_##T,)
+
+/*====== Option groups ======*/
+
+/* Allocation capture settings ([profiling.memray]). */
+typedef struct sp_memray_options {
+  SP_SETTINGS(SP__MEMRAY_FIELD)
+} sp_memray_options;
+
+/* GPU timing and NVTX settings ([profiling.gpu]). */
+typedef struct sp_gpu_options {
+  SP_SETTINGS(SP__GPU_FIELD)
+} sp_gpu_options;
+
+/* HDF5 storage settings ([profiling.hdf5]). */
+typedef struct sp_hdf5_options {
+  SP_SETTINGS(SP__HDF5_FIELD)
+} sp_hdf5_options;
+
+/*====== Options ======*/
+
+/* Every setting, flat, plus the three groups. Strings are borrowed: they must
+ * stay valid until the sp_setup()/sp_manager_setup() call that reads them
+ * returns. */
+typedef struct sp_options {
+  SP_SETTINGS(SP__FLAT_FIELD)
+  sp_memray_options memray;
+  sp_gpu_options gpu;
+  sp_hdf5_options hdf5;
+  struct sp__arena *sp__owned; /* private: copies made by the setters */
+} sp_options;
+
+/* Initialiser with every setting unset:  sp_options o = SP_OPTIONS_INIT; */
+#define SP_OPTIONS_INIT                               \
+  {                                                   \
+    SP_SETTINGS(SP__FLAT_INIT)                        \
+    .memray = {SP_SETTINGS(SP__MEMRAY_INIT)},         \
+    .gpu = {SP_SETTINGS(SP__GPU_INIT)},               \
+    .hdf5 = {SP_SETTINGS(SP__HDF5_INIT)},             \
+    .sp__owned = NULL,                                \
+  }
+
+/** Set one setting by key, parsing `value` as the setting's type.
+ *
+ * `key` is a flat name ("hdf5_compression") or a group spelling
+ * ("hdf5.compression"). Booleans accept 1/0/true/false/yes/no/on/off; lists
+ * are comma-separated. Text values are copied into storage owned by `o` and
+ * released by sp_options_clear().
+ * @return SP_OK, SP_ERR_UNKNOWN_SETTING (message has a "did you mean"),
+ *         SP_ERR_INVALID_VALUE (message names the expected type). */
+SP_API sp_status sp_options_set(sp_options *o, const char *key, const char *value);
+
+/** Release strings copied by sp_options_set() and sp_load_profiling_config();
+ * leaves `o` as SP_OPTIONS_INIT. Safe on options that were only assigned. */
+SP_API void sp_options_clear(sp_options *o);
+
+/** The explicitly set settings, under their flat names (the to_kwargs
+ * counterpart). Calls `fn(flat_name, value_as_text, user)` once per set
+ * setting, groups expanded. Setting one thing both flat and grouped is
+ * SP_ERR_CONFLICT and calls nothing. */
+SP_API sp_status sp_options_each_set(const sp_options *o,
+                                     void (*fn)(const char *name, const char *value, void *user),
+                                     void *user);
+
+/** Read the [profiling] table (or the top level of a small file) of a TOML
+ * file into `out`, which must start as SP_OPTIONS_INIT. Errors name file,
+ * line and column. Free with sp_options_clear(). */
+SP_API sp_status sp_load_profiling_config(const char *path, sp_options *out);
+
+/*====== Resolved configuration ======*/
+
+typedef struct sp_config sp_config;
+
+/* Where a resolved value came from. */
+typedef enum sp_origin {
+  SP_ORIGIN_DEFAULT = 0,
+  SP_ORIGIN_FILE,
+  SP_ORIGIN_OPTIONS,
+  SP_ORIGIN_ENV,
+  SP_ORIGIN_OVERRIDE
+} sp_origin;
+
+/** Number of settings, and their flat names in table order. */
+SP_API size_t sp_setting_count(void);
+SP_API const char *sp_setting_name(size_t i);
+
+/** A resolved setting rendered as text ("" for unset) and its origin. */
+SP_API const char *sp_config_value_text(const sp_config *c, const char *flat_name);
+SP_API sp_origin sp_config_origin(const sp_config *c, const char *flat_name);
+
+/* Typed accessors for every property of the resolved configuration. */
+#define SP__ACC_T_BOOL int
+#define SP__ACC_T_INT int64_t
+#define SP__ACC_T_STR const char *
+#define SP__ACC_T_ENUM const char *
+#define SP__ACC_T_LIST const char *const *
+#define SP__CONFIG_ACCESSOR(n, G, s, T, ...) SP_API SP__ACC_T_##T sp_config_##n(const sp_config *c);
+SP_SETTINGS(SP__CONFIG_ACCESSOR)
+#undef SP__CONFIG_ACCESSOR
+
+/** Derived properties. sp_config_label() defaults to the output file's stem;
+ * sp_config_memory_profile_path() is NULL unless use_memray is on. */
+SP_API const char *sp_config_display_label(const sp_config *c);
+SP_API int64_t sp_config_start_time_ns(const sp_config *c);
+SP_API int sp_config_paused(const sp_config *c);
+SP_API size_t sp_config_list_len(const char *const *list);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

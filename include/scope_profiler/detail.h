@@ -1,0 +1,161 @@
+/* scope_profiler/detail.h - the inlined region begin/end hot path.
+ *
+ * Not an API: the layouts below are private to the library and may change in
+ * any release. They are visible only so that sp_region_begin()/sp_region_end()
+ * can be inlined into the caller, which is what keeps a begin/end pair close to
+ * the cost of reading the clock twice. The slow-path symbols carry the layout
+ * version (sp__begin_slow_v1), so a program compiled against a different layout
+ * fails to link instead of misbehaving.
+ *
+ * The hot path takes no lock, makes no syscall (the TSC is read in user
+ * space), hashes no string, never prints and never allocates: anything unusual
+ * (first call on a thread, a full buffer, pause, probes, a mismatched end)
+ * goes to the out-of-line slow path in src/core/record.c.
+ */
+#ifndef SCOPE_PROFILER_DETAIL_H
+#define SCOPE_PROFILER_DETAIL_H
+
+#include <stdint.h>
+#include <time.h>
+
+#include "scope_profiler/export.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#if defined(__GNUC__)
+#  define SP__LIKELY(x) __builtin_expect(!!(x), 1)
+#  define SP__UNLIKELY(x) __builtin_expect(!!(x), 0)
+#  define SP__INLINE static inline __attribute__((always_inline, no_instrument_function))
+#  define SP__TLS __thread __attribute__((tls_model("initial-exec")))
+#else
+#  define SP__LIKELY(x) (x)
+#  define SP__UNLIKELY(x) (x)
+#  define SP__INLINE static inline
+#  define SP__TLS _Thread_local
+#endif
+
+/* Managers that can be live at once in one process (each holds a TLS slot). */
+#define SP__MAX_MANAGERS 16
+
+/* Manager states, read by every begin/end. */
+#define SP__STATE_OFF 0u      /* not set up, deactivated, or finalized for good */
+#define SP__STATE_TIMELINE 1u /* recording, no probes: fully inlined */
+#define SP__STATE_SLOW 2u     /* recording through the slow path (pause, probes, aggregation) */
+
+/* Region ids with this bit set carry an opt-in tag and always take the slow
+ * path, where the manager decides whether the tag is enabled. */
+#define SP__REGION_SLOW_BIT 0x80000000u
+
+/* A stack entry with this bit set is a call that is not recorded (begun while
+ * paused); the low 32 bits hold its region so its end can still be matched. */
+#define SP__GHOST_BIT (UINT64_C(1) << 63)
+
+/* One recorded call. start/end are raw clock ticks (see sp__ticks), converted
+ * to CLOCK_MONOTONIC nanoseconds at finalize; end == 0 while the call is open.
+ * depth is the number of open calls of this thread when it began, which is all
+ * finalize needs to rebuild exact parent ids. */
+struct sp__event {
+  uint64_t start;
+  uint64_t end;
+  uint32_t region;
+  uint32_t depth;
+};
+
+/* Per-thread, per-manager recording state, owned by the manager. */
+struct sp__thread {
+  struct sp__event *ev; /* events of the current run, in begin order */
+  uint64_t n;           /* events used */
+  uint64_t cap;         /* events allocated */
+  uint64_t *stack;      /* indices into ev of the open calls (or ghosts) */
+  uint32_t depth;       /* open calls */
+  uint32_t stack_cap;
+};
+
+/* The first member of every manager: what the inlined path reads. */
+struct sp__hot {
+  uint32_t state;
+  uint32_t slot; /* index into sp__tls */
+  uint64_t gen;  /* unique per manager lifetime; 0 never matches */
+};
+
+struct sp__tls_entry {
+  struct sp__thread *t;
+  uint64_t gen;
+};
+
+SP_API extern SP__TLS struct sp__tls_entry sp__tls[SP__MAX_MANAGERS];
+SP_API extern int sp__clock_tsc; /* 1 when ticks are invariant-TSC cycles */
+
+#define sp__begin_slow sp__begin_slow_v1
+#define sp__end_slow sp__end_slow_v1
+SP_API int sp__begin_slow(void *m, uint32_t r);
+SP_API int sp__end_slow(void *m, uint32_t r);
+
+/* Raw clock ticks: TSC cycles where the TSC is invariant, else nanoseconds
+ * of CLOCK_MONOTONIC. Both map onto CLOCK_MONOTONIC at finalize. */
+SP__INLINE uint64_t sp__ticks(void) {
+#if defined(__x86_64__) && defined(__GNUC__)
+  if (SP__LIKELY(sp__clock_tsc)) return __builtin_ia32_rdtsc();
+#endif
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+/* Relaxed atomic: a plain load on every target, but pause/resume from another
+ * thread is then a well-defined (if not instantly seen) state change. */
+SP__INLINE uint32_t sp__state(const struct sp__hot *h) {
+#if defined(__GNUC__)
+  return __atomic_load_n(&h->state, __ATOMIC_RELAXED);
+#else
+  return h->state;
+#endif
+}
+
+SP__INLINE int sp__begin(void *m, uint32_t r) {
+  const struct sp__hot *h = (const struct sp__hot *)m;
+  uint32_t state = sp__state(h);
+  if (SP__UNLIKELY(state != SP__STATE_TIMELINE || (r & SP__REGION_SLOW_BIT) || r == 0)) {
+    if (state == SP__STATE_OFF) return 0;
+    return sp__begin_slow(m, r);
+  }
+  struct sp__tls_entry *e = &sp__tls[h->slot];
+  struct sp__thread *t = e->t;
+  if (SP__UNLIKELY(e->gen != h->gen || t->n == t->cap || t->depth == t->stack_cap))
+    return sp__begin_slow(m, r);
+  uint64_t i = t->n++;
+  struct sp__event *ev = &t->ev[i];
+  t->stack[t->depth] = i;
+  ev->region = r;
+  ev->depth = t->depth++;
+  ev->end = 0;
+  ev->start = sp__ticks();
+  return 0;
+}
+
+SP__INLINE int sp__end(void *m, uint32_t r) {
+  const struct sp__hot *h = (const struct sp__hot *)m;
+  uint32_t state = sp__state(h);
+  if (SP__UNLIKELY(state != SP__STATE_TIMELINE || (r & SP__REGION_SLOW_BIT))) {
+    if (state == SP__STATE_OFF) return 0;
+    return sp__end_slow(m, r);
+  }
+  uint64_t now = sp__ticks();
+  struct sp__tls_entry *e = &sp__tls[h->slot];
+  struct sp__thread *t = e->t;
+  if (SP__UNLIKELY(e->gen != h->gen || t->depth == 0)) return sp__end_slow(m, r);
+  uint64_t i = t->stack[t->depth - 1];
+  if (SP__UNLIKELY(i & SP__GHOST_BIT)) return sp__end_slow(m, r);
+  struct sp__event *ev = &t->ev[i];
+  if (SP__UNLIKELY(ev->region != r)) return sp__end_slow(m, r);
+  ev->end = now;
+  t->depth--;
+  return 0;
+}
+
+#ifdef __cplusplus
+}
+#endif
+#endif

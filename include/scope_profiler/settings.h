@@ -1,0 +1,95 @@
+/* settings.h - the single source of truth for scope-profiler's settings.
+ *
+ * One row per setting. Everything that knows about settings is generated from
+ * this list: the sp_options struct and its group structs, the key setter, the
+ * TOML and environment parsers, validation of types/enumerations/bounds, the
+ * resolved configuration, the metadata attribute "settings" written to every
+ * output file, `scope-profiler config --help` and docs/configuration.md.
+ *
+ * SP_SETTINGS(X) expands X once per setting:
+ *
+ *   X(name, GROUP, short_name, TYPE, default, lo, hi, choices, doc)
+ *
+ *   name        flat name (the setup() keyword, the TOML key, the environment
+ *               variable SCOPE_PROFILER_<NAME upper-cased>)
+ *   GROUP       NONE, MEMRAY, GPU or HDF5: the option group that also spells it
+ *   short_name  the field name inside that group ([profiling.hdf5] compression)
+ *   TYPE        BOOL, INT, STR, ENUM (a string from `choices`) or LIST
+ *               (comma-separated strings / a TOML array of strings)
+ *   default     a C literal; NULL for "unset" strings, SP_INT_NONE for "unset" ints
+ *   lo, hi      bounds for INT (inclusive)
+ *   choices     "|"-separated allowed values for ENUM, else ""
+ *   doc         one line for --help and the docs
+ *
+ * Rows are append-only within a major version: their position is the stable
+ * setting number reported by sp_setting_count()/sp_setting_name().
+ */
+#ifndef SCOPE_PROFILER_SETTINGS_H
+#define SCOPE_PROFILER_SETTINGS_H
+
+#include <stdint.h>
+
+/* Marks an integer setting that has no value (Python's None). */
+#define SP_INT_NONE INT64_MIN
+
+#define SP_SETTINGS(X) \
+  X(file_path, NONE, file_path, STR, "profiling_data.h5", 0, 0, "", \
+    "Output HDF5 file. Relative paths are relative to the working directory.") \
+  X(label, NONE, label, STR, NULL, 0, 0, "", \
+    "Short name for the run, stored as the `label` metadata attribute (default: the output file's stem).") \
+  X(use_likwid, NONE, use_likwid, BOOL, 0, 0, 1, "", \
+    "Bracket every region with LIKWID marker regions (run under likwid-perfctr -m).") \
+  X(perf_events, NONE, perf_events, LIST, NULL, 0, 0, "", \
+    "Linux perf_event_open events counted per region (e.g. \"cycles,instructions\"); empty means off.") \
+  X(use_line_profiler, NONE, use_line_profiler, BOOL, 0, 0, 1, "", \
+    "Line-level profiling of profiled functions (Python upstream: line_profiler).") \
+  X(use_memray, MEMRAY, enabled, BOOL, 0, 0, 1, "", \
+    "Record process-wide allocations (C counterpart of upstream's Memray capture).") \
+  X(memory_profile_path, MEMRAY, path, STR, NULL, 0, 0, "", \
+    "Allocation capture path; defaults to <file-stem>.memray.bin when use_memray is on.") \
+  X(memray_native_traces, MEMRAY, native_traces, BOOL, 0, 0, 1, "", \
+    "Capture native stack frames with each allocation.") \
+  X(memray_trace_python_allocators, MEMRAY, trace_python_allocators, BOOL, 0, 0, 1, "", \
+    "Trace the language runtime's own allocators (much larger traces, higher overhead).") \
+  X(memray_follow_fork, MEMRAY, follow_fork, BOOL, 0, 0, 1, "", \
+    "Keep tracking allocations across fork().") \
+  X(deactivate_profiling, NONE, deactivate_profiling, BOOL, 0, 0, 1, "", \
+    "Master off switch: every region becomes a no-op and no file is written.") \
+  X(use_nvtx, GPU, nvtx, BOOL, 0, 0, 1, "", \
+    "Emit NVTX ranges for NVIDIA Nsight tools around every region.") \
+  X(use_gpu_timing, GPU, timing, BOOL, 0, 0, 1, "", \
+    "Record CUDA-event elapsed device time per region call.") \
+  X(gpu_timing_backend, GPU, backend, ENUM, "auto", 0, 0, "auto|cuda|callbacks", \
+    "CUDA-event backend: auto, cuda (runtime API) or callbacks (user-registered record/elapsed functions).") \
+  X(gpu_sync_on_exit, GPU, sync_on_exit, BOOL, 0, 0, 1, "", \
+    "Synchronize the device at region exit (requires use_gpu_timing; removes CPU/GPU overlap).") \
+  X(deactivate_file_output, NONE, deactivate_file_output, BOOL, 0, 0, 1, "", \
+    "Write no file at all; use with finalize returning results in memory.") \
+  X(recursive_profile, NONE, recursive_profile, BOOL, 0, 0, 1, "", \
+    "Default for function-wrapping regions: also profile the functions they call.") \
+  X(aggregation_mode, NONE, aggregation_mode, BOOL, 0, 0, 1, "", \
+    "Keep only count, total, min, max and exclusive total per region; no timeline.") \
+  X(profile_mpi_calls, NONE, profile_mpi_calls, BOOL, 0, 0, 1, "", \
+    "Record MPI calls as regions through the PMPI wrappers of libscope_profiler_mpi.") \
+  X(track_threads, NONE, track_threads, BOOL, 0, 0, 1, "", \
+    "Record the thread each call ran on and write a per-rank thread table.") \
+  X(track_async, NONE, track_async, BOOL, 0, 0, 1, "", \
+    "Record user-level tasks (coroutines, fibers) announced with sp_task_switch(); implies track_threads.") \
+  X(capture_region_source, NONE, capture_region_source, BOOL, 0, 0, 1, "", \
+    "Store the source text of each region's block or function, read once per file at finalize.") \
+  X(metadata_detail, NONE, metadata_detail, ENUM, "minimal", 0, 0, "minimal|full", \
+    "How much environment metadata is recorded: minimal (no user, host or environment) or full.") \
+  X(buffer_limit, NONE, buffer_limit, INT, 1024, 1, INT64_C(1) << 40, "", \
+    "Initial per-thread event buffer capacity; buffers double beyond it as needed.") \
+  X(output_mode, NONE, output_mode, ENUM, "auto", 0, 0, "auto|direct|parallel", \
+    "MPI writer: direct (ownership token, serial HDF5), parallel (collective parallel HDF5) or auto.") \
+  X(hdf5_compression, HDF5, compression, ENUM, NULL, 0, 0, "none|auto|gzip|lzf|zstd", \
+    "Compression filter for event datasets: gzip, lzf, zstd, or auto (only runs big enough to repay it).") \
+  X(hdf5_compression_level, HDF5, compression_level, INT, SP_INT_NONE, 0, 22, "", \
+    "Compression level: gzip 0-9, zstd 1-22; lzf takes none.") \
+  X(hdf5_chunk_size, HDF5, chunk_size, INT, SP_INT_NONE, 1, INT64_C(1) << 32, "", \
+    "Maximum events per dataset chunk; enables chunked partial reads even uncompressed.") \
+  X(enable_tags, NONE, enable_tags, LIST, NULL, 0, 0, "", \
+    "Opt-in region tags to record (comma list); \"*\" enables every opt-in tag.")
+
+#endif

@@ -1,0 +1,41 @@
+/* main.c - the scope-profiler command-line tool: dispatches to a subcommand
+ * from the table below. The CLI uses only the library (public API plus the
+ * internal headers of config/ and read/), never the other way round. */
+#include <stdio.h>
+#include <string.h>
+
+#include "cli/commands.h"
+#include "scope_profiler.h"
+
+static const struct sp_cli_command commands[] = {
+    {"config", sp_cmd_config, "check or show a configuration (TOML, environment, defaults)"},
+};
+
+static void usage(FILE *out) {
+  fprintf(out,
+          "usage: scope-profiler <command> [options]\n\n"
+          "Region profiler for scientific and HPC programs (version %s).\n\ncommands:\n",
+          sp_version_string());
+  for (size_t i = 0; i < sizeof commands / sizeof commands[0]; i++)
+    fprintf(out, "  %-10s %s\n", commands[i].name, commands[i].summary);
+  fprintf(out, "\nRun `scope-profiler <command> --help` for a command's options.\n");
+}
+
+int main(int argc, char **argv) {
+  if (argc < 2) {
+    usage(stderr);
+    return 2;
+  }
+  if (!strcmp(argv[1], "-h") || !strcmp(argv[1], "--help") || !strcmp(argv[1], "help")) {
+    usage(stdout);
+    return 0;
+  }
+  if (!strcmp(argv[1], "--version")) {
+    printf("scope-profiler %s\n", sp_version_string());
+    return 0;
+  }
+  for (size_t i = 0; i < sizeof commands / sizeof commands[0]; i++)
+    if (!strcmp(argv[1], commands[i].name)) return commands[i].fn(argc - 1, argv + 1);
+  fprintf(stderr, "scope-profiler: unknown command '%s'. Run `scope-profiler --help` for the list.\n", argv[1]);
+  return 2;
+}

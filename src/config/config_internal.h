@@ -1,0 +1,62 @@
+/* config_internal.h - the resolved configuration as the rest of the library
+ * sees it, and the calls that build it.
+ *
+ * struct sp_config is generated from SP_SETTINGS: one resolved field per
+ * setting (bool -> int, int -> int64_t, string/enum -> char * or NULL, list ->
+ * NULL-terminated char ** or NULL), plus the origin of each value. Depends on
+ * nothing but libc and the public headers: core/, output/ and cli/ include it,
+ * config/ includes nothing of theirs.
+ */
+#ifndef SP_CONFIG_INTERNAL_H
+#define SP_CONFIG_INTERNAL_H
+
+#include <stdint.h>
+
+#include "scope_profiler.h"
+
+#define SP__CFG_T_BOOL int
+#define SP__CFG_T_INT int64_t
+#define SP__CFG_T_STR char *
+#define SP__CFG_T_ENUM char *
+#define SP__CFG_T_LIST char **
+
+enum sp__setting_index {
+#define SP__SETTING_ENUM(n, ...) SP__SET_##n,
+  SP_SETTINGS(SP__SETTING_ENUM)
+#undef SP__SETTING_ENUM
+  SP__NSETTINGS
+};
+
+struct sp_config {
+#define SP__CFG_FIELD(n, G, s, T, ...) SP__CFG_T_##T n;
+  SP_SETTINGS(SP__CFG_FIELD)
+#undef SP__CFG_FIELD
+  sp_origin origin[SP__NSETTINGS];
+  char *text[SP__NSETTINGS];   /* each value rendered as text ("" unset) */
+  char *display_label;         /* label, or the output file's stem */
+  char *memory_profile_path_resolved; /* NULL unless use_memray */
+  int64_t start_time_ns;       /* set by the manager at setup */
+  int paused;                  /* mirrored by the manager */
+};
+
+/* Resolve defaults < TOML file (args->config_path, else $SCOPE_PROFILER_CONFIG)
+ * < args->options < environment < args->overrides, then validate. On error
+ * `out` holds nothing to free and sp_last_error() explains. Issues no MPI
+ * call. `args` may be NULL. */
+sp_status sp__config_resolve(struct sp_config *out, const sp_setup_args *args);
+
+/* Free everything a resolved config owns; leaves it zeroed. */
+void sp__config_free(struct sp_config *c);
+
+/* Deep copy. */
+sp_status sp__config_copy(struct sp_config *dst, const struct sp_config *src);
+
+/* The resolved settings as one JSON object text (malloc'd), written to the
+ * output file's metadata as the attribute "settings". */
+char *sp__config_to_json(const struct sp_config *c);
+
+/* Extra tags from SCOPE_PROFILER_ENABLE_TAGS are already merged into
+ * enable_tags by sp__config_resolve. 1 if `tag` is enabled (or "*" is). */
+int sp__config_tag_enabled(const struct sp_config *c, const char *tag);
+
+#endif

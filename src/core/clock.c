@@ -1,0 +1,109 @@
+/* clock.c - the profiler's clock: invariant TSC where the CPU has one, else
+ * CLOCK_MONOTONIC through the vDSO.
+ *
+ * Events store raw ticks; every file stores CLOCK_MONOTONIC nanoseconds, the
+ * clock upstream's Python perf_counter_ns reads, so C and Python timelines
+ * line up. Ticks are mapped per run from two (tick, ns) anchor pairs taken at
+ * setup and finalize; runs too short for a precise rate use the rate
+ * calibrated once per process. SCOPE_PROFILER_CLOCK=monotonic forces the
+ * portable clock.
+ */
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "core/core.h"
+
+SP_API int sp__clock_tsc = 0;
+
+static pthread_once_t clock_once = PTHREAD_ONCE_INIT;
+static uint64_t calib_mult; /* ns per tick, 32.32 fixed point */
+static double tsc_ghz;
+
+int64_t sp__mono_ns(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+}
+
+#if defined(__x86_64__) && defined(__GNUC__)
+#include <cpuid.h>
+
+static int tsc_is_invariant(void) {
+  unsigned a, b, c, d;
+  if (!__get_cpuid(0x80000000u, &a, &b, &c, &d) || a < 0x80000007u) return 0;
+  __get_cpuid(0x80000007u, &a, &b, &c, &d);
+  return (d >> 8) & 1; /* "Invariant TSC": constant rate in all P/C-states */
+}
+
+/* Sample (tick, ns) with the ns read bracketed tightly by two tick reads. */
+static void anchor(uint64_t *tick, int64_t *ns) {
+  uint64_t best_gap = UINT64_MAX;
+  for (int i = 0; i < 5; i++) {
+    uint64_t t0 = __builtin_ia32_rdtsc();
+    int64_t n = sp__mono_ns();
+    uint64_t t1 = __builtin_ia32_rdtsc();
+    if (t1 - t0 < best_gap) {
+      best_gap = t1 - t0;
+      *tick = t0 + (t1 - t0) / 2;
+      *ns = n;
+    }
+  }
+}
+#endif
+
+static void clock_setup(void) {
+  calib_mult = UINT64_C(1) << 32; /* ticks are ns */
+  const char *force = getenv("SCOPE_PROFILER_CLOCK");
+#if defined(__x86_64__) && defined(__GNUC__)
+  if (force && strcmp(force, "monotonic") == 0) return;
+  if (!tsc_is_invariant()) return;
+  uint64_t t0, t1;
+  int64_t n0, n1;
+  anchor(&t0, &n0);
+  /* 4 ms of calibration bounds the rate error to ~1e-5 even with a few
+   * hundred ns of anchor jitter; long runs re-derive it from their own span. */
+  do {
+    anchor(&t1, &n1);
+  } while (n1 - n0 < 4000000);
+  if (t1 <= t0) return;
+  double ns_per_tick = (double)(n1 - n0) / (double)(t1 - t0);
+  calib_mult = (uint64_t)(ns_per_tick * 4294967296.0);
+  tsc_ghz = 1.0 / ns_per_tick;
+  sp__clock_tsc = 1;
+#else
+  (void)force;
+#endif
+}
+
+void sp__clock_init(void) { pthread_once(&clock_once, clock_setup); }
+
+const char *sp__clock_name(void) { return sp__clock_tsc ? "tsc" : "clock_gettime"; }
+
+double sp__clock_tsc_ghz(void) { return tsc_ghz; }
+
+struct sp_clock_map sp__clock_map(uint64_t tick0, int64_t ns0, uint64_t tick1, int64_t ns1) {
+  struct sp_clock_map c = {tick0, ns0, calib_mult};
+  if (!sp__clock_tsc) {
+    c.tick0 = 0;
+    c.ns0 = 0;
+    return c; /* ticks are already CLOCK_MONOTONIC ns */
+  }
+  /* Over a second or more the run's own span gives a better rate than the
+   * start-up calibration (and follows any slow drift between the clocks). */
+  if (ns1 - ns0 >= 1000000000 && tick1 > tick0)
+    c.mult = (uint64_t)((double)(ns1 - ns0) / (double)(tick1 - tick0) * 4294967296.0);
+  return c;
+}
+
+void sp__clock_anchor(uint64_t *tick, int64_t *ns) {
+#if defined(__x86_64__) && defined(__GNUC__)
+  if (sp__clock_tsc) {
+    anchor(tick, ns);
+    return;
+  }
+#endif
+  *ns = sp__mono_ns();
+  *tick = (uint64_t)*ns;
+}

@@ -1,0 +1,131 @@
+/* core.h - the manager, its threads and the process-wide region registry, as
+ * the files of src/core share them.
+ *
+ * Ownership: a manager owns one sp_thread_rec per thread that ever recorded on
+ * it; the thread reaches its record through the TLS slot of the manager
+ * (sp__tls in detail.h). Records outlive their threads until the manager is
+ * destroyed, so a thread that exits before finalize loses nothing.
+ */
+#ifndef SP_CORE_H
+#define SP_CORE_H
+
+#include <pthread.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include "config/config_internal.h"
+#include "probes/probe.h"
+#include "scope_profiler.h"
+
+/*====== Clock ======*/
+
+/* Maps raw ticks onto CLOCK_MONOTONIC nanoseconds for one run. */
+struct sp_clock_map {
+  uint64_t tick0;
+  int64_t ns0;
+  uint64_t mult; /* ns per tick, 32.32 fixed point */
+};
+
+void sp__clock_init(void);              /* once per process; picks TSC or clock_gettime */
+int64_t sp__mono_ns(void);              /* CLOCK_MONOTONIC now */
+const char *sp__clock_name(void);       /* "tsc" or "clock_gettime" */
+void sp__clock_anchor(uint64_t *tick, int64_t *ns); /* (tick, ns) taken together */
+double sp__clock_tsc_ghz(void);         /* calibrated rate (0 without TSC) */
+/* The map for a run from (tick, ns) pairs at its start and end. */
+struct sp_clock_map sp__clock_map(uint64_t tick0, int64_t ns0, uint64_t tick1, int64_t ns1);
+__extension__ typedef __int128 sp__i128;
+static inline int64_t sp__ticks_to_ns(const struct sp_clock_map *c, uint64_t t) {
+  sp__i128 d = (sp__i128)((int64_t)(t - c->tick0)) * (sp__i128)c->mult;
+  return c->ns0 + (int64_t)(d >> 32);
+}
+
+/* A function from the running process (NULL if absent), without linking
+ * its library: used for optional runtimes such as OpenMP. */
+typedef int (*sp__int_fn)(void);
+sp__int_fn sp__find_int_fn(const char *name);
+
+/*====== Region registry (process-wide) ======*/
+
+struct sp_region_info {
+  char *name;
+  size_t len;
+  char *file; /* as the compiler spelled __FILE__, or NULL */
+  int line;   /* -1 unknown */
+  char *func;
+  int kind;   /* SP_SITE_BLOCK / SP_SITE_FUNCTION */
+  char **tags; /* NULL-terminated, or NULL */
+  size_t ntags;
+};
+
+/* Info of a handle (without SP__REGION_SLOW_BIT), or NULL. Lock-free. */
+const struct sp_region_info *sp__region_info(uint32_t id);
+/* Highest id handed out so far. */
+uint32_t sp__region_max_id(void);
+/* 1 if the region carries a tag registered as opt-in. */
+int sp__region_has_opt_in(uint32_t id);
+/* JSON list text of the region's tags ("[]" when none); malloc'd. */
+char *sp__region_tags_json(uint32_t id);
+
+/*====== Threads ======*/
+
+typedef struct sp_thread_rec {
+  struct sp__thread hot; /* first: sp__tls points here */
+  struct sp_thread_rec *next;
+  struct sp_manager *m;
+  uint32_t index;        /* dense per manager, in registration order */
+  pid_t tid;
+  char name[32];
+  int omp_thread;        /* -1 outside an OpenMP parallel region */
+  int64_t first_ns, last_ns;
+  int64_t cpu_ns;        /* CPU time read on the thread at exit (or finalize) */
+  int exited;
+  int64_t *cols;         /* probe columns: hot.cap x m->probe_ncols */
+  /* problems, counted without atomics by the owning thread */
+  uint64_t unmatched_ends, invalid_regions, dropped_events;
+} sp_thread_rec;
+
+/*====== Manager ======*/
+
+struct sp_manager {
+  struct sp__hot hot; /* first: the inlined path reads it */
+  pthread_mutex_t lock;
+  int is_default;
+  int configured;     /* setup succeeded at least once */
+  int run_active;     /* setup done and not yet finalized */
+  int paused;
+  int exit_hook;      /* finalize at exit if still active */
+  struct sp_config cfg;
+  int have_cfg;
+  sp_thread_rec *threads;
+  uint32_t nthreads;
+  /* running totals of completed calls written by earlier finalizes */
+  uint64_t *calls_done;
+  uint32_t calls_done_cap;
+  /* run clock anchors */
+  uint64_t run_tick0;
+  int64_t run_ns0;
+  int64_t setup_ns;   /* start_time_ns of the current run */
+  char *output_path;
+  sp_problem_counts problems;
+  /* probes chosen at setup */
+  const struct sp_probe *probes[SP_MAX_PROBES];
+  void *probe_state[SP_MAX_PROBES];
+  int nprobes;
+  int probe_ncols;
+  int probe_col0[SP_MAX_PROBES];
+};
+
+/* Registers the calling thread with `m` (slow path); NULL when out of memory. */
+sp_thread_rec *sp__thread_attach(struct sp_manager *m);
+/* Grow a thread's event (and probe column) buffer; 0 on success. */
+int sp__thread_grow_events(sp_thread_rec *t);
+int sp__thread_grow_stack(sp_thread_rec *t);
+/* Forget every thread record (destroy). */
+void sp__threads_free(struct sp_manager *m);
+/* Slot management: a TLS slot and a fresh generation for a new manager. */
+int sp__slot_acquire(struct sp_manager *m);
+void sp__slot_release(struct sp_manager *m);
+/* The state the inlined path should see for the manager's current flags. */
+void sp__manager_publish_state(struct sp_manager *m);
+
+#endif

@@ -1,0 +1,403 @@
+/* manager.c - manager lifecycle: create, setup, finalize, destroy, sessions,
+ * pause/resume and the exit hook; plus the default-manager shortcuts.
+ *
+ * A manager records from setup on. Finalize writes every call completed since
+ * the previous finalize (one "run"), keeps the calls still open so they
+ * complete into the next run, and keeps recording; running call counts
+ * survive across runs. The state word the inlined hot path reads is derived
+ * from the flags here (publish_state) and is the only thing it looks at.
+ */
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "common/error.h"
+#include "core/core.h"
+#include "core/metadata.h"
+#include "core/snapshot.h"
+#include "core/summary.h"
+#include "output/output.h"
+#include "scope_profiler/results.h"
+
+SP_API struct sp_manager sp__default_manager = {
+    .hot = {SP__STATE_OFF, 0, 0},
+    .lock = PTHREAD_MUTEX_INITIALIZER,
+    .is_default = 1,
+};
+
+const char *sp_version_string(void) { return SP_VERSION_STRING; }
+
+/*====== Registry of live managers (for the exit hook) ======*/
+
+static pthread_mutex_t live_lock = PTHREAD_MUTEX_INITIALIZER;
+static struct sp_manager *live[SP__MAX_MANAGERS];
+static pthread_once_t atexit_once = PTHREAD_ONCE_INIT;
+
+static void exit_hook(void) {
+  for (int i = 0; i < SP__MAX_MANAGERS; i++) {
+    pthread_mutex_lock(&live_lock);
+    struct sp_manager *m = live[i];
+    pthread_mutex_unlock(&live_lock);
+    if (m && m->exit_hook && m->run_active) {
+      sp_finalize_args fa = {0};
+      (void)sp_manager_finalize(m, &fa, NULL);
+    }
+  }
+}
+static void register_atexit(void) { atexit(exit_hook); }
+
+static void set_live(struct sp_manager *m, int on) {
+  pthread_mutex_lock(&live_lock);
+  for (int i = 0; i < SP__MAX_MANAGERS; i++) {
+    if (on && !live[i]) {
+      live[i] = m;
+      break;
+    }
+    if (!on && live[i] == m) live[i] = NULL;
+  }
+  pthread_mutex_unlock(&live_lock);
+}
+
+/*====== State ======*/
+
+void sp__manager_publish_state(struct sp_manager *m) {
+  uint32_t s;
+  if (!m->configured || !m->have_cfg || m->cfg.deactivate_profiling)
+    s = SP__STATE_OFF;
+  else if (m->paused || m->nprobes)
+    s = SP__STATE_SLOW;
+  else
+    s = SP__STATE_TIMELINE;
+  __atomic_store_n(&m->hot.state, s, __ATOMIC_RELEASE);
+}
+
+sp_manager *sp_manager_create(void) {
+  struct sp_manager *m = calloc(1, sizeof *m);
+  if (!m) {
+    sp__set_error(SP_ERR_NO_MEMORY, "sp_manager_create: out of memory");
+    return NULL;
+  }
+  pthread_mutex_init(&m->lock, NULL);
+  if (sp__slot_acquire(m) < 0) {
+    pthread_mutex_destroy(&m->lock);
+    free(m);
+    sp__set_error(SP_ERR_LIMIT, "sp_manager_create: %d managers are alive already; destroy one first",
+                  SP__MAX_MANAGERS - 1);
+    return NULL;
+  }
+  set_live(m, 1);
+  return m;
+}
+
+static void teardown_probes(struct sp_manager *m) {
+  for (int p = 0; p < m->nprobes; p++)
+    if (m->probes[p]->teardown) m->probes[p]->teardown(m->probe_state[p]);
+  m->nprobes = 0;
+  m->probe_ncols = 0;
+}
+
+void sp_manager_destroy(sp_manager *m) {
+  if (!m || m->is_default) return;
+  __atomic_store_n(&m->hot.state, SP__STATE_OFF, __ATOMIC_RELEASE);
+  set_live(m, 0);
+  sp__slot_release(m);
+  teardown_probes(m);
+  sp__threads_free(m);
+  if (m->have_cfg) sp__config_free(&m->cfg);
+  free(m->calls_done);
+  free(m->output_path);
+  pthread_mutex_destroy(&m->lock);
+  free(m);
+}
+
+static sp_status setup_probes(struct sp_manager *m) {
+  const struct sp_probe *want[SP_MAX_PROBES];
+  int n = sp__probes_select(&m->cfg, want, SP_MAX_PROBES);
+  int ncols = 0;
+  for (int p = 0; p < n; p++) {
+    void *state = NULL;
+    sp_status st = want[p]->setup ? want[p]->setup(&m->cfg, &state) : SP_OK;
+    if (st != SP_OK) {
+      teardown_probes(m);
+      return st;
+    }
+    m->probes[m->nprobes] = want[p];
+    m->probe_state[m->nprobes] = state;
+    m->probe_col0[m->nprobes] = ncols;
+    m->nprobes++;
+    ncols += want[p]->ncols;
+  }
+  m->probe_ncols = ncols;
+  /* Threads that recorded before keep their events; their column arrays
+   * follow the new column count. */
+  for (sp_thread_rec *t = m->threads; t; t = t->next) {
+    free(t->cols);
+    t->cols = ncols ? calloc(t->hot.cap * (size_t)ncols, sizeof *t->cols) : NULL;
+    if (ncols && !t->cols) return sp__set_error(SP_ERR_NO_MEMORY, "out of memory for probe columns");
+  }
+  return SP_OK;
+}
+
+sp_status sp_manager_setup(sp_manager *m, const sp_setup_args *args) {
+  if (!m) return sp__set_error(SP_ERR_INVALID_ARGUMENT, "sp_manager_setup: manager is NULL");
+  sp__clock_init();
+  if (m->run_active && !(args && args->replace))
+    return sp__set_error(SP_ERR_ALREADY_ACTIVE,
+                         "setup: a run is already active on this manager; finalize it first, or pass "
+                         "replace=1 to discard it and start over");
+  struct sp_config cfg;
+  sp_status st = sp__config_resolve(&cfg, args);
+  if (st != SP_OK) return st;
+  if (m->is_default && m->hot.gen == 0) {
+    if (sp__slot_acquire(m) < 0) {
+      sp__config_free(&cfg);
+      return sp__set_error(SP_ERR_LIMIT, "setup: no TLS slot for the default manager");
+    }
+    set_live(m, 1);
+  }
+  __atomic_store_n(&m->hot.state, SP__STATE_OFF, __ATOMIC_RELEASE);
+  if (m->run_active) sp__snapshot_compact(m); /* replace: the old run's calls are dropped */
+  teardown_probes(m);
+  if (m->have_cfg) sp__config_free(&m->cfg);
+  m->cfg = cfg;
+  m->have_cfg = 1;
+  st = setup_probes(m);
+  if (st != SP_OK) {
+    m->run_active = 0;
+    return st;
+  }
+  sp__clock_anchor(&m->run_tick0, &m->run_ns0);
+  m->setup_ns = m->run_ns0;
+  m->cfg.start_time_ns = m->run_ns0;
+  m->paused = 0;
+  m->cfg.paused = 0;
+  memset(&m->problems, 0, sizeof m->problems);
+  m->configured = 1;
+  m->run_active = 1;
+  m->exit_hook = args && args->auto_finalize;
+  if (m->exit_hook) pthread_once(&atexit_once, register_atexit);
+  sp__manager_publish_state(m);
+  return SP_OK;
+}
+
+static void collect_problems(struct sp_manager *m, uint64_t open_calls) {
+  for (sp_thread_rec *t = m->threads; t; t = t->next) {
+    m->problems.unmatched_ends += t->unmatched_ends;
+    m->problems.invalid_regions += t->invalid_regions;
+    m->problems.dropped_events += t->dropped_events;
+    t->unmatched_ends = t->invalid_regions = t->dropped_events = 0;
+  }
+  m->problems.open_at_finalize = open_calls;
+}
+
+static int count_done_calls(struct sp_manager *m) {
+  uint32_t maxid = sp__region_max_id();
+  if (maxid + 1 > m->calls_done_cap) {
+    uint64_t *n = realloc(m->calls_done, ((size_t)maxid + 1) * sizeof *n);
+    if (!n) return -1;
+    memset(n + m->calls_done_cap, 0, ((size_t)maxid + 1 - m->calls_done_cap) * sizeof *n);
+    m->calls_done = n;
+    m->calls_done_cap = maxid + 1;
+  }
+  for (sp_thread_rec *t = m->threads; t; t = t->next)
+    for (uint64_t i = 0; i < t->hot.n; i++)
+      if (t->hot.ev[i].end) m->calls_done[t->hot.ev[i].region]++;
+  return 0;
+}
+
+static sp_status add_thread_table(struct sp_manager *m, struct sp_run *run) {
+  struct sp_table *tb = calloc(1, sizeof *tb);
+  if (!tb) return SP_ERR_NO_MEMORY;
+  run->tables = tb;
+  run->ntables = 1;
+  size_t n = m->nthreads;
+  tb->name = sp__strdup("threads");
+  tb->nrows = n;
+  static const char *const names[] = {"ranks", "index", "os_tid", "omp_thread", "first_ns", "last_ns", "cpu_ns"};
+  tb->ncols = sizeof names / sizeof names[0];
+  tb->cols = calloc(tb->ncols, sizeof *tb->cols);
+  tb->nstr = 1;
+  tb->str_cols_names = calloc(1, sizeof(char *));
+  tb->str_cols = calloc(1, sizeof(char **));
+  if (!tb->name || !tb->cols || !tb->str_cols_names || !tb->str_cols) return SP_ERR_NO_MEMORY;
+  tb->str_cols_names[0] = sp__strdup("names");
+  tb->str_cols[0] = calloc(n + 1, sizeof(char *));
+  for (size_t c = 0; c < tb->ncols; c++) {
+    tb->cols[c].name = sp__strdup(names[c]);
+    tb->cols[c].type = c < 2 ? SP_COL_U32 : SP_COL_I64;
+    tb->cols[c].data = calloc(n + 1, 8);
+    if (!tb->cols[c].name || !tb->cols[c].data) return SP_ERR_NO_MEMORY;
+  }
+  if (!tb->str_cols_names[0] || !tb->str_cols[0]) return SP_ERR_NO_MEMORY;
+  int64_t now = sp__mono_ns();
+  size_t i = 0;
+  for (sp_thread_rec *t = m->threads; t && i < n; t = t->next, i++) {
+    ((uint32_t *)tb->cols[0].data)[i] = 0;
+    ((uint32_t *)tb->cols[1].data)[i] = t->index;
+    ((int64_t *)tb->cols[2].data)[i] = t->tid;
+    ((int64_t *)tb->cols[3].data)[i] = t->omp_thread;
+    ((int64_t *)tb->cols[4].data)[i] = t->first_ns;
+    ((int64_t *)tb->cols[5].data)[i] = t->exited ? t->last_ns : now;
+    ((int64_t *)tb->cols[6].data)[i] = t->cpu_ns;
+    tb->str_cols[0][i] = sp__strdup(t->name);
+  }
+  return SP_OK;
+}
+
+sp_status sp_manager_finalize(sp_manager *m, const sp_finalize_args *args, sp_results **results) {
+  if (results) *results = NULL;
+  if (!m || !m->configured)
+    return sp__set_error(SP_ERR_INACTIVE, "finalize: the manager was never set up; call setup first");
+  sp_finalize_args none = {0};
+  if (!args) args = &none;
+  if (m->cfg.deactivate_profiling) {
+    m->run_active = 0;
+    return SP_OK; /* nothing was recorded and nothing is written */
+  }
+  uint64_t tick1;
+  int64_t ns1;
+  sp__clock_anchor(&tick1, &ns1);
+  struct sp_clock_map cm = sp__clock_map(m->run_tick0, m->run_ns0, tick1, ns1);
+
+  struct sp_run run;
+  uint64_t open_calls = 0;
+  sp_status st = sp__snapshot_build(m, &cm, 0, &run, &open_calls);
+  if (st != SP_OK) return st;
+  if (m->cfg.track_threads && add_thread_table(m, &run) != SP_OK) {
+    sp__run_free(&run);
+    return sp__set_error(SP_ERR_NO_MEMORY, "finalize: out of memory for the thread table");
+  }
+  if (sp__metadata_collect(&m->cfg, m->cfg.start_time_ns, 1, &run.meta) != 0) {
+    sp__run_free(&run);
+    return sp__set_error(SP_ERR_NO_MEMORY, "finalize: out of memory collecting metadata");
+  }
+
+  sp_status io = SP_OK;
+  char io_msg[1024] = "";
+  if (!m->cfg.deactivate_file_output) {
+    io = sp__h5_write_file(&run, &m->cfg, m->cfg.file_path);
+    if (io == SP_OK) {
+      free(m->output_path);
+      m->output_path = sp__strdup(m->cfg.file_path);
+    } else {
+      snprintf(io_msg, sizeof io_msg, "%s", sp_last_error());
+    }
+  }
+  if (results && args->return_results) {
+    void *image = NULL;
+    size_t size = 0;
+    sp_status rs = sp__h5_write_image(&run, &m->cfg, &image, &size);
+    if (rs == SP_OK) rs = sp_results_open_image(image, size, results);
+    free(image);
+    if (rs != SP_OK && io == SP_OK) {
+      io = rs;
+      snprintf(io_msg, sizeof io_msg, "%s", sp_last_error());
+    }
+  }
+  if (args->verbose) sp__summary_print(args->summary_stream ? args->summary_stream : stdout, &run,
+                                       m->cfg.display_label);
+  sp__run_free(&run);
+
+  count_done_calls(m);
+  collect_problems(m, open_calls);
+  sp__snapshot_compact(m);
+  /* Recording goes on: the next run starts where this one ended. */
+  m->run_tick0 = tick1;
+  m->run_ns0 = ns1;
+  m->cfg.start_time_ns = ns1;
+  m->run_active = 0;
+
+  if (io != SP_OK) return sp__set_error(io, "%s", io_msg);
+  if (open_calls)
+    return sp__set_error(SP_ERR_OPEN_SCOPES,
+                         "finalize: %llu call(s) were still open; they were left intact and will be written "
+                         "by the next finalize once they end",
+                         (unsigned long long)open_calls);
+  sp__clear_error();
+  return SP_OK;
+}
+
+void sp_manager_pause(sp_manager *m) {
+  if (!m) return;
+  m->paused = 1;
+  if (m->have_cfg) m->cfg.paused = 1;
+  sp__manager_publish_state(m);
+}
+
+void sp_manager_resume(sp_manager *m) {
+  if (!m) return;
+  m->paused = 0;
+  if (m->have_cfg) m->cfg.paused = 0;
+  sp__manager_publish_state(m);
+}
+
+int sp_manager_is_active(const sp_manager *m) {
+  return m && __atomic_load_n(&m->hot.state, __ATOMIC_RELAXED) != SP__STATE_OFF;
+}
+int sp_manager_is_configured(const sp_manager *m) { return m && m->configured; }
+const sp_config *sp_manager_config(const sp_manager *m) { return m && m->have_cfg ? &m->cfg : NULL; }
+const char *sp_manager_output_path(const sp_manager *m) { return m ? m->output_path : NULL; }
+
+sp_problem_counts sp_manager_problems(const sp_manager *m) {
+  sp_problem_counts p = {0};
+  if (!m) return p;
+  p = m->problems;
+  for (const sp_thread_rec *t = m->threads; t; t = t->next) {
+    p.unmatched_ends += t->unmatched_ends;
+    p.invalid_regions += t->invalid_regions;
+    p.dropped_events += t->dropped_events;
+  }
+  return p;
+}
+
+uint64_t sp_manager_num_calls(const sp_manager *m, sp_region r) {
+  if (!m) return 0;
+  uint32_t id = r & ~SP__REGION_SLOW_BIT;
+  uint64_t n = id < m->calls_done_cap ? m->calls_done[id] : 0;
+  for (const sp_thread_rec *t = m->threads; t; t = t->next)
+    for (uint64_t i = 0; i < t->hot.n; i++)
+      if (t->hot.ev[i].region == id && t->hot.ev[i].end) n++;
+  return n;
+}
+
+/*====== Sessions ======*/
+
+sp_session sp_session_begin(sp_manager *m, const sp_setup_args *setup, const sp_finalize_args *fin,
+                            sp_results **results) {
+  sp_session s;
+  memset(&s, 0, sizeof s);
+  s.m = m;
+  s.fin = fin;
+  s.results = results;
+  s.once = 1;
+  s.status = sp_manager_setup(m, setup);
+  s.root = sp_scope_begin(m, sp_region_intern("scope_profiler.session"));
+  return s;
+}
+
+sp_status sp_session_end(sp_session *s) {
+  if (!s->m) return s->status;
+  sp_scope_end(&s->root);
+  if (s->status == SP_OK) s->status = sp_manager_finalize(s->m, s->fin, s->results);
+  s->m = NULL;
+  return s->status;
+}
+
+void sp_session_cleanup(sp_session *s) { (void)sp_session_end(s); }
+
+sp_status sp_session_run(sp_manager *m, const sp_setup_args *setup, const sp_finalize_args *fin,
+                         sp_results **results, void (*fn)(void *user), void *user) {
+  sp_session s = sp_session_begin(m, setup, fin, results);
+  if (fn) fn(user);
+  return sp_session_end(&s);
+}
+
+/*====== Default-manager shortcuts ======*/
+
+sp_status sp_setup(const sp_setup_args *args) { return sp_manager_setup(SP_DEFAULT, args); }
+sp_status sp_finalize(const sp_finalize_args *args, sp_results **results) {
+  return sp_manager_finalize(SP_DEFAULT, args, results);
+}
+void sp_pause(void) { sp_manager_pause(SP_DEFAULT); }
+void sp_resume(void) { sp_manager_resume(SP_DEFAULT); }
+int sp_is_active(void) { return sp_manager_is_active(SP_DEFAULT); }

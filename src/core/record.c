@@ -1,0 +1,280 @@
+/* record.c - the out-of-line half of region begin/end, and per-thread state.
+ *
+ * The inlined path in detail.h handles the common case; everything else lands
+ * here: a thread's first call on a manager (it registers once and gets a dense
+ * index), a full buffer (doubling growth: events are addressed by index, so an
+ * open call's slot stays valid across a realloc), pause (calls begun while
+ * paused become "ghost" stack entries so their ends still match), opt-in tags,
+ * probes, and ends that do not match. Problems are counted per thread, never
+ * printed, and reported at finalize.
+ */
+#include <dlfcn.h>
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/syscall.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "common/error.h"
+#include "core/core.h"
+
+SP_API SP__TLS struct sp__tls_entry sp__tls[SP__MAX_MANAGERS];
+
+/*====== TLS slots ======*/
+
+static pthread_mutex_t slot_lock = PTHREAD_MUTEX_INITIALIZER;
+static struct {
+  struct sp_manager *m;
+  uint64_t gen;
+} slots[SP__MAX_MANAGERS];
+static uint64_t next_gen = 1;
+static pthread_key_t exit_key;
+static pthread_once_t exit_key_once = PTHREAD_ONCE_INIT;
+
+int sp__slot_acquire(struct sp_manager *m) {
+  pthread_mutex_lock(&slot_lock);
+  int s = -1;
+  /* Slot 0 is reserved for the default manager. */
+  for (int i = m->is_default ? 0 : 1; i < SP__MAX_MANAGERS; i++)
+    if (!slots[i].m) {
+      s = i;
+      break;
+    }
+  if (s >= 0) {
+    slots[s].m = m;
+    slots[s].gen = next_gen++;
+    m->hot.slot = (uint32_t)s;
+    m->hot.gen = slots[s].gen;
+  }
+  pthread_mutex_unlock(&slot_lock);
+  return s;
+}
+
+void sp__slot_release(struct sp_manager *m) {
+  pthread_mutex_lock(&slot_lock);
+  if (slots[m->hot.slot].m == m) {
+    slots[m->hot.slot].m = NULL;
+    slots[m->hot.slot].gen = 0;
+  }
+  m->hot.gen = 0;
+  pthread_mutex_unlock(&slot_lock);
+}
+
+static int64_t thread_cpu_ns(void) {
+  struct timespec ts;
+  if (clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts) != 0) return -1;
+  return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+}
+
+/* Thread exit: TLS is still readable in key destructors, so the dying thread
+ * can stamp its own records with its end time and CPU time. */
+static void on_thread_exit(void *unused) {
+  (void)unused;
+  pthread_mutex_lock(&slot_lock);
+  for (int s = 0; s < SP__MAX_MANAGERS; s++) {
+    if (!slots[s].m || sp__tls[s].gen != slots[s].gen || !sp__tls[s].t) continue;
+    sp_thread_rec *t = (sp_thread_rec *)sp__tls[s].t;
+    t->exited = 1;
+    t->last_ns = sp__mono_ns();
+    t->cpu_ns = thread_cpu_ns();
+    sp__tls[s].gen = 0;
+  }
+  pthread_mutex_unlock(&slot_lock);
+}
+
+static void make_exit_key(void) { pthread_key_create(&exit_key, on_thread_exit); }
+
+/*====== Threads ======*/
+
+sp__int_fn sp__find_int_fn(const char *name) {
+  void *p = dlsym(RTLD_DEFAULT, name);
+  sp__int_fn fn;
+  memcpy(&fn, &p, sizeof fn); /* POSIX guarantees the round trip */
+  return p ? fn : NULL;
+}
+
+static int omp_thread_num(void) {
+  /* Resolved lazily and without linking OpenMP: present only when the
+   * program itself uses it. */
+  static sp__int_fn in_parallel, thread_num;
+  static int looked;
+  if (!looked) {
+    in_parallel = sp__find_int_fn("omp_in_parallel");
+    thread_num = sp__find_int_fn("omp_get_thread_num");
+    looked = 1;
+  }
+  if (in_parallel && thread_num && in_parallel()) return thread_num();
+  return -1;
+}
+
+sp_thread_rec *sp__thread_attach(struct sp_manager *m) {
+  struct sp__tls_entry *e = &sp__tls[m->hot.slot];
+  if (e->gen == m->hot.gen && e->t) return (sp_thread_rec *)e->t;
+  sp_thread_rec *t = calloc(1, sizeof *t);
+  if (!t) return NULL;
+  uint64_t cap = m->have_cfg && m->cfg.buffer_limit > 0 ? (uint64_t)m->cfg.buffer_limit : 1024;
+  t->hot.ev = malloc(cap * sizeof *t->hot.ev);
+  t->hot.stack = malloc(64 * sizeof *t->hot.stack);
+  if (m->probe_ncols) t->cols = calloc(cap * (size_t)m->probe_ncols, sizeof *t->cols);
+  if (!t->hot.ev || !t->hot.stack || (m->probe_ncols && !t->cols)) {
+    free(t->hot.ev);
+    free(t->hot.stack);
+    free(t->cols);
+    free(t);
+    return NULL;
+  }
+  t->hot.cap = cap;
+  t->hot.stack_cap = 64;
+  t->m = m;
+  t->tid = (pid_t)syscall(SYS_gettid);
+  t->omp_thread = omp_thread_num();
+  t->first_ns = sp__mono_ns();
+  t->last_ns = -1;
+  t->cpu_ns = -1;
+  if (pthread_getname_np(pthread_self(), t->name, sizeof t->name) != 0) t->name[0] = 0;
+  pthread_once(&exit_key_once, make_exit_key);
+  pthread_setspecific(exit_key, (void *)1);
+
+  pthread_mutex_lock(&m->lock);
+  t->index = m->nthreads++;
+  sp_thread_rec **tail = &m->threads;
+  while (*tail) tail = &(*tail)->next;
+  *tail = t; /* registration order = index order */
+  pthread_mutex_unlock(&m->lock);
+
+  e->t = &t->hot;
+  e->gen = m->hot.gen;
+  return t;
+}
+
+int sp__thread_grow_events(sp_thread_rec *t) {
+  struct sp_manager *m = t->m;
+  uint64_t ncap = t->hot.cap * 2;
+  struct sp__event *ev = realloc(t->hot.ev, ncap * sizeof *ev);
+  if (!ev) return -1;
+  t->hot.ev = ev;
+  if (m->probe_ncols) {
+    int64_t *cols = realloc(t->cols, ncap * (size_t)m->probe_ncols * sizeof *cols);
+    if (!cols) return -1; /* ev grew but cap did not: consistent */
+    t->cols = cols;
+  }
+  t->hot.cap = ncap;
+  return 0;
+}
+
+int sp__thread_grow_stack(sp_thread_rec *t) {
+  uint32_t ncap = t->hot.stack_cap * 2;
+  uint64_t *s = realloc(t->hot.stack, (size_t)ncap * sizeof *s);
+  if (!s) return -1;
+  t->hot.stack = s;
+  t->hot.stack_cap = ncap;
+  return 0;
+}
+
+void sp__threads_free(struct sp_manager *m) {
+  sp_thread_rec *t = m->threads;
+  while (t) {
+    sp_thread_rec *n = t->next;
+    free(t->hot.ev);
+    free(t->hot.stack);
+    free(t->cols);
+    free(t);
+    t = n;
+  }
+  m->threads = NULL;
+  m->nthreads = 0;
+}
+
+/*====== Slow paths ======*/
+
+static int opt_in_disabled(struct sp_manager *m, uint32_t r) {
+  if (!(r & SP__REGION_SLOW_BIT)) return 0;
+  const struct sp_region_info *ri = sp__region_info(r);
+  if (!ri) return 0;
+  for (size_t i = 0; i < ri->ntags; i++)
+    if (sp__config_tag_enabled(&m->cfg, ri->tags[i])) return 0;
+  return 1;
+}
+
+SP_API int sp__begin_slow(void *mv, uint32_t r) {
+  struct sp_manager *m = mv;
+  if (m->hot.state == SP__STATE_OFF) return 0;
+  sp_thread_rec *t = sp__thread_attach(m);
+  if (!t) {
+    __atomic_fetch_add(&m->problems.dropped_events, 1, __ATOMIC_RELAXED);
+    return SP_ERR_NO_MEMORY;
+  }
+  uint32_t id = r & ~SP__REGION_SLOW_BIT;
+  if (id == 0 || !sp__region_info(id)) {
+    t->invalid_regions++;
+    return SP_ERR_INVALID_ARGUMENT;
+  }
+  if (opt_in_disabled(m, r)) return 0;
+  if (t->hot.depth == t->hot.stack_cap && sp__thread_grow_stack(t) != 0) {
+    t->dropped_events++;
+    return SP_ERR_NO_MEMORY;
+  }
+  if (m->paused) {
+    t->hot.stack[t->hot.depth++] = SP__GHOST_BIT | id;
+    return 0;
+  }
+  if (t->hot.n == t->hot.cap && sp__thread_grow_events(t) != 0) {
+    t->dropped_events++;
+    t->hot.stack[t->hot.depth++] = SP__GHOST_BIT | id; /* its end must still match */
+    return SP_ERR_NO_MEMORY;
+  }
+  uint64_t i = t->hot.n++;
+  struct sp__event *ev = &t->hot.ev[i];
+  t->hot.stack[t->hot.depth] = i;
+  ev->region = id;
+  ev->depth = t->hot.depth++;
+  ev->end = 0;
+  if (m->nprobes) {
+    int64_t *cols = t->cols + i * (uint64_t)m->probe_ncols;
+    for (int p = 0; p < m->nprobes; p++) m->probes[p]->begin(m->probe_state[p], cols + m->probe_col0[p]);
+  }
+  ev->start = sp__ticks();
+  return 0;
+}
+
+SP_API int sp__end_slow(void *mv, uint32_t r) {
+  struct sp_manager *m = mv;
+  uint64_t now = sp__ticks();
+  if (m->hot.state == SP__STATE_OFF) return 0;
+  sp_thread_rec *t = sp__thread_attach(m);
+  if (!t) return SP_ERR_NO_MEMORY;
+  uint32_t id = r & ~SP__REGION_SLOW_BIT;
+  if (id == 0 || !sp__region_info(id)) {
+    t->invalid_regions++;
+    return SP_ERR_INVALID_ARGUMENT;
+  }
+  if (opt_in_disabled(m, r)) return 0;
+  if (t->hot.depth == 0) {
+    t->unmatched_ends++;
+    return SP_ERR_UNMATCHED_END;
+  }
+  uint64_t top = t->hot.stack[t->hot.depth - 1];
+  if (top & SP__GHOST_BIT) {
+    if ((uint32_t)top != id) {
+      t->unmatched_ends++;
+      return SP_ERR_UNMATCHED_END;
+    }
+    t->hot.depth--;
+    return 0;
+  }
+  struct sp__event *ev = &t->hot.ev[top];
+  if (ev->region != id) {
+    t->unmatched_ends++;
+    return SP_ERR_UNMATCHED_END;
+  }
+  if (m->nprobes) {
+    int64_t *cols = t->cols + top * (uint64_t)m->probe_ncols;
+    /* Timestamp first, then counters: the probes' own cost stays outside
+     * the measured interval on both ends. */
+    for (int p = m->nprobes - 1; p >= 0; p--) m->probes[p]->end(m->probe_state[p], cols + m->probe_col0[p]);
+  }
+  ev->end = now;
+  t->hot.depth--;
+  return 0;
+}

@@ -1,0 +1,286 @@
+/* regions.c - the process-wide region registry: names interned to handles.
+ *
+ * A handle is an index into a chunked table that only grows, so a handle and
+ * the info behind it stay valid for the life of the process and lookups need
+ * no lock. Interning a known name is a lock-free probe of an open-addressing
+ * hash table; only inserting a new name takes the registry mutex. Handles are
+ * process-wide so the same call site works with every manager.
+ */
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "common/error.h"
+#include "core/core.h"
+
+#define CHUNK_BITS 10
+#define CHUNK_SIZE (1u << CHUNK_BITS)
+#define MAX_CHUNKS 1024 /* 1M regions */
+#define MAX_NAME_BYTES 1024
+
+struct slot {
+  _Atomic uint64_t hash; /* 0 = empty */
+  uint32_t id;
+};
+struct table {
+  size_t mask;
+  struct table *retired; /* older tables, kept: lock-free readers may hold them */
+  struct slot slots[];
+};
+
+static pthread_mutex_t reg_lock = PTHREAD_MUTEX_INITIALIZER;
+static struct sp_region_info *_Atomic chunks[MAX_CHUNKS];
+static _Atomic uint32_t max_id;
+static struct table *_Atomic table;
+static char **opt_in_tags;
+static _Atomic size_t n_opt_in;
+
+static uint64_t hash_bytes(const char *s, size_t n) {
+  uint64_t h = 0xcbf29ce484222325u; /* FNV-1a, then a finaliser for spread */
+  for (size_t i = 0; i < n; i++) h = (h ^ (unsigned char)s[i]) * 0x100000001b3u;
+  h ^= h >> 33;
+  h *= 0xff51afd7ed558ccdu;
+  h ^= h >> 33;
+  return h ? h : 1;
+}
+
+const struct sp_region_info *sp__region_info(uint32_t id) {
+  id &= ~SP__REGION_SLOW_BIT;
+  if (id == 0 || id > atomic_load_explicit(&max_id, memory_order_acquire)) return NULL;
+  struct sp_region_info *c = atomic_load_explicit(&chunks[id >> CHUNK_BITS], memory_order_acquire);
+  return c ? &c[id & (CHUNK_SIZE - 1)] : NULL;
+}
+
+uint32_t sp__region_max_id(void) { return atomic_load_explicit(&max_id, memory_order_acquire); }
+
+const char *sp_region_name(sp_region r) {
+  const struct sp_region_info *ri = sp__region_info(r);
+  return ri ? ri->name : NULL;
+}
+
+static int is_opt_in_tag_locked(const char *tag) {
+  for (size_t i = 0; i < n_opt_in; i++)
+    if (strcmp(opt_in_tags[i], tag) == 0) return 1;
+  return 0;
+}
+
+int sp__region_has_opt_in(uint32_t id) {
+  const struct sp_region_info *ri = sp__region_info(id);
+  if (!ri || !ri->tags) return 0;
+  pthread_mutex_lock(&reg_lock);
+  int yes = 0;
+  for (size_t i = 0; i < ri->ntags && !yes; i++) yes = is_opt_in_tag_locked(ri->tags[i]);
+  pthread_mutex_unlock(&reg_lock);
+  return yes;
+}
+
+sp_status sp_register_opt_in_tag(const char *tag) {
+  if (!tag || !*tag)
+    return sp__set_error(SP_ERR_INVALID_ARGUMENT, "sp_register_opt_in_tag: the tag is empty; pass a non-empty tag name");
+  pthread_mutex_lock(&reg_lock);
+  sp_status st = SP_OK;
+  if (!is_opt_in_tag_locked(tag)) {
+    char **n = realloc(opt_in_tags, (n_opt_in + 1) * sizeof *n);
+    char *copy = sp__strdup(tag);
+    if (!n || !copy) {
+      free(copy);
+      if (n) opt_in_tags = n;
+      st = sp__set_error(SP_ERR_NO_MEMORY, "sp_register_opt_in_tag: out of memory");
+    } else {
+      opt_in_tags = n;
+      opt_in_tags[n_opt_in++] = copy;
+    }
+  }
+  pthread_mutex_unlock(&reg_lock);
+  return st;
+}
+
+static uint32_t lookup(const char *name, size_t len, uint64_t h) {
+  struct table *t = atomic_load_explicit(&table, memory_order_acquire);
+  if (!t) return 0;
+  for (size_t i = h & t->mask;; i = (i + 1) & t->mask) {
+    uint64_t sh = atomic_load_explicit(&t->slots[i].hash, memory_order_acquire);
+    if (sh == 0) return 0;
+    if (sh == h) {
+      const struct sp_region_info *ri = sp__region_info(t->slots[i].id);
+      if (ri && ri->len == len && memcmp(ri->name, name, len) == 0) return t->slots[i].id;
+    }
+  }
+}
+
+static int table_insert_locked(uint64_t h, uint32_t id) {
+  struct table *t = atomic_load_explicit(&table, memory_order_relaxed);
+  if (!t || (size_t)id * 2 > t->mask) { /* keep the load factor under 1/2 */
+    size_t size = t ? (t->mask + 1) * 2 : 256;
+    struct table *nt = calloc(1, sizeof *nt + size * sizeof(struct slot));
+    if (!nt) return -1;
+    nt->mask = size - 1;
+    nt->retired = t;
+    if (t)
+      for (size_t i = 0; i <= t->mask; i++) {
+        uint64_t sh = atomic_load_explicit(&t->slots[i].hash, memory_order_relaxed);
+        if (!sh) continue;
+        size_t j = sh & nt->mask;
+        while (atomic_load_explicit(&nt->slots[j].hash, memory_order_relaxed)) j = (j + 1) & nt->mask;
+        nt->slots[j].id = t->slots[i].id;
+        atomic_store_explicit(&nt->slots[j].hash, sh, memory_order_relaxed);
+      }
+    atomic_store_explicit(&table, nt, memory_order_release);
+    t = nt;
+  }
+  size_t j = h & t->mask;
+  while (atomic_load_explicit(&t->slots[j].hash, memory_order_relaxed)) j = (j + 1) & t->mask;
+  t->slots[j].id = id;
+  atomic_store_explicit(&t->slots[j].hash, h, memory_order_release);
+  return 0;
+}
+
+static char **split_tags(const char *tags, size_t *n) {
+  *n = 0;
+  if (!tags || !*tags) return NULL;
+  size_t cap = 1;
+  for (const char *p = tags; *p; p++) cap += *p == ',';
+  char **out = calloc(cap + 1, sizeof *out);
+  if (!out) return NULL;
+  const char *p = tags;
+  while (*p) {
+    const char *e = strchr(p, ',');
+    if (!e) e = p + strlen(p);
+    const char *a = p, *b = e;
+    while (a < b && (*a == ' ' || *a == '\t')) a++;
+    while (b > a && (b[-1] == ' ' || b[-1] == '\t')) b--;
+    if (b > a) out[(*n)++] = sp__strndup(a, (size_t)(b - a));
+    p = *e ? e + 1 : e;
+  }
+  return out;
+}
+
+static sp_status validate_name(const char *name, size_t *len) {
+  *len = 0;
+  if (!name) return sp__set_error(SP_ERR_INVALID_ARGUMENT, "region name is NULL; pass a non-empty UTF-8 string");
+  *len = strnlen(name, MAX_NAME_BYTES + 1);
+  if (*len == 0) return sp__set_error(SP_ERR_INVALID_ARGUMENT, "region name is empty; give the region a name");
+  if (*len > MAX_NAME_BYTES)
+    return sp__set_error(SP_ERR_INVALID_ARGUMENT, "region name \"%.40s...\" is longer than %d bytes; shorten it",
+                         name, MAX_NAME_BYTES);
+  if (!sp__utf8_valid(name, *len))
+    return sp__set_error(SP_ERR_INVALID_ARGUMENT, "region name is not valid UTF-8; pass UTF-8 text");
+  return SP_OK;
+}
+
+static uint32_t with_slow_bit_locked(uint32_t id) {
+  const struct sp_region_info *ri = sp__region_info(id);
+  for (size_t i = 0; ri && i < ri->ntags; i++)
+    if (is_opt_in_tag_locked(ri->tags[i])) return id | SP__REGION_SLOW_BIT;
+  return id;
+}
+
+sp_region sp_region_intern_ex(const char *name, const char *file, int line, const char *func,
+                              const char *tags) {
+  size_t len;
+  if (validate_name(name, &len) != SP_OK) return 0;
+  uint64_t h = hash_bytes(name, len);
+  uint32_t id = lookup(name, len, h);
+  if (id && !n_opt_in) return id;
+
+  pthread_mutex_lock(&reg_lock);
+  id = lookup(name, len, h);
+  if (!id) {
+    uint32_t nid = atomic_load_explicit(&max_id, memory_order_relaxed) + 1;
+    if (nid >= MAX_CHUNKS * CHUNK_SIZE || (nid & SP__REGION_SLOW_BIT)) {
+      pthread_mutex_unlock(&reg_lock);
+      sp__set_error(SP_ERR_LIMIT, "more than %u distinct region names; intern fewer names", MAX_CHUNKS * CHUNK_SIZE - 1);
+      return 0;
+    }
+    struct sp_region_info *c = atomic_load_explicit(&chunks[nid >> CHUNK_BITS], memory_order_relaxed);
+    if (!c) {
+      c = calloc(CHUNK_SIZE, sizeof *c);
+      if (!c) goto oom;
+      atomic_store_explicit(&chunks[nid >> CHUNK_BITS], c, memory_order_release);
+    }
+    struct sp_region_info *ri = &c[nid & (CHUNK_SIZE - 1)];
+    ri->name = sp__strndup(name, len);
+    if (!ri->name) goto oom;
+    ri->len = len;
+    ri->file = sp__strdup(file);
+    ri->line = file ? line : -1;
+    ri->func = sp__strdup(func);
+    ri->tags = split_tags(tags, &ri->ntags);
+    if (table_insert_locked(h, nid) != 0) goto oom;
+    atomic_store_explicit(&max_id, nid, memory_order_release);
+    id = nid;
+  } else {
+    /* First source wins, but a name first seen without one gets it now. */
+    struct sp_region_info *ri = (struct sp_region_info *)sp__region_info(id);
+    if (ri && !ri->file && file) {
+      ri->func = sp__strdup(func);
+      ri->line = line;
+      ri->file = sp__strdup(file);
+    }
+    if (ri && !ri->tags && tags) ri->tags = split_tags(tags, &ri->ntags);
+  }
+  id = with_slow_bit_locked(id);
+  pthread_mutex_unlock(&reg_lock);
+  return id;
+oom:
+  pthread_mutex_unlock(&reg_lock);
+  sp__set_error(SP_ERR_NO_MEMORY, "out of memory while interning region \"%.60s\"", name);
+  return 0;
+}
+
+sp_region sp_region_intern(const char *name) { return sp_region_intern_ex(name, NULL, -1, NULL, NULL); }
+
+sp_region sp__site_register(sp_site *site) {
+  sp_region id = sp_region_intern_ex(site->name, site->file, site->line, site->func, site->tags);
+  if (id == 0) return 0;
+  uint32_t expected = 0;
+  /* Concurrent first calls intern the same name, so they agree on the id. */
+  __atomic_compare_exchange_n(&site->id, &expected, id, 0, __ATOMIC_RELEASE, __ATOMIC_RELAXED);
+  if (site->kind == SP_SITE_FUNCTION) {
+    struct sp_region_info *ri = (struct sp_region_info *)sp__region_info(id);
+    if (ri && ri->file && ri->line == site->line) ri->kind = SP_SITE_FUNCTION;
+  }
+  return id;
+}
+
+static void json_escape_into(char **out, size_t *len, size_t *cap, const char *s) {
+  for (; *s; s++) {
+    char buf[8];
+    const char *piece = buf;
+    unsigned char c = (unsigned char)*s;
+    if (c == '"') piece = "\\\"";
+    else if (c == '\\') piece = "\\\\";
+    else if (c < 0x20) snprintf(buf, sizeof buf, "\\u%04x", c);
+    else { buf[0] = (char)c; buf[1] = 0; }
+    size_t pl = strlen(piece);
+    if (*len + pl + 4 > *cap) {
+      *cap = (*cap + pl + 4) * 2;
+      char *n = realloc(*out, *cap);
+      if (!n) return;
+      *out = n;
+    }
+    memcpy(*out + *len, piece, pl);
+    *len += pl;
+  }
+}
+
+char *sp__region_tags_json(uint32_t id) {
+  const struct sp_region_info *ri = sp__region_info(id);
+  size_t cap = 64, len = 0;
+  char *out = malloc(cap);
+  if (!out) return NULL;
+  out[len++] = '[';
+  for (size_t i = 0; ri && i < ri->ntags; i++) {
+    if (len + 8 > cap) { cap *= 2; char *n = realloc(out, cap); if (!n) { free(out); return NULL; } out = n; }
+    if (i) out[len++] = ',';
+    out[len++] = '"';
+    json_escape_into(&out, &len, &cap, ri->tags[i]);
+    if (len + 4 > cap) { cap *= 2; char *n = realloc(out, cap); if (!n) { free(out); return NULL; } out = n; }
+    out[len++] = '"';
+  }
+  out[len++] = ']';
+  out[len] = 0;
+  return out;
+}

@@ -1,0 +1,273 @@
+/* snapshot.c - turns the per-thread event logs of a manager into one run in
+ * schema 2's columnar shape (struct sp_run).
+ *
+ * Every thread logs its calls in begin order with their depth, which makes the
+ * call tree exact without any timestamp guessing: a call's parent is the
+ * nearest earlier call of the same thread with a smaller depth that is still
+ * on the reconstruction stack. Call ids are unique per rank (thread by thread,
+ * in begin order), exclusive time is each call's duration minus its direct
+ * children's, and events are grouped into one row per region, ordered by
+ * start time within the row. Calls still open are left out (they complete
+ * into the next run).
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "common/error.h"
+#include "core/core.h"
+#include "core/metadata.h"
+#include "core/snapshot.h"
+
+#define MANY_THREADS (UINT32_MAX - 1)
+
+struct placed {
+  int64_t start;
+  uint64_t pos;
+};
+
+static int cmp_start(const void *a, const void *b) {
+  const struct placed *x = a, *y = b;
+  if (x->start != y->start) return x->start < y->start ? -1 : 1;
+  return x->pos < y->pos ? -1 : x->pos > y->pos; /* stable: thread order */
+}
+
+/* Reorder the events of one row slice by start time. */
+static int sort_slice(struct sp_run *run, uint64_t off, uint64_t n) {
+  struct placed *p = malloc(n * sizeof *p);
+  int64_t *tmp = malloc(n * sizeof *tmp);
+  if (!p || !tmp) {
+    free(p);
+    free(tmp);
+    return -1;
+  }
+  for (uint64_t i = 0; i < n; i++) p[i] = (struct placed){run->start[off + i], off + i};
+  qsort(p, n, sizeof *p, cmp_start);
+  int64_t *cols[] = {run->start, run->end, run->call_id, run->parent_id};
+  for (size_t c = 0; c < 4; c++) {
+    for (uint64_t i = 0; i < n; i++) tmp[i] = cols[c][p[i].pos];
+    memcpy(cols[c] + off, tmp, n * sizeof *tmp);
+  }
+  for (size_t c = 0; c < run->nextra; c++) {
+    if (run->extra[c].type == SP_COL_I64) {
+      int64_t *d = run->extra[c].data;
+      for (uint64_t i = 0; i < n; i++) tmp[i] = d[p[i].pos];
+      memcpy(d + off, tmp, n * sizeof *tmp);
+    } else {
+      uint32_t *d = run->extra[c].data, *t32 = (uint32_t *)tmp;
+      for (uint64_t i = 0; i < n; i++) t32[i] = d[p[i].pos];
+      memcpy(d + off, t32, n * sizeof *t32);
+    }
+  }
+  free(p);
+  free(tmp);
+  return 0;
+}
+
+static void row_stats(struct sp_run *run, struct sp_row *row) {
+  struct sp_summary *s = &row->stats;
+  memset(s, 0, sizeof *s);
+  uint64_t n = row->count, off = row->offset;
+  if (n == 0) return;
+  s->minimum = INT64_MAX;
+  s->maximum = INT64_MIN;
+  s->start_minimum = INT64_MAX;
+  s->end_maximum = INT64_MIN;
+  for (uint64_t i = off; i < off + n; i++) {
+    int64_t d = run->end[i] - run->start[i];
+    s->total += d;
+    if (d < s->minimum) s->minimum = d;
+    if (d > s->maximum) s->maximum = d;
+    if (run->start[i] < s->start_minimum) s->start_minimum = run->start[i];
+    if (run->end[i] > s->end_maximum) s->end_maximum = run->end[i];
+  }
+  s->first = run->end[off] - run->start[off];
+  s->last = run->end[off + n - 1] - run->start[off + n - 1];
+  s->mean = (double)s->total / (double)n;
+  double m2 = 0;
+  for (uint64_t i = off; i < off + n; i++) {
+    double dv = (double)(run->end[i] - run->start[i]) - s->mean;
+    m2 += dv * dv;
+  }
+  s->m2 = m2;
+}
+
+sp_status sp__snapshot_build(struct sp_manager *m, const struct sp_clock_map *cm, uint32_t rank,
+                             struct sp_run *run, uint64_t *open_calls) {
+  memset(run, 0, sizeof *run);
+  run->layout = "columnar";
+  *open_calls = 0;
+  uint32_t maxid = sp__region_max_id();
+  uint64_t *count = calloc((size_t)maxid + 1, sizeof *count);
+  uint32_t *row_of = calloc((size_t)maxid + 1, sizeof *row_of);
+  uint32_t *last_thread = NULL;
+  uint64_t *cursor = NULL;
+  int64_t *callid = NULL, *childsum = NULL;
+  uint64_t *stk = NULL;
+  sp_status st = SP_ERR_NO_MEMORY;
+  if (!count || !row_of) goto fail;
+
+  uint64_t max_n = 0, max_depth = 1;
+  for (sp_thread_rec *t = m->threads; t; t = t->next) {
+    if (t->hot.n > max_n) max_n = t->hot.n;
+    for (uint64_t i = 0; i < t->hot.n; i++) {
+      const struct sp__event *e = &t->hot.ev[i];
+      if (e->end) {
+        count[e->region]++;
+        run->nevents++;
+      } else {
+        (*open_calls)++;
+      }
+      if (e->depth + 1 > max_depth) max_depth = e->depth + 1;
+    }
+  }
+
+  for (uint32_t id = 1; id <= maxid; id++)
+    if (count[id]) run->nrows++;
+  run->nnames = run->nrows;
+  run->names = calloc(run->nnames + 1, sizeof *run->names);
+  run->rows = calloc(run->nrows + 1, sizeof *run->rows);
+  last_thread = calloc(run->nrows + 1, sizeof *last_thread);
+  cursor = calloc(run->nrows + 1, sizeof *cursor);
+  size_t ne = run->nevents ? run->nevents : 1;
+  run->start = malloc(ne * sizeof *run->start);
+  run->end = malloc(ne * sizeof *run->end);
+  run->call_id = malloc(ne * sizeof *run->call_id);
+  run->parent_id = malloc(ne * sizeof *run->parent_id);
+  if (!run->names || !run->rows || !last_thread || !cursor || !run->start || !run->end ||
+      !run->call_id || !run->parent_id)
+    goto fail;
+
+  int track_threads = m->cfg.track_threads;
+  size_t nextra = (size_t)m->probe_ncols + (track_threads ? 1 : 0);
+  if (nextra) {
+    run->extra = calloc(nextra, sizeof *run->extra);
+    if (!run->extra) goto fail;
+    run->nextra = nextra;
+    size_t c = 0;
+    if (track_threads) {
+      run->extra[c].name = sp__strdup("thread_ids");
+      run->extra[c].type = SP_COL_U32;
+      run->extra[c].data = malloc(ne * sizeof(uint32_t));
+      if (!run->extra[c].name || !run->extra[c].data) goto fail;
+      c++;
+    }
+    for (int p = 0; p < m->nprobes; p++)
+      for (int k = 0; k < m->probes[p]->ncols; k++, c++) {
+        run->extra[c].name = sp__strdup(m->probes[p]->col_names[k]);
+        run->extra[c].type = SP_COL_I64;
+        run->extra[c].data = malloc(ne * sizeof(int64_t));
+        if (!run->extra[c].name || !run->extra[c].data) goto fail;
+      }
+  }
+
+  int full_paths = m->cfg.metadata_detail && strcmp(m->cfg.metadata_detail, "full") == 0;
+  /* Rows in region-id order: deterministic, and the interning order. */
+  uint32_t r = 0;
+  uint64_t off = 0;
+  for (uint32_t id = 1; id <= maxid; id++) {
+    if (!count[id]) continue;
+    const struct sp_region_info *ri = sp__region_info(id);
+    row_of[id] = r;
+    run->names[r] = sp__strdup(ri->name);
+    struct sp_row *row = &run->rows[r];
+    row->region = r;
+    row->rank = rank;
+    row->offset = off;
+    row->count = count[id];
+    row->source_line = ri->file ? ri->line : -1;
+    row->tags_json = sp__region_tags_json(id);
+    row->source_file = sp__source_path_for(ri->file, full_paths);
+    row->source_text = sp__strdup("");
+    row->aggregate_count = (int64_t)count[id];
+    if (!run->names[r] || !row->tags_json || !row->source_file || !row->source_text) goto fail;
+    last_thread[r] = UINT32_MAX;
+    cursor[r] = off;
+    off += count[id];
+    r++;
+  }
+
+  callid = malloc((max_n ? max_n : 1) * sizeof *callid);
+  childsum = malloc((max_n ? max_n : 1) * sizeof *childsum);
+  stk = malloc(max_depth * sizeof *stk);
+  if (!callid || !childsum || !stk) goto fail;
+
+  int64_t base = 0;
+  for (sp_thread_rec *t = m->threads; t; t = t->next) {
+    uint64_t n = t->hot.n;
+    const struct sp__event *ev = t->hot.ev;
+    int64_t k = 0;
+    for (uint64_t i = 0; i < n; i++) {
+      callid[i] = ev[i].end ? base + k++ : -1;
+      childsum[i] = 0;
+    }
+    base += k;
+    /* Pass 1: parents and the time of direct children. */
+    uint64_t sp = 0;
+    for (uint64_t i = 0; i < n; i++) {
+      while (sp && ev[stk[sp - 1]].depth >= ev[i].depth) sp--;
+      if (sp && ev[i].end) childsum[stk[sp - 1]] += sp__ticks_to_ns(cm, ev[i].end) - sp__ticks_to_ns(cm, ev[i].start);
+      stk[sp++] = i;
+    }
+    /* Pass 2: place every completed call in its region's row. */
+    sp = 0;
+    for (uint64_t i = 0; i < n; i++) {
+      while (sp && ev[stk[sp - 1]].depth >= ev[i].depth) sp--;
+      int64_t parent = sp ? callid[stk[sp - 1]] : -1;
+      stk[sp++] = i;
+      if (!ev[i].end) continue;
+      uint32_t row = row_of[ev[i].region];
+      uint64_t pos = cursor[row]++;
+      int64_t s = sp__ticks_to_ns(cm, ev[i].start), e = sp__ticks_to_ns(cm, ev[i].end);
+      if (e < s) e = s; /* cross-core TSC skew of a few ticks must not give negative durations */
+      run->start[pos] = s;
+      run->end[pos] = e;
+      run->call_id[pos] = callid[i];
+      run->parent_id[pos] = parent;
+      run->rows[row].exclusive_total += (e - s) - childsum[i];
+      size_t c = 0;
+      if (track_threads) ((uint32_t *)run->extra[c++].data)[pos] = t->index;
+      for (int p = 0; p < m->probe_ncols; p++, c++)
+        ((int64_t *)run->extra[c].data)[pos] = t->cols[i * (uint64_t)m->probe_ncols + (uint64_t)p];
+      if (last_thread[row] == UINT32_MAX)
+        last_thread[row] = t->index;
+      else if (last_thread[row] != t->index)
+        last_thread[row] = MANY_THREADS; /* rows fed by several threads need a sort */
+    }
+  }
+
+  for (size_t i = 0; i < run->nrows; i++) {
+    if (last_thread[i] == MANY_THREADS && sort_slice(run, run->rows[i].offset, run->rows[i].count) != 0)
+      goto fail;
+    row_stats(run, &run->rows[i]);
+  }
+  st = SP_OK;
+fail:
+  if (st != SP_OK) {
+    sp__run_free(run);
+    sp__set_error(st, "out of memory while collecting the run's events");
+  }
+  free(count);
+  free(row_of);
+  free(last_thread);
+  free(cursor);
+  free(callid);
+  free(childsum);
+  free(stk);
+  return st;
+}
+
+void sp__snapshot_compact(struct sp_manager *m) {
+  for (sp_thread_rec *t = m->threads; t; t = t->next) {
+    uint64_t k = 0;
+    for (uint32_t d = 0; d < t->hot.depth; d++) {
+      uint64_t i = t->hot.stack[d];
+      if (i & SP__GHOST_BIT) continue;
+      t->hot.ev[k] = t->hot.ev[i];
+      if (m->probe_ncols)
+        memmove(t->cols + k * (uint64_t)m->probe_ncols, t->cols + i * (uint64_t)m->probe_ncols,
+                (size_t)m->probe_ncols * sizeof *t->cols);
+      t->hot.stack[d] = k++;
+    }
+    t->hot.n = k;
+  }
+}

@@ -1,0 +1,52 @@
+/* summary.c - the per-region table finalize prints when asked (verbose).
+ *
+ * One line per region, ordered by total time: calls, total, avg, min, max,
+ * population std and exclusive ("own") time, in seconds, plus a "% session"
+ * column when the run has the session root region. This is the only place
+ * in the library that prints, and only to the stream the caller chose.
+ */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/summary.h"
+
+static const struct sp_run *sort_run;
+static int by_total_desc(const void *a, const void *b) {
+  const struct sp_row *x = &sort_run->rows[*(const size_t *)a], *y = &sort_run->rows[*(const size_t *)b];
+  if (x->stats.total != y->stats.total) return x->stats.total > y->stats.total ? -1 : 1;
+  return strcmp(sort_run->names[x->region], sort_run->names[y->region]);
+}
+
+void sp__summary_print(FILE *out, const struct sp_run *run, const char *label) {
+  size_t *order = malloc((run->nrows + 1) * sizeof *order);
+  if (!order) return;
+  for (size_t i = 0; i < run->nrows; i++) order[i] = i;
+  sort_run = run;
+  qsort(order, run->nrows, sizeof *order, by_total_desc);
+  int64_t session = -1;
+  size_t width = 6;
+  for (size_t i = 0; i < run->nrows; i++) {
+    const char *name = run->names[run->rows[i].region];
+    if (strcmp(name, "scope_profiler.session") == 0) session = run->rows[i].stats.total;
+    size_t l = strlen(name);
+    if (l > width) width = l;
+  }
+  if (width > 48) width = 48;
+  fprintf(out, "scope-profiler summary: %s (%zu regions, %zu calls)\n", label ? label : "", run->nrows,
+          run->nevents);
+  fprintf(out, "%-*s %10s %12s %12s %12s %12s %12s %12s%s\n", (int)width, "region", "calls", "total [s]",
+          "avg [s]", "min [s]", "max [s]", "std [s]", "own [s]", session > 0 ? "  % session" : "");
+  for (size_t k = 0; k < run->nrows; k++) {
+    const struct sp_row *r = &run->rows[order[k]];
+    const struct sp_summary *s = &r->stats;
+    double n = (double)r->count;
+    double std = n > 0 ? sqrt(s->m2 / n) : 0;
+    fprintf(out, "%-*.*s %10llu %12.6f %12.9f %12.9f %12.9f %12.9f %12.6f", (int)width, (int)width,
+            run->names[r->region], (unsigned long long)r->count, s->total / 1e9, s->mean / 1e9,
+            s->minimum / 1e9, s->maximum / 1e9, std / 1e9, r->exclusive_total / 1e9);
+    if (session > 0) fprintf(out, "  %9.1f%%", 100.0 * (double)s->total / (double)session);
+    fputc('\n', out);
+  }
+  free(order);
+}

@@ -1,0 +1,103 @@
+/* output.h - a finished run in the columnar shape of schema 2, as the core
+ * hands it to the writers. The core builds it (src/core/snapshot.c); output/
+ * writes it to a file or to an in-memory image and knows nothing of threads,
+ * ticks or managers.
+ */
+#ifndef SP_OUTPUT_H
+#define SP_OUTPUT_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "config/config_internal.h"
+#include "scope_profiler/status.h"
+
+/* The 11 fields of /rank_region_index/summary_statistics, in file order. */
+struct sp_summary {
+  int64_t total, minimum, maximum, first, last, start_minimum, end_maximum;
+  uint64_t gpu_count;
+  int64_t gpu_total;
+  double mean, m2;
+};
+
+struct sp_row {
+  uint32_t region;     /* index into run->names */
+  uint32_t rank;
+  uint64_t offset, count;
+  int64_t source_line; /* -1 unknown */
+  int64_t exclusive_total;
+  char *source_file;   /* "" unknown */
+  char *source_text;   /* "" none */
+  char *tags_json;     /* "[]" */
+  struct sp_summary stats;
+  int64_t aggregate_count;
+};
+
+/* An extra per-event column under /events (thread ids, probe values). */
+enum sp_col_type { SP_COL_I64, SP_COL_U32 };
+struct sp_column {
+  char *name;
+  enum sp_col_type type;
+  void *data; /* nevents values */
+};
+
+enum sp_meta_type { SP_META_STR, SP_META_I64, SP_META_F64, SP_META_STRLIST };
+struct sp_meta_item {
+  char *key;
+  enum sp_meta_type type;
+  char *s;
+  int64_t i;
+  double d;
+  char **list; /* NULL-terminated (STRLIST) */
+};
+struct sp_meta {
+  struct sp_meta_item *items;
+  size_t n, cap;
+};
+
+/* A per-rank table (threads, tasks): named columns of equal length. */
+struct sp_table {
+  char *name; /* group under the root, e.g. "threads" */
+  size_t nrows;
+  struct sp_column *cols;
+  size_t ncols;
+  char **str_cols_names; /* string columns */
+  char ***str_cols;
+  size_t nstr;
+};
+
+struct sp_run {
+  const char *layout; /* "columnar" or "aggregate" */
+  char **names;
+  size_t nnames;
+  struct sp_row *rows;
+  size_t nrows;
+  int64_t *start, *end, *call_id, *parent_id;
+  size_t nevents;
+  struct sp_column *extra;
+  size_t nextra;
+  struct sp_table *tables;
+  size_t ntables;
+  struct sp_meta meta;
+};
+
+void sp__run_free(struct sp_run *run);
+
+/* Metadata builders (copy their arguments). */
+int sp__meta_str(struct sp_meta *m, const char *key, const char *value);
+int sp__meta_i64(struct sp_meta *m, const char *key, int64_t v);
+int sp__meta_f64(struct sp_meta *m, const char *key, double v);
+int sp__meta_strlist(struct sp_meta *m, const char *key, char **values, size_t n);
+const struct sp_meta_item *sp__meta_get(const struct sp_meta *m, const char *key);
+void sp__meta_free(struct sp_meta *m);
+
+/* Write `run` as a schema-2 file at `path`: written to an exclusive temporary
+ * sibling and renamed into place, so readers never see a partial file and a
+ * failure leaves whatever was at `path` untouched. */
+sp_status sp__h5_write_file(const struct sp_run *run, const struct sp_config *cfg, const char *path);
+
+/* The same file as an in-memory image (malloc'd; free() it). */
+sp_status sp__h5_write_image(const struct sp_run *run, const struct sp_config *cfg, void **image,
+                             size_t *size);
+
+#endif

@@ -1,0 +1,128 @@
+/* tests/harness.h - the unit-test harness: SP_TEST cases, typed asserts, and
+ * a runner that executes every case in its own forked process with a timeout
+ * and prints TAP. One test file is one executable; CTest runs each.
+ *
+ *   SP_TEST(name) { ASSERT_EQ(1, 1); }
+ *   int main(int argc, char **argv) { return sp_test_main(argc, argv); }
+ *
+ * Run one case: ./test-core name. Timeout: 60 s x SP_TEST_TIMEOUT_MULTIPLIER.
+ * Each case runs in a fresh temporary working directory.
+ */
+#ifndef SP_TEST_HARNESS_H
+#define SP_TEST_HARNESS_H
+
+#include <inttypes.h>
+#include <signal.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+typedef void (*sp_test_fn)(void);
+struct sp_test_case { const char *name; sp_test_fn fn; };
+
+#define SP_TEST_MAX 512
+static struct sp_test_case sp_test_cases[SP_TEST_MAX];
+static int sp_test_count;
+
+#define SP_TEST(name)                                                         \
+  static void sp_test_##name(void);                                           \
+  __attribute__((constructor)) static void sp_test_register_##name(void) {    \
+    if (sp_test_count < SP_TEST_MAX)                                          \
+      sp_test_cases[sp_test_count++] = (struct sp_test_case){#name, sp_test_##name}; \
+  }                                                                           \
+  static void sp_test_##name(void)
+
+#define SP_FAIL_(...)                                                         \
+  do {                                                                        \
+    fprintf(stderr, "  %s:%d: ", __FILE__, __LINE__);                         \
+    fprintf(stderr, __VA_ARGS__);                                             \
+    fprintf(stderr, "\n");                                                    \
+    fflush(stderr);                                                           \
+    _exit(1);                                                                 \
+  } while (0)
+
+#define ASSERT(c) do { if (!(c)) SP_FAIL_("assertion failed: %s", #c); } while (0)
+#define ASSERT_EQ(a, b) do { long long a_ = (long long)(a), b_ = (long long)(b); \
+    if (a_ != b_) SP_FAIL_("%s == %s: %lld != %lld", #a, #b, a_, b_); } while (0)
+#define ASSERT_NE(a, b) do { long long a_ = (long long)(a), b_ = (long long)(b); \
+    if (a_ == b_) SP_FAIL_("%s != %s: both %lld", #a, #b, a_); } while (0)
+#define ASSERT_GT(a, b) do { long long a_ = (long long)(a), b_ = (long long)(b); \
+    if (!(a_ > b_)) SP_FAIL_("%s > %s: %lld <= %lld", #a, #b, a_, b_); } while (0)
+#define ASSERT_GE(a, b) do { long long a_ = (long long)(a), b_ = (long long)(b); \
+    if (!(a_ >= b_)) SP_FAIL_("%s >= %s: %lld < %lld", #a, #b, a_, b_); } while (0)
+#define ASSERT_LT(a, b) do { long long a_ = (long long)(a), b_ = (long long)(b); \
+    if (!(a_ < b_)) SP_FAIL_("%s < %s: %lld >= %lld", #a, #b, a_, b_); } while (0)
+#define ASSERT_LE(a, b) do { long long a_ = (long long)(a), b_ = (long long)(b); \
+    if (!(a_ <= b_)) SP_FAIL_("%s <= %s: %lld > %lld", #a, #b, a_, b_); } while (0)
+#define ASSERT_OK(s) do { long long s_ = (long long)(s); \
+    if (s_ != 0) SP_FAIL_("%s: status %lld (%s)", #s, s_, sp_test_last_error()); } while (0)
+#define ASSERT_STR_EQ(a, b) do { const char *a_ = (a), *b_ = (b); \
+    if (!a_ || !b_ || strcmp(a_, b_) != 0) SP_FAIL_("%s == %s: \"%s\" != \"%s\"", #a, #b, a_ ? a_ : "(null)", b_ ? b_ : "(null)"); } while (0)
+#define ASSERT_CONTAINS(hay, needle) do { const char *h_ = (hay), *n_ = (needle); \
+    if (!h_ || !strstr(h_, n_)) SP_FAIL_("\"%s\" does not contain \"%s\"", h_ ? h_ : "(null)", n_); } while (0)
+#define ASSERT_NEAR(a, b, tol) do { double a_ = (double)(a), b_ = (double)(b); \
+    if (!(a_ - b_ <= (tol) && b_ - a_ <= (tol))) SP_FAIL_("%s ~= %s: %g vs %g (tol %g)", #a, #b, a_, b_, (double)(tol)); } while (0)
+#define SKIP(...) do { fprintf(stderr, "  skip: " __VA_ARGS__); fprintf(stderr, "\n"); _exit(77); } while (0)
+
+/* Tests that link the library get its message; others see "". */
+__attribute__((weak)) const char *sp_last_error(void);
+static inline const char *sp_test_last_error(void) { return sp_last_error ? sp_last_error() : ""; }
+
+static inline int sp_test_file_exists(const char *p) { struct stat st; return stat(p, &st) == 0; }
+
+/* Run a shell command, return its exit status (or -1). */
+static inline int sp_test_sh(const char *cmd) {
+  int rc = system(cmd);
+  if (rc == -1 || !WIFEXITED(rc)) return -1;
+  return WEXITSTATUS(rc);
+}
+
+static int sp_test_run_one(const struct sp_test_case *tc, unsigned timeout) {
+  fflush(stdout);
+  pid_t pid = fork();
+  if (pid < 0) return 1;
+  if (pid == 0) {
+    char dir[] = "/tmp/sp-test-XXXXXX";
+    if (!mkdtemp(dir) || chdir(dir) != 0) _exit(2);
+    alarm(timeout);
+    tc->fn();
+    fflush(stdout);
+    fflush(stderr);
+    if (sp_test_sh("cd / && rm -rf -- \"$OLDPWD\" 2>/dev/null") < 0) { /* best effort */ }
+    _exit(0);
+  }
+  int st = 0;
+  waitpid(pid, &st, 0);
+  if (WIFEXITED(st)) return WEXITSTATUS(st);
+  fprintf(stderr, "  killed by signal %d%s\n", WTERMSIG(st), WTERMSIG(st) == SIGALRM ? " (timeout)" : "");
+  return 1;
+}
+
+static inline int sp_test_main(int argc, char **argv) {
+  unsigned timeout = 60;
+  const char *mul = getenv("SP_TEST_TIMEOUT_MULTIPLIER");
+  if (mul && atoi(mul) > 0) timeout *= (unsigned)atoi(mul);
+  int selected = 0, failed = 0, skipped = 0;
+  for (int i = 0; i < sp_test_count; i++)
+    if (argc < 2 || strcmp(argv[1], sp_test_cases[i].name) == 0) selected++;
+  printf("1..%d\n", selected);
+  int k = 0;
+  for (int i = 0; i < sp_test_count; i++) {
+    if (argc >= 2 && strcmp(argv[1], sp_test_cases[i].name) != 0) continue;
+    int rc = sp_test_run_one(&sp_test_cases[i], timeout);
+    k++;
+    if (rc == 77) { printf("ok %d - %s # SKIP\n", k, sp_test_cases[i].name); skipped++; }
+    else if (rc == 0) printf("ok %d - %s\n", k, sp_test_cases[i].name);
+    else { printf("not ok %d - %s\n", k, sp_test_cases[i].name); failed++; }
+    fflush(stdout);
+  }
+  if (argc >= 2 && selected == 0) { fprintf(stderr, "no test named %s\n", argv[1]); return 2; }
+  printf("# %d passed, %d failed, %d skipped\n", selected - failed - skipped, failed, skipped);
+  return failed ? 1 : 0;
+}
+
+#endif
