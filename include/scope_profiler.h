@@ -251,8 +251,10 @@ SP__INLINE int sp_end(sp_region r) { return sp__end(SP_DEFAULT, r); }
 #  define SP_REGION_TAGS_M(mgr, name, tags) ((void)sizeof(mgr), (void)sizeof(name), (void)sizeof(tags))
 #  define SP_FUNCTION_M(mgr) ((void)sizeof(mgr))
 #  define SP_CALL_M(mgr, name, expr) ((void)sizeof(mgr), (void)sizeof(name), (expr))
-#  define SP_SESSION_M(var, mgr, setup, fin, res) \
-     for (int var = ((void)sizeof(mgr), (void)sizeof(setup), (void)sizeof(fin), (void)sizeof(res), 1); var; var = 0)
+#  define SP_SESSION_M(var, mgr, setup, fin, res)                                            \
+     for (sp_session var = {(mgr), (sp_status)((void)sizeof(setup), (void)sizeof(fin),       \
+                                               (void)sizeof(res), SP_OK), {0, 0, 0}, 0, 0, 1}; \
+          var.once; var.once = 0)
 #else
 #  if !defined(__GNUC__)
 #    error "scope-profiler's scoped macros need __attribute__((cleanup)); use sp_region_begin/sp_region_end"

@@ -1,0 +1,183 @@
+/* overhead.c - cost of one region begin/end pair, as ratios to baselines
+ * measured in the same process and run (these machines are noisy, so only
+ * same-run ratios mean anything).
+ *
+ * Baselines: an empty loop, a raw rdtsc pair, a clock_gettime pair. Cases:
+ * compiled out (SP_DISABLE), deactivated (deactivate_profiling), timeline
+ * (the default recording mode), a handle-per-call vs a name interned each
+ * call, and nested regions 3 deep. Each case is timed REPS times over N pairs;
+ * the median is reported with min and max.
+ *
+ *   overhead [--pairs N] [--reps R] [--json FILE]
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "scope_profiler.h"
+
+#define BARRIER() __asm__ volatile("" ::: "memory")
+
+void bench_loop_compiled_out(long n);
+
+static double now_s(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+static sp_manager *mgr;
+static sp_region reg, reg2, reg3;
+
+static void loop_empty(long n) {
+  for (long i = 0; i < n; i++) BARRIER();
+}
+static void loop_rdtsc(long n) {
+  static volatile unsigned long long sink;
+  for (long i = 0; i < n; i++) {
+#if defined(__x86_64__)
+    unsigned long long a = __builtin_ia32_rdtsc();
+    BARRIER();
+    unsigned long long b = __builtin_ia32_rdtsc();
+    sink = b - a;
+#endif
+  }
+}
+static void loop_clock_gettime(long n) {
+  static volatile long sink;
+  struct timespec a, b;
+  for (long i = 0; i < n; i++) {
+    clock_gettime(CLOCK_MONOTONIC, &a);
+    BARRIER();
+    clock_gettime(CLOCK_MONOTONIC, &b);
+    sink = b.tv_nsec - a.tv_nsec;
+  }
+}
+static void loop_region(long n) {
+  for (long i = 0; i < n; i++) {
+    sp_region_begin(mgr, reg);
+    BARRIER();
+    sp_region_end(mgr, reg);
+  }
+}
+static void loop_interned(long n) {
+  for (long i = 0; i < n; i++) {
+    sp_region r = sp_region_intern("bench.interned");
+    sp_region_begin(mgr, r);
+    BARRIER();
+    sp_region_end(mgr, r);
+  }
+}
+static void loop_nested3(long n) {
+  for (long i = 0; i < n; i++) {
+    sp_region_begin(mgr, reg);
+    sp_region_begin(mgr, reg2);
+    sp_region_begin(mgr, reg3);
+    BARRIER();
+    sp_region_end(mgr, reg3);
+    sp_region_end(mgr, reg2);
+    sp_region_end(mgr, reg);
+  }
+}
+
+struct result {
+  const char *name;
+  double med, min, max; /* ns per pair */
+};
+
+static int cmp_d(const void *a, const void *b) {
+  double x = *(const double *)a, y = *(const double *)b;
+  return (x > y) - (x < y);
+}
+
+/* Between repetitions the recording manager is finalized without output so
+ * every repetition starts from the same (already grown) buffers. */
+static struct result measure(const char *name, void (*fn)(long), long pairs, int reps, double per,
+                             int reset) {
+  double *t = malloc((size_t)reps * sizeof *t);
+  fn(pairs / 10); /* warm-up: page in buffers, train branches */
+  if (reset) sp_manager_finalize(mgr, NULL, NULL);
+  for (int r = 0; r < reps; r++) {
+    double t0 = now_s();
+    fn(pairs);
+    double t1 = now_s();
+    t[r] = (t1 - t0) * 1e9 / (double)pairs / per;
+    if (reset) sp_manager_finalize(mgr, NULL, NULL);
+  }
+  qsort(t, (size_t)reps, sizeof *t, cmp_d);
+  struct result res = {name, t[reps / 2], t[0], t[reps - 1]};
+  free(t);
+  return res;
+}
+
+static sp_manager *make_manager(const char *const *overrides) {
+  sp_manager *m = sp_manager_create();
+  sp_setup_args a = {.overrides = overrides};
+  if (!m || sp_manager_setup(m, &a) != SP_OK) {
+    fprintf(stderr, "overhead: setup failed: %s\n", sp_last_error());
+    exit(1);
+  }
+  return m;
+}
+
+int main(int argc, char **argv) {
+  long pairs = 2000000;
+  int reps = 11;
+  const char *json = NULL;
+  for (int i = 1; i < argc; i++) {
+    if (!strcmp(argv[i], "--pairs") && i + 1 < argc) pairs = atol(argv[++i]);
+    else if (!strcmp(argv[i], "--reps") && i + 1 < argc) reps = atoi(argv[++i]);
+    else if (!strcmp(argv[i], "--json") && i + 1 < argc) json = argv[++i];
+    else {
+      fprintf(stderr, "usage: overhead [--pairs N] [--reps R] [--json FILE]\n");
+      return 2;
+    }
+  }
+  if (pairs < 1000 || reps < 1) return 2;
+  reg = sp_region_intern("bench");
+  reg2 = sp_region_intern("bench.inner");
+  reg3 = sp_region_intern("bench.leaf");
+
+  static const char *const off[] = {"deactivate_profiling=1", NULL};
+  static const char *const on[] = {"deactivate_file_output=1", NULL};
+  struct result res[16];
+  int n = 0;
+  res[n++] = measure("empty loop", loop_empty, pairs, reps, 1, 0);
+  res[n++] = measure("rdtsc pair", loop_rdtsc, pairs, reps, 1, 0);
+  res[n++] = measure("clock_gettime pair", loop_clock_gettime, pairs, reps, 1, 0);
+  res[n++] = measure("compiled out", bench_loop_compiled_out, pairs, reps, 1, 0);
+  mgr = make_manager(off);
+  res[n++] = measure("deactivated", loop_region, pairs, reps, 1, 0);
+  sp_manager_destroy(mgr);
+  mgr = make_manager(on);
+  res[n++] = measure("timeline", loop_region, pairs, reps, 1, 1);
+  res[n++] = measure("timeline, interned name", loop_interned, pairs, reps, 1, 1);
+  res[n++] = measure("timeline, nested 3 deep (per pair)", loop_nested3, pairs / 3, reps, 3, 1);
+  sp_manager_destroy(mgr);
+
+  double empty = res[0].med, tsc = res[1].med, cg = res[2].med;
+  printf("scope-profiler %s overhead: %ld pairs x %d reps, clock=%s; median [min, max] ns per begin/end pair\n",
+         sp_version_string(), pairs, reps, getenv("SCOPE_PROFILER_CLOCK") ? getenv("SCOPE_PROFILER_CLOCK") : "auto");
+  printf("%-36s %9s %19s %9s %9s %9s\n", "case", "ns/pair", "[min, max]", "/ rdtsc", "/ cgt", "- empty");
+  for (int i = 0; i < n; i++)
+    printf("%-36s %9.2f [%7.2f, %7.2f] %9.2f %9.2f %9.2f\n", res[i].name, res[i].med, res[i].min,
+           res[i].max, res[i].med / tsc, res[i].med / cg, res[i].med - empty);
+  if (json) {
+    FILE *f = fopen(json, "w");
+    if (!f) {
+      perror(json);
+      return 1;
+    }
+    fprintf(f, "{\n  \"pairs\": %ld,\n  \"reps\": %d,\n  \"cases\": [\n", pairs, reps);
+    for (int i = 0; i < n; i++)
+      fprintf(f,
+              "    {\"case\": \"%s\", \"ns_per_pair\": %.3f, \"min\": %.3f, \"max\": %.3f, "
+              "\"ratio_rdtsc\": %.3f, \"ratio_clock_gettime\": %.3f, \"minus_empty\": %.3f}%s\n",
+              res[i].name, res[i].med, res[i].min, res[i].max, res[i].med / tsc, res[i].med / cg,
+              res[i].med - empty, i + 1 < n ? "," : "");
+    fprintf(f, "  ]\n}\n");
+    fclose(f);
+  }
+  return 0;
+}

@@ -1,0 +1,137 @@
+/* tests/h5util.h - small raw-HDF5 readers for tests that check what the
+ * writer put on disk without going through our own reader (so a bug shared
+ * by writer and reader cannot hide). */
+#ifndef SP_TEST_H5UTIL_H
+#define SP_TEST_H5UTIL_H
+
+#include <hdf5.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* Number of elements of a 1-D dataset, or -1. */
+static inline long long h5_len(const char *file, const char *dset) {
+  hid_t f = H5Fopen(file, H5F_ACC_RDONLY, H5P_DEFAULT);
+  if (f < 0) return -1;
+  hid_t d = H5Dopen2(f, dset, H5P_DEFAULT);
+  long long n = -1;
+  if (d >= 0) {
+    hid_t s = H5Dget_space(d);
+    hsize_t dims[1] = {0};
+    if (H5Sget_simple_extent_ndims(s) == 1) {
+      H5Sget_simple_extent_dims(s, dims, NULL);
+      n = (long long)dims[0];
+    }
+    H5Sclose(s);
+    H5Dclose(d);
+  }
+  H5Fclose(f);
+  return n;
+}
+
+/* A whole 1-D integer dataset converted to int64 (malloc'd), or NULL. */
+static inline int64_t *h5_i64(const char *file, const char *dset, long long *n) {
+  *n = h5_len(file, dset);
+  if (*n < 0) return NULL;
+  int64_t *v = malloc(((size_t)*n + 1) * sizeof *v);
+  hid_t f = H5Fopen(file, H5F_ACC_RDONLY, H5P_DEFAULT);
+  hid_t d = H5Dopen2(f, dset, H5P_DEFAULT);
+  if (*n && H5Dread(d, H5T_NATIVE_INT64, H5S_ALL, H5S_ALL, H5P_DEFAULT, v) < 0) {
+    free(v);
+    v = NULL;
+  }
+  H5Dclose(d);
+  H5Fclose(f);
+  return v;
+}
+
+/* A 1-D vlen string dataset (malloc'd array of malloc'd strings). */
+static inline char **h5_strings(const char *file, const char *dset, long long *n) {
+  *n = h5_len(file, dset);
+  if (*n < 0) return NULL;
+  char **v = calloc((size_t)*n + 1, sizeof *v);
+  hid_t f = H5Fopen(file, H5F_ACC_RDONLY, H5P_DEFAULT);
+  hid_t d = H5Dopen2(f, dset, H5P_DEFAULT);
+  hid_t t = H5Tcopy(H5T_C_S1);
+  H5Tset_size(t, H5T_VARIABLE);
+  H5Tset_cset(t, H5T_CSET_UTF8);
+  if (*n) H5Dread(d, t, H5S_ALL, H5S_ALL, H5P_DEFAULT, v);
+  H5Tclose(t);
+  H5Dclose(d);
+  H5Fclose(f);
+  return v;
+}
+
+/* Index of a region name in /region_table/names, or -1. */
+static inline long long h5_region_index(const char *file, const char *name) {
+  long long n;
+  char **names = h5_strings(file, "/region_table/names", &n);
+  long long idx = -1;
+  for (long long i = 0; names && i < n; i++) {
+    if (idx < 0 && strcmp(names[i], name) == 0) idx = i;
+    free(names[i]);
+  }
+  free(names);
+  return idx;
+}
+
+/* Events recorded for a region (summed over rows), or -1 if absent. */
+static inline long long h5_region_events(const char *file, const char *name) {
+  long long idx = h5_region_index(file, name);
+  if (idx < 0) return -1;
+  long long k, k2;
+  int64_t *ids = h5_i64(file, "/rank_region_index/region_ids", &k);
+  int64_t *counts = h5_i64(file, "/rank_region_index/event_counts", &k2);
+  long long total = 0;
+  for (long long i = 0; ids && counts && i < k; i++)
+    if (ids[i] == idx) total += counts[i];
+  free(ids);
+  free(counts);
+  return total;
+}
+
+/* A scalar string attribute of an object (malloc'd), or NULL. */
+static inline char *h5_attr_str(const char *file, const char *obj, const char *name) {
+  hid_t f = H5Fopen(file, H5F_ACC_RDONLY, H5P_DEFAULT);
+  if (f < 0) return NULL;
+  char *out = NULL;
+  if (H5Aexists_by_name(f, obj, name, H5P_DEFAULT) > 0) {
+    hid_t a = H5Aopen_by_name(f, obj, name, H5P_DEFAULT, H5P_DEFAULT);
+    hid_t t = H5Tcopy(H5T_C_S1);
+    H5Tset_size(t, H5T_VARIABLE);
+    H5Tset_cset(t, H5T_CSET_UTF8);
+    char *v = NULL;
+    if (H5Aread(a, t, &v) >= 0 && v) {
+      out = strdup(v);
+      H5free_memory(v);
+    }
+    H5Tclose(t);
+    H5Aclose(a);
+  }
+  H5Fclose(f);
+  return out;
+}
+
+static inline int h5_attr_exists(const char *file, const char *obj, const char *name) {
+  hid_t f = H5Fopen(file, H5F_ACC_RDONLY, H5P_DEFAULT);
+  if (f < 0) return -1;
+  int e = H5Aexists_by_name(f, obj, name, H5P_DEFAULT) > 0;
+  H5Fclose(f);
+  return e;
+}
+
+static inline long long h5_attr_i64(const char *file, const char *obj, const char *name) {
+  hid_t f = H5Fopen(file, H5F_ACC_RDONLY, H5P_DEFAULT);
+  if (f < 0) return -1;
+  long long v = -1;
+  if (H5Aexists_by_name(f, obj, name, H5P_DEFAULT) > 0) {
+    hid_t a = H5Aopen_by_name(f, obj, name, H5P_DEFAULT, H5P_DEFAULT);
+    int64_t x;
+    if (H5Aread(a, H5T_NATIVE_INT64, &x) >= 0) v = x;
+    H5Aclose(a);
+  }
+  H5Fclose(f);
+  return v;
+}
+
+#endif

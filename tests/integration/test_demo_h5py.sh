@@ -1,0 +1,20 @@
+#!/usr/bin/env bash
+# The demo simulation's file, checked independently with h5py (Debian's
+# python3-h5py): schema-2 names, dtypes, row slices, nesting and every summary
+# row recomputed from the events. Also runs the SP_DISABLE build, which must
+# write nothing.
+set -euo pipefail
+"$SP_PYTHON" -c 'import h5py' 2>/dev/null || { echo "python3-h5py missing"; exit 77; }
+work=$(mktemp -d /tmp/sp-demo-XXXXXX); trap 'rm -rf "$work"' EXIT
+cd "$work"
+OMP_NUM_THREADS=3 "$SP_BUILD/examples/sim" --steps 12 --quiet
+"$SP_PYTHON" "$SP_SRC/tests/integration/check_schema2.py" profiling_data.h5 \
+  --expect step=12 --expect solve=12 --expect halo=12 --expect io=12 \
+  --expect scope_profiler.session=1 --expect omp_kernel=36
+rm profiling_data.h5
+SCOPE_PROFILER_TRACK_THREADS=1 SCOPE_PROFILER_FILE_PATH=threads.h5 OMP_NUM_THREADS=2 \
+  "$SP_BUILD/examples/sim" --steps 5 --quiet
+"$SP_PYTHON" "$SP_SRC/tests/integration/check_schema2.py" threads.h5 --threads --expect step=5
+"$SP_BUILD/examples/sim_disabled" --steps 3 --quiet
+if ls ./*.h5 2>/dev/null | grep -v threads.h5; then echo "the SP_DISABLE build wrote a file"; exit 1; fi
+echo "ok"

@@ -1,0 +1,623 @@
+/* test-core.c - unit tests of the core: managers, regions, threads, the run
+ * lifecycle and what finalize writes. Files are checked with raw HDF5 calls
+ * (tests/h5util.h), independently of our reader. */
+#include <errno.h>
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "harness.h"
+#include "h5util.h"
+#include "probes/probe.h"
+#include "scope_profiler.h"
+#include "scope_profiler/results.h"
+
+static sp_manager *setup_with(const char *const *overrides) {
+  sp_manager *m = sp_manager_create();
+  ASSERT(m != NULL);
+  sp_setup_args a = {.overrides = overrides};
+  ASSERT_OK(sp_manager_setup(m, &a));
+  return m;
+}
+
+static void busy(int n) {
+  volatile double x = 1;
+  for (int i = 0; i < n; i++) x = x * 1.0000001 + 1e-9;
+}
+
+/*====== Call counts for every region form ======*/
+
+static int wrapped_fn_calls;
+static int wrapped(int x) {
+  SP_FUNCTION_M(SP_DEFAULT);
+  wrapped_fn_calls++;
+  return x + 1;
+}
+
+SP_TEST(exact_counts_every_form) {
+  const char *ov[] = {"file_path=counts.h5", NULL};
+  sp_setup_args a = {.overrides = ov};
+  ASSERT_OK(sp_setup(&a));
+  sp_region r = sp_region_intern("explicit");
+  for (int i = 0; i < 10; i++) {
+    ASSERT_OK(sp_begin(r));
+    ASSERT_OK(sp_end(r));
+  }
+  for (int i = 0; i < 20; i++) {
+    SP_REGION("scoped");
+  }
+  int acc = 0;
+  for (int i = 0; i < 7; i++) acc = wrapped(acc);
+  ASSERT_EQ(acc, 7);
+  for (int i = 0; i < 5; i++) acc = SP_CALL("call_expr", wrapped(acc));
+  for (int i = 0; i < 3; i++) SP_CALL("call_void", busy(10));
+  ASSERT_EQ(sp_manager_num_calls(SP_DEFAULT, r), 10);
+  ASSERT_OK(sp_finalize(NULL, NULL));
+  ASSERT_EQ(h5_region_events("counts.h5", "explicit"), 10);
+  ASSERT_EQ(h5_region_events("counts.h5", "scoped"), 20);
+  ASSERT_EQ(h5_region_events("counts.h5", "wrapped"), 12);
+  ASSERT_EQ(h5_region_events("counts.h5", "call_expr"), 5);
+  ASSERT_EQ(h5_region_events("counts.h5", "call_void"), 3);
+  ASSERT_EQ(h5_len("counts.h5", "/events/start_times"), 50);
+}
+
+SP_TEST(deactivated_records_nothing_and_writes_no_file) {
+  const char *ov[] = {"file_path=off.h5", "deactivate_profiling=true", NULL};
+  sp_manager *m = setup_with(ov);
+  sp_region r = sp_region_intern("x");
+  for (int i = 0; i < 100; i++) {
+    sp_region_begin(m, r);
+    sp_region_end(m, r);
+  }
+  { SP_REGION_M(m, "y"); }
+  ASSERT_EQ(sp_manager_is_active(m), 0);
+  ASSERT_EQ(sp_manager_num_calls(m, r), 0);
+  ASSERT_OK(sp_manager_finalize(m, NULL, NULL));
+  ASSERT(!sp_test_file_exists("off.h5"));
+  sp_manager_destroy(m);
+}
+
+SP_TEST(not_set_up_records_nothing) {
+  sp_region r = sp_region_intern("early");
+  ASSERT_OK(sp_begin(r));
+  ASSERT_OK(sp_end(r));
+  ASSERT_EQ(sp_finalize(NULL, NULL), SP_ERR_INACTIVE);
+  ASSERT_CONTAINS(sp_last_error(), "setup");
+}
+
+/*====== Recursion and buffer growth ======*/
+
+static int recurse(sp_manager *m, sp_region r, int depth) {
+  sp_region_begin(m, r);
+  int n = depth > 0 ? 1 + recurse(m, r, depth - 1) : 1;
+  sp_region_end(m, r);
+  return n;
+}
+
+SP_TEST(recursion_20_deep_buffer_limit_2) {
+  const char *ov[] = {"file_path=rec.h5", "buffer_limit=2", NULL};
+  sp_manager *m = setup_with(ov);
+  sp_region r = sp_region_intern("fib");
+  ASSERT_EQ(recurse(m, r, 20), 21);
+  ASSERT_OK(sp_manager_finalize(m, NULL, NULL));
+  ASSERT_EQ(h5_region_events("rec.h5", "fib"), 21);
+  long long n;
+  int64_t *s = h5_i64("rec.h5", "/events/start_times", &n);
+  int64_t *e = h5_i64("rec.h5", "/events/end_times", &n);
+  int64_t *c = h5_i64("rec.h5", "/events/call_ids", &n);
+  int64_t *p = h5_i64("rec.h5", "/events/parent_ids", &n);
+  ASSERT_EQ(n, 21);
+  /* Ordered by start: each call is the parent of the next and encloses it. */
+  ASSERT_EQ(p[0], -1);
+  for (int i = 0; i < 21; i++) {
+    ASSERT_GE(e[i], s[i]);
+    if (i) {
+      ASSERT_EQ(p[i], c[i - 1]);
+      ASSERT_GE(s[i], s[i - 1]);
+      ASSERT_LE(e[i], e[i - 1]);
+    }
+  }
+  free(s); free(e); free(c); free(p);
+  sp_manager_destroy(m);
+}
+
+SP_TEST(buffer_growth_keeps_every_call) {
+  const char *ov[] = {"file_path=grow.h5", "buffer_limit=4", NULL};
+  sp_manager *m = setup_with(ov);
+  sp_region r = sp_region_intern("grow");
+  for (int i = 0; i < 500; i++) {
+    sp_region_begin(m, r);
+    sp_region_end(m, r);
+  }
+  ASSERT_OK(sp_manager_finalize(m, NULL, NULL));
+  long long n;
+  int64_t *s = h5_i64("grow.h5", "/events/start_times", &n);
+  ASSERT_EQ(n, 500);
+  for (int i = 1; i < 500; i++) ASSERT_GE(s[i], s[i - 1]);
+  free(s);
+  sp_manager_destroy(m);
+}
+
+/*====== Nesting, exclusive time, unmatched ends ======*/
+
+SP_TEST(nesting_and_exclusive_time) {
+  const char *ov[] = {"file_path=nest.h5", NULL};
+  sp_manager *m = setup_with(ov);
+  sp_region outer = sp_region_intern("outer"), inner = sp_region_intern("inner");
+  for (int k = 0; k < 3; k++) {
+    sp_region_begin(m, outer);
+    busy(20000);
+    sp_region_begin(m, inner);
+    busy(50000);
+    sp_region_end(m, inner);
+    sp_region_end(m, outer);
+  }
+  ASSERT_OK(sp_manager_finalize(m, NULL, NULL));
+  long long k;
+  int64_t *excl = h5_i64("nest.h5", "/rank_region_index/exclusive_totals", &k);
+  int64_t *ids = h5_i64("nest.h5", "/rank_region_index/region_ids", &k);
+  long long io = h5_region_index("nest.h5", "outer"), ii = h5_region_index("nest.h5", "inner");
+  long long n;
+  int64_t *s = h5_i64("nest.h5", "/events/start_times", &n);
+  int64_t *e = h5_i64("nest.h5", "/events/end_times", &n);
+  int64_t *off = h5_i64("nest.h5", "/rank_region_index/event_offsets", &k);
+  int64_t tot[2] = {0, 0}, ex[2] = {0, 0};
+  for (long long i = 0; i < k; i++) {
+    int w = ids[i] == io ? 0 : ids[i] == ii ? 1 : -1;
+    ASSERT(w >= 0);
+    ex[w] = excl[i];
+    for (int j = 0; j < 3; j++) tot[w] += e[off[i] + j] - s[off[i] + j];
+  }
+  ASSERT_EQ(ex[1], tot[1]);          /* innermost: exclusive == inclusive */
+  ASSERT_EQ(ex[0], tot[0] - tot[1]); /* parent: minus its child, exactly */
+  ASSERT_LT(ex[0], tot[0]);
+  free(excl); free(ids); free(s); free(e); free(off);
+  sp_manager_destroy(m);
+}
+
+SP_TEST(unmatched_end_is_refused_and_counted) {
+  const char *ov[] = {"file_path=unmatched.h5", NULL};
+  sp_manager *m = setup_with(ov);
+  sp_region a = sp_region_intern("a"), b = sp_region_intern("b");
+  ASSERT_EQ(sp_region_end(m, a), SP_ERR_UNMATCHED_END); /* nothing open */
+  ASSERT_OK(sp_region_begin(m, a));
+  ASSERT_EQ(sp_region_end(m, b), SP_ERR_UNMATCHED_END);
+  ASSERT_OK(sp_region_end(m, a));
+  ASSERT_EQ(sp_manager_problems(m).unmatched_ends, 2);
+  ASSERT_OK(sp_manager_finalize(m, NULL, NULL));
+  ASSERT_EQ(h5_region_events("unmatched.h5", "a"), 1);
+  ASSERT_EQ(h5_region_events("unmatched.h5", "b"), -1);
+  ASSERT_EQ(sp_manager_problems(m).unmatched_ends, 2);
+  sp_manager_destroy(m);
+}
+
+/*====== Lifecycle ======*/
+
+SP_TEST(finalize_twice_writes_only_the_new_run) {
+  const char *ov1[] = {"file_path=run1.h5", NULL};
+  sp_manager *m = setup_with(ov1);
+  sp_region a = sp_region_intern("a"), only1 = sp_region_intern("only_in_run1");
+  for (int i = 0; i < 3; i++) {
+    sp_region_begin(m, a);
+    sp_region_end(m, a);
+    sp_region_begin(m, only1);
+    sp_region_end(m, only1);
+  }
+  ASSERT_OK(sp_manager_finalize(m, NULL, NULL));
+  for (int i = 0; i < 5; i++) {
+    sp_region_begin(m, a);
+    sp_region_end(m, a);
+  }
+  ASSERT_OK(sp_manager_finalize(m, NULL, NULL)); /* same file_path: replaced atomically */
+  ASSERT_EQ(h5_region_events("run1.h5", "a"), 5);
+  ASSERT_EQ(h5_region_events("run1.h5", "only_in_run1"), -1);
+  ASSERT_EQ(sp_manager_num_calls(m, a), 8); /* running total */
+  ASSERT_EQ(sp_manager_num_calls(m, only1), 3);
+  sp_manager_destroy(m);
+}
+
+SP_TEST(finalize_inside_open_region_keeps_the_call) {
+  const char *ov[] = {"file_path=open.h5", NULL};
+  sp_manager *m = setup_with(ov);
+  sp_region a = sp_region_intern("open_a"), b = sp_region_intern("child_b");
+  ASSERT_OK(sp_region_begin(m, a));
+  ASSERT_OK(sp_region_begin(m, b));
+  ASSERT_OK(sp_region_end(m, b));
+  ASSERT_EQ(sp_manager_finalize(m, NULL, NULL), SP_ERR_OPEN_SCOPES);
+  ASSERT_CONTAINS(sp_last_error(), "still open");
+  ASSERT_EQ(sp_manager_problems(m).open_at_finalize, 1);
+  ASSERT_EQ(h5_region_events("open.h5", "open_a"), -1);
+  ASSERT_EQ(h5_region_events("open.h5", "child_b"), 1);
+  busy(10000);
+  ASSERT_OK(sp_region_end(m, a)); /* completes into the next run */
+  ASSERT_EQ(sp_manager_num_calls(m, a), 1);
+  ASSERT_OK(sp_manager_finalize(m, NULL, NULL));
+  ASSERT_EQ(h5_region_events("open.h5", "open_a"), 1);
+  long long n;
+  int64_t *s = h5_i64("open.h5", "/events/start_times", &n);
+  int64_t *e = h5_i64("open.h5", "/events/end_times", &n);
+  ASSERT_EQ(n, 1);
+  ASSERT_GT(e[0], s[0]);
+  free(s); free(e);
+  sp_manager_destroy(m);
+}
+
+SP_TEST(second_setup_needs_replace) {
+  const char *ov[] = {"file_path=replace.h5", NULL};
+  sp_manager *m = setup_with(ov);
+  sp_region a = sp_region_intern("dropped");
+  sp_region_begin(m, a);
+  sp_region_end(m, a);
+  sp_setup_args again = {.overrides = ov};
+  ASSERT_EQ(sp_manager_setup(m, &again), SP_ERR_ALREADY_ACTIVE);
+  ASSERT_CONTAINS(sp_last_error(), "replace");
+  again.replace = 1;
+  ASSERT_OK(sp_manager_setup(m, &again));
+  sp_region b = sp_region_intern("kept");
+  sp_region_begin(m, b);
+  sp_region_end(m, b);
+  ASSERT_OK(sp_manager_finalize(m, NULL, NULL));
+  ASSERT_EQ(h5_region_events("replace.h5", "dropped"), -1);
+  ASSERT_EQ(h5_region_events("replace.h5", "kept"), 1);
+  /* After finalize a new setup is fine without replace. */
+  ASSERT_OK(sp_manager_setup(m, &(sp_setup_args){.overrides = ov}));
+  sp_manager_destroy(m);
+}
+
+static int session_body(int early) {
+  sp_finalize_args fin = {0};
+  const char *ov[] = {"file_path=session.h5", NULL};
+  sp_setup_args a = {.overrides = ov};
+  SP_SESSION(s, &a, &fin, NULL) {
+    for (int i = 0; i < 4; i++) {
+      SP_REGION("in_session");
+      if (early && i == 1) return 1; /* leaves the loop, the region and the session */
+    }
+  }
+  return 0;
+}
+
+SP_TEST(session_finalizes_on_early_return) {
+  ASSERT_EQ(session_body(1), 1);
+  ASSERT(sp_test_file_exists("session.h5"));
+  ASSERT_EQ(h5_region_events("session.h5", "in_session"), 2);
+  ASSERT_EQ(h5_region_events("session.h5", "scope_profiler.session"), 1);
+  /* The root encloses everything: top-level regions have it as parent. */
+  long long n;
+  int64_t *c = h5_i64("session.h5", "/events/call_ids", &n);
+  int64_t *p = h5_i64("session.h5", "/events/parent_ids", &n);
+  long long root_idx = h5_region_index("session.h5", "scope_profiler.session");
+  long long k;
+  int64_t *ids = h5_i64("session.h5", "/rank_region_index/region_ids", &k);
+  int64_t *off = h5_i64("session.h5", "/rank_region_index/event_offsets", &k);
+  int64_t root_call = -2;
+  for (long long i = 0; i < k; i++)
+    if (ids[i] == root_idx) root_call = c[off[i]];
+  ASSERT_EQ(root_call, 0);
+  for (long long i = 0; i < n; i++)
+    if (c[i] != root_call) ASSERT_EQ(p[i], root_call);
+  free(c); free(p); free(ids); free(off);
+}
+
+SP_TEST(session_full_body) {
+  ASSERT_EQ(session_body(0), 0);
+  ASSERT_EQ(h5_region_events("session.h5", "in_session"), 4);
+}
+
+static void run_body(void *user) {
+  int *n = user;
+  for (int i = 0; i < *n; i++) {
+    SP_REGION("run_body");
+  }
+}
+
+SP_TEST(session_run_function_form_returns_results) {
+  sp_manager *m = sp_manager_create();
+  const char *ov[] = {"deactivate_file_output=1", "file_path=never.h5", NULL};
+  sp_setup_args a = {.overrides = ov};
+  sp_finalize_args fin = {.return_results = 1};
+  sp_results *res = NULL;
+  int n = 6;
+  ASSERT_OK(sp_session_run(m, &a, &fin, &res, run_body, &n));
+  ASSERT(res != NULL);
+  ASSERT(!sp_test_file_exists("never.h5"));
+  sp_results_free(res);
+  sp_manager_destroy(m);
+}
+
+SP_TEST(unwritable_path_keeps_results_and_leaves_nothing) {
+  if (geteuid() == 0) {
+    /* root ignores directory permissions; a missing directory still fails. */
+  }
+  const char *ov[] = {"file_path=no/such/dir/out.h5", NULL};
+  sp_manager *m = setup_with(ov);
+  sp_region r = sp_region_intern("kept_in_memory");
+  sp_region_begin(m, r);
+  sp_region_end(m, r);
+  sp_finalize_args fin = {.return_results = 1};
+  sp_results *res = NULL;
+  ASSERT_EQ(sp_manager_finalize(m, &fin, &res), SP_ERR_IO);
+  ASSERT_CONTAINS(sp_last_error(), "no/such/dir");
+  ASSERT_CONTAINS(sp_last_error(), "writable");
+  ASSERT(res != NULL);
+  sp_results_free(res);
+  ASSERT_EQ(sp_test_sh("ls -A | grep -q tmp"), 1); /* no temporary left behind */
+  sp_manager_destroy(m);
+}
+
+SP_TEST(output_path_is_a_directory) {
+  ASSERT_EQ(mkdir("adir", 0755), 0);
+  const char *ov[] = {"file_path=adir", NULL};
+  sp_manager *m = setup_with(ov);
+  ASSERT_EQ(sp_manager_finalize(m, NULL, NULL), SP_ERR_IO);
+  ASSERT_CONTAINS(sp_last_error(), "is a directory");
+  sp_manager_destroy(m);
+}
+
+SP_TEST(two_managers_coexist) {
+  const char *ov1[] = {"file_path=m1.h5", NULL};
+  const char *ov2[] = {"file_path=m2.h5", "buffer_limit=8", NULL};
+  sp_manager *m1 = setup_with(ov1), *m2 = setup_with(ov2);
+  sp_region r = sp_region_intern("shared_name");
+  for (int i = 0; i < 3; i++) {
+    sp_region_begin(m1, r);
+    sp_region_begin(m2, r);
+    sp_region_end(m2, r);
+    sp_region_end(m1, r);
+  }
+  sp_region_begin(m2, r);
+  sp_region_end(m2, r);
+  ASSERT_EQ(sp_config_buffer_limit(sp_manager_config(m1)), 1024);
+  ASSERT_EQ(sp_config_buffer_limit(sp_manager_config(m2)), 8);
+  ASSERT_OK(sp_manager_finalize(m1, NULL, NULL));
+  ASSERT_OK(sp_manager_finalize(m2, NULL, NULL));
+  ASSERT_EQ(h5_region_events("m1.h5", "shared_name"), 3);
+  ASSERT_EQ(h5_region_events("m2.h5", "shared_name"), 4);
+  sp_manager_destroy(m1);
+  sp_manager_destroy(m2);
+}
+
+/*====== Names ======*/
+
+SP_TEST(region_names_validated_and_verbatim) {
+  ASSERT_EQ(sp_region_intern(""), 0);
+  ASSERT_CONTAINS(sp_last_error(), "empty");
+  char big[1100];
+  memset(big, 'x', sizeof big - 1);
+  big[sizeof big - 1] = 0;
+  ASSERT_EQ(sp_region_intern(big), 0);
+  ASSERT_CONTAINS(sp_last_error(), "1024");
+  big[1024] = 0;
+  ASSERT_NE(sp_region_intern(big), 0); /* exactly 1024 bytes is fine */
+  ASSERT_EQ(sp_region_intern("bad \xff utf8"), 0);
+  ASSERT_CONTAINS(sp_last_error(), "UTF-8");
+  const char *ov[] = {"file_path=names.h5", NULL};
+  sp_manager *m = setup_with(ov);
+  sp_region r = sp_region_intern("solver/linear \xce\xbb");
+  ASSERT_EQ(sp_region_intern("solver/linear \xce\xbb"), r);
+  ASSERT_STR_EQ(sp_region_name(r), "solver/linear \xce\xbb");
+  sp_region_begin(m, r);
+  sp_region_end(m, r);
+  ASSERT_EQ(sp_region_begin(m, 0), SP_ERR_INVALID_ARGUMENT);
+  ASSERT_EQ(sp_manager_problems(m).invalid_regions, 1);
+  ASSERT_OK(sp_manager_finalize(m, NULL, NULL));
+  ASSERT_EQ(h5_region_events("names.h5", "solver/linear \xce\xbb"), 1);
+  sp_manager_destroy(m);
+}
+
+/*====== Threads ======*/
+
+#define NTHREADS 8
+#define NCALLS 100000
+static sp_manager *thread_mgr;
+static sp_region thread_region;
+static void *hammer(void *arg) {
+  (void)arg;
+  for (int i = 0; i < NCALLS; i++) {
+    sp_region_begin(thread_mgr, thread_region);
+    sp_region_end(thread_mgr, thread_region);
+  }
+  return NULL;
+}
+
+SP_TEST(eight_threads_one_region_lose_nothing) {
+  const char *ov[] = {"file_path=threads.h5", NULL};
+  thread_mgr = setup_with(ov);
+  thread_region = sp_region_intern("hammered");
+  pthread_t th[NTHREADS];
+  for (int i = 0; i < NTHREADS; i++) ASSERT_EQ(pthread_create(&th[i], NULL, hammer, NULL), 0);
+  for (int i = 0; i < NTHREADS; i++) pthread_join(th[i], NULL);
+  ASSERT_EQ(sp_manager_num_calls(thread_mgr, thread_region), NTHREADS * NCALLS);
+  ASSERT_OK(sp_manager_finalize(thread_mgr, NULL, NULL));
+  ASSERT_EQ(h5_region_events("threads.h5", "hammered"), NTHREADS * NCALLS);
+  long long n;
+  int64_t *s = h5_i64("threads.h5", "/events/start_times", &n);
+  int64_t *e = h5_i64("threads.h5", "/events/end_times", &n);
+  int64_t *c = h5_i64("threads.h5", "/events/call_ids", &n);
+  ASSERT_EQ(n, NTHREADS * NCALLS);
+  char *seen = calloc((size_t)n, 1);
+  for (long long i = 0; i < n; i++) {
+    ASSERT_GE(e[i], s[i]);
+    if (i) ASSERT_GE(s[i], s[i - 1]); /* merged by start time */
+    ASSERT(c[i] >= 0 && c[i] < n && !seen[c[i]]); /* unique call ids */
+    seen[c[i]] = 1;
+  }
+  free(seen); free(s); free(e); free(c);
+  sp_manager_destroy(thread_mgr);
+}
+
+SP_TEST(openmp_threads_with_track_threads) {
+#ifdef _OPENMP
+  const char *ov[] = {"file_path=omp.h5", "track_threads=1", NULL};
+  sp_manager *m = setup_with(ov);
+  sp_region r = sp_region_intern("omp_region");
+  int nt = 0;
+#pragma omp parallel num_threads(4)
+  {
+#pragma omp single
+    nt = 4;
+#pragma omp for
+    for (int i = 0; i < 4000; i++) {
+      sp_region_begin(m, r);
+      sp_region_end(m, r);
+    }
+  }
+  ASSERT_EQ(nt, 4);
+  ASSERT_OK(sp_manager_finalize(m, NULL, NULL));
+  ASSERT_EQ(h5_region_events("omp.h5", "omp_region"), 4000);
+  long long n, k;
+  int64_t *tid = h5_i64("omp.h5", "/events/thread_ids", &n);
+  ASSERT_EQ(n, 4000);
+  int64_t *idx = h5_i64("omp.h5", "/threads/index", &k);
+  ASSERT_GE(k, 1);
+  for (long long i = 0; i < n; i++) ASSERT(tid[i] >= 0 && tid[i] < k);
+  free(tid); free(idx);
+  sp_manager_destroy(m);
+#else
+  SKIP("built without OpenMP");
+#endif
+}
+
+/*====== Pause / resume ======*/
+
+SP_TEST(pause_resume) {
+  const char *ov[] = {"file_path=pause.h5", NULL};
+  sp_manager *m = setup_with(ov);
+  sp_region a = sp_region_intern("across"), p = sp_region_intern("paused"), x = sp_region_intern("after");
+  sp_region_begin(m, a);
+  sp_manager_pause(m);
+  ASSERT(sp_config_paused(sp_manager_config(m)));
+  sp_region_begin(m, a); /* self-recursion while paused: its end must not close the outer */
+  sp_region_begin(m, p);
+  ASSERT_OK(sp_region_end(m, p));
+  ASSERT_OK(sp_region_end(m, a));
+  sp_manager_resume(m);
+  sp_region_begin(m, x);
+  sp_region_end(m, x);
+  ASSERT_OK(sp_region_end(m, a));
+  ASSERT_OK(sp_manager_finalize(m, NULL, NULL));
+  ASSERT_EQ(h5_region_events("pause.h5", "across"), 1);
+  ASSERT_EQ(h5_region_events("pause.h5", "paused"), -1);
+  ASSERT_EQ(h5_region_events("pause.h5", "after"), 1);
+  ASSERT_EQ(sp_manager_problems(m).unmatched_ends, 0);
+  sp_manager_destroy(m);
+}
+
+/*====== Probes ======*/
+
+static int64_t probe_counter;
+static int probe_wanted(const struct sp_config *c) { (void)c; return 1; }
+static void probe_begin(void *st, int64_t *cols) { (void)st; cols[0] = probe_counter; }
+static void probe_end(void *st, int64_t *cols) { (void)st; cols[0] = probe_counter - cols[0]; }
+static const struct sp_probe test_probe = {
+    .name = "test", .ncols = 1, .col_names = {"test_deltas"}, .wanted = probe_wanted,
+    .begin = probe_begin, .end = probe_end};
+
+SP_TEST(probe_adds_a_column) {
+  sp__probe_register(&test_probe);
+  const char *ov[] = {"file_path=probe.h5", NULL};
+  sp_manager *m = setup_with(ov);
+  sp_region r = sp_region_intern("probed");
+  for (int i = 0; i < 5; i++) {
+    sp_region_begin(m, r);
+    probe_counter += i;
+    sp_region_end(m, r);
+  }
+  ASSERT_OK(sp_manager_finalize(m, NULL, NULL));
+  long long n;
+  int64_t *d = h5_i64("probe.h5", "/events/test_deltas", &n);
+  ASSERT_EQ(n, 5);
+  for (int i = 0; i < 5; i++) ASSERT_EQ(d[i], i);
+  free(d);
+  sp_manager_destroy(m);
+}
+
+/*====== Metadata ======*/
+
+SP_TEST(metadata_minimal_is_private) {
+  setenv("SLURM_JOB_ID", "1234", 1);
+  const char *ov[] = {"file_path=meta.h5", NULL};
+  sp_manager *m = setup_with(ov);
+  ASSERT_OK(sp_manager_finalize(m, NULL, NULL));
+  static const char *const present[] = {"scope_profiler_version", "hdf5_version", "compiler", "platform",
+                                        "chip_information", "omp_num_threads", "mpi_size", "total_cores",
+                                        "start_time_ns", "label", "settings", "timestamp"};
+  for (size_t i = 0; i < sizeof present / sizeof present[0]; i++) ASSERT_EQ(h5_attr_exists("meta.h5", "/metadata", present[i]), 1);
+  static const char *const absent[] = {"user", "hostname", "working_directory", "PATH", "LD_LIBRARY_PATH", "SLURM_JOB_ID", "modules"};
+  for (size_t i = 0; i < sizeof absent / sizeof absent[0]; i++) ASSERT_EQ(h5_attr_exists("meta.h5", "/metadata", absent[i]), 0);
+  char *label = h5_attr_str("meta.h5", "/metadata", "label");
+  ASSERT_STR_EQ(label, "meta"); /* default: the file stem */
+  free(label);
+  ASSERT_EQ(h5_attr_i64("meta.h5", "/", "scope_profiler_schema"), 2);
+  char *layout = h5_attr_str("meta.h5", "/", "storage_layout");
+  ASSERT_STR_EQ(layout, "columnar");
+  free(layout);
+  ASSERT_GT(h5_attr_i64("meta.h5", "/metadata", "start_time_ns"), 0);
+  ASSERT_GE(h5_attr_i64("meta.h5", "/metadata", "omp_num_threads"), 1);
+  sp_manager_destroy(m);
+}
+
+SP_TEST(metadata_full_adds_environment_and_redacts_secrets) {
+  setenv("SLURM_JOB_ID", "1234", 1);
+  setenv("SLURM_AUTH_TOKEN", "hunter2", 1);
+  const char *ov[] = {"file_path=full.h5", "metadata_detail=full", "label=my run", NULL};
+  sp_manager *m = setup_with(ov);
+  ASSERT_OK(sp_manager_finalize(m, NULL, NULL));
+  static const char *const present[] = {"user", "hostname", "working_directory", "PATH", "SLURM_JOB_ID", "modules"};
+  for (size_t i = 0; i < sizeof present / sizeof present[0]; i++) ASSERT_EQ(h5_attr_exists("full.h5", "/metadata", present[i]), 1);
+  char *v = h5_attr_str("full.h5", "/metadata", "SLURM_AUTH_TOKEN");
+  ASSERT_STR_EQ(v, "[redacted]");
+  free(v);
+  v = h5_attr_str("full.h5", "/metadata", "label");
+  ASSERT_STR_EQ(v, "my run");
+  free(v);
+  sp_manager_destroy(m);
+}
+
+SP_TEST(source_location_recorded) {
+  const char *ov[] = {"file_path=src.h5", NULL};
+  sp_manager *m = setup_with(ov);
+  int line = __LINE__ + 1;
+  { SP_REGION_M(m, "with_source"); }
+  ASSERT_OK(sp_manager_finalize(m, NULL, NULL));
+  long long idx = h5_region_index("src.h5", "with_source"), k;
+  int64_t *ids = h5_i64("src.h5", "/rank_region_index/region_ids", &k);
+  int64_t *lines = h5_i64("src.h5", "/rank_region_index/source_lines", &k);
+  char **files = h5_strings("src.h5", "/rank_region_index/source_files", &k);
+  int found = 0;
+  for (long long i = 0; i < k; i++)
+    if (ids[i] == idx) {
+      ASSERT_EQ(lines[i], line);
+      ASSERT_CONTAINS(files[i], "test-core.c");
+      ASSERT(files[i][0] != '/'); /* minimal: never an absolute path */
+      found = 1;
+    }
+  ASSERT(found);
+  free(ids); free(lines);
+  sp_manager_destroy(m);
+}
+
+/*====== Exit hook ======*/
+
+SP_TEST(exit_hook_finalizes_forgotten_run) {
+  pid_t pid = fork();
+  ASSERT(pid >= 0);
+  if (pid == 0) {
+    const char *ov[] = {"file_path=forgot.h5", NULL};
+    sp_setup_args a = {.overrides = ov, .auto_finalize = 1};
+    if (sp_setup(&a) != SP_OK) _exit(3);
+    for (int i = 0; i < 9; i++) {
+      SP_REGION("forgotten");
+    }
+    exit(0); /* no finalize: the exit hook writes the run */
+  }
+  int st;
+  waitpid(pid, &st, 0);
+  ASSERT(WIFEXITED(st) && WEXITSTATUS(st) == 0);
+  ASSERT_EQ(h5_region_events("forgot.h5", "forgotten"), 9);
+}
+
+int main(int argc, char **argv) { return sp_test_main(argc, argv); }
