@@ -42,7 +42,8 @@ extern "C" {
 /* Manager states, read by every begin/end. */
 #define SP__STATE_OFF 0u      /* not set up, deactivated, or finalized for good */
 #define SP__STATE_TIMELINE 1u /* recording, no probes: fully inlined */
-#define SP__STATE_SLOW 2u     /* recording through the slow path (pause, probes, aggregation) */
+#define SP__STATE_SLOW 2u     /* recording through the slow path (pause, probes) */
+#define SP__STATE_AGGREGATE 3u /* aggregation_mode: per-region accumulators, inlined */
 
 /* Region ids with this bit set carry an opt-in tag and always take the slow
  * path, where the manager decides whether the tag is enabled. */
@@ -63,6 +64,16 @@ struct sp__event {
   uint32_t depth;
 };
 
+/* Aggregation mode: one accumulator per (thread, region), in raw ticks. The
+ * sums are shifted by the first duration so the variance survives long runs
+ * without cancellation; no division happens on the hot path. */
+struct sp__agg {
+  uint64_t count;
+  int64_t total, excl, min, max, first, last, shift;
+  uint64_t start_min, last_start, end_max;
+  double s1, s2; /* sum of (d - shift) and of its square */
+};
+
 /* Per-thread, per-manager recording state, owned by the manager. */
 struct sp__thread {
   struct sp__event *ev; /* events of the current run, in begin order */
@@ -71,6 +82,12 @@ struct sp__thread {
   uint64_t *stack;      /* indices into ev of the open calls (or ghosts) */
   uint32_t depth;       /* open calls */
   uint32_t stack_cap;
+  /* aggregation mode: open calls (end = time of completed children; a
+   * ghost has region 0 and its region in depth), and the accumulators */
+  struct sp__event *open;
+  uint32_t nopen, open_cap;
+  struct sp__agg *acc;
+  uint32_t acc_cap;
 };
 
 /* The first member of every manager: what the inlined path reads. */
@@ -86,7 +103,8 @@ struct sp__tls_entry {
 };
 
 SP_API extern SP__TLS struct sp__tls_entry sp__tls[SP__MAX_MANAGERS];
-SP_API extern int sp__clock_tsc; /* 1 when ticks are invariant-TSC cycles */
+SP_API extern int sp__clock_tsc; /* 1: invariant-TSC cycles, 0: CLOCK_MONOTONIC ns, 2: manual */
+SP_API extern uint64_t sp__manual_ticks; /* the manual clock (tests: deterministic time) */
 
 #define sp__begin_slow sp__begin_slow_v1
 #define sp__end_slow sp__end_slow_v1
@@ -97,8 +115,9 @@ SP_API int sp__end_slow(void *m, uint32_t r);
  * of CLOCK_MONOTONIC. Both map onto CLOCK_MONOTONIC at finalize. */
 SP__INLINE uint64_t sp__ticks(void) {
 #if defined(__x86_64__) && defined(__GNUC__)
-  if (SP__LIKELY(sp__clock_tsc)) return __builtin_ia32_rdtsc();
+  if (SP__LIKELY(sp__clock_tsc == 1)) return __builtin_ia32_rdtsc();
 #endif
+  if (SP__UNLIKELY(sp__clock_tsc == 2)) return __atomic_load_n(&sp__manual_ticks, __ATOMIC_RELAXED);
   struct timespec ts;
   clock_gettime(CLOCK_MONOTONIC, &ts);
   return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
@@ -114,11 +133,55 @@ SP__INLINE uint32_t sp__state(const struct sp__hot *h) {
 #endif
 }
 
+SP__INLINE int sp__agg_begin(void *m, const struct sp__hot *h, uint32_t r) {
+  struct sp__tls_entry *e = &sp__tls[h->slot];
+  struct sp__thread *t = e->t;
+  if (SP__UNLIKELY(e->gen != h->gen || t->nopen == t->open_cap)) return sp__begin_slow(m, r);
+  struct sp__event *ev = &t->open[t->nopen++];
+  ev->region = r;
+  ev->end = 0;
+  ev->start = sp__ticks();
+  return 0;
+}
+
+SP__INLINE int sp__agg_end(void *m, const struct sp__hot *h, uint32_t r) {
+  uint64_t now = sp__ticks();
+  struct sp__tls_entry *e = &sp__tls[h->slot];
+  struct sp__thread *t = e->t;
+  if (SP__UNLIKELY(e->gen != h->gen || t->nopen == 0)) return sp__end_slow(m, r);
+  struct sp__event *ev = &t->open[t->nopen - 1];
+  if (SP__UNLIKELY(ev->region != r || r >= t->acc_cap)) return sp__end_slow(m, r);
+  t->nopen--;
+  int64_t d = (int64_t)(now - ev->start);
+  if (t->nopen) t->open[t->nopen - 1].end += (uint64_t)d;
+  struct sp__agg *a = &t->acc[r];
+  if (SP__UNLIKELY(a->count == 0)) a->shift = d;
+  a->count++;
+  a->total += d;
+  a->excl += d - (int64_t)ev->end;
+  if (d < a->min) a->min = d;
+  if (d > a->max) a->max = d;
+  if (ev->start < a->start_min) {
+    a->start_min = ev->start;
+    a->first = d;
+  }
+  if (ev->start >= a->last_start) {
+    a->last_start = ev->start;
+    a->last = d;
+  }
+  if (now > a->end_max) a->end_max = now;
+  double x = (double)(d - a->shift);
+  a->s1 += x;
+  a->s2 += x * x;
+  return 0;
+}
+
 SP__INLINE int sp__begin(void *m, uint32_t r) {
   const struct sp__hot *h = (const struct sp__hot *)m;
   uint32_t state = sp__state(h);
   if (SP__UNLIKELY(state != SP__STATE_TIMELINE || (r & SP__REGION_SLOW_BIT) || r == 0)) {
     if (state == SP__STATE_OFF) return 0;
+    if (state == SP__STATE_AGGREGATE && !(r & SP__REGION_SLOW_BIT) && r) return sp__agg_begin(m, h, r);
     return sp__begin_slow(m, r);
   }
   struct sp__tls_entry *e = &sp__tls[h->slot];
@@ -140,6 +203,7 @@ SP__INLINE int sp__end(void *m, uint32_t r) {
   uint32_t state = sp__state(h);
   if (SP__UNLIKELY(state != SP__STATE_TIMELINE || (r & SP__REGION_SLOW_BIT))) {
     if (state == SP__STATE_OFF) return 0;
+    if (state == SP__STATE_AGGREGATE && !(r & SP__REGION_SLOW_BIT) && r) return sp__agg_end(m, h, r);
     return sp__end_slow(m, r);
   }
   uint64_t now = sp__ticks();

@@ -16,6 +16,7 @@
 #include "core/core.h"
 
 SP_API int sp__clock_tsc = 0;
+SP_API uint64_t sp__manual_ticks = 1;
 
 static pthread_once_t clock_once = PTHREAD_ONCE_INIT;
 static uint64_t calib_mult; /* ns per tick, 32.32 fixed point */
@@ -56,6 +57,12 @@ static void anchor(uint64_t *tick, int64_t *ns) {
 static void clock_setup(void) {
   calib_mult = UINT64_C(1) << 32; /* ticks are ns */
   const char *force = getenv("SCOPE_PROFILER_CLOCK");
+  /* "manual": time moves only through sp__clock_manual_advance(); tests use
+   * it to feed two managers identical timestamps. */
+  if (force && strcmp(force, "manual") == 0) {
+    sp__clock_tsc = 2;
+    return;
+  }
 #if defined(__x86_64__) && defined(__GNUC__)
   if (force && strcmp(force, "monotonic") == 0) return;
   if (!tsc_is_invariant()) return;
@@ -79,13 +86,15 @@ static void clock_setup(void) {
 
 void sp__clock_init(void) { pthread_once(&clock_once, clock_setup); }
 
-const char *sp__clock_name(void) { return sp__clock_tsc ? "tsc" : "clock_gettime"; }
+const char *sp__clock_name(void) { return sp__clock_tsc == 1 ? "tsc" : sp__clock_tsc == 2 ? "manual" : "clock_gettime"; }
+
+void sp__clock_manual_advance(uint64_t ns) { __atomic_fetch_add(&sp__manual_ticks, ns, __ATOMIC_RELAXED); }
 
 double sp__clock_tsc_ghz(void) { return tsc_ghz; }
 
 struct sp_clock_map sp__clock_map(uint64_t tick0, int64_t ns0, uint64_t tick1, int64_t ns1) {
   struct sp_clock_map c = {tick0, ns0, calib_mult};
-  if (!sp__clock_tsc) {
+  if (sp__clock_tsc != 1) {
     c.tick0 = 0;
     c.ns0 = 0;
     return c; /* ticks are already CLOCK_MONOTONIC ns */
@@ -99,11 +108,16 @@ struct sp_clock_map sp__clock_map(uint64_t tick0, int64_t ns0, uint64_t tick1, i
 
 void sp__clock_anchor(uint64_t *tick, int64_t *ns) {
 #if defined(__x86_64__) && defined(__GNUC__)
-  if (sp__clock_tsc) {
+  if (sp__clock_tsc == 1) {
     anchor(tick, ns);
     return;
   }
 #endif
+  if (sp__clock_tsc == 2) {
+    *tick = __atomic_load_n(&sp__manual_ticks, __ATOMIC_RELAXED);
+    *ns = (int64_t)*tick;
+    return;
+  }
   *ns = sp__mono_ns();
   *tick = (uint64_t)*ns;
 }

@@ -30,6 +30,8 @@ void sp__clock_init(void);              /* once per process; picks TSC or clock_
 int64_t sp__mono_ns(void);              /* CLOCK_MONOTONIC now */
 const char *sp__clock_name(void);       /* "tsc" or "clock_gettime" */
 void sp__clock_anchor(uint64_t *tick, int64_t *ns); /* (tick, ns) taken together */
+/* Manual clock (SCOPE_PROFILER_CLOCK=manual): advance it by `ns`. */
+SP_API void sp__clock_manual_advance(uint64_t ns);
 double sp__clock_tsc_ghz(void);         /* calibrated rate (0 without TSC) */
 /* The map for a run from (tick, ns) pairs at its start and end. */
 struct sp_clock_map sp__clock_map(uint64_t tick0, int64_t ns0, uint64_t tick1, int64_t ns1);
@@ -122,6 +124,10 @@ int sp__thread_grow_events(sp_thread_rec *t);
 int sp__thread_grow_stack(sp_thread_rec *t);
 /* Forget every thread record (destroy). */
 void sp__threads_free(struct sp_manager *m);
+/* Aggregation mode: open-call stack and accumulator growth (record.c). */
+int sp__thread_grow_open(sp_thread_rec *t);
+int sp__thread_grow_acc(sp_thread_rec *t, uint32_t need);
+void sp__agg_reset(struct sp__agg *a, size_t n);
 /* Slot management: a TLS slot and a fresh generation for a new manager. */
 int sp__slot_acquire(struct sp_manager *m);
 void sp__slot_release(struct sp_manager *m);

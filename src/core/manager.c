@@ -64,7 +64,11 @@ void sp__manager_publish_state(struct sp_manager *m) {
   uint32_t s;
   if (!m->configured || !m->have_cfg || m->cfg.deactivate_profiling)
     s = SP__STATE_OFF;
-  else if (m->paused || m->nprobes)
+  else if (m->paused)
+    s = SP__STATE_SLOW;
+  else if (m->cfg.aggregation_mode)
+    s = SP__STATE_AGGREGATE; /* probes add per-call columns: none without events */
+  else if (m->nprobes)
     s = SP__STATE_SLOW;
   else
     s = SP__STATE_TIMELINE;
@@ -112,7 +116,7 @@ void sp_manager_destroy(sp_manager *m) {
 
 static sp_status setup_probes(struct sp_manager *m) {
   const struct sp_probe *want[SP_MAX_PROBES];
-  int n = sp__probes_select(&m->cfg, want, SP_MAX_PROBES);
+  int n = m->cfg.aggregation_mode ? 0 : sp__probes_select(&m->cfg, want, SP_MAX_PROBES);
   int ncols = 0;
   for (int p = 0; p < n; p++) {
     void *state = NULL;
@@ -156,7 +160,18 @@ sp_status sp_manager_setup(sp_manager *m, const sp_setup_args *args) {
     set_live(m, 1);
   }
   __atomic_store_n(&m->hot.state, SP__STATE_OFF, __ATOMIC_RELEASE);
-  if (m->run_active) sp__snapshot_compact(m); /* replace: the old run's calls are dropped */
+  if (m->run_active) { /* replace: the old run's calls are dropped */
+    sp__snapshot_compact(m);
+    sp__snapshot_compact_aggregate(m);
+  }
+  if (m->have_cfg && cfg.aggregation_mode != m->cfg.aggregation_mode) {
+    /* Open calls cannot change representation: they are dropped. */
+    for (sp_thread_rec *t = m->threads; t; t = t->next) {
+      t->hot.depth = 0;
+      t->hot.n = 0;
+      t->hot.nopen = 0;
+    }
+  }
   teardown_probes(m);
   if (m->have_cfg) sp__config_free(&m->cfg);
   m->cfg = cfg;
@@ -199,9 +214,11 @@ static int count_done_calls(struct sp_manager *m) {
     m->calls_done = n;
     m->calls_done_cap = maxid + 1;
   }
-  for (sp_thread_rec *t = m->threads; t; t = t->next)
+  for (sp_thread_rec *t = m->threads; t; t = t->next) {
     for (uint64_t i = 0; i < t->hot.n; i++)
       if (t->hot.ev[i].end) m->calls_done[t->hot.ev[i].region]++;
+    for (uint32_t id = 0; id < t->hot.acc_cap && id <= maxid; id++) m->calls_done[id] += t->hot.acc[id].count;
+  }
   return 0;
 }
 
@@ -261,7 +278,9 @@ sp_status sp_manager_finalize(sp_manager *m, const sp_finalize_args *args, sp_re
 
   struct sp_run run;
   uint64_t open_calls = 0;
-  sp_status st = sp__snapshot_build(m, &cm, 0, &run, &open_calls);
+  int agg = m->cfg.aggregation_mode;
+  sp_status st = agg ? sp__snapshot_build_aggregate(m, &cm, 0, &run, &open_calls)
+                     : sp__snapshot_build(m, &cm, 0, &run, &open_calls);
   if (st != SP_OK) return st;
   if (m->cfg.track_threads && add_thread_table(m, &run) != SP_OK) {
     sp__run_free(&run);
@@ -301,6 +320,7 @@ sp_status sp_manager_finalize(sp_manager *m, const sp_finalize_args *args, sp_re
   count_done_calls(m);
   collect_problems(m, open_calls);
   sp__snapshot_compact(m);
+  sp__snapshot_compact_aggregate(m);
   /* Recording goes on: the next run starts where this one ended. */
   m->run_tick0 = tick1;
   m->run_ns0 = ns1;
@@ -354,9 +374,11 @@ uint64_t sp_manager_num_calls(const sp_manager *m, sp_region r) {
   if (!m) return 0;
   uint32_t id = r & ~SP__REGION_SLOW_BIT;
   uint64_t n = id < m->calls_done_cap ? m->calls_done[id] : 0;
-  for (const sp_thread_rec *t = m->threads; t; t = t->next)
+  for (const sp_thread_rec *t = m->threads; t; t = t->next) {
     for (uint64_t i = 0; i < t->hot.n; i++)
       if (t->hot.ev[i].region == id && t->hot.ev[i].end) n++;
+    if (id < t->hot.acc_cap) n += t->hot.acc[id].count;
+  }
   return n;
 }
 

@@ -126,6 +126,15 @@ sp_thread_rec *sp__thread_attach(struct sp_manager *m) {
   }
   t->hot.cap = cap;
   t->hot.stack_cap = 64;
+  if (sp__thread_grow_open(t) != 0 || sp__thread_grow_acc(t, sp__region_max_id() + 1) != 0) {
+    free(t->hot.ev);
+    free(t->hot.stack);
+    free(t->hot.open);
+    free(t->hot.acc);
+    free(t->cols);
+    free(t);
+    return NULL;
+  }
   t->m = m;
   t->tid = (pid_t)syscall(SYS_gettid);
   t->omp_thread = omp_thread_num();
@@ -163,6 +172,36 @@ int sp__thread_grow_events(sp_thread_rec *t) {
   return 0;
 }
 
+void sp__agg_reset(struct sp__agg *a, size_t n) {
+  for (size_t i = 0; i < n; i++) {
+    memset(&a[i], 0, sizeof a[i]);
+    a[i].min = INT64_MAX;
+    a[i].max = INT64_MIN;
+    a[i].start_min = UINT64_MAX;
+  }
+}
+
+int sp__thread_grow_open(sp_thread_rec *t) {
+  uint32_t ncap = t->hot.open_cap ? t->hot.open_cap * 2 : 64;
+  struct sp__event *o = realloc(t->hot.open, (size_t)ncap * sizeof *o);
+  if (!o) return -1;
+  t->hot.open = o;
+  t->hot.open_cap = ncap;
+  return 0;
+}
+
+int sp__thread_grow_acc(sp_thread_rec *t, uint32_t need) {
+  if (need <= t->hot.acc_cap) return 0;
+  uint32_t ncap = t->hot.acc_cap ? t->hot.acc_cap : 64;
+  while (ncap < need) ncap *= 2;
+  struct sp__agg *a = realloc(t->hot.acc, (size_t)ncap * sizeof *a);
+  if (!a) return -1;
+  sp__agg_reset(a + t->hot.acc_cap, ncap - t->hot.acc_cap);
+  t->hot.acc = a;
+  t->hot.acc_cap = ncap;
+  return 0;
+}
+
 int sp__thread_grow_stack(sp_thread_rec *t) {
   uint32_t ncap = t->hot.stack_cap * 2;
   uint64_t *s = realloc(t->hot.stack, (size_t)ncap * sizeof *s);
@@ -178,6 +217,8 @@ void sp__threads_free(struct sp_manager *m) {
     sp_thread_rec *n = t->next;
     free(t->hot.ev);
     free(t->hot.stack);
+    free(t->hot.open);
+    free(t->hot.acc);
     free(t->cols);
     free(t);
     t = n;
@@ -211,6 +252,22 @@ SP_API int sp__begin_slow(void *mv, uint32_t r) {
     return SP_ERR_INVALID_ARGUMENT;
   }
   if (opt_in_disabled(m, r)) return 0;
+  if (m->cfg.aggregation_mode) {
+    if (t->hot.nopen == t->hot.open_cap && sp__thread_grow_open(t) != 0) {
+      t->dropped_events++;
+      return SP_ERR_NO_MEMORY;
+    }
+    struct sp__event *ev = &t->hot.open[t->hot.nopen++];
+    if (m->paused) {
+      ev->region = 0; /* ghost: its end must still match */
+      ev->depth = id;
+      return 0;
+    }
+    ev->region = id;
+    ev->end = 0;
+    ev->start = sp__ticks();
+    return 0;
+  }
   if (t->hot.depth == t->hot.stack_cap && sp__thread_grow_stack(t) != 0) {
     t->dropped_events++;
     return SP_ERR_NO_MEMORY;
@@ -250,6 +307,28 @@ SP_API int sp__end_slow(void *mv, uint32_t r) {
     return SP_ERR_INVALID_ARGUMENT;
   }
   if (opt_in_disabled(m, r)) return 0;
+  if (m->cfg.aggregation_mode) {
+    if (t->hot.nopen == 0) {
+      t->unmatched_ends++;
+      return SP_ERR_UNMATCHED_END;
+    }
+    struct sp__event *ev = &t->hot.open[t->hot.nopen - 1];
+    if (ev->region == 0 && ev->depth == id) { /* ghost */
+      t->hot.nopen--;
+      return 0;
+    }
+    if (ev->region != id) {
+      t->unmatched_ends++;
+      return SP_ERR_UNMATCHED_END;
+    }
+    if (sp__thread_grow_acc(t, id + 1) != 0) {
+      t->dropped_events++;
+      t->hot.nopen--;
+      return SP_ERR_NO_MEMORY;
+    }
+    /* The accumulator now exists: finish through the inlined update. */
+    return sp__agg_end(m, &m->hot, r & ~SP__REGION_SLOW_BIT) == 0 ? 0 : SP_ERR_UNMATCHED_END;
+  }
   if (t->hot.depth == 0) {
     t->unmatched_ends++;
     return SP_ERR_UNMATCHED_END;

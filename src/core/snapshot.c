@@ -271,3 +271,108 @@ void sp__snapshot_compact(struct sp_manager *m) {
     t->hot.n = k;
   }
 }
+
+/*====== Aggregation mode ======*/
+
+/* Per-thread accumulators are merged with Chan's parallel update; their
+ * shifted sums give each thread's mean and m2 without cancellation. Durations
+ * are scaled from ticks to ns (the map is linear), absolute times mapped. */
+sp_status sp__snapshot_build_aggregate(struct sp_manager *m, const struct sp_clock_map *cm, uint32_t rank,
+                                       struct sp_run *run, uint64_t *open_calls) {
+  memset(run, 0, sizeof *run);
+  run->layout = "aggregate";
+  *open_calls = 0;
+  for (sp_thread_rec *t = m->threads; t; t = t->next)
+    for (uint32_t i = 0; i < t->hot.nopen; i++)
+      if (t->hot.open[i].region) (*open_calls)++;
+  uint32_t maxid = sp__region_max_id();
+  double scale = (double)cm->mult / 4294967296.0;
+  int full_paths = m->cfg.metadata_detail && strcmp(m->cfg.metadata_detail, "full") == 0;
+  size_t nrows = 0;
+  for (uint32_t id = 1; id <= maxid; id++)
+    for (sp_thread_rec *t = m->threads; t; t = t->next)
+      if (id < t->hot.acc_cap && t->hot.acc[id].count) {
+        nrows++;
+        break;
+      }
+  run->names = calloc(nrows + 1, sizeof *run->names);
+  run->rows = calloc(nrows + 1, sizeof *run->rows);
+  run->start = malloc(sizeof *run->start);
+  run->end = malloc(sizeof *run->end);
+  run->call_id = malloc(sizeof *run->call_id);
+  run->parent_id = malloc(sizeof *run->parent_id);
+  if (!run->names || !run->rows || !run->start || !run->end || !run->call_id || !run->parent_id) goto oom;
+  size_t r = 0;
+  for (uint32_t id = 1; id <= maxid && r < nrows; id++) {
+    uint64_t n = 0;
+    int64_t total = 0, excl = 0, mn = INT64_MAX, mx = INT64_MIN, first = 0, last = 0;
+    uint64_t smin = UINT64_MAX, lstart = 0, emax = 0;
+    double mean = 0, m2 = 0;
+    for (sp_thread_rec *t = m->threads; t; t = t->next) {
+      if (id >= t->hot.acc_cap || !t->hot.acc[id].count) continue;
+      const struct sp__agg *a = &t->hot.acc[id];
+      double nb = (double)a->count;
+      double mean_b = (double)a->shift + a->s1 / nb;
+      double m2_b = a->s2 - a->s1 * a->s1 / nb;
+      if (m2_b < 0) m2_b = 0;
+      if (n == 0) {
+        mean = mean_b;
+        m2 = m2_b;
+      } else {
+        double na = (double)n, delta = mean_b - mean;
+        mean += delta * nb / (na + nb);
+        m2 += m2_b + delta * delta * na * nb / (na + nb);
+      }
+      n += a->count;
+      total += a->total;
+      excl += a->excl;
+      if (a->min < mn) mn = a->min;
+      if (a->max > mx) mx = a->max;
+      if (a->start_min < smin) {
+        smin = a->start_min;
+        first = a->first;
+      }
+      if (a->last_start >= lstart) {
+        lstart = a->last_start;
+        last = a->last;
+      }
+      if (a->end_max > emax) emax = a->end_max;
+    }
+    if (!n) continue;
+    const struct sp_region_info *ri = sp__region_info(id);
+    struct sp_row *row = &run->rows[r];
+    run->names[r] = sp__strdup(ri->name);
+    row->region = (uint32_t)r;
+    row->rank = rank;
+    row->offset = 0;
+    row->count = 0; /* no events in this layout; the call count is aggregate_count */
+    row->aggregate_count = (int64_t)n;
+    row->source_line = ri->file ? ri->line : -1;
+    row->source_file = sp__source_path_for(ri->file, full_paths);
+    row->source_text = sp__strdup("");
+    row->tags_json = sp__region_tags_json(id);
+    if (!run->names[r] || !row->source_file || !row->source_text || !row->tags_json) goto oom;
+    row->exclusive_total = (int64_t)((double)excl * scale);
+    struct sp_summary *s = &row->stats;
+    s->total = (int64_t)((double)total * scale);
+    s->minimum = (int64_t)((double)mn * scale);
+    s->maximum = (int64_t)((double)mx * scale);
+    s->first = (int64_t)((double)first * scale);
+    s->last = (int64_t)((double)last * scale);
+    s->start_minimum = sp__ticks_to_ns(cm, smin);
+    s->end_maximum = sp__ticks_to_ns(cm, emax);
+    s->mean = mean * scale;
+    s->m2 = m2 * scale * scale;
+    r++;
+  }
+  run->nrows = r;
+  run->nnames = r;
+  return SP_OK;
+oom:
+  sp__run_free(run);
+  return sp__set_error(SP_ERR_NO_MEMORY, "out of memory while collecting the aggregated regions");
+}
+
+void sp__snapshot_compact_aggregate(struct sp_manager *m) {
+  for (sp_thread_rec *t = m->threads; t; t = t->next) sp__agg_reset(t->hot.acc, t->hot.acc_cap);
+}

@@ -14,4 +14,10 @@ sp_status sp__snapshot_build(struct sp_manager *m, const struct sp_clock_map *cm
  * complete into the next run. */
 void sp__snapshot_compact(struct sp_manager *m);
 
+/* Aggregation mode: one row per region from the per-thread accumulators
+ * (no events), and the reset after a finalize. */
+sp_status sp__snapshot_build_aggregate(struct sp_manager *m, const struct sp_clock_map *cm, uint32_t rank,
+                                       struct sp_run *run, uint64_t *open_calls);
+void sp__snapshot_compact_aggregate(struct sp_manager *m);
+
 #endif
