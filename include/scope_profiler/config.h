@@ -49,19 +49,20 @@ typedef signed char sp_bool3;
 #define SP__OPT_UNSET_LIST NULL
 
 /* Group membership filters: SP__IN_<WANTED>_<GROUP>(x) keeps x only when the
- * row's group is WANTED. */
-#define SP__IN_MEMRAY_NONE(x)
-#define SP__IN_MEMRAY_MEMRAY(x) x
-#define SP__IN_MEMRAY_GPU(x)
-#define SP__IN_MEMRAY_HDF5(x)
-#define SP__IN_GPU_NONE(x)
-#define SP__IN_GPU_MEMRAY(x)
-#define SP__IN_GPU_GPU(x) x
-#define SP__IN_GPU_HDF5(x)
-#define SP__IN_HDF5_NONE(x)
-#define SP__IN_HDF5_MEMRAY(x)
-#define SP__IN_HDF5_GPU(x)
-#define SP__IN_HDF5_HDF5(x) x
+ * row's group is WANTED. Variadic because an initializer (".s = v,") carries
+ * a comma. */
+#define SP__IN_MEMRAY_NONE(...)
+#define SP__IN_MEMRAY_MEMRAY(...) __VA_ARGS__
+#define SP__IN_MEMRAY_GPU(...)
+#define SP__IN_MEMRAY_HDF5(...)
+#define SP__IN_GPU_NONE(...)
+#define SP__IN_GPU_MEMRAY(...)
+#define SP__IN_GPU_GPU(...) __VA_ARGS__
+#define SP__IN_GPU_HDF5(...)
+#define SP__IN_HDF5_NONE(...)
+#define SP__IN_HDF5_MEMRAY(...)
+#define SP__IN_HDF5_GPU(...)
+#define SP__IN_HDF5_HDF5(...) __VA_ARGS__
 
 #define SP__FLAT_FIELD(n, G, s, T, ...) SP__OPT_T_##T n;
 #define SP__MEMRAY_FIELD(n, G, s, T, ...) SP__IN_MEMRAY_##G(SP__OPT_T_##T s;)
@@ -171,8 +172,16 @@ SP_API sp_origin sp_config_origin(const sp_config *c, const char *flat_name);
 SP_SETTINGS(SP__CONFIG_ACCESSOR)
 #undef SP__CONFIG_ACCESSOR
 
-/** Derived properties. sp_config_label() defaults to the output file's stem;
- * sp_config_memory_profile_path() is NULL unless use_memray is on. */
+/* Accessors return what the run uses: sp_config_label() is the label as
+ * given (NULL when none; sp_config_display_label() falls back to the output
+ * file's stem), sp_config_memory_profile_path() is the capture path and NULL
+ * unless use_memray is on (default "<file_path without suffix>.memray.bin"),
+ * sp_config_track_threads() is 1 whenever track_async is,
+ * sp_config_hdf5_compression() is NULL for "none", and list accessors never
+ * return NULL (an empty list is {NULL}). Every accessor accepts NULL. */
+/** Derived properties: the label post-processing shows (label, else the
+ * output file's stem), the run's start time and pause state (set by the
+ * manager). sp_config_list_len(NULL) is 0. */
 SP_API const char *sp_config_display_label(const sp_config *c);
 SP_API int64_t sp_config_start_time_ns(const sp_config *c);
 SP_API int sp_config_paused(const sp_config *c);

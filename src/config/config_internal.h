@@ -45,6 +45,12 @@ struct sp_config {
  * call. `args` may be NULL. */
 sp_status sp__config_resolve(struct sp_config *out, const sp_setup_args *args);
 
+/* sp__config_resolve with flags: SP__RESOLVE_NO_ENV ignores the environment
+ * (no SCOPE_PROFILER_* setting, no SCOPE_PROFILER_CONFIG), which is what
+ * `scope-profiler config check` wants: the file judged on its own. */
+#define SP__RESOLVE_NO_ENV 1u
+sp_status sp__config_resolve_ex(struct sp_config *out, const sp_setup_args *args, unsigned flags);
+
 /* Free everything a resolved config owns; leaves it zeroed. */
 void sp__config_free(struct sp_config *c);
 

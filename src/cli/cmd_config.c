@@ -1,0 +1,235 @@
+/* cmd_config.c - `scope-profiler config`: check a TOML settings file, show
+ * the configuration a run would get, and print the settings reference
+ * (--help) or docs/configuration.md (docs), all generated from the settings
+ * table.
+ *
+ *   config check FILE.toml   exit 0 and "FILE.toml: valid", or exit 2 with
+ *                            the precise error (file:line:column) on stderr;
+ *                            the file is judged alone, without environment
+ *   config show [FILE.toml]  every resolved setting (defaults < FILE <
+ *                            environment) as `name = value  (origin)`
+ *   config docs              docs/configuration.md
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cli/commands.h"
+#include "common/error.h"
+#include "config/config_buf.h"
+#include "config/config_internal.h"
+#include "config/settings_meta.h"
+
+extern char **environ;
+
+static const char usage_text[] =
+    "usage: scope-profiler config check FILE.toml\n"
+    "       scope-profiler config show [FILE.toml]\n"
+    "       scope-profiler config docs\n"
+    "       scope-profiler config --help\n";
+
+static void usage(FILE *out) {
+  fputs(usage_text, out);
+}
+
+static void help(void) {
+  usage(stdout);
+  fputs("\n"
+        "  check FILE.toml   validate a settings file on its own (environment ignored); prints\n"
+        "                    \"FILE.toml: valid\", or the error with file:line:column and exits 2\n"
+        "  show [FILE.toml]  print every setting as it would resolve (defaults < FILE, else\n"
+        "                    $SCOPE_PROFILER_CONFIG < environment) and where it came from\n"
+        "  docs              print docs/configuration.md, generated from the settings table\n"
+        "\n"
+        "Precedence, lowest first: built-in default < TOML file < sp_options < environment\n"
+        "(SCOPE_PROFILER_<NAME>) < per-call overrides. SCOPE_PROFILER_ENABLE_TAGS adds to\n"
+        "enable_tags instead of replacing it.\n"
+        "\n",
+        stdout);
+  char *t = sp__config_help_text();
+  if (t) fputs(t, stdout);
+  free(t);
+}
+
+/* The message, led by the file's name when it does not already name it. */
+static void report(const char *path) {
+  const char *msg = sp_last_error();
+  size_t n = path ? strlen(path) : 0;
+  if (path && !(strncmp(msg, path, n) == 0 && msg[n] == ':'))
+    fprintf(stderr, "%s: %s\n", path, msg);
+  else
+    fprintf(stderr, "%s\n", msg);
+}
+
+static int cmd_check(int argc, char **argv) {
+  if (argc != 3) {
+    fprintf(stderr, "scope-profiler config check: expected exactly one FILE.toml\n");
+    usage(stderr);
+    return 2;
+  }
+  sp_setup_args args = {0};
+  args.config_path = argv[2];
+  struct sp_config c;
+  if (sp__config_resolve_ex(&c, &args, SP__RESOLVE_NO_ENV) != SP_OK) {
+    report(argv[2]);
+    return 2;
+  }
+  sp__config_free(&c);
+  printf("%s: valid\n", argv[2]);
+  return 0;
+}
+
+/* A resolved value as TOML would write it; "(unset)" for none. */
+static void render(sp__buf *b, const struct sp_config *c, size_t i) {
+  const struct sp__setting *s = &sp__settings[i];
+  const void *f = (const char *)c + s->cfg_off;
+  switch (s->type) {
+  case SP__ST_BOOL:
+    sp__buf_puts(b, *(const int *)f ? "true" : "false");
+    return;
+  case SP__ST_INT:
+    if (*(const int64_t *)f == SP_INT_NONE)
+      sp__buf_puts(b, "(unset)");
+    else
+      sp__buf_printf(b, "%lld", (long long)*(const int64_t *)f);
+    return;
+  case SP__ST_STR:
+  case SP__ST_ENUM: {
+    const char *p = *(char *const *)f;
+    if (p)
+      sp__buf_json_string(b, p, strlen(p));
+    else
+      sp__buf_puts(b, "(unset)");
+    return;
+  }
+  case SP__ST_LIST: {
+    char **l = *(char **const *)f;
+    sp__buf_putc(b, '[');
+    for (size_t k = 0; l && l[k]; k++) {
+      if (k) sp__buf_puts(b, ", ");
+      sp__buf_json_string(b, l[k], strlen(l[k]));
+    }
+    sp__buf_putc(b, ']');
+    return;
+  }
+  }
+}
+
+/* Unknown SCOPE_PROFILER_* variables are ignored by the library; `show` is
+ * where a user looks when a variable seems to have no effect. */
+static void note_unknown_env(void) {
+  size_t pre = strlen(SP__ENV_PREFIX);
+  for (char **e = environ; e && *e; e++) {
+    if (strncmp(*e, SP__ENV_PREFIX, pre) != 0) continue;
+    const char *eq = strchr(*e, '=');
+    size_t n = eq ? (size_t)(eq - *e) - pre : strlen(*e) - pre;
+    char name[128];
+    if (n >= sizeof name) n = sizeof name - 1;
+    for (size_t k = 0; k < n; k++) {
+      char ch = (*e)[pre + k];
+      name[k] = (char)(ch >= 'A' && ch <= 'Z' ? ch - 'A' + 'a' : ch);
+    }
+    name[n] = '\0';
+    if (!strcmp(name, "config") || !strcmp(name, "mpi")) continue;
+    int grouped;
+    const struct sp__setting *s = sp__setting_find(name, &grouped);
+    if (s && !grouped) continue;
+    size_t dist;
+    const struct sp__setting *best = sp__setting_closest(name, &dist);
+    char env[64];
+    sp__setting_env_name(best, env, sizeof env);
+    fprintf(stderr, "note: %.*s is not a scope-profiler setting and is ignored (did you mean %s?)\n",
+            (int)(n + pre), *e, env);
+  }
+}
+
+static int cmd_show(int argc, char **argv) {
+  if (argc > 3) {
+    fprintf(stderr, "scope-profiler config show: expected at most one FILE.toml\n");
+    usage(stderr);
+    return 2;
+  }
+  sp_setup_args args = {0};
+  args.config_path = argc == 3 ? argv[2] : NULL;
+  struct sp_config c;
+  if (sp__config_resolve(&c, &args) != SP_OK) {
+    report(args.config_path);
+    return 2;
+  }
+  const char *path = args.config_path ? args.config_path : getenv(SP__ENV_PREFIX "CONFIG");
+  char *vals[SP__NSETTINGS];
+  size_t wname = 0, wval = 0;
+  for (size_t i = 0; i < SP__NSETTINGS; i++) {
+    sp__buf b = SP__BUF_INIT;
+    render(&b, &c, i);
+    vals[i] = sp__buf_take(&b);
+    size_t ln = strlen(sp__settings[i].name), lv = vals[i] ? strlen(vals[i]) : 0;
+    if (ln > wname) wname = ln;
+    if (lv > wval && lv <= 40) wval = lv;
+  }
+  for (size_t i = 0; i < SP__NSETTINGS; i++) {
+    const char *v = vals[i] ? vals[i] : "?";
+    size_t lv = strlen(v);
+    printf("%-*s = %s%*s  (", (int)wname, sp__settings[i].name, v,
+           (int)(lv < wval ? wval - lv : 0), "");
+    if (i == SP__SET_track_threads && c.track_async &&
+        c.origin[i] == c.origin[SP__SET_track_async] && c.origin[i] != SP_ORIGIN_DEFAULT) {
+      printf("implied by track_async)\n");
+      free(vals[i]);
+      continue;
+    }
+    switch (c.origin[i]) {
+    case SP_ORIGIN_FILE:
+      printf("file %s)\n", path ? path : "");
+      break;
+    case SP_ORIGIN_ENV: {
+      char env[64];
+      sp__setting_env_name(&sp__settings[i], env, sizeof env);
+      printf("environment %s)\n", env);
+      break;
+    }
+    default:
+      printf("%s)\n", sp__origin_name(c.origin[i]));
+      break;
+    }
+    free(vals[i]);
+  }
+  sp__config_free(&c);
+  note_unknown_env();
+  return 0;
+}
+
+static int cmd_docs(int argc, char **argv) {
+  (void)argv;
+  if (argc != 2) {
+    fprintf(stderr, "scope-profiler config docs: takes no arguments\n");
+    return 2;
+  }
+  char *md = sp__config_markdown();
+  if (!md) {
+    fprintf(stderr, "scope-profiler config docs: out of memory\n");
+    return 2;
+  }
+  fputs(md, stdout);
+  free(md);
+  return 0;
+}
+
+int sp_cmd_config(int argc, char **argv) {
+  if (argc < 2) {
+    usage(stderr);
+    fprintf(stderr, "Run `scope-profiler config --help` for the settings.\n");
+    return 2;
+  }
+  const char *sub = argv[1];
+  if (!strcmp(sub, "--help") || !strcmp(sub, "-h") || !strcmp(sub, "help")) {
+    help();
+    return 0;
+  }
+  if (!strcmp(sub, "check")) return cmd_check(argc, argv);
+  if (!strcmp(sub, "show")) return cmd_show(argc, argv);
+  if (!strcmp(sub, "docs")) return cmd_docs(argc, argv);
+  fprintf(stderr, "scope-profiler config: unknown subcommand '%s'; use check, show or docs\n", sub);
+  usage(stderr);
+  return 2;
+}

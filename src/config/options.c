@@ -1,0 +1,544 @@
+/* options.c - sp_options and everything that touches one setting at a time:
+ * the settings table expanded into data (sp__settings[]), key lookup with
+ * "did you mean", typed parsing of text values, per-value validation, and
+ * the public sp_options_set/clear/each_set.
+ *
+ * Text copied by the setters lives in a small arena hanging off the options
+ * (o->sp__owned), one allocation per copy, so that sp_options_clear() can
+ * free everything without knowing which fields point where: fields assigned
+ * by the caller keep pointing at the caller's memory and are never freed.
+ */
+#include <ctype.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+#include "common/error.h"
+#include "config/config_buf.h"
+#include "config/settings_meta.h"
+
+/*====== The table as data ======*/
+
+#define SP__T_BOOL SP__ST_BOOL
+#define SP__T_INT SP__ST_INT
+#define SP__T_STR SP__ST_STR
+#define SP__T_ENUM SP__ST_ENUM
+#define SP__T_LIST SP__ST_LIST
+
+/* The default column is an integer for BOOL/INT rows and a string (or
+ * NULL) for the others; each half picks what its type uses. */
+#define SP__IDEF_BOOL(d) (d)
+#define SP__IDEF_INT(d) (d)
+#define SP__IDEF_STR(d) 0
+#define SP__IDEF_ENUM(d) 0
+#define SP__IDEF_LIST(d) 0
+#define SP__SDEF_BOOL(d) NULL
+#define SP__SDEF_INT(d) NULL
+#define SP__SDEF_STR(d) (d)
+#define SP__SDEF_ENUM(d) (d)
+#define SP__SDEF_LIST(d) (d)
+
+#define SP__GENUM_NONE SP__G_NONE
+#define SP__GENUM_MEMRAY SP__G_MEMRAY
+#define SP__GENUM_GPU SP__G_GPU
+#define SP__GENUM_HDF5 SP__G_HDF5
+#define SP__GNAME_NONE NULL
+#define SP__GNAME_MEMRAY "memray"
+#define SP__GNAME_GPU "gpu"
+#define SP__GNAME_HDF5 "hdf5"
+#define SP__DOTTED_NONE(s) NULL
+#define SP__DOTTED_MEMRAY(s) "memray." #s
+#define SP__DOTTED_GPU(s) "gpu." #s
+#define SP__DOTTED_HDF5(s) "hdf5." #s
+#define SP__GOFF_NONE(s) 0
+#define SP__GOFF_MEMRAY(s) offsetof(sp_options, memray.s)
+#define SP__GOFF_GPU(s) offsetof(sp_options, gpu.s)
+#define SP__GOFF_HDF5(s) offsetof(sp_options, hdf5.s)
+
+#define SP__SETTING_ROW(n, G, s, T, def, lo_, hi_, ch, doc_)                                      \
+  {.name = #n,                                                                                   \
+   .group = SP__GENUM_##G,                                                                       \
+   .group_name = SP__GNAME_##G,                                                                  \
+   .short_name = #s,                                                                             \
+   .dotted = SP__DOTTED_##G(s),                                                                  \
+   .type = SP__T_##T,                                                                            \
+   .idef = SP__IDEF_##T(def),                                                                    \
+   .sdef = SP__SDEF_##T(def),                                                                    \
+   .lo = (lo_),                                                                                  \
+   .hi = (hi_),                                                                                  \
+   .choices = ch,                                                                                \
+   .doc = doc_,                                                                                  \
+   .flat_off = offsetof(sp_options, n),                                                          \
+   .group_off = SP__GOFF_##G(s),                                                                 \
+   .cfg_off = offsetof(struct sp_config, n)},
+
+const struct sp__setting sp__settings[SP__NSETTINGS] = {SP_SETTINGS(SP__SETTING_ROW)};
+
+size_t sp_setting_count(void) { return SP__NSETTINGS; }
+
+const char *sp_setting_name(size_t i) { return i < SP__NSETTINGS ? sp__settings[i].name : NULL; }
+
+void sp__setting_env_name(const struct sp__setting *s, char *buf, size_t size) {
+  size_t k = 0, pre = strlen(SP__ENV_PREFIX);
+  if (size == 0) return;
+  for (size_t i = 0; i < pre && k + 1 < size; i++) buf[k++] = SP__ENV_PREFIX[i];
+  for (const char *p = s->name; *p && k + 1 < size; p++) buf[k++] = (char)toupper((unsigned char)*p);
+  buf[k] = '\0';
+}
+
+const char *sp__setting_spelling(const struct sp__setting *s, int grouped) {
+  return grouped && s->dotted ? s->dotted : s->name;
+}
+
+int sp__group_find(const char *name) {
+  if (!name) return -1;
+  if (!strcmp(name, "memray")) return SP__G_MEMRAY;
+  if (!strcmp(name, "gpu")) return SP__G_GPU;
+  if (!strcmp(name, "hdf5")) return SP__G_HDF5;
+  return -1;
+}
+
+const struct sp__setting *sp__setting_find(const char *key, int *grouped) {
+  int g = 0;
+  const struct sp__setting *found = NULL;
+  if (key) {
+    for (size_t i = 0; i < SP__NSETTINGS && !found; i++) {
+      const struct sp__setting *s = &sp__settings[i];
+      if (!strcmp(key, s->name)) {
+        found = s;
+      } else if (s->dotted && !strcmp(key, s->dotted)) {
+        found = s;
+        g = 1;
+      }
+    }
+  }
+  if (grouped) *grouped = g;
+  return found;
+}
+
+/*====== Did you mean ======*/
+
+/* Optimal-string-alignment distance, case-insensitive, so that transposed
+ * letters ("fiel_path") count as one edit. Long inputs are cut: nobody
+ * mistypes a 30-character name by more than the first 64 characters. */
+static size_t edit_distance(const char *a, const char *b) {
+  enum { MAXL = 64 };
+  size_t la = strlen(a), lb = strlen(b);
+  if (la > MAXL) la = MAXL;
+  if (lb > MAXL) lb = MAXL;
+  static __thread size_t d[MAXL + 1][MAXL + 1];
+  for (size_t i = 0; i <= la; i++) d[i][0] = i;
+  for (size_t j = 0; j <= lb; j++) d[0][j] = j;
+  for (size_t i = 1; i <= la; i++) {
+    for (size_t j = 1; j <= lb; j++) {
+      int ca = tolower((unsigned char)a[i - 1]), cb = tolower((unsigned char)b[j - 1]);
+      size_t cost = ca == cb ? 0 : 1;
+      size_t best = d[i - 1][j] + 1;
+      if (d[i][j - 1] + 1 < best) best = d[i][j - 1] + 1;
+      if (d[i - 1][j - 1] + cost < best) best = d[i - 1][j - 1] + cost;
+      if (i > 1 && j > 1 && ca == tolower((unsigned char)b[j - 2]) &&
+          tolower((unsigned char)a[i - 2]) == cb && d[i - 2][j - 2] + 1 < best)
+        best = d[i - 2][j - 2] + 1;
+      d[i][j] = best;
+    }
+  }
+  return d[la][lb];
+}
+
+/* The closest spelling of any setting, its setting and its distance. A
+ * group field name ("compression") suggests its group spelling
+ * ("hdf5.compression"). */
+static const char *closest(const char *key, size_t *dist, const struct sp__setting **setting) {
+  const char *best = NULL;
+  size_t bd = (size_t)-1;
+  for (size_t i = 0; i < SP__NSETTINGS; i++) {
+    const struct sp__setting *s = &sp__settings[i];
+    const char *cand[3] = {s->name, s->dotted, s->dotted ? s->short_name : NULL};
+    const char *sugg[3] = {s->name, s->dotted, s->dotted};
+    for (int k = 0; k < 3; k++) {
+      if (!cand[k]) continue;
+      size_t dd = edit_distance(key, cand[k]);
+      if (dd < bd) {
+        bd = dd;
+        best = sugg[k];
+        if (setting) *setting = s;
+      }
+    }
+  }
+  *dist = bd;
+  return best;
+}
+
+const struct sp__setting *sp__setting_closest(const char *key, size_t *dist) {
+  const struct sp__setting *s = NULL;
+  closest(key, dist, &s);
+  return s;
+}
+
+const char *sp__quote(const char *s, char buf[96]) {
+  sp__buf b = SP__BUF_INIT;
+  size_t n = strlen(s);
+  int cut = n > 60;
+  sp__buf_json_string(&b, s, cut ? 60 : n);
+  char *t = sp__buf_take(&b);
+  if (!t) return "\"...\"";
+  size_t tl = strlen(t);
+  if (tl > 88) tl = 88;
+  memcpy(buf, t, tl);
+  buf[tl] = '\0';
+  if (cut) {
+    /* keep the closing quote after the ellipsis */
+    if (tl > 0 && buf[tl - 1] == '"') tl--;
+    memcpy(buf + tl, "...\"", 5);
+  }
+  free(t);
+  return buf;
+}
+
+/* 'name' in messages; odd keys (quotes, control characters, very long) are
+ * shown escaped instead. */
+static const char *quote_key(const char *key, char buf[96]) {
+  size_t n = strlen(key);
+  int plain = n > 0 && n <= 60;
+  for (size_t i = 0; plain && i < n; i++)
+    if ((unsigned char)key[i] < 0x21 || (unsigned char)key[i] >= 0x7F || key[i] == '\'' ||
+        key[i] == '"' || key[i] == '\\')
+      plain = 0;
+  if (!plain) return sp__quote(key, buf);
+  snprintf(buf, 96, "'%s'", key);
+  return buf;
+}
+
+sp_status sp__unknown_setting(const char *key) {
+  size_t d;
+  const char *best = closest(key, &d, NULL);
+  char q[96];
+  size_t len = strlen(key);
+  /* Close enough to be a typo: at most a third of the name, at least 2. */
+  size_t limit = len / 3 > 2 ? len / 3 : 2;
+  if (d <= limit)
+    return sp__set_error(SP_ERR_UNKNOWN_SETTING, "unknown setting %s; did you mean '%s'?",
+                         quote_key(key, q), best);
+  return sp__set_error(SP_ERR_UNKNOWN_SETTING, "unknown setting %s (the closest is '%s'); "
+                       "`scope-profiler config --help` lists every setting", quote_key(key, q),
+                       best);
+}
+
+/*====== Parsing and checking values ======*/
+
+static const char *type_name(sp__stype t) {
+  switch (t) {
+  case SP__ST_BOOL: return "a boolean";
+  case SP__ST_INT: return "an integer";
+  case SP__ST_STR: return "a string";
+  case SP__ST_ENUM: return "one of its choices";
+  case SP__ST_LIST: return "a comma-separated list";
+  }
+  return "a value";
+}
+
+/* Copy of text without surrounding blanks, in buf (cut to size). */
+static const char *trimmed(const char *text, char *buf, size_t size) {
+  while (*text == ' ' || *text == '\t') text++;
+  size_t n = strlen(text);
+  while (n && (text[n - 1] == ' ' || text[n - 1] == '\t' || text[n - 1] == '\n' ||
+               text[n - 1] == '\r'))
+    n--;
+  if (n >= size) n = size - 1;
+  memcpy(buf, text, n);
+  buf[n] = '\0';
+  return buf;
+}
+
+static int parse_bool_word(const char *t, int *out) {
+  static const char *const yes[] = {"1", "true", "yes", "on"};
+  static const char *const no[] = {"0", "false", "no", "off"};
+  for (int i = 0; i < 4; i++) {
+    if (!strcasecmp(t, yes[i])) return *out = 1, 1;
+    if (!strcasecmp(t, no[i])) return *out = 0, 1;
+  }
+  return 0;
+}
+
+static int digit_value(char c) {
+  if (c >= '0' && c <= '9') return c - '0';
+  if (c >= 'a' && c <= 'f') return c - 'a' + 10;
+  if (c >= 'A' && c <= 'F') return c - 'A' + 10;
+  return 99;
+}
+
+/* TOML-style integer: sign, `_` between digits, 0x/0o/0b prefixes. */
+static int parse_int_text(const char *t, int64_t *out) {
+  int neg = 0, base = 10;
+  if (*t == '+' || *t == '-') neg = *t++ == '-';
+  if (t[0] == '0' && (t[1] == 'x' || t[1] == 'X')) base = 16, t += 2;
+  else if (t[0] == '0' && (t[1] == 'o' || t[1] == 'O')) base = 8, t += 2;
+  else if (t[0] == '0' && (t[1] == 'b' || t[1] == 'B')) base = 2, t += 2;
+  if (!*t) return 0;
+  uint64_t v = 0, limit = neg ? (uint64_t)INT64_MAX + 1 : (uint64_t)INT64_MAX;
+  int prev_digit = 0;
+  for (; *t; t++) {
+    if (*t == '_') {
+      if (!prev_digit || digit_value(t[1]) >= base) return 0;
+      prev_digit = 0;
+      continue;
+    }
+    int d = digit_value(*t);
+    if (d >= base) return 0;
+    if (v > (limit - (uint64_t)d) / (uint64_t)base) return 0;
+    v = v * (uint64_t)base + (uint64_t)d;
+    prev_digit = 1;
+  }
+  *out = neg ? (int64_t)(0 - v) : (int64_t)v;
+  return 1;
+}
+
+static void list_choices(const char *choices, char *buf, size_t size) {
+  size_t k = 0;
+  for (const char *p = choices; *p && k + 3 < size; p++) {
+    if (*p == '|') {
+      buf[k++] = ',';
+      buf[k++] = ' ';
+    } else {
+      buf[k++] = *p;
+    }
+  }
+  buf[k] = '\0';
+}
+
+static int is_choice(const char *choices, const char *v, int icase) {
+  size_t n = strlen(v);
+  for (const char *p = choices; *p;) {
+    const char *e = strchr(p, '|');
+    size_t len = e ? (size_t)(e - p) : strlen(p);
+    if (len == n && (icase ? strncasecmp(p, v, n) == 0 : strncmp(p, v, n) == 0)) return 1;
+    p += len + (e ? 1 : 0);
+  }
+  return 0;
+}
+
+sp_status sp__parse_text(const struct sp__setting *s, const char *spelling, const char *text,
+                         sp__value *out) {
+  char tb[128], q[96];
+  out->set = 1;
+  out->i = 0;
+  out->s = NULL;
+  switch (s->type) {
+  case SP__ST_BOOL: {
+    int b;
+    if (!parse_bool_word(trimmed(text, tb, sizeof tb), &b))
+      return sp__set_error(SP_ERR_INVALID_VALUE, "%s expects a boolean (1/0, true/false, yes/no, "
+                           "on/off), got %s", spelling, sp__quote(text, q));
+    out->i = b;
+    return SP_OK;
+  }
+  case SP__ST_INT:
+    if (!parse_int_text(trimmed(text, tb, sizeof tb), &out->i))
+      return sp__set_error(SP_ERR_INVALID_VALUE, "%s expects an integer (like 1024, 1_000_000 or "
+                           "0x400), got %s", spelling, sp__quote(text, q));
+    return SP_OK;
+  case SP__ST_ENUM:
+    out->s = text;
+    return SP_OK;
+  case SP__ST_STR:
+  case SP__ST_LIST:
+    out->s = text;
+    return SP_OK;
+  }
+  return sp__set_error(SP_ERR_INVALID_VALUE, "%s expects %s", spelling, type_name(s->type));
+}
+
+sp_status sp__check_value(const struct sp__setting *s, const char *spelling, const sp__value *v) {
+  char q[96], ch[128];
+  if (!v->set) return SP_OK;
+  switch (s->type) {
+  case SP__ST_BOOL:
+    if (v->i != 0 && v->i != 1)
+      return sp__set_error(SP_ERR_INVALID_VALUE, "%s must be 0 (false), 1 (true) or SP_UNSET, "
+                           "got %lld", spelling, (long long)v->i);
+    return SP_OK;
+  case SP__ST_INT:
+    if (v->i < s->lo || v->i > s->hi) {
+      if (s->hi >= INT64_C(1) << 31 && v->i < s->lo)
+        return sp__set_error(SP_ERR_INVALID_VALUE, "%s must be at least %lld, got %lld", spelling,
+                             (long long)s->lo, (long long)v->i);
+      return sp__set_error(SP_ERR_INVALID_VALUE, "%s must be between %lld and %lld, got %lld",
+                           spelling, (long long)s->lo, (long long)s->hi, (long long)v->i);
+    }
+    return SP_OK;
+  case SP__ST_ENUM:
+    if (!v->s || !is_choice(s->choices, v->s, 0)) {
+      list_choices(s->choices, ch, sizeof ch);
+      return sp__set_error(SP_ERR_INVALID_VALUE, "%s must be one of: %s; got %s%s", spelling, ch,
+                           v->s ? sp__quote(v->s, q) : "nothing",
+                           v->s && is_choice(s->choices, v->s, 1) ? " (write it in lowercase)" : "");
+    }
+    return SP_OK;
+  case SP__ST_STR:
+  case SP__ST_LIST:
+    return SP_OK;
+  }
+  return SP_OK;
+}
+
+const char *sp__value_text(const struct sp__setting *s, const sp__value *v, char buf[32]) {
+  if (!v->set) return "";
+  switch (s->type) {
+  case SP__ST_BOOL:
+    return v->i ? "true" : "false";
+  case SP__ST_INT:
+    snprintf(buf, 32, "%lld", (long long)v->i);
+    return buf;
+  default:
+    return v->s ? v->s : "";
+  }
+}
+
+const char *sp__origin_name(sp_origin o) {
+  switch (o) {
+  case SP_ORIGIN_DEFAULT: return "default";
+  case SP_ORIGIN_FILE: return "file";
+  case SP_ORIGIN_OPTIONS: return "options";
+  case SP_ORIGIN_ENV: return "environment";
+  case SP_ORIGIN_OVERRIDE: return "override";
+  }
+  return "unknown";
+}
+
+/*====== Options fields ======*/
+
+struct sp__arena {
+  struct sp__arena *next;
+  char text[];
+};
+
+static const char *arena_dup(sp_options *o, const char *s) {
+  size_t n = strlen(s);
+  struct sp__arena *a = malloc(sizeof *a + n + 1);
+  if (!a) return NULL;
+  memcpy(a->text, s, n + 1);
+  a->next = o->sp__owned;
+  o->sp__owned = a;
+  return a->text;
+}
+
+static void *field(const sp_options *o, const struct sp__setting *s, int grouped) {
+  return (char *)o + (grouped ? s->group_off : s->flat_off);
+}
+
+int sp__opt_get(const sp_options *o, const struct sp__setting *s, int grouped, sp__value *v) {
+  v->set = 0;
+  v->i = 0;
+  v->s = NULL;
+  if (grouped && !s->dotted) return 0;
+  const void *f = field(o, s, grouped);
+  switch (s->type) {
+  case SP__ST_BOOL: {
+    sp_bool3 b = *(const sp_bool3 *)f;
+    if (b == SP_UNSET) return 0;
+    v->i = b;
+    break;
+  }
+  case SP__ST_INT: {
+    int64_t i = *(const int64_t *)f;
+    if (i == SP_INT_NONE) return 0;
+    v->i = i;
+    break;
+  }
+  default: {
+    const char *p = *(const char *const *)f;
+    if (!p) return 0;
+    v->s = p;
+    break;
+  }
+  }
+  v->set = 1;
+  return 1;
+}
+
+sp_status sp__opt_put(sp_options *o, const struct sp__setting *s, int grouped, const sp__value *v) {
+  if (grouped && !s->dotted) grouped = 0;
+  void *f = field(o, s, grouped);
+  switch (s->type) {
+  case SP__ST_BOOL:
+    *(sp_bool3 *)f = v->set ? (sp_bool3)(v->i != 0) : (sp_bool3)SP_UNSET;
+    break;
+  case SP__ST_INT:
+    *(int64_t *)f = v->set ? v->i : SP_INT_NONE;
+    break;
+  default: {
+    const char *copy = NULL;
+    if (v->set) {
+      copy = arena_dup(o, v->s ? v->s : "");
+      if (!copy) return sp__set_error(SP_ERR_NO_MEMORY, "out of memory copying %s",
+                                      sp__setting_spelling(s, grouped));
+    }
+    *(const char **)f = copy;
+    break;
+  }
+  }
+  return SP_OK;
+}
+
+sp_status sp__opt_effective(const sp_options *o, const struct sp__setting *s, sp__value *v) {
+  sp__value g;
+  int has_flat = sp__opt_get(o, s, 0, v);
+  int has_group = sp__opt_get(o, s, 1, &g);
+  if (has_flat && has_group)
+    return sp__set_error(SP_ERR_CONFLICT, "%s and %s are both set; keep one", s->name, s->dotted);
+  if (has_group) *v = g;
+  return SP_OK;
+}
+
+/*====== Public API ======*/
+
+sp_status sp_options_set(sp_options *o, const char *key, const char *value) {
+  if (!o || !key)
+    return sp__set_error(SP_ERR_INVALID_ARGUMENT, "sp_options_set: options and key must not be "
+                         "NULL");
+  int grouped;
+  const struct sp__setting *s = sp__setting_find(key, &grouped);
+  if (!s) return sp__unknown_setting(key);
+  sp__value v = {0};
+  if (value) {
+    sp_status st = sp__parse_text(s, key, value, &v);
+    if (!st) st = sp__check_value(s, key, &v);
+    if (st) return st;
+    sp__value other;
+    if (s->dotted && sp__opt_get(o, s, !grouped, &other))
+      return sp__set_error(SP_ERR_CONFLICT, "%s and %s are both set; keep one",
+                           sp__setting_spelling(s, grouped), sp__setting_spelling(s, !grouped));
+  }
+  return sp__opt_put(o, s, grouped, &v);
+}
+
+void sp_options_clear(sp_options *o) {
+  if (!o) return;
+  struct sp__arena *a = o->sp__owned;
+  while (a) {
+    struct sp__arena *next = a->next;
+    free(a);
+    a = next;
+  }
+  *o = (sp_options)SP_OPTIONS_INIT;
+}
+
+sp_status sp_options_each_set(const sp_options *o,
+                              void (*fn)(const char *name, const char *value, void *user),
+                              void *user) {
+  if (!o || !fn)
+    return sp__set_error(SP_ERR_INVALID_ARGUMENT, "sp_options_each_set: options and callback "
+                         "must not be NULL");
+  sp__value v;
+  for (size_t i = 0; i < SP__NSETTINGS; i++) {
+    sp_status st = sp__opt_effective(o, &sp__settings[i], &v);
+    if (st) return st;
+  }
+  for (size_t i = 0; i < SP__NSETTINGS; i++) {
+    char buf[32];
+    (void)sp__opt_effective(o, &sp__settings[i], &v);
+    if (v.set) fn(sp__settings[i].name, sp__value_text(&sp__settings[i], &v, buf), user);
+  }
+  return SP_OK;
+}
