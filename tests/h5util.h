@@ -11,6 +11,7 @@
 
 /* Number of elements of a 1-D dataset, or -1. */
 static inline long long h5_len(const char *file, const char *dset) {
+  H5Eset_auto2(H5E_DEFAULT, NULL, NULL); /* a missing dataset is an answer, not noise */
   hid_t f = H5Fopen(file, H5F_ACC_RDONLY, H5P_DEFAULT);
   if (f < 0) return -1;
   hid_t d = H5Dopen2(f, dset, H5P_DEFAULT);

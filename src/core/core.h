@@ -82,6 +82,11 @@ typedef struct sp_thread_rec {
   int64_t cpu_ns;        /* CPU time read on the thread at exit (or finalize) */
   int exited;
   int64_t *cols;         /* probe columns: hot.cap x m->probe_ncols */
+  /* opt-in tag decisions per region id for m->optin_epoch: 0 unknown,
+   * 1 recorded, 2 disabled; written only by the owning thread */
+  uint8_t *optin;
+  uint32_t optin_cap;
+  uint64_t optin_epoch;
   /* problems, counted without atomics by the owning thread */
   uint64_t unmatched_ends, invalid_regions, dropped_events;
 } sp_thread_rec;
@@ -108,6 +113,7 @@ struct sp_manager {
   int64_t run_ns0;
   int64_t setup_ns;   /* start_time_ns of the current run */
   char *output_path;
+  uint64_t optin_epoch; /* bumped at setup: enabled tags may change */
   sp_problem_counts problems;
   /* probes chosen at setup */
   const struct sp_probe *probes[SP_MAX_PROBES];

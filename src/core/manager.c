@@ -187,6 +187,7 @@ sp_status sp_manager_setup(sp_manager *m, const sp_setup_args *args) {
   m->paused = 0;
   m->cfg.paused = 0;
   memset(&m->problems, 0, sizeof m->problems);
+  m->optin_epoch++;
   m->configured = 1;
   m->run_active = 1;
   m->exit_hook = args && args->auto_finalize;

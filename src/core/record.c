@@ -220,6 +220,7 @@ void sp__threads_free(struct sp_manager *m) {
     free(t->hot.open);
     free(t->hot.acc);
     free(t->cols);
+    free(t->optin);
     free(t);
     t = n;
   }
@@ -229,13 +230,35 @@ void sp__threads_free(struct sp_manager *m) {
 
 /*====== Slow paths ======*/
 
-static int opt_in_disabled(struct sp_manager *m, uint32_t r) {
+/* Whether an opt-in region stays disabled on this manager. Decided once per
+ * (thread, region, setup) and cached in the thread's own array, so a disabled
+ * region costs the slow-path call and one byte load. */
+static int opt_in_disabled(struct sp_manager *m, sp_thread_rec *t, uint32_t r) {
   if (!(r & SP__REGION_SLOW_BIT)) return 0;
-  const struct sp_region_info *ri = sp__region_info(r);
-  if (!ri) return 0;
-  for (size_t i = 0; i < ri->ntags; i++)
-    if (sp__config_tag_enabled(&m->cfg, ri->tags[i])) return 0;
-  return 1;
+  uint32_t id = r & ~SP__REGION_SLOW_BIT;
+  if (t->optin_epoch != m->optin_epoch) {
+    if (t->optin) memset(t->optin, 0, t->optin_cap);
+    t->optin_epoch = m->optin_epoch;
+  }
+  if (id >= t->optin_cap) {
+    uint32_t ncap = t->optin_cap ? t->optin_cap : 64;
+    while (ncap <= id) ncap *= 2;
+    uint8_t *n = realloc(t->optin, ncap);
+    if (n) {
+      memset(n + t->optin_cap, 0, ncap - t->optin_cap);
+      t->optin = n;
+      t->optin_cap = ncap;
+    }
+  }
+  uint8_t d = id < t->optin_cap ? t->optin[id] : 0;
+  if (!d) {
+    const struct sp_region_info *ri = sp__region_info(id);
+    d = 2;
+    for (size_t i = 0; ri && i < ri->ntags && d == 2; i++)
+      if (sp__config_tag_enabled(&m->cfg, ri->tags[i])) d = 1;
+    if (id < t->optin_cap) t->optin[id] = d;
+  }
+  return d == 2;
 }
 
 SP_API int sp__begin_slow(void *mv, uint32_t r) {
@@ -251,7 +274,7 @@ SP_API int sp__begin_slow(void *mv, uint32_t r) {
     t->invalid_regions++;
     return SP_ERR_INVALID_ARGUMENT;
   }
-  if (opt_in_disabled(m, r)) return 0;
+  if (opt_in_disabled(m, t, r)) return 0;
   if (m->cfg.aggregation_mode) {
     if (t->hot.nopen == t->hot.open_cap && sp__thread_grow_open(t) != 0) {
       t->dropped_events++;
@@ -306,7 +329,7 @@ SP_API int sp__end_slow(void *mv, uint32_t r) {
     t->invalid_regions++;
     return SP_ERR_INVALID_ARGUMENT;
   }
-  if (opt_in_disabled(m, r)) return 0;
+  if (opt_in_disabled(m, t, r)) return 0;
   if (m->cfg.aggregation_mode) {
     if (t->hot.nopen == 0) {
       t->unmatched_ends++;

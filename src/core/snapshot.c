@@ -17,8 +17,22 @@
 #include "core/core.h"
 #include "core/metadata.h"
 #include "core/snapshot.h"
+#include "core/source.h"
 
 #define MANY_THREADS (UINT32_MAX - 1)
+
+/* Fill a row's source columns from the region registry. */
+static int row_source(struct sp_manager *m, struct sp_row *row, const struct sp_region_info *ri,
+                      sp_source_cache *cache) {
+  int full = m->cfg.metadata_detail && strcmp(m->cfg.metadata_detail, "full") == 0;
+  row->source_line = ri->file ? ri->line : -1;
+  row->source_file = sp__source_path_for(ri->file, full);
+  row->source_text = NULL;
+  if (m->cfg.capture_region_source && ri->file)
+    row->source_text = sp__source_text(cache, ri->file, ri->line, ri->kind == SP_SITE_FUNCTION, ri->func);
+  if (!row->source_text) row->source_text = sp__strdup("");
+  return row->source_file && row->source_text ? 0 : -1;
+}
 
 struct placed {
   int64_t start;
@@ -103,6 +117,7 @@ sp_status sp__snapshot_build(struct sp_manager *m, const struct sp_clock_map *cm
   uint64_t *cursor = NULL;
   int64_t *callid = NULL, *childsum = NULL;
   uint64_t *stk = NULL;
+  sp_source_cache *cache = NULL;
   sp_status st = SP_ERR_NO_MEMORY;
   if (!count || !row_of) goto fail;
 
@@ -160,7 +175,8 @@ sp_status sp__snapshot_build(struct sp_manager *m, const struct sp_clock_map *cm
       }
   }
 
-  int full_paths = m->cfg.metadata_detail && strcmp(m->cfg.metadata_detail, "full") == 0;
+  cache = sp__source_cache_new();
+  if (!cache) goto fail;
   /* Rows in region-id order: deterministic, and the interning order. */
   uint32_t r = 0;
   uint64_t off = 0;
@@ -174,12 +190,9 @@ sp_status sp__snapshot_build(struct sp_manager *m, const struct sp_clock_map *cm
     row->rank = rank;
     row->offset = off;
     row->count = count[id];
-    row->source_line = ri->file ? ri->line : -1;
     row->tags_json = sp__region_tags_json(id);
-    row->source_file = sp__source_path_for(ri->file, full_paths);
-    row->source_text = sp__strdup("");
     row->aggregate_count = (int64_t)count[id];
-    if (!run->names[r] || !row->tags_json || !row->source_file || !row->source_text) goto fail;
+    if (!run->names[r] || !row->tags_json || row_source(m, row, ri, cache) != 0) goto fail;
     last_thread[r] = UINT32_MAX;
     cursor[r] = off;
     off += count[id];
@@ -246,6 +259,7 @@ fail:
     sp__run_free(run);
     sp__set_error(st, "out of memory while collecting the run's events");
   }
+  sp__source_cache_free(cache);
   free(count);
   free(row_of);
   free(last_thread);
@@ -287,7 +301,7 @@ sp_status sp__snapshot_build_aggregate(struct sp_manager *m, const struct sp_clo
       if (t->hot.open[i].region) (*open_calls)++;
   uint32_t maxid = sp__region_max_id();
   double scale = (double)cm->mult / 4294967296.0;
-  int full_paths = m->cfg.metadata_detail && strcmp(m->cfg.metadata_detail, "full") == 0;
+  sp_source_cache *cache = sp__source_cache_new();
   size_t nrows = 0;
   for (uint32_t id = 1; id <= maxid; id++)
     for (sp_thread_rec *t = m->threads; t; t = t->next)
@@ -301,7 +315,8 @@ sp_status sp__snapshot_build_aggregate(struct sp_manager *m, const struct sp_clo
   run->end = malloc(sizeof *run->end);
   run->call_id = malloc(sizeof *run->call_id);
   run->parent_id = malloc(sizeof *run->parent_id);
-  if (!run->names || !run->rows || !run->start || !run->end || !run->call_id || !run->parent_id) goto oom;
+  if (!cache || !run->names || !run->rows || !run->start || !run->end || !run->call_id || !run->parent_id)
+    goto oom;
   size_t r = 0;
   for (uint32_t id = 1; id <= maxid && r < nrows; id++) {
     uint64_t n = 0;
@@ -347,11 +362,8 @@ sp_status sp__snapshot_build_aggregate(struct sp_manager *m, const struct sp_clo
     row->offset = 0;
     row->count = 0; /* no events in this layout; the call count is aggregate_count */
     row->aggregate_count = (int64_t)n;
-    row->source_line = ri->file ? ri->line : -1;
-    row->source_file = sp__source_path_for(ri->file, full_paths);
-    row->source_text = sp__strdup("");
     row->tags_json = sp__region_tags_json(id);
-    if (!run->names[r] || !row->source_file || !row->source_text || !row->tags_json) goto oom;
+    if (!run->names[r] || !row->tags_json || row_source(m, row, ri, cache) != 0) goto oom;
     row->exclusive_total = (int64_t)((double)excl * scale);
     struct sp_summary *s = &row->stats;
     s->total = (int64_t)((double)total * scale);
@@ -367,8 +379,10 @@ sp_status sp__snapshot_build_aggregate(struct sp_manager *m, const struct sp_clo
   }
   run->nrows = r;
   run->nnames = r;
+  sp__source_cache_free(cache);
   return SP_OK;
 oom:
+  sp__source_cache_free(cache);
   sp__run_free(run);
   return sp__set_error(SP_ERR_NO_MEMORY, "out of memory while collecting the aggregated regions");
 }

@@ -1,0 +1,411 @@
+/* test-modes.c - what changes what a run records: aggregation mode, thread
+ * tracking, opt-in tags, region source capture and labels. */
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "core/core.h"
+#include "harness.h"
+#include "h5util.h"
+#include "scope_profiler.h"
+
+static sp_manager *setup_with(const char *const *overrides) {
+  sp_manager *m = sp_manager_create();
+  ASSERT(m != NULL);
+  sp_setup_args a = {.overrides = overrides};
+  ASSERT_OK(sp_manager_setup(m, &a));
+  return m;
+}
+
+/* The summary row of a region as written: the compound's first 9 integer
+ * fields (total, min, max, first, last, start_min, end_max, gpu_count,
+ * gpu_total), mean and m2. */
+struct row {
+  long long idx;
+  int64_t count, excl, agg_count;
+  int64_t total, min, max, first, last, smin, emax;
+  double mean, m2;
+};
+
+static int read_row(const char *file, const char *name, struct row *out) {
+  memset(out, 0, sizeof *out);
+  out->idx = h5_region_index(file, name);
+  if (out->idx < 0) return -1;
+  long long k;
+  int64_t *ids = h5_i64(file, "/rank_region_index/region_ids", &k);
+  int64_t *cnt = h5_i64(file, "/rank_region_index/event_counts", &k);
+  int64_t *exc = h5_i64(file, "/rank_region_index/exclusive_totals", &k);
+  long long ka = h5_len(file, "/rank_region_index/aggregate_counts");
+  int64_t *agg = ka >= 0 ? h5_i64(file, "/rank_region_index/aggregate_counts", &ka) : NULL;
+  struct {
+    int64_t total, minimum, maximum, first, last, smin, emax;
+    uint64_t gc;
+    int64_t gt;
+    double mean, m2;
+  } *st = calloc((size_t)k + 1, 88);
+  hid_t f = H5Fopen(file, H5F_ACC_RDONLY, H5P_DEFAULT);
+  hid_t d = H5Dopen2(f, "/rank_region_index/summary_statistics", H5P_DEFAULT);
+  hid_t t = H5Dget_type(d);
+  H5Dread(d, t, H5S_ALL, H5S_ALL, H5P_DEFAULT, st);
+  H5Tclose(t);
+  H5Dclose(d);
+  H5Fclose(f);
+  for (long long i = 0; i < k; i++)
+    if (ids[i] == out->idx) {
+      out->count = cnt[i];
+      out->excl = exc[i];
+      out->agg_count = agg ? agg[i] : -1;
+      out->total = st[i].total;
+      out->min = st[i].minimum;
+      out->max = st[i].maximum;
+      out->first = st[i].first;
+      out->last = st[i].last;
+      out->smin = st[i].smin;
+      out->emax = st[i].emax;
+      out->mean = st[i].mean;
+      out->m2 = st[i].m2;
+    }
+  free(ids); free(cnt); free(exc); free(agg); free(st);
+  return 0;
+}
+
+/*====== Aggregation mode ======*/
+
+/* Both managers record the same calls at the same (manual) instants, so the
+ * aggregation statistics must equal those computed from the timeline. */
+static sp_manager *tl, *ag;
+static void both_begin(sp_region r) { sp_region_begin(tl, r); sp_region_begin(ag, r); }
+static void both_end(sp_region r) { sp_region_end(ag, r); sp_region_end(tl, r); }
+static void tick(uint64_t ns) { sp__clock_manual_advance(ns); }
+
+static void fib(sp_region r, int n) {
+  both_begin(r);
+  tick(3 + (uint64_t)n * 7);
+  if (n > 1) {
+    fib(r, n - 1);
+    tick(5);
+    fib(r, n - 2);
+  }
+  tick(11);
+  both_end(r);
+}
+
+SP_TEST(aggregation_equals_timeline_statistics) {
+  setenv("SCOPE_PROFILER_CLOCK", "manual", 1);
+  const char *o1[] = {"file_path=tl.h5", NULL};
+  const char *o2[] = {"file_path=ag.h5", "aggregation_mode=1", NULL};
+  tl = setup_with(o1);
+  ag = setup_with(o2);
+  sp_region outer = sp_region_intern("outer"), inner = sp_region_intern("inner"), rec = sp_region_intern("fib");
+  for (int k = 0; k < 5; k++) {
+    both_begin(outer);
+    tick(100 + (uint64_t)k * 13);
+    for (int j = 0; j < 3; j++) {
+      both_begin(inner);
+      tick(50 + (uint64_t)(j * j) * 31 + (uint64_t)k);
+      both_end(inner);
+      tick(7);
+    }
+    fib(rec, 6);
+    both_end(outer);
+    tick(1000);
+  }
+  ASSERT_OK(sp_manager_finalize(tl, NULL, NULL));
+  ASSERT_OK(sp_manager_finalize(ag, NULL, NULL));
+  const char *names[] = {"outer", "inner", "fib"};
+  for (int i = 0; i < 3; i++) {
+    struct row a, b;
+    ASSERT_OK(read_row("tl.h5", names[i], &a));
+    ASSERT_OK(read_row("ag.h5", names[i], &b));
+    ASSERT_EQ(b.count, 0); /* no events in the aggregate layout */
+    ASSERT_EQ(b.agg_count, a.count);
+    ASSERT_EQ(b.total, a.total);
+    ASSERT_EQ(b.min, a.min);
+    ASSERT_EQ(b.max, a.max);
+    ASSERT_EQ(b.excl, a.excl);
+    ASSERT_EQ(b.first, a.first);
+    ASSERT_EQ(b.last, a.last);
+    ASSERT_EQ(b.smin, a.smin);
+    ASSERT_EQ(b.emax, a.emax);
+    ASSERT_NEAR(b.mean, a.mean, 1e-9 * a.mean + 1e-9);
+    ASSERT_NEAR(b.m2, a.m2, 1e-9 * a.m2 + 1e-6);
+  }
+  struct row o, in;
+  read_row("ag.h5", "outer", &o);
+  read_row("ag.h5", "inner", &in);
+  ASSERT_LT(o.excl, o.total);
+  ASSERT_EQ(in.excl, in.total);
+  sp_manager_destroy(tl);
+  sp_manager_destroy(ag);
+}
+
+SP_TEST(aggregation_file_layout) {
+  const char *ov[] = {"file_path=agg.h5", "aggregation_mode=true", NULL};
+  sp_manager *m = setup_with(ov);
+  sp_region outer = sp_region_intern("outer"), inner = sp_region_intern("inner");
+  for (int i = 0; i < 3; i++) {
+    sp_region_begin(m, outer);
+    sp_region_begin(m, inner);
+    sp_region_end(m, inner);
+    sp_region_end(m, outer);
+  }
+  ASSERT_EQ(sp_manager_num_calls(m, outer), 3);
+  ASSERT_OK(sp_manager_finalize(m, NULL, NULL));
+  char *layout = h5_attr_str("agg.h5", "/", "storage_layout");
+  ASSERT_STR_EQ(layout, "aggregate");
+  free(layout);
+  ASSERT_EQ(h5_len("agg.h5", "/events/start_times"), 0);
+  long long k;
+  int64_t *agg = h5_i64("agg.h5", "/rank_region_index/aggregate_counts", &k);
+  ASSERT_EQ(k, 2);
+  ASSERT_EQ(agg[0], 3);
+  ASSERT_EQ(agg[1], 3);
+  free(agg);
+  ASSERT_EQ(sp_manager_num_calls(m, outer), 3); /* running total survives */
+  sp_manager_destroy(m);
+}
+
+SP_TEST(aggregation_memory_is_constant) {
+  const char *ov[] = {"file_path=const.h5", "aggregation_mode=1", "deactivate_file_output=1", NULL};
+  sp_manager *m = setup_with(ov);
+  sp_region r = sp_region_intern("many");
+  for (int i = 0; i < 2000000; i++) {
+    sp_region_begin(m, r);
+    sp_region_end(m, r);
+  }
+  ASSERT_EQ(sp_manager_num_calls(m, r), 2000000);
+  sp_thread_rec *t = m->threads;
+  ASSERT(t != NULL);
+  ASSERT_EQ(t->hot.n, 0);         /* no timeline events */
+  ASSERT_EQ(t->hot.cap, 1024);    /* the event buffer never grew */
+  ASSERT_LE(t->hot.open_cap, 64); /* nor the open-call stack */
+  sp_manager_destroy(m);
+}
+
+#define NT 8
+#define CALLS 20000
+static sp_manager *tm;
+static sp_region treg;
+static void *worker(void *arg) {
+  (void)arg;
+  for (int i = 0; i < CALLS; i++) {
+    sp_region_begin(tm, treg);
+    sp_region_end(tm, treg);
+  }
+  return NULL;
+}
+
+static void run_threads(void) {
+  pthread_t th[NT];
+  for (int i = 0; i < NT; i++) ASSERT_EQ(pthread_create(&th[i], NULL, worker, NULL), 0);
+  for (int i = 0; i < NT; i++) pthread_join(th[i], NULL);
+}
+
+SP_TEST(eight_threads_aggregation_adds_up) {
+  const char *ov[] = {"file_path=agg8.h5", "aggregation_mode=1", NULL};
+  tm = setup_with(ov);
+  treg = sp_region_intern("threaded");
+  run_threads();
+  ASSERT_OK(sp_manager_finalize(tm, NULL, NULL));
+  struct row r;
+  ASSERT_OK(read_row("agg8.h5", "threaded", &r));
+  ASSERT_EQ(r.agg_count, NT * CALLS);
+  ASSERT_GE(r.total, r.min * (int64_t)NT * CALLS);
+  ASSERT_LE(r.total, r.max * (int64_t)NT * CALLS);
+  ASSERT_NEAR(r.mean, (double)r.total / (NT * CALLS), 1e-6 * r.mean + 1);
+  sp_manager_destroy(tm);
+}
+
+SP_TEST(eight_threads_timeline_per_thread_adds_up) {
+  const char *ov[] = {"file_path=tl8.h5", "track_threads=1", NULL};
+  tm = setup_with(ov);
+  treg = sp_region_intern("threaded");
+  run_threads();
+  ASSERT_OK(sp_manager_finalize(tm, NULL, NULL));
+  long long n, k;
+  int64_t *tid = h5_i64("tl8.h5", "/events/thread_ids", &n);
+  int64_t *idx = h5_i64("tl8.h5", "/threads/index", &k);
+  ASSERT_EQ(n, NT * CALLS);
+  ASSERT_EQ(k, NT);
+  long long per[NT] = {0};
+  for (long long i = 0; i < n; i++) {
+    ASSERT(tid[i] >= 0 && tid[i] < NT);
+    per[tid[i]]++;
+  }
+  for (int i = 0; i < NT; i++) ASSERT_EQ(per[i], CALLS);
+  free(tid);
+  free(idx);
+  sp_manager_destroy(tm);
+}
+
+/*====== Thread table ======*/
+
+static void *cpu_worker(void *arg) {
+  long ms = (long)(intptr_t)arg;
+  pthread_setname_np(pthread_self(), "cpu-worker");
+  SP_REGION_M(tm, "cpu_work");
+  struct timespec ts;
+  do {
+    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+  } while (ts.tv_sec * 1000 + ts.tv_nsec / 1000000 < ms);
+  return NULL;
+}
+
+SP_TEST(thread_table_cpu_time_matches_work) {
+  const char *ov[] = {"file_path=cpu.h5", "track_threads=1", NULL};
+  tm = setup_with(ov);
+  pthread_t th;
+  ASSERT_EQ(pthread_create(&th, NULL, cpu_worker, (void *)(intptr_t)120), 0);
+  pthread_join(th, NULL);
+  ASSERT_OK(sp_manager_finalize(tm, NULL, NULL));
+  long long k;
+  int64_t *cpu = h5_i64("cpu.h5", "/threads/cpu_ns", &k);
+  int64_t *tids = h5_i64("cpu.h5", "/threads/os_tid", &k);
+  char **names = h5_strings("cpu.h5", "/threads/names", &k);
+  ASSERT_EQ(k, 1);
+  ASSERT_GE(cpu[0], 120000000);
+  ASSERT_LT(cpu[0], 400000000); /* close to the work: not the process's CPU time */
+  ASSERT_GT(tids[0], 0);
+  ASSERT_STR_EQ(names[0], "cpu-worker");
+  free(cpu); free(tids);
+  sp_manager_destroy(tm);
+}
+
+/*====== Opt-in tags ======*/
+
+static int record_tagged(const char *file, const char *const *extra) {
+  const char *ov[8] = {NULL};
+  int n = 0;
+  ov[n++] = file;
+  for (; extra && *extra; extra++) ov[n++] = *extra;
+  sp_manager *m = setup_with(ov);
+  for (int i = 0; i < 4; i++) {
+    SP_REGION_TAGS_M(m, "lib_internal", "mylib, detail");
+    SP_REGION_M(m, "plain");
+  }
+  ASSERT_OK(sp_manager_finalize(m, NULL, NULL));
+  sp_manager_destroy(m);
+  return 0;
+}
+
+SP_TEST(opt_in_tags_off_by_default) {
+  ASSERT_OK(sp_register_opt_in_tag("mylib"));
+  record_tagged("file_path=tags_off.h5", NULL);
+  ASSERT_EQ(h5_region_events("tags_off.h5", "lib_internal"), -1);
+  ASSERT_EQ(h5_region_events("tags_off.h5", "plain"), 4);
+}
+
+SP_TEST(opt_in_tags_enabled_by_setting) {
+  ASSERT_OK(sp_register_opt_in_tag("mylib"));
+  const char *extra[] = {"enable_tags=mylib", NULL};
+  record_tagged("file_path=tags_on.h5", extra);
+  ASSERT_EQ(h5_region_events("tags_on.h5", "lib_internal"), 4);
+  long long idx = h5_region_index("tags_on.h5", "lib_internal"), k;
+  int64_t *ids = h5_i64("tags_on.h5", "/rank_region_index/region_ids", &k);
+  char **tags = h5_strings("tags_on.h5", "/rank_region_index/tags", &k);
+  for (long long i = 0; i < k; i++) {
+    if (ids[i] == idx) ASSERT_STR_EQ(tags[i], "[\"mylib\",\"detail\"]");
+    else ASSERT_STR_EQ(tags[i], "[]");
+  }
+  free(ids);
+}
+
+SP_TEST(opt_in_tags_enabled_by_environment) {
+  ASSERT_OK(sp_register_opt_in_tag("mylib"));
+  setenv("SCOPE_PROFILER_ENABLE_TAGS", "other,mylib", 1);
+  record_tagged("file_path=tags_env.h5", NULL);
+  ASSERT_EQ(h5_region_events("tags_env.h5", "lib_internal"), 4);
+}
+
+SP_TEST(opt_in_tags_enabled_by_star) {
+  ASSERT_OK(sp_register_opt_in_tag("mylib"));
+  const char *extra[] = {"enable_tags=*", NULL};
+  record_tagged("file_path=tags_star.h5", extra);
+  ASSERT_EQ(h5_region_events("tags_star.h5", "lib_internal"), 4);
+}
+
+SP_TEST(opt_in_tags_in_aggregation_mode) {
+  ASSERT_OK(sp_register_opt_in_tag("mylib"));
+  const char *extra[] = {"aggregation_mode=1", NULL};
+  record_tagged("file_path=tags_agg.h5", extra);
+  ASSERT_EQ(h5_region_index("tags_agg.h5", "lib_internal"), -1);
+  ASSERT_GE(h5_region_index("tags_agg.h5", "plain"), 0);
+}
+
+/*====== Source and label ======*/
+
+static int sourced_function(int x) {
+  SP_FUNCTION_M(tm);
+  return x * 2; /* marker: inside sourced_function */
+}
+
+SP_TEST(region_source_captured) {
+  const char *ov[] = {"file_path=source.h5", "capture_region_source=1", NULL};
+  tm = setup_with(ov);
+  int line = __LINE__ + 2;
+  for (int i = 0; i < 2; i++) {
+    SP_REGION_M(tm, "captured_block");
+    (void)sourced_function(i); /* marker: inside the block */
+  }
+  ASSERT_OK(sp_manager_finalize(tm, NULL, NULL));
+  long long k;
+  int64_t *ids = h5_i64("source.h5", "/rank_region_index/region_ids", &k);
+  int64_t *lines = h5_i64("source.h5", "/rank_region_index/source_lines", &k);
+  char **texts = h5_strings("source.h5", "/rank_region_index/source_texts", &k);
+  char **files = h5_strings("source.h5", "/rank_region_index/source_files", &k);
+  long long ib = h5_region_index("source.h5", "captured_block");
+  long long iff = h5_region_index("source.h5", "sourced_function");
+  int seen = 0;
+  for (long long i = 0; i < k; i++) {
+    ASSERT_CONTAINS(files[i], "test-modes.c");
+    if (ids[i] == ib) {
+      ASSERT_EQ(lines[i], line);
+      ASSERT_CONTAINS(texts[i], "SP_REGION_M(tm, \"captured_block\");");
+      ASSERT_CONTAINS(texts[i], "marker: inside the block");
+      ASSERT(!strstr(texts[i], "ASSERT_OK(sp_manager_finalize")); /* stops at the block's end */
+      seen++;
+    }
+    if (ids[i] == iff) {
+      ASSERT_CONTAINS(texts[i], "static int sourced_function(int x) {");
+      ASSERT_CONTAINS(texts[i], "marker: inside sourced_function");
+      ASSERT(!strstr(texts[i], "SP_TEST"));
+      seen++;
+    }
+  }
+  ASSERT_EQ(seen, 2);
+  free(ids); free(lines);
+  sp_manager_destroy(tm);
+}
+
+SP_TEST(source_text_empty_without_capture) {
+  const char *ov[] = {"file_path=nosource.h5", NULL};
+  tm = setup_with(ov);
+  { SP_REGION_M(tm, "uncaptured"); }
+  ASSERT_OK(sp_manager_finalize(tm, NULL, NULL));
+  long long k;
+  char **texts = h5_strings("nosource.h5", "/rank_region_index/source_texts", &k);
+  ASSERT_EQ(k, 1);
+  ASSERT_STR_EQ(texts[0], "");
+  sp_manager_destroy(tm);
+}
+
+SP_TEST(label_defaults_to_stem_and_names_the_summary) {
+  const char *ov[] = {"file_path=sub.dir.run42.h5", NULL};
+  sp_manager *m = setup_with(ov);
+  ASSERT_STR_EQ(sp_config_display_label(sp_manager_config(m)), "sub.dir.run42");
+  { SP_REGION_M(m, "x"); }
+  FILE *out = tmpfile();
+  sp_finalize_args fin = {.verbose = 1, .summary_stream = out};
+  ASSERT_OK(sp_manager_finalize(m, &fin, NULL));
+  char buf[4096] = {0};
+  rewind(out);
+  ASSERT(fread(buf, 1, sizeof buf - 1, out) > 0);
+  ASSERT_CONTAINS(buf, "sub.dir.run42");
+  char *label = h5_attr_str("sub.dir.run42.h5", "/metadata", "label");
+  ASSERT_STR_EQ(label, "sub.dir.run42");
+  free(label);
+  sp_manager_destroy(m);
+}
+
+int main(int argc, char **argv) { return sp_test_main(argc, argv); }
