@@ -1,0 +1,226 @@
+/* read_events.c - lazy event access: a row's slice of the /events columns (or
+ * of a hierarchical region's datasets) read with hyperslabs, in pieces of any
+ * size, so exporters stream large files in bounded memory. Summaries of rows
+ * that have no stored summary (hierarchical files, writers that skip it) are
+ * computed here on first use and cached.
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "common/error.h"
+#include "read/read_internal.h"
+
+#define BLOCK ((size_t)1 << 20)
+
+void sp__progress_begin(sp_results *r, uint64_t total) {
+  r->progress_done = 0;
+  r->progress_total = total;
+}
+
+void sp__progress(sp_results *r, uint64_t add) {
+  r->progress_done += add;
+  if (r->progress) r->progress(r->progress_ctx, r->progress_done, r->progress_total);
+}
+
+static sp_status read_slice(sp_results *r, hid_t ds, uint64_t offset, size_t n, int64_t *out,
+                            const char *what) {
+  hid_t fs = H5Dget_space(ds);
+  hsize_t off[1] = {offset}, cnt[1] = {n};
+  hid_t ms = H5Screate_simple(1, cnt, NULL);
+  herr_t rc = -1;
+  if (fs >= 0 && ms >= 0 && H5Sselect_hyperslab(fs, H5S_SELECT_SET, off, NULL, cnt, NULL) >= 0)
+    rc = H5Dread(ds, H5T_NATIVE_INT64, ms, fs, H5P_DEFAULT, out);
+  if (fs >= 0) H5Sclose(fs);
+  if (ms >= 0) H5Sclose(ms);
+  if (rc < 0)
+    return sp__set_error(SP_ERR_FORMAT,
+                         "%s: cannot read %s [%llu, +%zu) (truncated or corrupt file, or a "
+                         "compression filter this HDF5 lacks)",
+                         r->path ? r->path : "<image>", what, (unsigned long long)offset, n);
+  return SP_OK;
+}
+
+static sp_status read_hier_slice(sp_results *r, const struct sp__rrow *w, const char *name,
+                                 uint64_t first, size_t n, int64_t *out) {
+  char *p = sp__asprintf("%s/%s", w->group, name);
+  if (!p) return sp__set_error(SP_ERR_NO_MEMORY, "out of memory");
+  hid_t ds = H5Dopen2(r->file, p, H5P_DEFAULT);
+  sp_status st = ds < 0 ? sp__set_error(SP_ERR_FORMAT, "%s: cannot open %s",
+                                        r->path ? r->path : "<image>", p)
+                        : read_slice(r, ds, first, n, out, p);
+  if (ds >= 0) H5Dclose(ds);
+  free(p);
+  return st;
+}
+
+static void fill_minus_one(int64_t *v, size_t n) {
+  if (v)
+    for (size_t i = 0; i < n; i++) v[i] = -1;
+}
+
+sp_status sp__row_read(sp_results *r, size_t row, uint64_t first, size_t n, int64_t *start,
+                       int64_t *end, int64_t *call, int64_t *parent, int64_t *thread) {
+  const struct sp__rrow *w = &r->rows[row];
+  if (first > w->count || n > w->count - first)
+    return sp__set_error(SP_ERR_INVALID_ARGUMENT,
+                         "events [%llu, +%zu) are outside the %llu events of region '%s' rank %lld",
+                         (unsigned long long)first, n, (unsigned long long)w->count,
+                         r->names[w->region], (long long)w->rank);
+  if (n == 0) return SP_OK;
+  sp_status st = SP_OK;
+  if (w->group) {
+    if (start) st = read_hier_slice(r, w, "start_times", first, n, start);
+    if (st == SP_OK && end) st = read_hier_slice(r, w, "end_times", first, n, end);
+    fill_minus_one(call, n);
+    fill_minus_one(parent, n);
+    fill_minus_one(thread, n);
+  } else {
+    uint64_t off = w->offset + first;
+    if (start) st = read_slice(r, r->ds_start, off, n, start, "/events/start_times");
+    if (st == SP_OK && end) st = read_slice(r, r->ds_end, off, n, end, "/events/end_times");
+    if (st == SP_OK && call) {
+      if (r->ds_call >= 0) st = read_slice(r, r->ds_call, off, n, call, "/events/call_ids");
+      else fill_minus_one(call, n);
+    }
+    if (st == SP_OK && parent) {
+      if (r->ds_parent >= 0) st = read_slice(r, r->ds_parent, off, n, parent, "/events/parent_ids");
+      else fill_minus_one(parent, n);
+    }
+    if (st == SP_OK && thread) {
+      if (r->ds_thread >= 0) {
+        st = read_slice(r, r->ds_thread, off, n, thread, "/events/thread_ids");
+        /* an unsigned column marks "no thread" with its all-ones value */
+        if (st == SP_OK && r->thread_u32)
+          for (size_t i = 0; i < n; i++)
+            if (thread[i] == 0xFFFFFFFFll) thread[i] = -1;
+      } else {
+        fill_minus_one(thread, n);
+      }
+    }
+  }
+  if (st == SP_OK && start && end)
+    for (size_t i = 0; i < n; i++)
+      if (end[i] < start[i])
+        return sp__set_error(SP_ERR_FORMAT,
+                             "%s: call %llu of region '%s' on rank %lld ends (%lld) before it "
+                             "starts (%lld); the events are corrupt",
+                             r->path ? r->path : "<image>", (unsigned long long)(first + i),
+                             r->names[w->region], (long long)w->rank, (long long)end[i],
+                             (long long)start[i]);
+  return st;
+}
+
+sp_status sp_results_row_read(sp_results *r, size_t row, uint64_t first, size_t n,
+                              int64_t *start_ns, int64_t *end_ns, int64_t *call_ids,
+                              int64_t *parent_ids, int64_t *thread_ids) {
+  if (!r || row >= r->nrows)
+    return sp__set_error(SP_ERR_INVALID_ARGUMENT, "sp_results_row_read: no row %zu", row);
+  struct sp__h5quiet q;
+  sp__h5_quiet_begin(&q);
+  sp_status st = sp__row_read(r, row, first, n, start_ns, end_ns, call_ids, parent_ids, thread_ids);
+  sp__h5_quiet_end(&q);
+  return st;
+}
+
+sp_status sp__row_summary(sp_results *r, size_t row, const struct sp__summary **out) {
+  struct sp__rrow *w = &r->rows[row];
+  if (w->has_summary) {
+    *out = &w->sum;
+    return SP_OK;
+  }
+  size_t cap = w->count < BLOCK ? (size_t)w->count : BLOCK;
+  int64_t *s = malloc((cap ? cap : 1) * sizeof *s), *e = malloc((cap ? cap : 1) * sizeof *e);
+  struct sp__summary acc;
+  memset(&acc, 0, sizeof acc);
+  sp_status st = s && e ? SP_OK : sp__set_error(SP_ERR_NO_MEMORY, "out of memory");
+  for (uint64_t done = 0; st == SP_OK && done < w->count;) {
+    size_t n = w->count - done < cap ? (size_t)(w->count - done) : cap;
+    st = sp__row_read(r, row, done, n, s, e, NULL, NULL, NULL);
+    if (st != SP_OK) break;
+    struct sp__summary part;
+    sp__summary_from_durations(s, e, n, &part);
+    sp__summary_merge(&acc, &part);
+    done += n;
+  }
+  free(s);
+  free(e);
+  if (st != SP_OK) return st;
+  w->sum = acc;
+  w->has_summary = 1;
+  *out = &w->sum;
+  return SP_OK;
+}
+
+sp_status sp_results_events(sp_results *r, size_t region, int64_t rank, sp_events *out) {
+  if (!r || !out || region >= r->nregions)
+    return sp__set_error(SP_ERR_INVALID_ARGUMENT, "sp_results_events: no region %zu", region);
+  memset(out, 0, sizeof *out);
+  size_t total = 0;
+  for (size_t k = r->region_row_start[region]; k < r->region_row_start[region + 1]; k++)
+    if (r->rows[r->region_rows[k]].rank == rank) total += (size_t)r->rows[r->region_rows[k]].count;
+  size_t bytes = (total ? total : 1) * sizeof(int64_t);
+  int64_t *cols[5];
+  for (int i = 0; i < 5; i++) cols[i] = malloc(bytes);
+  sp_status st = SP_OK;
+  for (int i = 0; i < 5; i++)
+    if (!cols[i]) st = sp__set_error(SP_ERR_NO_MEMORY, "out of memory for %zu events", total);
+  struct sp__h5quiet q;
+  sp__h5_quiet_begin(&q);
+  sp__progress_begin(r, total);
+  size_t at = 0;
+  for (size_t k = r->region_row_start[region]; st == SP_OK && k < r->region_row_start[region + 1];
+       k++) {
+    size_t row = r->region_rows[k];
+    if (r->rows[row].rank != rank) continue;
+    for (uint64_t done = 0; st == SP_OK && done < r->rows[row].count;) {
+      size_t n = r->rows[row].count - done < BLOCK ? (size_t)(r->rows[row].count - done) : BLOCK;
+      st = sp__row_read(r, row, done, n, cols[0] + at, cols[1] + at, cols[2] + at, cols[3] + at,
+                        cols[4] + at);
+      done += n;
+      at += n;
+      sp__progress(r, n);
+    }
+  }
+  sp__h5_quiet_end(&q);
+  if (st != SP_OK) {
+    for (int i = 0; i < 5; i++) free(cols[i]);
+    return st;
+  }
+  out->count = total;
+  out->start_ns = cols[0];
+  out->end_ns = cols[1];
+  out->call_ids = cols[2];
+  out->parent_ids = cols[3];
+  out->thread_ids = cols[4];
+  return SP_OK;
+}
+
+void sp_events_free(sp_events *e) {
+  if (!e) return;
+  free(e->start_ns);
+  free(e->end_ns);
+  free(e->call_ids);
+  free(e->parent_ids);
+  free(e->thread_ids);
+  memset(e, 0, sizeof *e);
+}
+
+sp_status sp_results_min_start(sp_results *r, int64_t *out) {
+  if (!r || !out) return sp__set_error(SP_ERR_INVALID_ARGUMENT, "sp_results_min_start: NULL");
+  struct sp__h5quiet q;
+  sp__h5_quiet_begin(&q);
+  int any = 0;
+  int64_t m = 0;
+  sp_status st = SP_OK;
+  for (size_t i = 0; i < r->nrows && st == SP_OK; i++) {
+    const struct sp__summary *s;
+    st = sp__row_summary(r, i, &s);
+    if (st == SP_OK && s->count > 0 && (!any || s->start_minimum < m)) {
+      m = s->start_minimum;
+      any = 1;
+    }
+  }
+  sp__h5_quiet_end(&q);
+  *out = any ? m : 0;
+  return st;
+}

@@ -1,0 +1,1104 @@
+/* read_open.c - opening a profile (a file or an in-memory image), telling its
+ * layout apart, validating the schema-2 tables and the accessors of the
+ * public reader API for regions, ranks, metadata and sources.
+ *
+ * Opening reads only the small tables (region names, the rank/region index,
+ * summary rows, metadata); /events is checked for shape and type but never
+ * read here. Everything read is validated before it is trusted: a file from
+ * elsewhere, a truncated copy or a hand-edited one must give SP_ERR_FORMAT
+ * with a message naming the problem, not a crash or a silent misreading.
+ */
+#include <errno.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "common/error.h"
+#include "read/read_internal.h"
+
+#define FILE_NAME(r) ((r)->path ? (r)->path : "<in-memory image>")
+
+void sp__h5_quiet_begin(struct sp__h5quiet *q) {
+  q->fn = NULL;
+  q->data = NULL;
+  H5Eget_auto2(H5E_DEFAULT, &q->fn, &q->data);
+  H5Eset_auto2(H5E_DEFAULT, NULL, NULL);
+}
+
+void sp__h5_quiet_end(const struct sp__h5quiet *q) { H5Eset_auto2(H5E_DEFAULT, q->fn, q->data); }
+
+int sp__cmp_i64(const void *a, const void *b) {
+  int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
+  return (x > y) - (x < y);
+}
+
+/* ---- small HDF5 helpers --------------------------------------------------- */
+
+/* The kind of object `name` (one path component) names under loc, or
+ * H5I_BADID when there is no such link or it dangles. */
+static H5I_type_t child_type(hid_t loc, const char *name) {
+  if (H5Lexists(loc, name, H5P_DEFAULT) <= 0) return H5I_BADID;
+  hid_t o = H5Oopen(loc, name, H5P_DEFAULT);
+  if (o < 0) return H5I_BADID;
+  H5I_type_t t = H5Iget_type(o);
+  H5Oclose(o);
+  return t;
+}
+
+static const char *class_name(H5T_class_t c) {
+  switch (c) {
+  case H5T_INTEGER: return "integer";
+  case H5T_FLOAT: return "float";
+  case H5T_STRING: return "string";
+  case H5T_COMPOUND: return "compound";
+  case H5T_ENUM: return "enum (bool?)";
+  case H5T_ARRAY: return "array";
+  case H5T_VLEN: return "vlen";
+  case H5T_OPAQUE: return "opaque";
+  case H5T_REFERENCE: return "reference";
+  case H5T_BITFIELD: return "bitfield";
+  case H5T_TIME: return "time";
+  default: return "unknown";
+  }
+}
+
+/* Open the 1-D dataset <group>/<name> and check its type class. A missing
+ * optional column gives *ds = H5I_INVALID_HID and SP_OK. */
+static sp_status open_column(sp_results *r, hid_t grp, const char *gname, const char *name,
+                             int required, H5T_class_t want, hid_t *ds, hsize_t *len) {
+  *ds = H5I_INVALID_HID;
+  *len = 0;
+  H5I_type_t t = child_type(grp, name);
+  if (t == H5I_BADID) {
+    if (!required) return SP_OK;
+    return sp__set_error(SP_ERR_FORMAT,
+                         "%s: dataset /%s/%s is missing; the file is incomplete or was not "
+                         "written by scope-profiler",
+                         FILE_NAME(r), gname, name);
+  }
+  if (t != H5I_DATASET)
+    return sp__set_error(SP_ERR_FORMAT, "%s: /%s/%s is not a dataset", FILE_NAME(r), gname, name);
+  hid_t d = H5Dopen2(grp, name, H5P_DEFAULT);
+  if (d < 0)
+    return sp__set_error(SP_ERR_FORMAT, "%s: cannot open dataset /%s/%s (corrupt file?)",
+                         FILE_NAME(r), gname, name);
+  hid_t type = H5Dget_type(d);
+  H5T_class_t c = type >= 0 ? H5Tget_class(type) : H5T_NO_CLASS;
+  if (type >= 0) H5Tclose(type);
+  if (c != want) {
+    H5Dclose(d);
+    return sp__set_error(SP_ERR_FORMAT, "%s: /%s/%s has %s values, expected %s", FILE_NAME(r),
+                         gname, name, class_name(c), class_name(want));
+  }
+  hid_t sp = H5Dget_space(d);
+  int nd = sp >= 0 ? H5Sget_simple_extent_ndims(sp) : -1;
+  hsize_t dims[1] = {0};
+  if (nd == 1) H5Sget_simple_extent_dims(sp, dims, NULL);
+  if (sp >= 0) H5Sclose(sp);
+  if (nd != 1) {
+    H5Dclose(d);
+    return sp__set_error(SP_ERR_FORMAT, "%s: /%s/%s must be one-dimensional (it has %d dimensions)",
+                         FILE_NAME(r), gname, name, nd);
+  }
+  *ds = d;
+  *len = dims[0];
+  return SP_OK;
+}
+
+static sp_status read_column(sp_results *r, hid_t ds, hid_t memtype, void *buf, size_t n,
+                             const char *what) {
+  if (n == 0) return SP_OK;
+  if (H5Dread(ds, memtype, H5S_ALL, H5S_ALL, H5P_DEFAULT, buf) < 0)
+    return sp__set_error(SP_ERR_FORMAT,
+                         "%s: cannot read %s (corrupt or truncated file, or a compression filter "
+                         "this HDF5 lacks)",
+                         FILE_NAME(r), what);
+  return SP_OK;
+}
+
+/* ---- strings -------------------------------------------------------------- */
+
+/* Invalid UTF-8 would make our JSON output invalid; such bytes become '?'. */
+static void sanitize_utf8(char *s) {
+  size_t n = strlen(s);
+  if (sp__utf8_valid(s, n)) return;
+  for (size_t i = 0; i < n; i++)
+    if ((unsigned char)s[i] >= 0x80) s[i] = '?';
+}
+
+void sp__free_strings(char **v, size_t n) {
+  if (!v) return;
+  for (size_t i = 0; i < n; i++) free(v[i]);
+  free(v);
+}
+
+sp_status sp__read_strings(hid_t obj, int is_attr, size_t n, char ***out, const char *what) {
+  *out = NULL;
+  char **v = calloc(n ? n : 1, sizeof *v);
+  if (!v) return sp__set_error(SP_ERR_NO_MEMORY, "out of memory reading %s", what);
+  hid_t ftype = is_attr ? H5Aget_type(obj) : H5Dget_type(obj);
+  if (ftype < 0 || H5Tget_class(ftype) != H5T_STRING) {
+    if (ftype >= 0) H5Tclose(ftype);
+    free(v);
+    return sp__set_error(SP_ERR_FORMAT, "%s is not a string", what);
+  }
+  sp_status st = SP_OK;
+  hid_t mt = H5Tcopy(H5T_C_S1);
+  H5Tset_cset(mt, H5Tget_cset(ftype));
+  if (H5Tis_variable_str(ftype) > 0) {
+    char **raw = calloc(n ? n : 1, sizeof *raw);
+    H5Tset_size(mt, H5T_VARIABLE);
+    herr_t rc = !raw ? -1
+                : n == 0 ? 0
+                : is_attr ? H5Aread(obj, mt, raw)
+                          : H5Dread(obj, mt, H5S_ALL, H5S_ALL, H5P_DEFAULT, raw);
+    if (rc < 0) {
+      st = sp__set_error(raw ? SP_ERR_FORMAT : SP_ERR_NO_MEMORY, "cannot read %s", what);
+    } else {
+      for (size_t i = 0; i < n && st == SP_OK; i++) {
+        v[i] = sp__strdup(raw[i] ? raw[i] : "");
+        if (!v[i]) st = sp__set_error(SP_ERR_NO_MEMORY, "out of memory reading %s", what);
+        else sanitize_utf8(v[i]);
+      }
+      if (n) {
+        hid_t space = is_attr ? H5Aget_space(obj) : H5Dget_space(obj);
+        H5Dvlen_reclaim(mt, space, H5P_DEFAULT, raw);
+        H5Sclose(space);
+      }
+    }
+    free(raw);
+  } else {
+    size_t size = H5Tget_size(ftype);
+    char *buf = NULL;
+    if (size == 0 || size > (1u << 20) || (n && size > ((size_t)1 << 34) / n)) {
+      st = sp__set_error(SP_ERR_FORMAT, "%s has an unreasonable string size %zu", what, size);
+    } else if (!(buf = malloc(n * size + 1))) {
+      st = sp__set_error(SP_ERR_NO_MEMORY, "out of memory reading %s", what);
+    } else {
+      H5Tset_size(mt, size);
+      H5Tset_strpad(mt, H5T_STR_NULLPAD);
+      herr_t rc = n == 0 ? 0
+                  : is_attr ? H5Aread(obj, mt, buf)
+                            : H5Dread(obj, mt, H5S_ALL, H5S_ALL, H5P_DEFAULT, buf);
+      if (rc < 0) st = sp__set_error(SP_ERR_FORMAT, "cannot read %s", what);
+      for (size_t i = 0; i < n && st == SP_OK; i++) {
+        const char *s = buf + i * size;
+        v[i] = sp__strndup(s, strnlen(s, size));
+        if (!v[i]) st = sp__set_error(SP_ERR_NO_MEMORY, "out of memory reading %s", what);
+        else sanitize_utf8(v[i]);
+      }
+    }
+    free(buf);
+  }
+  H5Tclose(mt);
+  H5Tclose(ftype);
+  if (st != SP_OK) {
+    sp__free_strings(v, n);
+    return st;
+  }
+  *out = v;
+  return SP_OK;
+}
+
+/* JSON-escaped list text of strings, e.g. ["a", "b"]. */
+char *sp__json_list_text(char *const *v, size_t n) {
+  char *buf = NULL;
+  size_t len = 0;
+  FILE *f = open_memstream(&buf, &len);
+  if (!f) return NULL;
+  fputc('[', f);
+  for (size_t i = 0; i < n; i++) {
+    if (i) fputs(", ", f);
+    sp__json_write_string(f, v[i]);
+  }
+  fputc(']', f);
+  fclose(f);
+  return buf;
+}
+
+/* ---- metadata ------------------------------------------------------------- */
+
+static char *number_list_text(const int64_t *iv, const double *fv, size_t n) {
+  char *buf = NULL, num[64];
+  size_t len = 0;
+  FILE *f = open_memstream(&buf, &len);
+  if (!f) return NULL;
+  fputc('[', f);
+  for (size_t i = 0; i < n; i++) {
+    if (i) fputs(", ", f);
+    if (iv) fprintf(f, "%lld", (long long)iv[i]);
+    else {
+      sp__format_double(num, sizeof num, fv[i]);
+      fputs(num, f);
+    }
+  }
+  fputc(']', f);
+  fclose(f);
+  return buf;
+}
+
+struct meta_iter {
+  sp_results *r;
+  size_t cap;
+  sp_status st;
+};
+
+static sp_status read_meta_attr(sp_results *r, hid_t attr, struct sp__meta *m) {
+  hid_t type = H5Aget_type(attr), space = H5Aget_space(attr);
+  sp_status st = SP_OK;
+  char num[64];
+  if (type < 0 || space < 0) {
+    st = sp__set_error(SP_ERR_FORMAT, "%s: cannot read metadata attribute '%s'", FILE_NAME(r),
+                       m->key);
+    goto done;
+  }
+  hssize_t np = H5Sget_simple_extent_npoints(space);
+  int scalar = H5Sget_simple_extent_type(space) == H5S_SCALAR;
+  if (np < 0 || (uint64_t)np > SP__MAX_META_ELEMS) {
+    m->e.kind = SP_VALUE_OTHER;
+    m->text = sp__strdup("<too large to show>");
+    goto done;
+  }
+  size_t n = (size_t)np;
+  H5T_class_t c = H5Tget_class(type);
+  if (c == H5T_INTEGER || c == H5T_FLOAT) {
+    int isint = c == H5T_INTEGER;
+    void *buf = malloc((n ? n : 1) * 8);
+    if (!buf) {
+      st = sp__set_error(SP_ERR_NO_MEMORY, "out of memory");
+      goto done;
+    }
+    if (n && H5Aread(attr, isint ? H5T_NATIVE_INT64 : H5T_NATIVE_DOUBLE, buf) < 0) {
+      free(buf);
+      st = sp__set_error(SP_ERR_FORMAT, "%s: cannot read metadata attribute '%s'", FILE_NAME(r),
+                         m->key);
+      goto done;
+    }
+    if (scalar && n == 1) {
+      if (isint) {
+        m->e.kind = SP_VALUE_INT;
+        m->e.i = *(int64_t *)buf;
+        snprintf(num, sizeof num, "%lld", (long long)m->e.i);
+      } else {
+        m->e.kind = SP_VALUE_FLOAT;
+        m->e.f = *(double *)buf;
+        sp__format_double(num, sizeof num, m->e.f);
+      }
+      m->text = sp__strdup(num);
+      free(buf);
+    } else {
+      m->e.kind = isint ? SP_VALUE_INT_ARRAY : SP_VALUE_FLOAT_ARRAY;
+      m->e.n = n;
+      if (isint) m->ints = buf;
+      else m->floats = buf;
+      m->text = number_list_text(m->ints, m->floats, n);
+    }
+  } else if (c == H5T_STRING) {
+    char **v = NULL;
+    char what[300];
+    snprintf(what, sizeof what, "%s: metadata attribute '%s'", FILE_NAME(r), m->key);
+    st = sp__read_strings(attr, 1, n, &v, what);
+    if (st != SP_OK) goto done;
+    if (scalar && n == 1) {
+      m->e.kind = SP_VALUE_STRING;
+      m->s = v[0];
+      free(v);
+      m->text = sp__strdup(m->s);
+    } else {
+      m->e.kind = SP_VALUE_STRING_ARRAY;
+      m->e.n = n;
+      m->strings = v;
+      m->text = sp__json_list_text(v, n);
+    }
+  } else if (c == H5T_ENUM && scalar && H5Tget_nmembers(type) == 2) {
+    /* numpy bools arrive as an enum {FALSE, TRUE} over int8 (h5py's mapping). */
+    hid_t mt = H5Tget_native_type(type, H5T_DIR_ASCEND);
+    unsigned char raw[16] = {0};
+    char name[16] = "";
+    if (mt >= 0 && H5Tget_size(mt) <= sizeof raw && H5Aread(attr, mt, raw) >= 0 &&
+        H5Tenum_nameof(mt, raw, name, sizeof name) >= 0 &&
+        (!strcmp(name, "TRUE") || !strcmp(name, "FALSE"))) {
+      m->e.kind = SP_VALUE_BOOL;
+      m->e.i = !strcmp(name, "TRUE");
+      m->text = sp__strdup(m->e.i ? "true" : "false");
+    } else {
+      m->e.kind = SP_VALUE_OTHER;
+      m->text = sp__strdup("<enum>");
+    }
+    if (mt >= 0) H5Tclose(mt);
+  } else {
+    m->e.kind = SP_VALUE_OTHER;
+    m->text = sp__asprintf("<%s value>", class_name(c));
+  }
+  if (st == SP_OK && !m->text) st = sp__set_error(SP_ERR_NO_MEMORY, "out of memory");
+done:
+  if (type >= 0) H5Tclose(type);
+  if (space >= 0) H5Sclose(space);
+  return st;
+}
+
+static herr_t meta_cb(hid_t loc, const char *name, const H5A_info_t *info, void *data) {
+  (void)info;
+  struct meta_iter *it = data;
+  sp_results *r = it->r;
+  if (r->nmeta >= SP__MAX_META_ATTRS) return 0;
+  if (r->nmeta == it->cap) {
+    size_t cap = it->cap ? it->cap * 2 : 32;
+    struct sp__meta *m = realloc(r->meta, cap * sizeof *m);
+    if (!m) {
+      it->st = sp__set_error(SP_ERR_NO_MEMORY, "out of memory reading metadata");
+      return -1;
+    }
+    r->meta = m;
+    it->cap = cap;
+  }
+  struct sp__meta *m = &r->meta[r->nmeta];
+  memset(m, 0, sizeof *m);
+  m->key = sp__strdup(name);
+  if (!m->key) {
+    it->st = sp__set_error(SP_ERR_NO_MEMORY, "out of memory reading metadata");
+    return -1;
+  }
+  sanitize_utf8(m->key);
+  r->nmeta++;
+  hid_t attr = H5Aopen(loc, name, H5P_DEFAULT);
+  if (attr < 0) {
+    it->st = sp__set_error(SP_ERR_FORMAT, "%s: cannot open metadata attribute '%s'",
+                           FILE_NAME(r), name);
+    return -1;
+  }
+  it->st = read_meta_attr(r, attr, m);
+  H5Aclose(attr);
+  return it->st == SP_OK ? 0 : -1;
+}
+
+static void meta_fix_pointers(sp_results *r) {
+  for (size_t i = 0; i < r->nmeta; i++) {
+    struct sp__meta *m = &r->meta[i];
+    m->e.key = m->key;
+    m->e.s = m->s;
+    m->e.text = m->text;
+    m->e.ints = m->ints;
+    m->e.floats = m->floats;
+    m->e.strings = (const char *const *)m->strings;
+  }
+}
+
+sp_status sp__read_metadata(sp_results *r, hid_t group) {
+  struct meta_iter it = {r, 0, SP_OK};
+  hsize_t idx = 0;
+  herr_t rc = H5Aiterate2(group, H5_INDEX_NAME, H5_ITER_INC, &idx, meta_cb, &it);
+  meta_fix_pointers(r);
+  if (it.st != SP_OK) return it.st;
+  if (rc < 0)
+    return sp__set_error(SP_ERR_FORMAT, "%s: cannot list the /metadata attributes", FILE_NAME(r));
+  return SP_OK;
+}
+
+/* ---- schema 2 ------------------------------------------------------------- */
+
+/* Read one integer column of the rank/region index. */
+static sp_status index_column(sp_results *r, hid_t grp, const char *name, int required,
+                              hsize_t nrows, hid_t memtype, void **out) {
+  hid_t ds;
+  hsize_t len;
+  *out = NULL;
+  sp_status st = open_column(r, grp, "rank_region_index", name, required, H5T_INTEGER, &ds, &len);
+  if (st != SP_OK || ds < 0) return st;
+  if (len != nrows) {
+    H5Dclose(ds);
+    return sp__set_error(SP_ERR_FORMAT,
+                         "%s: /rank_region_index/%s has %llu rows but region_ids has %llu; the "
+                         "index columns must have equal lengths",
+                         FILE_NAME(r), name, (unsigned long long)len,
+                         (unsigned long long)nrows);
+  }
+  void *buf = malloc((nrows ? nrows : 1) * 8);
+  if (!buf) {
+    H5Dclose(ds);
+    return sp__set_error(SP_ERR_NO_MEMORY, "out of memory reading the rank/region index");
+  }
+  char what[64];
+  snprintf(what, sizeof what, "/rank_region_index/%s", name);
+  st = read_column(r, ds, memtype, buf, (size_t)nrows, what);
+  H5Dclose(ds);
+  if (st != SP_OK) {
+    free(buf);
+    return st;
+  }
+  *out = buf;
+  return SP_OK;
+}
+
+static sp_status index_strings(sp_results *r, hid_t grp, const char *name, hsize_t nrows,
+                               char ***out) {
+  hid_t ds;
+  hsize_t len;
+  *out = NULL;
+  sp_status st = open_column(r, grp, "rank_region_index", name, 0, H5T_STRING, &ds, &len);
+  if (st != SP_OK || ds < 0) return st;
+  if (len != nrows) {
+    H5Dclose(ds);
+    return sp__set_error(SP_ERR_FORMAT,
+                         "%s: /rank_region_index/%s has %llu rows but region_ids has %llu",
+                         FILE_NAME(r), name, (unsigned long long)len, (unsigned long long)nrows);
+  }
+  char what[300];
+  snprintf(what, sizeof what, "%s: /rank_region_index/%s", FILE_NAME(r), name);
+  st = sp__read_strings(ds, 0, (size_t)nrows, out, what);
+  H5Dclose(ds);
+  return st;
+}
+
+/* The summary compound is matched by field name, so a writer may order or
+ * widen fields differently; every field must be there. */
+static sp_status read_summaries(sp_results *r, hid_t grp, hsize_t nrows, struct sp__summary **out) {
+  static const char *const fields[] = {"total", "minimum", "maximum", "first", "last",
+                                       "start_minimum", "end_maximum", "gpu_count", "gpu_total",
+                                       "mean", "m2"};
+  hid_t ds;
+  hsize_t len;
+  *out = NULL;
+  sp_status st =
+      open_column(r, grp, "rank_region_index", "summary_statistics", 0, H5T_COMPOUND, &ds, &len);
+  if (st != SP_OK || ds < 0) return st;
+  if (len != nrows) {
+    H5Dclose(ds);
+    return sp__set_error(SP_ERR_FORMAT,
+                         "%s: /rank_region_index/summary_statistics has %llu rows but "
+                         "region_ids has %llu",
+                         FILE_NAME(r), (unsigned long long)len, (unsigned long long)nrows);
+  }
+  hid_t ft = H5Dget_type(ds);
+  for (size_t i = 0; i < sizeof fields / sizeof fields[0]; i++) {
+    int idx = H5Tget_member_index(ft, fields[i]);
+    H5T_class_t c = idx >= 0 ? H5Tget_member_class(ft, (unsigned)idx) : H5T_NO_CLASS;
+    int want_float = i >= 9;
+    if (idx < 0 || c != (want_float ? H5T_FLOAT : H5T_INTEGER)) {
+      H5Tclose(ft);
+      H5Dclose(ds);
+      return sp__set_error(SP_ERR_FORMAT,
+                           "%s: /rank_region_index/summary_statistics %s field '%s' (%s)",
+                           FILE_NAME(r), idx < 0 ? "lacks the" : "has a wrongly typed",
+                           fields[i], want_float ? "float" : "integer");
+    }
+  }
+  H5Tclose(ft);
+  struct sp__summary *s = calloc(nrows ? nrows : 1, sizeof *s);
+  hid_t mt = H5Tcreate(H5T_COMPOUND, sizeof *s);
+  H5Tinsert(mt, "total", HOFFSET(struct sp__summary, total), H5T_NATIVE_INT64);
+  H5Tinsert(mt, "minimum", HOFFSET(struct sp__summary, minimum), H5T_NATIVE_INT64);
+  H5Tinsert(mt, "maximum", HOFFSET(struct sp__summary, maximum), H5T_NATIVE_INT64);
+  H5Tinsert(mt, "first", HOFFSET(struct sp__summary, first), H5T_NATIVE_INT64);
+  H5Tinsert(mt, "last", HOFFSET(struct sp__summary, last), H5T_NATIVE_INT64);
+  H5Tinsert(mt, "start_minimum", HOFFSET(struct sp__summary, start_minimum), H5T_NATIVE_INT64);
+  H5Tinsert(mt, "end_maximum", HOFFSET(struct sp__summary, end_maximum), H5T_NATIVE_INT64);
+  H5Tinsert(mt, "gpu_count", HOFFSET(struct sp__summary, gpu_count), H5T_NATIVE_UINT64);
+  H5Tinsert(mt, "gpu_total", HOFFSET(struct sp__summary, gpu_total), H5T_NATIVE_INT64);
+  H5Tinsert(mt, "mean", HOFFSET(struct sp__summary, mean), H5T_NATIVE_DOUBLE);
+  H5Tinsert(mt, "m2", HOFFSET(struct sp__summary, m2), H5T_NATIVE_DOUBLE);
+  if (!s) st = sp__set_error(SP_ERR_NO_MEMORY, "out of memory reading summary rows");
+  else st = read_column(r, ds, mt, s, (size_t)nrows, "/rank_region_index/summary_statistics");
+  H5Tclose(mt);
+  H5Dclose(ds);
+  if (st != SP_OK) {
+    free(s);
+    return st;
+  }
+  *out = s;
+  return SP_OK;
+}
+
+/* The /events columns: checked for type and length, opened, never read. */
+static sp_status open_events(sp_results *r, hid_t root) {
+  hsize_t n = 0, len = 0;
+  H5I_type_t t = child_type(root, "events");
+  if (t == H5I_BADID) {
+    if (r->aggregate) return SP_OK;
+    return sp__set_error(SP_ERR_FORMAT, "%s: the /events group is missing", FILE_NAME(r));
+  }
+  if (t != H5I_GROUP)
+    return sp__set_error(SP_ERR_FORMAT, "%s: /events is not a group", FILE_NAME(r));
+  hid_t g = H5Gopen2(root, "events", H5P_DEFAULT);
+  if (g < 0) return sp__set_error(SP_ERR_FORMAT, "%s: cannot open /events", FILE_NAME(r));
+  sp_status st = open_column(r, g, "events", "start_times", !r->aggregate, H5T_INTEGER,
+                             &r->ds_start, &n);
+  if (st == SP_OK)
+    st = open_column(r, g, "events", "end_times", !r->aggregate && n > 0, H5T_INTEGER,
+                     &r->ds_end, &len);
+  if (st == SP_OK && r->ds_end >= 0 && len != n)
+    st = sp__set_error(SP_ERR_FORMAT,
+                       "%s: /events/end_times has %llu values but start_times has %llu",
+                       FILE_NAME(r), (unsigned long long)len, (unsigned long long)n);
+  if (st == SP_OK && n > SP__MAX_EVENTS)
+    st = sp__set_error(SP_ERR_FORMAT, "%s: /events claims %llu events, beyond what a profile holds",
+                       FILE_NAME(r), (unsigned long long)n);
+  static const char *const optional[] = {"call_ids", "parent_ids", "thread_ids"};
+  hid_t *slots[] = {&r->ds_call, &r->ds_parent, &r->ds_thread};
+  for (int i = 0; i < 3 && st == SP_OK; i++) {
+    st = open_column(r, g, "events", optional[i], 0, H5T_INTEGER, slots[i], &len);
+    if (st == SP_OK && *slots[i] >= 0 && len != n)
+      st = sp__set_error(SP_ERR_FORMAT, "%s: /events/%s has %llu values but start_times has %llu",
+                         FILE_NAME(r), optional[i], (unsigned long long)len,
+                         (unsigned long long)n);
+  }
+  if (st == SP_OK && r->ds_thread >= 0) {
+    hid_t tt = H5Dget_type(r->ds_thread);
+    r->thread_u32 = H5Tget_sign(tt) == H5T_SGN_NONE && H5Tget_size(tt) == 4;
+    H5Tclose(tt);
+  }
+  /* Explicit nesting needs both id columns; one without the other is noise. */
+  if (st == SP_OK && (r->ds_call < 0) != (r->ds_parent < 0)) {
+    if (r->ds_call >= 0) H5Dclose(r->ds_call);
+    if (r->ds_parent >= 0) H5Dclose(r->ds_parent);
+    r->ds_call = r->ds_parent = H5I_INVALID_HID;
+  }
+  r->nevents = n;
+  H5Gclose(g);
+  return st;
+}
+
+static sp_status open_schema2(sp_results *r, hid_t root) {
+  sp_status st = SP_OK;
+  /* layout */
+  r->layout = "columnar";
+  if (H5Aexists(root, "storage_layout") > 0) {
+    hid_t a = H5Aopen(root, "storage_layout", H5P_DEFAULT);
+    char **v = NULL;
+    hid_t sp = a >= 0 ? H5Aget_space(a) : -1;
+    hssize_t np = sp >= 0 ? H5Sget_simple_extent_npoints(sp) : -1;
+    if (sp >= 0) H5Sclose(sp);
+    char what[300];
+    snprintf(what, sizeof what, "%s: root attribute storage_layout", FILE_NAME(r));
+    st = a < 0 || np != 1 ? sp__set_error(SP_ERR_FORMAT, "%s must be one string", what)
+                          : sp__read_strings(a, 1, 1, &v, what);
+    if (a >= 0) H5Aclose(a);
+    if (st != SP_OK) return st;
+    if (!strcmp(v[0], "aggregate")) {
+      r->layout = "aggregate";
+      r->aggregate = 1;
+    } else if (strcmp(v[0], "columnar") != 0) {
+      st = sp__set_error(SP_ERR_FORMAT,
+                         "%s: unknown storage_layout '%s' (this reader knows 'columnar' and "
+                         "'aggregate'); upgrade scope-profiler",
+                         FILE_NAME(r), v[0]);
+    }
+    sp__free_strings(v, 1);
+    if (st != SP_OK) return st;
+  }
+
+  /* region table */
+  if (child_type(root, "region_table") != H5I_GROUP)
+    return sp__set_error(SP_ERR_FORMAT, "%s: the /region_table group is missing", FILE_NAME(r));
+  hid_t g = H5Gopen2(root, "region_table", H5P_DEFAULT);
+  hid_t ds;
+  hsize_t nreg = 0;
+  st = g < 0 ? sp__set_error(SP_ERR_FORMAT, "%s: cannot open /region_table", FILE_NAME(r))
+             : open_column(r, g, "region_table", "names", 1, H5T_STRING, &ds, &nreg);
+  if (st == SP_OK && nreg > SP__MAX_REGIONS) {
+    H5Dclose(ds);
+    st = sp__set_error(SP_ERR_FORMAT, "%s: /region_table/names claims %llu regions",
+                       FILE_NAME(r), (unsigned long long)nreg);
+  }
+  if (st == SP_OK) {
+    char what[300];
+    snprintf(what, sizeof what, "%s: /region_table/names", FILE_NAME(r));
+    st = sp__read_strings(ds, 0, (size_t)nreg, &r->names, what);
+    H5Dclose(ds);
+    if (st == SP_OK) r->nregions = (size_t)nreg;
+  }
+  if (g >= 0) H5Gclose(g);
+  if (st != SP_OK) return st;
+
+  /* rank/region index */
+  if (child_type(root, "rank_region_index") != H5I_GROUP)
+    return sp__set_error(SP_ERR_FORMAT, "%s: the /rank_region_index group is missing",
+                         FILE_NAME(r));
+  g = H5Gopen2(root, "rank_region_index", H5P_DEFAULT);
+  if (g < 0) return sp__set_error(SP_ERR_FORMAT, "%s: cannot open /rank_region_index", FILE_NAME(r));
+  hsize_t nrows = 0;
+  st = open_column(r, g, "rank_region_index", "region_ids", 1, H5T_INTEGER, &ds, &nrows);
+  if (st == SP_OK) {
+    H5Dclose(ds);
+    if (nrows > SP__MAX_ROWS)
+      st = sp__set_error(SP_ERR_FORMAT, "%s: /rank_region_index claims %llu rows", FILE_NAME(r),
+                         (unsigned long long)nrows);
+  }
+  int64_t *region_ids = NULL, *ranks = NULL, *lines = NULL, *excl = NULL, *agg = NULL;
+  uint64_t *offsets = NULL, *counts = NULL;
+  char **files = NULL, **texts = NULL, **tags = NULL;
+  struct sp__summary *sums = NULL;
+  if (st == SP_OK) st = index_column(r, g, "region_ids", 1, nrows, H5T_NATIVE_INT64, (void **)&region_ids);
+  if (st == SP_OK) st = index_column(r, g, "ranks", 1, nrows, H5T_NATIVE_INT64, (void **)&ranks);
+  if (st == SP_OK)
+    st = index_column(r, g, "event_offsets", 1, nrows, H5T_NATIVE_UINT64, (void **)&offsets);
+  if (st == SP_OK)
+    st = index_column(r, g, "event_counts", 1, nrows, H5T_NATIVE_UINT64, (void **)&counts);
+  if (st == SP_OK) st = index_column(r, g, "source_lines", 0, nrows, H5T_NATIVE_INT64, (void **)&lines);
+  if (st == SP_OK)
+    st = index_column(r, g, "exclusive_totals", 0, nrows, H5T_NATIVE_INT64, (void **)&excl);
+  if (st == SP_OK)
+    st = index_column(r, g, "aggregate_counts", r->aggregate, nrows, H5T_NATIVE_INT64,
+                      (void **)&agg);
+  if (st == SP_OK) st = index_strings(r, g, "source_files", nrows, &files);
+  if (st == SP_OK) st = index_strings(r, g, "source_texts", nrows, &texts);
+  if (st == SP_OK) st = index_strings(r, g, "tags", nrows, &tags);
+  if (st == SP_OK) st = read_summaries(r, g, nrows, &sums);
+  H5Gclose(g);
+  if (st == SP_OK && r->aggregate && !sums)
+    st = sp__set_error(SP_ERR_FORMAT,
+                       "%s: an aggregate-layout file needs /rank_region_index/summary_statistics",
+                       FILE_NAME(r));
+  if (st == SP_OK) st = open_events(r, root);
+
+  if (st == SP_OK) {
+    r->rows = calloc(nrows ? nrows : 1, sizeof *r->rows);
+    if (!r->rows) st = sp__set_error(SP_ERR_NO_MEMORY, "out of memory");
+  }
+  for (size_t i = 0; st == SP_OK && i < nrows; i++) {
+    struct sp__rrow *w = &r->rows[i];
+    r->nrows = i + 1;
+    if (region_ids[i] < 0 || (uint64_t)region_ids[i] >= r->nregions) {
+      st = sp__set_error(SP_ERR_FORMAT,
+                         "%s: row %zu of /rank_region_index names region %lld, but the region "
+                         "table has %zu names",
+                         FILE_NAME(r), i, (long long)region_ids[i], r->nregions);
+      break;
+    }
+    if (ranks[i] < 0 || ranks[i] > SP__MAX_RANK) {
+      st = sp__set_error(SP_ERR_FORMAT, "%s: row %zu of /rank_region_index has rank %lld",
+                         FILE_NAME(r), i, (long long)ranks[i]);
+      break;
+    }
+    if (offsets[i] > r->nevents || counts[i] > r->nevents - offsets[i]) {
+      st = sp__set_error(SP_ERR_FORMAT,
+                         "%s: row %zu of /rank_region_index points at events [%llu, +%llu) but "
+                         "/events holds %llu; the index and the events disagree",
+                         FILE_NAME(r), i, (unsigned long long)offsets[i],
+                         (unsigned long long)counts[i], (unsigned long long)r->nevents);
+      break;
+    }
+    w->region = (uint32_t)region_ids[i];
+    w->rank = ranks[i];
+    w->offset = offsets[i];
+    w->count = counts[i];
+    w->source_line = lines ? lines[i] : -1;
+    w->exclusive = excl ? excl[i] : -1;
+    w->source_file = files ? files[i] : sp__strdup("");
+    w->source_text = texts ? texts[i] : sp__strdup("");
+    w->tags = tags ? tags[i] : sp__strdup("[]");
+    if (files) files[i] = NULL;
+    if (texts) texts[i] = NULL;
+    if (tags) tags[i] = NULL;
+    if (!w->source_file || !w->source_text || !w->tags) {
+      st = sp__set_error(SP_ERR_NO_MEMORY, "out of memory");
+      break;
+    }
+    if (!w->tags[0]) {
+      free(w->tags);
+      w->tags = sp__strdup("[]");
+    }
+    uint64_t calls = w->count;
+    if (r->aggregate) {
+      if (agg[i] < 0) {
+        st = sp__set_error(SP_ERR_FORMAT, "%s: row %zu has a negative aggregate count",
+                           FILE_NAME(r), i);
+        break;
+      }
+      calls = (uint64_t)agg[i];
+      if (w->count != 0 && w->count != calls) calls = w->count;
+    }
+    if (sums) {
+      w->sum = sums[i];
+      w->sum.count = calls;
+      w->has_summary = 1;
+      const struct sp__summary *s = &w->sum;
+      if (calls > 0 && (s->minimum < 0 || s->maximum < s->minimum || s->total < s->maximum ||
+                        !isfinite(s->mean) || !isfinite(s->m2))) {
+        st = sp__set_error(SP_ERR_FORMAT,
+                           "%s: the summary row %zu (region '%s', rank %lld) is inconsistent "
+                           "(min %lld, max %lld, total %lld)",
+                           FILE_NAME(r), i, r->names[w->region], (long long)w->rank,
+                           (long long)s->minimum, (long long)s->maximum, (long long)s->total);
+        break;
+      }
+      if (w->sum.m2 < 0) w->sum.m2 = 0;
+    }
+  }
+  free(region_ids);
+  free(ranks);
+  free(offsets);
+  free(counts);
+  free(lines);
+  free(excl);
+  free(agg);
+  sp__free_strings(files, files ? nrows : 0);
+  sp__free_strings(texts, texts ? nrows : 0);
+  sp__free_strings(tags, tags ? nrows : 0);
+  free(sums);
+  return st;
+}
+
+/* ---- common finish -------------------------------------------------------- */
+
+static const sp_results *sort_ctx;
+static int cmp_row_idx(const void *a, const void *b) {
+  const struct sp__rrow *x = &sort_ctx->rows[*(const size_t *)a];
+  const struct sp__rrow *y = &sort_ctx->rows[*(const size_t *)b];
+  if (x->region != y->region) return x->region < y->region ? -1 : 1;
+  if (x->rank != y->rank) return x->rank < y->rank ? -1 : 1;
+  return *(const size_t *)a < *(const size_t *)b ? -1 : 1;
+}
+
+static int cmp_strp(const void *a, const void *b) {
+  return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+sp_status sp__finish_open(sp_results *r) {
+  /* Duplicate region names would make lookups by name ambiguous. */
+  if (r->nregions > 1) {
+    char **sorted = malloc(r->nregions * sizeof *sorted);
+    if (!sorted) return sp__set_error(SP_ERR_NO_MEMORY, "out of memory");
+    memcpy(sorted, r->names, r->nregions * sizeof *sorted);
+    qsort(sorted, r->nregions, sizeof *sorted, cmp_strp);
+    for (size_t i = 1; i < r->nregions; i++)
+      if (!strcmp(sorted[i - 1], sorted[i])) {
+        sp_status st = sp__set_error(SP_ERR_FORMAT,
+                                     "%s: the region name '%s' appears twice in the region table",
+                                     FILE_NAME(r), sorted[i]);
+        free(sorted);
+        return st;
+      }
+    free(sorted);
+  }
+  r->region_row_start = calloc(r->nregions + 1, sizeof *r->region_row_start);
+  r->region_rows = malloc((r->nrows ? r->nrows : 1) * sizeof *r->region_rows);
+  int64_t *rk = malloc((r->nrows ? r->nrows : 1) * sizeof *rk);
+  if (!r->region_row_start || !r->region_rows || !rk) {
+    free(rk);
+    return sp__set_error(SP_ERR_NO_MEMORY, "out of memory");
+  }
+  for (size_t i = 0; i < r->nrows; i++) r->region_rows[i] = i;
+  sort_ctx = r;
+  qsort(r->region_rows, r->nrows, sizeof *r->region_rows, cmp_row_idx);
+  sort_ctx = NULL;
+  for (size_t i = 0; i < r->nrows; i++) r->region_row_start[r->rows[i].region + 1]++;
+  for (size_t i = 0; i < r->nregions; i++) r->region_row_start[i + 1] += r->region_row_start[i];
+  for (size_t i = 0; i < r->nrows; i++) rk[i] = r->rows[i].rank;
+  qsort(rk, r->nrows, sizeof *rk, sp__cmp_i64);
+  size_t k = 0;
+  for (size_t i = 0; i < r->nrows; i++)
+    if (k == 0 || rk[k - 1] != rk[i]) rk[k++] = rk[i];
+  r->ranks = rk;
+  r->nranks = k;
+
+  const sp_metadata_entry *lab = sp_results_metadata(r, "label");
+  if (lab && lab->kind == SP_VALUE_STRING && lab->s[0]) {
+    r->label = lab->s;
+    r->display_label = sp__strdup(lab->s);
+  } else if (r->path) {
+    const char *base = strrchr(r->path, '/');
+    base = base ? base + 1 : r->path;
+    const char *dot = strrchr(base, '.');
+    size_t len = dot && dot != base ? (size_t)(dot - base) : strlen(base);
+    r->display_label = sp__strndup(base, len);
+  } else {
+    r->display_label = sp__strdup("results");
+  }
+  if (!r->display_label) return sp__set_error(SP_ERR_NO_MEMORY, "out of memory");
+  return SP_OK;
+}
+
+/* ---- open ----------------------------------------------------------------- */
+
+static sp_status load(sp_results *r) {
+  hid_t root = H5Gopen2(r->file, "/", H5P_DEFAULT);
+  if (root < 0) return sp__set_error(SP_ERR_FORMAT, "%s: cannot open the root group", FILE_NAME(r));
+  sp_status st = SP_OK;
+  r->schema = 1;
+  if (H5Aexists(root, "scope_profiler_schema") > 0) {
+    hid_t a = H5Aopen(root, "scope_profiler_schema", H5P_DEFAULT);
+    hid_t t = a >= 0 ? H5Aget_type(a) : -1, sp = a >= 0 ? H5Aget_space(a) : -1;
+    int64_t v = 0;
+    if (a < 0 || t < 0 || H5Tget_class(t) != H5T_INTEGER || H5Sget_simple_extent_npoints(sp) != 1 ||
+        H5Aread(a, H5T_NATIVE_INT64, &v) < 0)
+      st = sp__set_error(SP_ERR_FORMAT,
+                         "%s: the root attribute scope_profiler_schema must be one integer",
+                         FILE_NAME(r));
+    else if (v < 1)
+      st = sp__set_error(SP_ERR_FORMAT, "%s: invalid scope_profiler_schema %lld", FILE_NAME(r),
+                         (long long)v);
+    else if (v > 2)
+      st = sp__set_error(SP_ERR_FORMAT,
+                         "%s: written with file schema %lld; this reader understands schemas 1 "
+                         "and 2. Upgrade scope-profiler to read it",
+                         FILE_NAME(r), (long long)v);
+    else
+      r->schema = (int)v;
+    if (t >= 0) H5Tclose(t);
+    if (sp >= 0) H5Sclose(sp);
+    if (a >= 0) H5Aclose(a);
+  }
+  if (st == SP_OK) {
+    H5I_type_t mt = child_type(root, "metadata");
+    if (mt == H5I_GROUP) {
+      hid_t g = H5Gopen2(root, "metadata", H5P_DEFAULT);
+      st = g < 0 ? sp__set_error(SP_ERR_FORMAT, "%s: cannot open /metadata", FILE_NAME(r))
+                 : sp__read_metadata(r, g);
+      if (g >= 0) H5Gclose(g);
+    } else if (mt != H5I_BADID) {
+      st = sp__set_error(SP_ERR_FORMAT, "%s: /metadata is not a group", FILE_NAME(r));
+    }
+  }
+  H5Gclose(root);
+  if (st != SP_OK) return st;
+  if (r->schema == 2) {
+    root = H5Gopen2(r->file, "/", H5P_DEFAULT);
+    st = open_schema2(r, root);
+    H5Gclose(root);
+  } else {
+    r->layout = "hierarchical";
+    st = sp__open_hierarchical(r);
+  }
+  if (st == SP_OK) st = sp__finish_open(r);
+  return st;
+}
+
+static sp_results *new_results(void) {
+  sp_results *r = calloc(1, sizeof *r);
+  if (!r) return NULL;
+  r->file = r->ds_start = r->ds_end = r->ds_call = r->ds_parent = r->ds_thread = H5I_INVALID_HID;
+  return r;
+}
+
+static hid_t reader_fapl(void) {
+  hid_t fapl = H5Pcreate(H5P_FILE_ACCESS);
+#if H5_VERSION_GE(1, 10, 7)
+  /* Reading needs no lock, and locks fail on some parallel file systems. */
+  if (fapl >= 0) H5Pset_file_locking(fapl, 0, 1);
+#endif
+  return fapl;
+}
+
+static sp_status finish(sp_results *r, sp_status st, sp_results **out,
+                        const struct sp__h5quiet *q) {
+  if (st == SP_OK) {
+    *out = r;
+  } else {
+    sp_results_free(r);
+  }
+  sp__h5_quiet_end(q);
+  return st;
+}
+
+sp_status sp_results_open(const char *path, sp_results **out) {
+  if (!out) return sp__set_error(SP_ERR_INVALID_ARGUMENT, "sp_results_open: out is NULL");
+  *out = NULL;
+  if (!path || !path[0])
+    return sp__set_error(SP_ERR_INVALID_ARGUMENT, "sp_results_open: no file name given");
+  struct stat sb;
+  if (stat(path, &sb) != 0)
+    return sp__set_error(SP_ERR_IO, "cannot open %s: %s", path, strerror(errno));
+  if (S_ISDIR(sb.st_mode))
+    return sp__set_error(SP_ERR_IO, "cannot open %s: it is a directory; pass a profile file",
+                         path);
+  if (sb.st_size == 0)
+    return sp__set_error(SP_ERR_FORMAT,
+                         "%s is empty (0 bytes), not a profile; was the run finalized?", path);
+  struct sp__h5quiet q;
+  sp__h5_quiet_begin(&q);
+#if H5_VERSION_GE(1, 12, 0)
+  htri_t is = H5Fis_accessible(path, H5P_DEFAULT);
+#else
+  htri_t is = H5Fis_hdf5(path);
+#endif
+  if (is <= 0) {
+    sp__h5_quiet_end(&q);
+    return sp__set_error(SP_ERR_FORMAT,
+                         "%s is not an HDF5 file; pass a profile written by scope-profiler (.h5)",
+                         path);
+  }
+  sp_results *r = new_results();
+  if (!r) {
+    sp__h5_quiet_end(&q);
+    return sp__set_error(SP_ERR_NO_MEMORY, "out of memory");
+  }
+  r->path = sp__strdup(path);
+  hid_t fapl = reader_fapl();
+  r->file = H5Fopen(path, H5F_ACC_RDONLY, fapl);
+  if (fapl >= 0) H5Pclose(fapl);
+  sp_status st = SP_OK;
+  if (!r->path) st = sp__set_error(SP_ERR_NO_MEMORY, "out of memory");
+  else if (r->file < 0)
+    st = sp__set_error(SP_ERR_FORMAT,
+                       "%s cannot be opened as HDF5: it is truncated or corrupt (was it copied "
+                       "while being written?)",
+                       path);
+  else st = load(r);
+  return finish(r, st, out, &q);
+}
+
+sp_status sp_results_open_image(const void *image, size_t size, sp_results **out) {
+  if (!out) return sp__set_error(SP_ERR_INVALID_ARGUMENT, "sp_results_open_image: out is NULL");
+  *out = NULL;
+  if (!image || size < 8)
+    return sp__set_error(SP_ERR_FORMAT, "the in-memory image (%zu bytes) is not an HDF5 file",
+                         size);
+  struct sp__h5quiet q;
+  sp__h5_quiet_begin(&q);
+  sp_results *r = new_results();
+  if (!r) {
+    sp__h5_quiet_end(&q);
+    return sp__set_error(SP_ERR_NO_MEMORY, "out of memory");
+  }
+  hid_t fapl = H5Pcreate(H5P_FILE_ACCESS);
+  sp_status st = SP_OK;
+  if (fapl < 0 || H5Pset_fapl_core(fapl, 1 << 20, 0) < 0 ||
+      H5Pset_file_image(fapl, (void *)image, size) < 0)
+    st = sp__set_error(SP_ERR_NO_MEMORY, "cannot set up an HDF5 in-memory file");
+  if (st == SP_OK) {
+    r->file = H5Fopen("scope-profiler-image.h5", H5F_ACC_RDONLY, fapl);
+    if (r->file < 0)
+      st = sp__set_error(SP_ERR_FORMAT, "the in-memory image is not a valid HDF5 file");
+    else st = load(r);
+  }
+  if (fapl >= 0) H5Pclose(fapl);
+  return finish(r, st, out, &q);
+}
+
+void sp_results_free(sp_results *r) {
+  if (!r) return;
+  struct sp__h5quiet q;
+  sp__h5_quiet_begin(&q);
+  hid_t *ds[] = {&r->ds_start, &r->ds_end, &r->ds_call, &r->ds_parent, &r->ds_thread};
+  for (size_t i = 0; i < sizeof ds / sizeof ds[0]; i++)
+    if (*ds[i] >= 0) H5Dclose(*ds[i]);
+  if (r->file >= 0) H5Fclose(r->file);
+  sp__h5_quiet_end(&q);
+  for (size_t i = 0; i < r->nmeta; i++) {
+    struct sp__meta *m = &r->meta[i];
+    free(m->key);
+    free(m->s);
+    free(m->text);
+    free(m->ints);
+    free(m->floats);
+    sp__free_strings(m->strings, m->e.n);
+  }
+  free(r->meta);
+  sp__free_strings(r->names, r->nregions);
+  for (size_t i = 0; i < r->nrows; i++) {
+    free(r->rows[i].group);
+    free(r->rows[i].source_file);
+    free(r->rows[i].source_text);
+    free(r->rows[i].tags);
+  }
+  free(r->rows);
+  free(r->region_row_start);
+  free(r->region_rows);
+  free(r->ranks);
+  free(r->path);
+  free(r->display_label);
+  free(r);
+}
+
+/* ---- accessors ------------------------------------------------------------ */
+
+int sp_results_schema(const sp_results *r) { return r ? r->schema : 0; }
+const char *sp_results_layout(const sp_results *r) { return r ? r->layout : ""; }
+int sp_results_has_events(const sp_results *r) { return r && !r->aggregate; }
+const char *sp_results_path(const sp_results *r) { return r ? r->path : NULL; }
+const char *sp_results_label(const sp_results *r) { return r ? r->label : NULL; }
+const char *sp_results_display_label(const sp_results *r) { return r ? r->display_label : ""; }
+uint64_t sp_results_num_events(const sp_results *r) { return r ? r->nevents : 0; }
+
+size_t sp_results_num_metadata(const sp_results *r) { return r ? r->nmeta : 0; }
+const sp_metadata_entry *sp_results_metadata_at(const sp_results *r, size_t i) {
+  return r && i < r->nmeta ? &r->meta[i].e : NULL;
+}
+const sp_metadata_entry *sp_results_metadata(const sp_results *r, const char *key) {
+  if (!r || !key) return NULL;
+  for (size_t i = 0; i < r->nmeta; i++)
+    if (!strcmp(r->meta[i].key, key)) return &r->meta[i].e;
+  return NULL;
+}
+
+size_t sp_results_num_regions(const sp_results *r) { return r ? r->nregions : 0; }
+const char *sp_results_region_name(const sp_results *r, size_t region) {
+  return r && region < r->nregions ? r->names[region] : NULL;
+}
+sp_status sp_results_find_region(const sp_results *r, const char *name, size_t *region) {
+  if (!r || !name || !region)
+    return sp__set_error(SP_ERR_INVALID_ARGUMENT, "sp_results_find_region: NULL argument");
+  for (size_t i = 0; i < r->nregions; i++)
+    if (!strcmp(r->names[i], name)) {
+      *region = i;
+      return SP_OK;
+    }
+  return sp__set_error(SP_ERR_NOT_FOUND, "no region named '%s' in %s", name, FILE_NAME(r));
+}
+
+size_t sp_results_num_ranks(const sp_results *r) { return r ? r->nranks : 0; }
+int64_t sp_results_rank(const sp_results *r, size_t i) {
+  return r && i < r->nranks ? r->ranks[i] : -1;
+}
+int sp_results_has_rank(const sp_results *r, int64_t rank) {
+  return r && bsearch(&rank, r->ranks, r->nranks, sizeof *r->ranks, sp__cmp_i64) != NULL;
+}
+size_t sp_results_region_num_ranks(const sp_results *r, size_t region) {
+  if (!r || region >= r->nregions) return 0;
+  size_t n = 0;
+  int64_t last = -1;
+  for (size_t k = r->region_row_start[region]; k < r->region_row_start[region + 1]; k++) {
+    int64_t rank = r->rows[r->region_rows[k]].rank;
+    if (n == 0 || rank != last) n++;
+    last = rank;
+  }
+  return n;
+}
+int sp_results_has_threads(const sp_results *r) { return r && r->ds_thread >= 0; }
+int sp_results_has_call_ids(const sp_results *r) { return r && r->ds_call >= 0; }
+
+sp_status sp_results_region_source(const sp_results *r, size_t region, const char **file,
+                                   int64_t *line, const char **text) {
+  if (!r || region >= r->nregions)
+    return sp__set_error(SP_ERR_INVALID_ARGUMENT, "sp_results_region_source: no region %zu", region);
+  const struct sp__rrow *best = NULL;
+  for (size_t k = r->region_row_start[region]; k < r->region_row_start[region + 1]; k++) {
+    const struct sp__rrow *w = &r->rows[r->region_rows[k]];
+    if (!best) best = w;
+    if (w->source_file[0] || w->source_text[0] || w->source_line >= 0) {
+      best = w;
+      break;
+    }
+  }
+  if (file) *file = best ? best->source_file : "";
+  if (line) *line = best ? best->source_line : -1;
+  if (text) *text = best ? best->source_text : "";
+  return SP_OK;
+}
+
+const char *sp_results_region_tags(const sp_results *r, size_t region) {
+  if (!r || region >= r->nregions) return "[]";
+  for (size_t k = r->region_row_start[region]; k < r->region_row_start[region + 1]; k++) {
+    const struct sp__rrow *w = &r->rows[r->region_rows[k]];
+    if (strcmp(w->tags, "[]") != 0) return w->tags;
+  }
+  return "[]";
+}
+
+size_t sp_results_num_rows(const sp_results *r) { return r ? r->nrows : 0; }
+sp_status sp_results_row_info(const sp_results *r, size_t row, sp_row_info *out) {
+  if (!r || !out || row >= r->nrows)
+    return sp__set_error(SP_ERR_INVALID_ARGUMENT, "sp_results_row_info: no row %zu", row);
+  out->region = r->rows[row].region;
+  out->rank = r->rows[row].rank;
+  out->count = r->rows[row].has_summary ? r->rows[row].sum.count : r->rows[row].count;
+  return SP_OK;
+}
+
+void sp_results_set_progress(sp_results *r, sp_progress_fn fn, void *ctx) {
+  if (!r) return;
+  r->progress = fn;
+  r->progress_ctx = ctx;
+}

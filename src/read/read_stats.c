@@ -1,0 +1,322 @@
+/* read_stats.c - per-region statistics over a selection of ranks.
+ *
+ * Count, total, min, max, mean and population std come from the stored
+ * summary rows, combined across rows with the parallel Welford update of
+ * Chan et al., so they never touch /events. Percentiles need the durations
+ * themselves and are read only when asked for. Exclusive ("own") time comes
+ * from the stored exclusive totals, or is rebuilt from the rank's call tree
+ * when the writer did not compute it (-1).
+ */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "common/error.h"
+#include "read/read_internal.h"
+
+#define BLOCK ((size_t)1 << 20)
+
+void sp__summary_from_durations(const int64_t *start, const int64_t *end, size_t n,
+                                struct sp__summary *s) {
+  memset(s, 0, sizeof *s);
+  if (n == 0) return;
+  s->count = n;
+  s->minimum = s->maximum = end[0] - start[0];
+  s->start_minimum = start[0];
+  s->end_maximum = end[0];
+  for (size_t i = 0; i < n; i++) {
+    int64_t d = end[i] - start[i];
+    s->total += d;
+    if (d < s->minimum) s->minimum = d;
+    if (d > s->maximum) s->maximum = d;
+    if (start[i] < s->start_minimum) s->start_minimum = start[i];
+    if (end[i] > s->end_maximum) s->end_maximum = end[i];
+  }
+  s->first = end[0] - start[0];
+  s->last = end[n - 1] - start[n - 1];
+  /* two passes, like the writer: the mean first, then squared deviations */
+  s->mean = (double)s->total / (double)n;
+  double m2 = 0;
+  for (size_t i = 0; i < n; i++) {
+    double dev = (double)(end[i] - start[i]) - s->mean;
+    m2 += dev * dev;
+  }
+  s->m2 = m2;
+}
+
+void sp__summary_merge(struct sp__summary *a, const struct sp__summary *b) {
+  if (b->count == 0) return;
+  if (a->count == 0) {
+    *a = *b;
+    return;
+  }
+  double na = (double)a->count, nb = (double)b->count, n = na + nb;
+  double delta = b->mean - a->mean;
+  a->mean += delta * nb / n;
+  a->m2 += b->m2 + delta * delta * na * nb / n;
+  a->total += b->total;
+  if (b->minimum < a->minimum) a->minimum = b->minimum;
+  if (b->maximum > a->maximum) a->maximum = b->maximum;
+  /* "first"/"last" are chronological: the call that started first, the
+   * call of the row that ended last */
+  if (b->start_minimum < a->start_minimum) {
+    a->first = b->first;
+    a->start_minimum = b->start_minimum;
+  }
+  if (b->end_maximum >= a->end_maximum) {
+    a->last = b->last;
+    a->end_maximum = b->end_maximum;
+  }
+  if (b->gpu_count) {
+    a->gpu_count += b->gpu_count;
+    a->gpu_total = (a->gpu_total > 0 ? a->gpu_total : 0) + b->gpu_total;
+  }
+  a->count += b->count;
+}
+
+static void swap64(int64_t *a, int64_t *b) {
+  int64_t t = *a;
+  *a = *b;
+  *b = t;
+}
+
+/* Place the k-th smallest at v[k], smaller ones before it, larger after it
+ * (the classic partition-based selection; expected linear time). */
+static void select_kth(int64_t *v, size_t n, size_t k) {
+  size_t l = 0, ir = n - 1;
+  for (;;) {
+    if (ir <= l + 1) {
+      if (ir == l + 1 && v[ir] < v[l]) swap64(&v[l], &v[ir]);
+      return;
+    }
+    size_t mid = l + (ir - l) / 2;
+    swap64(&v[mid], &v[l + 1]);
+    if (v[l] > v[ir]) swap64(&v[l], &v[ir]);
+    if (v[l + 1] > v[ir]) swap64(&v[l + 1], &v[ir]);
+    if (v[l] > v[l + 1]) swap64(&v[l], &v[l + 1]);
+    size_t i = l + 1, j = ir;
+    int64_t a = v[l + 1];
+    for (;;) {
+      do i++; while (v[i] < a);
+      do j--; while (v[j] > a);
+      if (j < i) break;
+      swap64(&v[i], &v[j]);
+    }
+    v[l + 1] = v[j];
+    v[j] = a;
+    if (j >= k) ir = j - 1;
+    if (j <= k) l = i;
+  }
+}
+
+double sp__percentile(int64_t *v, size_t n, double pct) {
+  if (n == 0) return NAN;
+  /* numpy's "linear" method, with its virtual index and lerp, so results
+   * agree with np.percentile to the last bit where possible */
+  double q = pct / 100.0;
+  double vi = (double)n * q + (1.0 + q * (1.0 - 1.0 - 1.0)) - 1.0;
+  double fl = floor(vi);
+  size_t lo, hi;
+  double gamma;
+  if (vi >= (double)(n - 1)) {
+    lo = hi = n - 1;
+    gamma = 0;
+  } else if (vi < 0) {
+    lo = hi = 0;
+    gamma = 0;
+  } else {
+    lo = (size_t)fl;
+    hi = lo + 1;
+    gamma = vi - fl;
+  }
+  select_kth(v, n, lo);
+  double a = (double)v[lo], b = a;
+  if (hi != lo) {
+    int64_t m = v[lo + 1];
+    for (size_t i = lo + 2; i < n; i++)
+      if (v[i] < m) m = v[i];
+    b = (double)m;
+  }
+  double diff = b - a;
+  return gamma >= 0.5 ? b - diff * (1.0 - gamma) : a + diff * gamma;
+}
+
+/* Durations of the given rows, concatenated. */
+static sp_status gather_durations(sp_results *r, const size_t *rows, size_t nrows, uint64_t count,
+                                  int64_t **out) {
+  *out = NULL;
+  if (count > ((uint64_t)1 << 36))
+    return sp__set_error(SP_ERR_LIMIT, "too many events (%llu) to compute percentiles",
+                         (unsigned long long)count);
+  int64_t *d = malloc((count ? (size_t)count : 1) * sizeof *d);
+  int64_t *e = malloc(BLOCK * sizeof *e);
+  if (!d || !e) {
+    free(d);
+    free(e);
+    return sp__set_error(SP_ERR_NO_MEMORY, "out of memory for %llu durations",
+                         (unsigned long long)count);
+  }
+  sp__progress_begin(r, count);
+  size_t at = 0;
+  sp_status st = SP_OK;
+  for (size_t k = 0; k < nrows && st == SP_OK; k++) {
+    uint64_t c = r->rows[rows[k]].count;
+    for (uint64_t done = 0; done < c && st == SP_OK;) {
+      size_t n = c - done < BLOCK ? (size_t)(c - done) : BLOCK;
+      if (at + n > count) {
+        st = sp__set_error(SP_ERR_FORMAT, "the event counts disagree with the summary rows");
+        break;
+      }
+      st = sp__row_read(r, rows[k], done, n, d + at, e, NULL, NULL, NULL);
+      for (size_t i = 0; st == SP_OK && i < n; i++) d[at + i] = e[i] - d[at + i];
+      done += n;
+      at += n;
+      sp__progress(r, n);
+    }
+  }
+  free(e);
+  if (st != SP_OK) {
+    free(d);
+    return st;
+  }
+  *out = d;
+  return SP_OK;
+}
+
+/* Own time of every region on `rank`, from the full call tree of the rank. */
+sp_status sp__rank_own_times(sp_results *r, int64_t rank) {
+  sp_call *calls = NULL;
+  size_t n = 0;
+  sp_status st = sp__rank_calls(r, rank, &calls, &n, NULL);
+  if (st != SP_OK) return st;
+  int64_t *own = calloc(r->nregions ? r->nregions : 1, sizeof *own);
+  if (!own) {
+    free(calls);
+    return sp__set_error(SP_ERR_NO_MEMORY, "out of memory");
+  }
+  for (size_t i = 0; i < n; i++) {
+    int64_t d = calls[i].end_ns - calls[i].start_ns;
+    own[calls[i].region] += d;
+    if (calls[i].parent >= 0) own[calls[calls[i].parent].region] -= d;
+  }
+  free(calls);
+  for (size_t region = 0; region < r->nregions; region++) {
+    int first = 1;
+    for (size_t k = r->region_row_start[region]; k < r->region_row_start[region + 1]; k++) {
+      struct sp__rrow *w = &r->rows[r->region_rows[k]];
+      if (w->rank != rank) continue;
+      w->own = first ? own[region] : 0;
+      w->own_known = 1;
+      first = 0;
+    }
+  }
+  free(own);
+  return SP_OK;
+}
+
+static sp_status region_stats(sp_results *r, size_t region, const sp_filter *f, int64_t one_rank,
+                              unsigned flags, sp_region_stats *out) {
+  memset(out, 0, sizeof *out);
+  out->mean_ns = out->std_ns = out->imbalance = out->excess_ns = NAN;
+  out->p50_ns = out->p95_ns = out->p99_ns = NAN;
+  if (!r || region >= r->nregions)
+    return sp__set_error(SP_ERR_INVALID_ARGUMENT, "no region %zu", region);
+  size_t lo = r->region_row_start[region], hi = r->region_row_start[region + 1];
+  size_t *sel = malloc((hi - lo + 1) * sizeof *sel);
+  if (!sel) return sp__set_error(SP_ERR_NO_MEMORY, "out of memory");
+  size_t nsel = 0;
+  for (size_t k = lo; k < hi; k++) {
+    int64_t rank = r->rows[r->region_rows[k]].rank;
+    if (one_rank >= 0 ? rank == one_rank : sp_filter_match_rank(f, rank))
+      sel[nsel++] = r->region_rows[k];
+  }
+  struct sp__h5quiet q;
+  sp__h5_quiet_begin(&q);
+  sp_status st = SP_OK;
+  struct sp__summary acc;
+  memset(&acc, 0, sizeof acc);
+  /* rows are ordered by rank, so one rank's rows are adjacent */
+  int64_t *rank_total = calloc(nsel + 1, sizeof *rank_total);
+  size_t nranks = 0;
+  if (!rank_total) st = sp__set_error(SP_ERR_NO_MEMORY, "out of memory");
+  for (size_t k = 0; k < nsel && st == SP_OK; k++) {
+    const struct sp__summary *s;
+    st = sp__row_summary(r, sel[k], &s);
+    if (st != SP_OK) break;
+    sp__summary_merge(&acc, s);
+    if (k == 0 || r->rows[sel[k]].rank != r->rows[sel[k - 1]].rank) nranks++;
+    if (s->count) rank_total[nranks - 1] += s->total;
+  }
+  double sum_rank = 0, max_rank = 0;
+  for (size_t i = 0; i < nranks; i++) {
+    sum_rank += (double)rank_total[i];
+    if (i == 0 || (double)rank_total[i] > max_rank) max_rank = (double)rank_total[i];
+  }
+  free(rank_total);
+  if (st == SP_OK) {
+    out->count = acc.count;
+    out->ranks = nranks;
+    if (acc.count > 0) {
+      out->total_ns = acc.total;
+      out->min_ns = acc.minimum;
+      out->max_ns = acc.maximum;
+      out->first_ns = acc.first;
+      out->last_ns = acc.last;
+      out->mean_ns = acc.mean;
+      out->std_ns = sqrt(acc.m2 > 0 ? acc.m2 / (double)acc.count : 0.0);
+      out->first_start_ns = acc.start_minimum;
+      out->last_end_ns = acc.end_maximum;
+    }
+    if (nranks > 0) {
+      double mean_rank = sum_rank / (double)nranks;
+      out->imbalance = mean_rank > 0 ? max_rank / mean_rank : 1.0;
+      out->excess_ns = max_rank - mean_rank;
+    }
+  }
+  if (st == SP_OK && (flags & SP_STATS_PERCENTILES) && !r->aggregate && acc.count > 0) {
+    int64_t *d;
+    st = gather_durations(r, sel, nsel, acc.count, &d);
+    if (st == SP_OK) {
+      out->p50_ns = sp__percentile(d, (size_t)acc.count, 50);
+      out->p95_ns = sp__percentile(d, (size_t)acc.count, 95);
+      out->p99_ns = sp__percentile(d, (size_t)acc.count, 99);
+      out->has_percentiles = 1;
+      free(d);
+    }
+  }
+  if (st == SP_OK && (flags & SP_STATS_OWN)) {
+    int known = 1;
+    int64_t own = 0;
+    for (size_t k = 0; k < nsel && st == SP_OK && known; k++) {
+      struct sp__rrow *w = &r->rows[sel[k]];
+      if (w->exclusive >= 0) {
+        own += w->exclusive;
+      } else if (r->aggregate) {
+        known = 0;
+      } else {
+        if (!w->own_known) st = sp__rank_own_times(r, w->rank);
+        own += w->own;
+      }
+    }
+    if (st == SP_OK && known) {
+      out->has_own = 1;
+      out->own_ns = own;
+    }
+  }
+  sp__h5_quiet_end(&q);
+  free(sel);
+  return st;
+}
+
+sp_status sp_results_region_stats(sp_results *r, size_t region, const sp_filter *f,
+                                  unsigned flags, sp_region_stats *out) {
+  if (!out) return sp__set_error(SP_ERR_INVALID_ARGUMENT, "sp_results_region_stats: out is NULL");
+  return region_stats(r, region, f, -1, flags, out);
+}
+
+sp_status sp_results_region_rank_stats(sp_results *r, size_t region, int64_t rank, unsigned flags,
+                                       sp_region_stats *out) {
+  if (!out || rank < 0)
+    return sp__set_error(SP_ERR_INVALID_ARGUMENT, "sp_results_region_rank_stats: bad argument");
+  return region_stats(r, region, NULL, rank, flags, out);
+}

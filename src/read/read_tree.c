@@ -1,0 +1,349 @@
+/* read_tree.c - call stacks and call-path trees.
+ *
+ * A rank's calls are nested either by the call and parent ids the writer
+ * recorded, or, when it recorded none (upstream's C writer, hierarchical
+ * files), by interval containment exactly as upstream's flame chart does:
+ * sort by (start, longer first), pop the stack while its top has ended, the
+ * depth is the stack size and the parent the top. Containment runs per lane
+ * (thread) because calls on different threads overlap without nesting.
+ *
+ * Parents are referred to by index, never by name, since names repeat under
+ * recursion. Filtering a region out re-attaches its children to the nearest
+ * kept ancestor, which is what containment over only the kept regions gives.
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "common/error.h"
+#include "read/read_internal.h"
+
+#define BLOCK ((size_t)1 << 20)
+
+struct ev {
+  int64_t start, end, thread, call, parent;
+  uint32_t region;
+};
+
+static int cmp_ev(const void *pa, const void *pb) {
+  const struct ev *a = pa, *b = pb;
+  if (a->thread != b->thread) return a->thread < b->thread ? -1 : 1;
+  if (a->start != b->start) return a->start < b->start ? -1 : 1;
+  if (a->end != b->end) return a->end > b->end ? -1 : 1; /* longer (the parent) first */
+  if (a->call != b->call) return a->call < b->call ? -1 : 1;
+  return (a->region > b->region) - (a->region < b->region);
+}
+
+static int cmp_call(const void *pa, const void *pb) {
+  const sp_call *a = pa, *b = pb;
+  if (a->thread != b->thread) return a->thread < b->thread ? -1 : 1;
+  if (a->start_ns != b->start_ns) return a->start_ns < b->start_ns ? -1 : 1;
+  if (a->end_ns != b->end_ns) return a->end_ns > b->end_ns ? -1 : 1;
+  return (a->region > b->region) - (a->region < b->region);
+}
+
+/* Containment nesting over calls already sorted by (thread, start, -end). */
+static sp_status nest_sorted(sp_call *calls, size_t n, size_t *overlaps) {
+  size_t *stack = malloc((n ? n : 1) * sizeof *stack), top = 0, ov = 0;
+  if (!stack) return sp__set_error(SP_ERR_NO_MEMORY, "out of memory nesting %zu calls", n);
+  for (size_t i = 0; i < n; i++) {
+    if (i > 0 && calls[i].thread != calls[i - 1].thread) top = 0;
+    while (top > 0 && calls[stack[top - 1]].end_ns <= calls[i].start_ns) top--;
+    calls[i].depth = (uint32_t)top;
+    calls[i].parent = top ? (int64_t)stack[top - 1] : -1;
+    if (top && calls[i].end_ns > calls[stack[top - 1]].end_ns) ov++;
+    stack[top++] = i;
+  }
+  free(stack);
+  if (overlaps) *overlaps = ov;
+  return SP_OK;
+}
+
+sp_status sp_call_stack_build(sp_call *calls, size_t n, size_t *overlaps) {
+  if (overlaps) *overlaps = 0;
+  if (!calls && n) return sp__set_error(SP_ERR_INVALID_ARGUMENT, "sp_call_stack_build: NULL calls");
+  qsort(calls, n, sizeof *calls, cmp_call);
+  return nest_sorted(calls, n, overlaps);
+}
+
+struct idpos {
+  int64_t id;
+  size_t pos;
+};
+static int cmp_idpos(const void *a, const void *b) {
+  int64_t x = ((const struct idpos *)a)->id, y = ((const struct idpos *)b)->id;
+  return (x > y) - (x < y);
+}
+
+/* Nesting from recorded ids; 0 when the ids are missing, duplicated, dangling
+ * or contradict the time order (the caller then falls back to containment). */
+static int nest_by_ids(const struct ev *e, sp_call *calls, size_t n) {
+  struct idpos *map = malloc((n ? n : 1) * sizeof *map);
+  if (!map) return 0;
+  for (size_t i = 0; i < n; i++) {
+    if (e[i].call < 0) {
+      free(map);
+      return 0;
+    }
+    map[i].id = e[i].call;
+    map[i].pos = i;
+  }
+  qsort(map, n, sizeof *map, cmp_idpos);
+  int ok = 1;
+  for (size_t i = 1; i < n && ok; i++)
+    if (map[i].id == map[i - 1].id) ok = 0;
+  for (size_t i = 0; i < n && ok; i++) {
+    if (e[i].parent < 0) {
+      calls[i].parent = -1;
+      calls[i].depth = 0;
+      continue;
+    }
+    struct idpos key = {e[i].parent, 0};
+    struct idpos *hit = bsearch(&key, map, n, sizeof *map, cmp_idpos);
+    if (!hit || hit->pos >= i || e[hit->pos].thread != e[i].thread) {
+      ok = 0;
+      break;
+    }
+    calls[i].parent = (int64_t)hit->pos;
+    calls[i].depth = calls[hit->pos].depth + 1;
+  }
+  free(map);
+  return ok;
+}
+
+sp_status sp__rank_calls(sp_results *r, int64_t rank, sp_call **out, size_t *nout,
+                         size_t *overlaps) {
+  *out = NULL;
+  *nout = 0;
+  if (overlaps) *overlaps = 0;
+  if (r->aggregate)
+    return sp__set_error(SP_ERR_UNSUPPORTED,
+                         "%s was written in the aggregate layout, which stores no individual "
+                         "calls; call trees, percentiles and traces need a columnar file",
+                         r->path ? r->path : "the results");
+  uint64_t total = 0;
+  for (size_t i = 0; i < r->nrows; i++)
+    if (r->rows[i].rank == rank) total += r->rows[i].count;
+  if (total > ((uint64_t)1 << 34))
+    return sp__set_error(SP_ERR_LIMIT, "rank %lld has too many calls (%llu) to nest in memory",
+                         (long long)rank, (unsigned long long)total);
+  size_t n = (size_t)total;
+  struct ev *e = malloc((n ? n : 1) * sizeof *e);
+  int64_t *buf = malloc(5 * BLOCK * sizeof *buf);
+  if (!e || !buf) {
+    free(e);
+    free(buf);
+    return sp__set_error(SP_ERR_NO_MEMORY, "out of memory for the %zu calls of rank %lld", n,
+                         (long long)rank);
+  }
+  struct sp__h5quiet q;
+  sp__h5_quiet_begin(&q);
+  sp__progress_begin(r, total);
+  sp_status st = SP_OK;
+  size_t at = 0;
+  for (size_t i = 0; i < r->nrows && st == SP_OK; i++) {
+    const struct sp__rrow *w = &r->rows[i];
+    if (w->rank != rank) continue;
+    for (uint64_t done = 0; done < w->count && st == SP_OK;) {
+      size_t k = w->count - done < BLOCK ? (size_t)(w->count - done) : BLOCK;
+      st = sp__row_read(r, i, done, k, buf, buf + BLOCK, buf + 2 * BLOCK, buf + 3 * BLOCK,
+                        buf + 4 * BLOCK);
+      for (size_t j = 0; j < k && st == SP_OK; j++) {
+        struct ev *x = &e[at + j];
+        x->start = buf[j];
+        x->end = buf[BLOCK + j];
+        x->call = buf[2 * BLOCK + j];
+        x->parent = buf[3 * BLOCK + j];
+        x->thread = buf[4 * BLOCK + j];
+        x->region = w->region;
+      }
+      done += k;
+      at += k;
+      sp__progress(r, k);
+    }
+  }
+  sp__h5_quiet_end(&q);
+  free(buf);
+  if (st != SP_OK) {
+    free(e);
+    return st;
+  }
+  qsort(e, n, sizeof *e, cmp_ev);
+  sp_call *calls = malloc((n ? n : 1) * sizeof *calls);
+  if (!calls) {
+    free(e);
+    return sp__set_error(SP_ERR_NO_MEMORY, "out of memory for the %zu calls of rank %lld", n,
+                         (long long)rank);
+  }
+  for (size_t i = 0; i < n; i++) {
+    calls[i].start_ns = e[i].start;
+    calls[i].end_ns = e[i].end;
+    calls[i].thread = e[i].thread;
+    calls[i].region = e[i].region;
+    calls[i].parent = -1;
+    calls[i].depth = 0;
+  }
+  int by_ids = r->ds_call >= 0 && nest_by_ids(e, calls, n);
+  free(e);
+  if (!by_ids) st = nest_sorted(calls, n, overlaps);
+  if (st != SP_OK) {
+    free(calls);
+    return st;
+  }
+  *out = calls;
+  *nout = n;
+  return SP_OK;
+}
+
+sp_status sp__filter_calls(sp_results *r, const sp_filter *f, sp_call *calls, size_t *n) {
+  if (!sp__filter_has_patterns(f)) return SP_OK;
+  unsigned char *keep_region = malloc(r->nregions ? r->nregions : 1);
+  int64_t *eff = malloc((*n ? *n : 1) * sizeof *eff);
+  if (!keep_region || !eff) {
+    free(keep_region);
+    free(eff);
+    return sp__set_error(SP_ERR_NO_MEMORY, "out of memory");
+  }
+  for (size_t i = 0; i < r->nregions; i++) keep_region[i] = (unsigned char)sp_filter_match_region(f, r->names[i]);
+  /* eff[i]: the nearest kept ancestor's old index, or -1. Parents come
+   * before their children, so one forward pass suffices. The new index of a
+   * kept call is stored in the same array once the call itself is placed. */
+  size_t k = 0;
+  int64_t *newidx = malloc((*n ? *n : 1) * sizeof *newidx);
+  if (!newidx) {
+    free(keep_region);
+    free(eff);
+    return sp__set_error(SP_ERR_NO_MEMORY, "out of memory");
+  }
+  for (size_t i = 0; i < *n; i++) {
+    int64_t p = calls[i].parent;
+    eff[i] = p < 0 ? -1 : keep_region[calls[p].region] ? p : eff[p];
+    newidx[i] = keep_region[calls[i].region] ? (int64_t)k++ : -1;
+  }
+  k = 0;
+  for (size_t i = 0; i < *n; i++) {
+    if (!keep_region[calls[i].region]) continue;
+    sp_call c = calls[i];
+    c.parent = eff[i] < 0 ? -1 : newidx[eff[i]];
+    c.depth = c.parent < 0 ? 0 : calls[c.parent].depth + 1;
+    calls[k++] = c; /* k <= i, and c.parent < k: already rewritten */
+  }
+  *n = k;
+  free(keep_region);
+  free(eff);
+  free(newidx);
+  return SP_OK;
+}
+
+sp_status sp_results_call_stack(sp_results *r, int64_t rank, const sp_filter *f, sp_call **calls,
+                                size_t *n, size_t *overlaps) {
+  if (!r || !calls || !n)
+    return sp__set_error(SP_ERR_INVALID_ARGUMENT, "sp_results_call_stack: NULL argument");
+  sp_status st = sp__rank_calls(r, rank, calls, n, overlaps);
+  if (st == SP_OK) st = sp__filter_calls(r, f, *calls, n);
+  if (st != SP_OK) {
+    free(*calls);
+    *calls = NULL;
+    *n = 0;
+  }
+  return st;
+}
+
+/* ---- call-path tree --------------------------------------------------------- */
+
+struct tree {
+  sp_tree_node *nodes;
+  size_t n, cap;
+  size_t *slots, nslots; /* (parent, region) -> node */
+};
+
+static uint64_t mix(int64_t parent, uint32_t region) {
+  uint64_t h = (uint64_t)parent * 0x9E3779B97F4A7C15ull ^ ((uint64_t)region + 0x632BE59BD9B4E019ull);
+  h ^= h >> 29;
+  h *= 0xBF58476D1CE4E5B9ull;
+  return h ^ (h >> 32);
+}
+
+static sp_status tree_grow(struct tree *t) {
+  size_t ns = t->nslots ? t->nslots * 2 : 256;
+  size_t *slots = malloc(ns * sizeof *slots);
+  if (!slots) return sp__set_error(SP_ERR_NO_MEMORY, "out of memory");
+  for (size_t i = 0; i < ns; i++) slots[i] = SIZE_MAX;
+  for (size_t i = 0; i < t->n; i++) {
+    size_t s = mix(t->nodes[i].parent, t->nodes[i].region) & (ns - 1);
+    while (slots[s] != SIZE_MAX) s = (s + 1) & (ns - 1);
+    slots[s] = i;
+  }
+  free(t->slots);
+  t->slots = slots;
+  t->nslots = ns;
+  return SP_OK;
+}
+
+static sp_status tree_node(struct tree *t, int64_t parent, uint32_t region, size_t *out) {
+  if ((t->n + 1) * 2 > t->nslots) {
+    sp_status st = tree_grow(t);
+    if (st != SP_OK) return st;
+  }
+  size_t s = mix(parent, region) & (t->nslots - 1);
+  while (t->slots[s] != SIZE_MAX) {
+    sp_tree_node *x = &t->nodes[t->slots[s]];
+    if (x->parent == parent && x->region == region) {
+      *out = t->slots[s];
+      return SP_OK;
+    }
+    s = (s + 1) & (t->nslots - 1);
+  }
+  if (t->n == t->cap) {
+    size_t cap = t->cap ? t->cap * 2 : 64;
+    sp_tree_node *v = realloc(t->nodes, cap * sizeof *v);
+    if (!v) return sp__set_error(SP_ERR_NO_MEMORY, "out of memory");
+    t->nodes = v;
+    t->cap = cap;
+  }
+  sp_tree_node *x = &t->nodes[t->n];
+  memset(x, 0, sizeof *x);
+  x->region = region;
+  x->parent = parent;
+  t->slots[s] = t->n;
+  *out = t->n++;
+  return SP_OK;
+}
+
+sp_status sp_results_call_tree(sp_results *r, const sp_filter *f, sp_tree_node **nodes,
+                               size_t *n) {
+  if (!r || !nodes || !n)
+    return sp__set_error(SP_ERR_INVALID_ARGUMENT, "sp_results_call_tree: NULL argument");
+  *nodes = NULL;
+  *n = 0;
+  struct tree t = {0};
+  sp_status st = SP_OK;
+  for (size_t ri = 0; ri < r->nranks && st == SP_OK; ri++) {
+    int64_t rank = r->ranks[ri];
+    if (!sp_filter_match_rank(f, rank)) continue;
+    sp_call *calls;
+    size_t nc;
+    st = sp_results_call_stack(r, rank, f, &calls, &nc, NULL);
+    if (st != SP_OK) break;
+    size_t *node_of = malloc((nc ? nc : 1) * sizeof *node_of);
+    if (!node_of) st = sp__set_error(SP_ERR_NO_MEMORY, "out of memory");
+    for (size_t i = 0; i < nc && st == SP_OK; i++) {
+      int64_t pnode = calls[i].parent < 0 ? -1 : (int64_t)node_of[calls[i].parent];
+      st = tree_node(&t, pnode, calls[i].region, &node_of[i]);
+      if (st != SP_OK) break;
+      int64_t d = calls[i].end_ns - calls[i].start_ns;
+      t.nodes[node_of[i]].count++;
+      t.nodes[node_of[i]].total_ns += d;
+      if (pnode >= 0) t.nodes[pnode].children_ns += d;
+    }
+    free(node_of);
+    free(calls);
+  }
+  free(t.slots);
+  if (st != SP_OK) {
+    free(t.nodes);
+    return st;
+  }
+  *nodes = t.nodes;
+  *n = t.n;
+  return SP_OK;
+}
