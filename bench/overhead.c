@@ -5,7 +5,8 @@
  * Baselines: an empty loop, a raw rdtsc pair, a clock_gettime pair. Cases:
  * compiled out (SP_DISABLE), deactivated (deactivate_profiling), timeline
  * (the default recording mode), a handle-per-call vs a name interned each
- * call, and nested regions 3 deep. Each case is timed REPS times over N pairs;
+ * call, nested regions 3 deep, a region whose opt-in tag is not enabled,
+ * track_threads, and aggregation mode. Each case is timed REPS times over N pairs;
  * the median is reported with min and max.
  *
  *   overhead [--pairs N] [--reps R] [--json FILE]
@@ -59,6 +60,14 @@ static void loop_region(long n) {
     sp_region_begin(mgr, reg);
     BARRIER();
     sp_region_end(mgr, reg);
+  }
+}
+static sp_region tagged;
+static void loop_tagged(long n) {
+  for (long i = 0; i < n; i++) {
+    sp_region_begin(mgr, tagged);
+    BARRIER();
+    sp_region_end(mgr, tagged);
   }
 }
 static void loop_interned(long n) {
@@ -141,6 +150,10 @@ int main(int argc, char **argv) {
 
   static const char *const off[] = {"deactivate_profiling=1", NULL};
   static const char *const on[] = {"deactivate_file_output=1", NULL};
+  static const char *const agg[] = {"deactivate_file_output=1", "aggregation_mode=1", NULL};
+  static const char *const thr[] = {"deactivate_file_output=1", "track_threads=1", NULL};
+  sp_register_opt_in_tag("bench-opt-in");
+  tagged = sp_region_intern_ex("bench.tagged", NULL, -1, NULL, "bench-opt-in");
   struct result res[16];
   int n = 0;
   res[n++] = measure("empty loop", loop_empty, pairs, reps, 1, 0);
@@ -154,6 +167,14 @@ int main(int argc, char **argv) {
   res[n++] = measure("timeline", loop_region, pairs, reps, 1, 1);
   res[n++] = measure("timeline, interned name", loop_interned, pairs, reps, 1, 1);
   res[n++] = measure("timeline, nested 3 deep (per pair)", loop_nested3, pairs / 3, reps, 3, 1);
+  res[n++] = measure("disabled opt-in tag", loop_tagged, pairs, reps, 1, 1);
+  sp_manager_destroy(mgr);
+  mgr = make_manager(thr);
+  res[n++] = measure("timeline, track_threads", loop_region, pairs, reps, 1, 1);
+  sp_manager_destroy(mgr);
+  mgr = make_manager(agg);
+  res[n++] = measure("aggregation", loop_region, pairs, reps, 1, 1);
+  res[n++] = measure("aggregation, nested 3 deep (per pair)", loop_nested3, pairs / 3, reps, 3, 1);
   sp_manager_destroy(mgr);
 
   double empty = res[0].med, tsc = res[1].med, cg = res[2].med;

@@ -57,6 +57,7 @@ struct sp_region_info {
   int kind;   /* SP_SITE_BLOCK / SP_SITE_FUNCTION */
   char **tags; /* NULL-terminated, or NULL */
   size_t ntags;
+  int opt_in;  /* carries a registered opt-in tag (atomic: read without the lock) */
 };
 
 /* Info of a handle (without SP__REGION_SLOW_BIT), or NULL. Lock-free. */

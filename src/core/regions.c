@@ -60,6 +60,8 @@ const char *sp_region_name(sp_region r) {
   return ri ? ri->name : NULL;
 }
 
+static uint32_t with_slow_bit_locked(uint32_t id);
+
 static int is_opt_in_tag_locked(const char *tag) {
   for (size_t i = 0; i < n_opt_in; i++)
     if (strcmp(opt_in_tags[i], tag) == 0) return 1;
@@ -91,6 +93,10 @@ sp_status sp_register_opt_in_tag(const char *tag) {
     } else {
       opt_in_tags = n;
       opt_in_tags[n_opt_in++] = copy;
+      /* Regions interned earlier get the flag too (their later interning
+       * returns the slow bit; handles already cached at sites do not). */
+      uint32_t maxid = atomic_load_explicit(&max_id, memory_order_relaxed);
+      for (uint32_t id = 1; id <= maxid; id++) with_slow_bit_locked(id);
     }
   }
   pthread_mutex_unlock(&reg_lock);
@@ -171,10 +177,11 @@ static sp_status validate_name(const char *name, size_t *len) {
 }
 
 static uint32_t with_slow_bit_locked(uint32_t id) {
-  const struct sp_region_info *ri = sp__region_info(id);
-  for (size_t i = 0; ri && i < ri->ntags; i++)
-    if (is_opt_in_tag_locked(ri->tags[i])) return id | SP__REGION_SLOW_BIT;
-  return id;
+  struct sp_region_info *ri = (struct sp_region_info *)sp__region_info(id);
+  int yes = 0;
+  for (size_t i = 0; ri && i < ri->ntags && !yes; i++) yes = is_opt_in_tag_locked(ri->tags[i]);
+  if (ri) __atomic_store_n(&ri->opt_in, yes, __ATOMIC_RELEASE);
+  return yes ? id | SP__REGION_SLOW_BIT : id;
 }
 
 sp_region sp_region_intern_ex(const char *name, const char *file, int line, const char *func,
@@ -183,7 +190,10 @@ sp_region sp_region_intern_ex(const char *name, const char *file, int line, cons
   if (validate_name(name, &len) != SP_OK) return 0;
   uint64_t h = hash_bytes(name, len);
   uint32_t id = lookup(name, len, h);
-  if (id && !n_opt_in) return id;
+  if (id && (!tags || !*tags)) { /* known name, nothing to merge: no lock */
+    const struct sp_region_info *ri = sp__region_info(id);
+    return __atomic_load_n(&ri->opt_in, __ATOMIC_ACQUIRE) ? id | SP__REGION_SLOW_BIT : id;
+  }
 
   pthread_mutex_lock(&reg_lock);
   id = lookup(name, len, h);
