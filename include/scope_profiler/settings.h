@@ -46,7 +46,7 @@
   X(use_memray, MEMRAY, enabled, BOOL, 0, 0, 1, "", \
     "Record process-wide allocations (C counterpart of upstream's Memray capture).") \
   X(memory_profile_path, MEMRAY, path, STR, NULL, 0, 0, "", \
-    "Allocation capture path; defaults to <file-stem>.memray.bin when use_memray is on.") \
+    "Allocation capture path, used while use_memray is on; default: file_path with its suffix replaced by .memray.bin.") \
   X(memray_native_traces, MEMRAY, native_traces, BOOL, 0, 0, 1, "", \
     "Capture native stack frames with each allocation.") \
   X(memray_trace_python_allocators, MEMRAY, trace_python_allocators, BOOL, 0, 0, 1, "", \
@@ -68,7 +68,7 @@
   X(recursive_profile, NONE, recursive_profile, BOOL, 0, 0, 1, "", \
     "Default for function-wrapping regions: also profile the functions they call.") \
   X(aggregation_mode, NONE, aggregation_mode, BOOL, 0, 0, 1, "", \
-    "Keep only count, total, min, max and exclusive total per region; no timeline.") \
+    "Keep only count, total, min, max and exclusive total per region; no timeline. Excludes line, GPU, NVTX and LIKWID profiling.") \
   X(profile_mpi_calls, NONE, profile_mpi_calls, BOOL, 0, 0, 1, "", \
     "Record MPI calls as regions through the PMPI wrappers of libscope_profiler_mpi.") \
   X(track_threads, NONE, track_threads, BOOL, 0, 0, 1, "", \
@@ -84,9 +84,9 @@
   X(output_mode, NONE, output_mode, ENUM, "auto", 0, 0, "auto|direct|parallel", \
     "MPI writer: direct (ownership token, serial HDF5), parallel (collective parallel HDF5) or auto.") \
   X(hdf5_compression, HDF5, compression, ENUM, NULL, 0, 0, "none|auto|gzip|lzf|zstd", \
-    "Compression filter for event datasets: gzip, lzf, zstd, or auto (only runs big enough to repay it).") \
+    "Compression filter for event datasets: none (same as unset), gzip, lzf, zstd, or auto (only runs big enough to repay it).") \
   X(hdf5_compression_level, HDF5, compression_level, INT, SP_INT_NONE, 0, 22, "", \
-    "Compression level: gzip 0-9, zstd 1-22; lzf takes none.") \
+    "Compression level, only with hdf5_compression: gzip 0-9, zstd 1-22, auto 1-9; lzf takes none.") \
   X(hdf5_chunk_size, HDF5, chunk_size, INT, SP_INT_NONE, 1, INT64_C(1) << 32, "", \
     "Maximum events per dataset chunk; enables chunked partial reads even uncompressed.") \
   X(enable_tags, NONE, enable_tags, LIST, NULL, 0, 0, "", \

@@ -181,8 +181,11 @@ static sp_status load_table(struct loader *L, const sp__toml_value *prof) {
       int grouped;
       const struct sp__setting *s =
           strlen(e->key) == e->key_len ? sp__setting_find(e->key, &grouped) : NULL;
-      /* "hdf5.compression" as one quoted key is not the dotted key */
-      if (!s || grouped) return unknown_at(L, e, e->key);
+      if (s && grouped)
+        return at(L, SP_ERR_UNKNOWN_SETTING, e->line, e->col, "\"%s\" is one quoted key, not the "
+                  "setting %s; remove the quotes so that the dot separates %s and %s", e->key,
+                  s->dotted, s->group_name, s->short_name);
+      if (!s) return unknown_at(L, e, e->key);
       st = load_setting(L, s, 0, e);
     }
     if (st) return st;

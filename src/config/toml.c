@@ -5,11 +5,11 @@
  * entries in document order in a plain array: configuration files are small,
  * and the order is what the dump and the error messages want.
  *
- * Redefinition rules follow TOML 1.0: a table is defined once, either by its
- * [header] or by dotted keys; a header may add sub-tables below a table made
- * by dotted keys, but dotted keys may only extend tables that dotted keys made
- * (never one that a header defined or implied); inline tables are complete
- * once closed.
+ * Redefinition rules follow TOML 1.0 (as Python's tomllib reads it): a table
+ * is defined once, either by its [header] or by dotted keys; a header may add
+ * sub-tables below a table made by dotted keys; dotted keys may extend tables
+ * that dotted keys made, or define one a deeper header only implied, but never
+ * reopen a table a header defined; inline tables are complete once closed.
  */
 #include "config/toml.h"
 
@@ -165,6 +165,19 @@ const char *sp__toml_type_name(sp__toml_type t) {
   case SP__TOML_TABLE: return "table";
   }
   return "value";
+}
+
+/* "an integer", "a table": for messages. */
+static const char *with_article(sp__toml_type t) {
+  switch (t) {
+  case SP__TOML_STRING: return "a string";
+  case SP__TOML_INTEGER: return "an integer";
+  case SP__TOML_FLOAT: return "a float";
+  case SP__TOML_BOOL: return "a boolean";
+  case SP__TOML_ARRAY: return "an array";
+  case SP__TOML_TABLE: return "a table";
+  }
+  return "a value";
 }
 
 /* Append an entry; takes ownership of the key copy and of v. */
@@ -907,10 +920,14 @@ static sp_status insert_kv(parser *P, sp__toml_value *table, key *k, sp__toml_va
     key_text(k, i + 1, name, sizeof name);
     if (e->value->type != SP__TOML_TABLE) {
       sp__toml_free(v);
-      return sp__set_error(SP_ERR_PARSE, "%s:%d:%d: %s is already a %s (line %d); a key cannot be "
+      return sp__set_error(SP_ERR_PARSE, "%s:%d:%d: %s is already %s (line %d); a key cannot be "
                            "both a value and a table", P->name, kp->line, kp->col, name,
-                           sp__toml_type_name(e->value->type), e->line);
+                           with_article(e->value->type), e->line);
     }
+    /* A table a deeper header only implied ([a.b.c] implies a.b) was never
+     * defined, so dotted keys may define it now - after which a [a.b]
+     * header would be a second definition. */
+    if (e->value->flags == SP__TOML_T_IMPLICIT) e->value->flags = SP__TOML_T_DOTTED;
     if (!(e->value->flags & SP__TOML_T_DOTTED) || (e->value->flags & SP__TOML_T_INLINE)) {
       sp__toml_free(v);
       return sp__set_error(SP_ERR_PARSE, "%s:%d:%d: cannot add keys to table %s with dotted keys: "
@@ -979,10 +996,8 @@ static sp_status parse_header(parser *P) {
     }
     key_text(&k, i + 1, name, sizeof name);
     if (e->value->type != SP__TOML_TABLE) {
-      st = sp__set_error(SP_ERR_PARSE, "%s:%d:%d: %s is already a%s %s (line %d), not a table%s",
-                         P->name, kp->line, kp->col, name,
-                         e->value->type == SP__TOML_ARRAY || e->value->type == SP__TOML_INTEGER ? "n" : "",
-                         sp__toml_type_name(e->value->type), e->line,
+      st = sp__set_error(SP_ERR_PARSE, "%s:%d:%d: %s is already %s (line %d), not a table%s",
+                         P->name, kp->line, kp->col, name, with_article(e->value->type), e->line,
                          e->value->type == SP__TOML_ARRAY
                              ? "; arrays of tables ([[...]]) are not supported"
                              : "; a key cannot be both a value and a table");
@@ -1133,6 +1148,8 @@ static void dump_key_part(sp__buf *b, const char *k, size_t n) {
     sp__buf_json_string(b, k, n);
 }
 
+/* The shortest text that reads back as d, laid out like Python's repr():
+ * positional for exponents -4..15, otherwise d.ddde+XX. */
 static void dump_float(sp__buf *b, double d) {
   if (isnan(d)) {
     sp__buf_puts(b, "nan");
@@ -1143,12 +1160,44 @@ static void dump_float(sp__buf *b, double d) {
     return;
   }
   char s[64];
-  for (int prec = 15; prec <= 17; prec++) {
-    snprintf(s, sizeof s, "%.*g", prec, d);
+  for (int prec = 0; prec <= 17; prec++) {
+    snprintf(s, sizeof s, "%.*e", prec, d);
     if (strtod(s, NULL) == d) break;
   }
-  sp__buf_puts(b, s);
-  if (!strpbrk(s, ".eEn")) sp__buf_puts(b, ".0");
+  /* s is [-]D[.DDD]e(+|-)XX */
+  const char *p = s;
+  if (*p == '-') {
+    sp__buf_putc(b, '-');
+    p++;
+  }
+  char digits[32];
+  size_t nd = 0;
+  for (; *p && *p != 'e'; p++)
+    if (*p != '.' && nd < sizeof digits - 1) digits[nd++] = *p;
+  digits[nd] = '\0';
+  while (nd > 1 && digits[nd - 1] == '0') digits[--nd] = '\0';
+  int exp = *p == 'e' ? atoi(p + 1) : 0;
+  if (exp >= -4 && exp < 16) {
+    if (exp < 0) {
+      sp__buf_puts(b, "0.");
+      for (int i = -1; i > exp; i--) sp__buf_putc(b, '0');
+      sp__buf_puts(b, digits);
+    } else {
+      for (int i = 0; i <= exp; i++) sp__buf_putc(b, (size_t)i < nd ? digits[i] : '0');
+      sp__buf_putc(b, '.');
+      if ((size_t)exp + 1 < nd)
+        sp__buf_puts(b, digits + exp + 1);
+      else
+        sp__buf_putc(b, '0');
+    }
+  } else {
+    sp__buf_putc(b, digits[0]);
+    if (nd > 1) {
+      sp__buf_putc(b, '.');
+      sp__buf_puts(b, digits + 1);
+    }
+    sp__buf_printf(b, "e%c%02d", exp < 0 ? '-' : '+', exp < 0 ? -exp : exp);
+  }
 }
 
 static void dump_inline(sp__buf *b, const sp__toml_value *v) {
