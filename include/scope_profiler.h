@@ -205,6 +205,22 @@ SP__INLINE int sp_scope_end(sp_scope *s) {
 }
 SP__INLINE void sp_scope_cleanup(sp_scope *s) { (void)sp_scope_end(s); }
 
+/*====== User-level tasks (track_async) ======*/
+
+/** Announce that the calling thread now runs user-level task `task` (a
+ * coroutine or fiber; any nonzero id the scheduler chooses; 0 = the thread's
+ * own context). With track_async on, calls nest per task, each call records
+ * its task (events/task_ids) and the time its task was switched out while it
+ * was open (events/await_times), and the file gets a /tasks table. A task may
+ * move to another thread only while none of its regions is open. A no-op when
+ * track_async is off. Not for the hot path of regions: it takes a lock. */
+SP_API void sp_manager_task_switch(sp_manager *m, uint64_t task);
+/** Give a task a display name (copied). */
+SP_API void sp_manager_task_name(sp_manager *m, uint64_t task, const char *name);
+/** Mark a task finished (its done time in the task table). */
+SP_API void sp_manager_task_done(sp_manager *m, uint64_t task);
+SP_API void sp_task_switch(uint64_t task); /* default manager */
+
 /*====== Session ======*/
 
 typedef struct sp_session {

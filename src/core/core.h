@@ -69,7 +69,26 @@ int sp__region_has_opt_in(uint32_t id);
 /* JSON list text of the region's tags ("[]" when none); malloc'd. */
 char *sp__region_tags_json(uint32_t id);
 
-/*====== Threads ======*/
+/*====== Threads and tasks ======*/
+
+struct sp_thread_rec;
+
+/* A user-level task (track_async): a coroutine or fiber announced by its
+ * scheduler through sp_task_switch(). Each task has its own stack of open
+ * calls, swapped in and out of its thread's recording state on a switch. */
+struct sp_task {
+  uint64_t id;
+  uint32_t index; /* dense per manager: the value in events/task_ids */
+  struct sp_thread_rec *thread; /* whose log holds its open calls */
+  char *name;
+  uint64_t *stack; /* saved open calls while switched out; NULL while running */
+  uint32_t depth, cap;
+  uint64_t suspended; /* ticks switched out since creation (running total) */
+  uint64_t out_at;    /* tick of the last switch-out; 0 while running */
+  uint64_t in_at;
+  uint64_t steps, running;
+  uint64_t created, done_at; /* ticks; done_at 0 until sp_task_done */
+};
 
 typedef struct sp_thread_rec {
   struct sp__thread hot; /* first: sp__tls points here */
@@ -83,13 +102,16 @@ typedef struct sp_thread_rec {
   int64_t cpu_ns;        /* CPU time read on the thread at exit (or finalize) */
   int exited;
   int64_t *cols;         /* probe columns: hot.cap x m->probe_ncols */
+  struct sp_task *cur_task; /* track_async: the task running now, NULL = thread context */
+  uint64_t *ctx_stack;   /* the thread context's open calls while a task runs */
+  uint32_t ctx_depth, ctx_cap;
   /* opt-in tag decisions per region id for m->optin_epoch: 0 unknown,
    * 1 recorded, 2 disabled; written only by the owning thread */
   uint8_t *optin;
   uint32_t optin_cap;
   uint64_t optin_epoch;
   /* problems, counted without atomics by the owning thread */
-  uint64_t unmatched_ends, invalid_regions, dropped_events;
+  uint64_t unmatched_ends, invalid_regions, dropped_events, task_migrations;
 } sp_thread_rec;
 
 /*====== Manager ======*/
@@ -122,7 +144,18 @@ struct sp_manager {
   int nprobes;
   int probe_ncols;
   int probe_col0[SP_MAX_PROBES];
+  int async_col; /* track_async: first of its two columns in cols, else -1 */
+  struct sp_task **tasks;
+  uint32_t ntasks, tasks_cap;
 };
+
+/* Tasks (tasks.c). */
+void sp__tasks_free(struct sp_manager *m);
+/* Lane of an event: 0 for the thread context, task index + 1 otherwise. */
+static inline uint32_t sp__event_lane(const struct sp_manager *m, const sp_thread_rec *t, uint64_t i) {
+  if (m->async_col < 0) return 0;
+  return (uint32_t)(t->cols[i * (uint64_t)m->probe_ncols + (uint64_t)m->async_col] + 1);
+}
 
 /* Registers the calling thread with `m` (slow path); NULL when out of memory. */
 sp_thread_rec *sp__thread_attach(struct sp_manager *m);

@@ -23,6 +23,7 @@ SP_API struct sp_manager sp__default_manager = {
     .hot = {SP__STATE_OFF, 0, 0},
     .lock = PTHREAD_MUTEX_INITIALIZER,
     .is_default = 1,
+    .async_col = -1,
 };
 
 const char *sp_version_string(void) { return SP_VERSION_STRING; }
@@ -68,8 +69,8 @@ void sp__manager_publish_state(struct sp_manager *m) {
     s = SP__STATE_SLOW;
   else if (m->cfg.aggregation_mode)
     s = SP__STATE_AGGREGATE; /* probes add per-call columns: none without events */
-  else if (m->nprobes)
-    s = SP__STATE_SLOW;
+  else if (m->probe_ncols)
+    s = SP__STATE_SLOW; /* probes or track_async: columns are filled out of line */
   else
     s = SP__STATE_TIMELINE;
   __atomic_store_n(&m->hot.state, s, __ATOMIC_RELEASE);
@@ -82,6 +83,7 @@ sp_manager *sp_manager_create(void) {
     return NULL;
   }
   pthread_mutex_init(&m->lock, NULL);
+  m->async_col = -1;
   if (sp__slot_acquire(m) < 0) {
     pthread_mutex_destroy(&m->lock);
     free(m);
@@ -107,6 +109,7 @@ void sp_manager_destroy(sp_manager *m) {
   sp__slot_release(m);
   teardown_probes(m);
   sp__threads_free(m);
+  sp__tasks_free(m);
   if (m->have_cfg) sp__config_free(&m->cfg);
   free(m->calls_done);
   free(m->output_path);
@@ -130,6 +133,11 @@ static sp_status setup_probes(struct sp_manager *m) {
     m->probe_col0[m->nprobes] = ncols;
     m->nprobes++;
     ncols += want[p]->ncols;
+  }
+  m->async_col = -1;
+  if (m->cfg.track_async && !m->cfg.aggregation_mode) {
+    m->async_col = ncols; /* task_ids, await_times */
+    ncols += 2;
   }
   m->probe_ncols = ncols;
   /* Threads that recorded before keep their events; their column arrays
@@ -223,6 +231,60 @@ static int count_done_calls(struct sp_manager *m) {
   return 0;
 }
 
+/* A new table with `ncols` integer columns (the first `nu32` of them u32)
+ * and one string column, appended to the run. */
+static struct sp_table *new_table(struct sp_run *run, const char *name, size_t nrows,
+                                  const char *const *cols, size_t ncols, size_t nu32, const char *strcol) {
+  struct sp_table *tabs = realloc(run->tables, (run->ntables + 1) * sizeof *tabs);
+  if (!tabs) return NULL;
+  run->tables = tabs;
+  struct sp_table *tb = &tabs[run->ntables++];
+  memset(tb, 0, sizeof *tb);
+  tb->name = sp__strdup(name);
+  tb->nrows = nrows;
+  tb->ncols = ncols;
+  tb->cols = calloc(ncols, sizeof *tb->cols);
+  tb->nstr = 1;
+  tb->str_cols_names = calloc(1, sizeof(char *));
+  tb->str_cols = calloc(1, sizeof(char **));
+  if (!tb->name || !tb->cols || !tb->str_cols_names || !tb->str_cols) return NULL;
+  tb->str_cols_names[0] = sp__strdup(strcol);
+  tb->str_cols[0] = calloc(nrows + 1, sizeof(char *));
+  if (!tb->str_cols_names[0] || !tb->str_cols[0]) return NULL;
+  for (size_t c = 0; c < ncols; c++) {
+    tb->cols[c].name = sp__strdup(cols[c]);
+    tb->cols[c].type = c < nu32 ? SP_COL_U32 : SP_COL_I64;
+    tb->cols[c].data = calloc(nrows + 1, 8);
+    if (!tb->cols[c].name || !tb->cols[c].data) return NULL;
+  }
+  return tb;
+}
+
+static sp_status add_task_table(struct sp_manager *m, struct sp_run *run, const struct sp_clock_map *cm) {
+  static const char *const names[] = {"ranks", "index", "ids", "thread_index", "steps", "running_ns",
+                                      "awaiting_ns", "created_ns", "done_ns"};
+  size_t n = m->ntasks;
+  struct sp_table *tb = new_table(run, "tasks", n, names, sizeof names / sizeof names[0], 2, "names");
+  if (!tb) return SP_ERR_NO_MEMORY;
+  double scale = (double)cm->mult / 4294967296.0;
+  uint64_t now = sp__ticks();
+  for (size_t i = 0; i < n; i++) {
+    const struct sp_task *k = m->tasks[i];
+    uint64_t running = k->running + (k->stack == NULL ? now - k->in_at : 0); /* running now */
+    ((uint32_t *)tb->cols[0].data)[i] = 0;
+    ((uint32_t *)tb->cols[1].data)[i] = k->index;
+    ((int64_t *)tb->cols[2].data)[i] = (int64_t)k->id;
+    ((int64_t *)tb->cols[3].data)[i] = k->thread ? (int64_t)k->thread->index : -1;
+    ((int64_t *)tb->cols[4].data)[i] = (int64_t)k->steps;
+    ((int64_t *)tb->cols[5].data)[i] = (int64_t)((double)running * scale);
+    ((int64_t *)tb->cols[6].data)[i] = (int64_t)((double)k->suspended * scale);
+    ((int64_t *)tb->cols[7].data)[i] = sp__ticks_to_ns(cm, k->created);
+    ((int64_t *)tb->cols[8].data)[i] = k->done_at ? sp__ticks_to_ns(cm, k->done_at) : -1;
+    tb->str_cols[0][i] = sp__strdup(k->name ? k->name : "");
+  }
+  return SP_OK;
+}
+
 static sp_status add_thread_table(struct sp_manager *m, struct sp_run *run) {
   struct sp_table *tb = calloc(1, sizeof *tb);
   if (!tb) return SP_ERR_NO_MEMORY;
@@ -283,9 +345,10 @@ sp_status sp_manager_finalize(sp_manager *m, const sp_finalize_args *args, sp_re
   sp_status st = agg ? sp__snapshot_build_aggregate(m, &cm, 0, &run, &open_calls)
                      : sp__snapshot_build(m, &cm, 0, &run, &open_calls);
   if (st != SP_OK) return st;
-  if (m->cfg.track_threads && add_thread_table(m, &run) != SP_OK) {
+  if ((m->cfg.track_threads && add_thread_table(m, &run) != SP_OK) ||
+      (m->cfg.track_async && add_task_table(m, &run, &cm) != SP_OK)) {
     sp__run_free(&run);
-    return sp__set_error(SP_ERR_NO_MEMORY, "finalize: out of memory for the thread table");
+    return sp__set_error(SP_ERR_NO_MEMORY, "finalize: out of memory for the thread and task tables");
   }
   if (sp__metadata_collect(&m->cfg, m->cfg.start_time_ns, 1, &run.meta) != 0) {
     sp__run_free(&run);

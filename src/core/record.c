@@ -216,7 +216,8 @@ void sp__threads_free(struct sp_manager *m) {
   while (t) {
     sp_thread_rec *n = t->next;
     free(t->hot.ev);
-    free(t->hot.stack);
+    free(t->hot.stack); /* a running task's stack lives here, its record holds NULL */
+    free(t->ctx_stack);
     free(t->hot.open);
     free(t->hot.acc);
     free(t->cols);
@@ -310,8 +311,12 @@ SP_API int sp__begin_slow(void *mv, uint32_t r) {
   ev->region = id;
   ev->depth = t->hot.depth++;
   ev->end = 0;
-  if (m->nprobes) {
+  if (m->probe_ncols) {
     int64_t *cols = t->cols + i * (uint64_t)m->probe_ncols;
+    if (m->async_col >= 0) {
+      cols[m->async_col] = t->cur_task ? (int64_t)t->cur_task->index : -1;
+      cols[m->async_col + 1] = t->cur_task ? (int64_t)t->cur_task->suspended : 0;
+    }
     for (int p = 0; p < m->nprobes; p++) m->probes[p]->begin(m->probe_state[p], cols + m->probe_col0[p]);
   }
   ev->start = sp__ticks();
@@ -370,8 +375,10 @@ SP_API int sp__end_slow(void *mv, uint32_t r) {
     t->unmatched_ends++;
     return SP_ERR_UNMATCHED_END;
   }
-  if (m->nprobes) {
+  if (m->probe_ncols) {
     int64_t *cols = t->cols + top * (uint64_t)m->probe_ncols;
+    if (m->async_col >= 0) /* the call's task is running: it is on its stack */
+      cols[m->async_col + 1] = t->cur_task ? (int64_t)t->cur_task->suspended - cols[m->async_col + 1] : 0;
     /* Timestamp first, then counters: the probes' own cost stays outside
      * the measured interval on both ends. */
     for (int p = m->nprobes - 1; p >= 0; p--) m->probes[p]->end(m->probe_state[p], cols + m->probe_col0[p]);

@@ -21,6 +21,49 @@
 
 #define MANY_THREADS (UINT32_MAX - 1)
 
+/* Call-tree reconstruction stacks, one per lane (the thread context and each
+ * task): a call's parent is the nearest open call of its own lane. */
+struct lanes {
+  uint64_t **stk;
+  uint32_t *sp, *cap;
+  uint32_t n;
+};
+
+static int lanes_init(struct lanes *l, uint32_t n) {
+  l->n = n;
+  l->stk = calloc(n, sizeof *l->stk);
+  l->sp = calloc(n, sizeof *l->sp);
+  l->cap = calloc(n, sizeof *l->cap);
+  return l->stk && l->sp && l->cap ? 0 : -1;
+}
+
+static void lanes_free(struct lanes *l) {
+  for (uint32_t i = 0; l->stk && i < l->n; i++) free(l->stk[i]);
+  free(l->stk);
+  free(l->sp);
+  free(l->cap);
+  memset(l, 0, sizeof *l);
+}
+
+static void lanes_reset(struct lanes *l) { memset(l->sp, 0, l->n * sizeof *l->sp); }
+
+/* Pops the calls of lane L that cannot enclose event i, returns the parent
+ * (UINT64_MAX for none) and pushes i; -1 when out of memory. */
+static int lane_step(struct lanes *l, uint32_t L, const struct sp__event *ev, uint64_t i, uint64_t *parent) {
+  if (L >= l->n) L = 0;
+  while (l->sp[L] && ev[l->stk[L][l->sp[L] - 1]].depth >= ev[i].depth) l->sp[L]--;
+  *parent = l->sp[L] ? l->stk[L][l->sp[L] - 1] : UINT64_MAX;
+  if (l->sp[L] == l->cap[L]) {
+    uint32_t cap = l->cap[L] ? l->cap[L] * 2 : 32;
+    uint64_t *n = realloc(l->stk[L], cap * sizeof *n);
+    if (!n) return -1;
+    l->stk[L] = n;
+    l->cap[L] = cap;
+  }
+  l->stk[L][l->sp[L]++] = i;
+  return 0;
+}
+
 /* Fill a row's source columns from the region registry. */
 static int row_source(struct sp_manager *m, struct sp_row *row, const struct sp_region_info *ri,
                       sp_source_cache *cache) {
@@ -116,12 +159,12 @@ sp_status sp__snapshot_build(struct sp_manager *m, const struct sp_clock_map *cm
   uint32_t *last_thread = NULL;
   uint64_t *cursor = NULL;
   int64_t *callid = NULL, *childsum = NULL;
-  uint64_t *stk = NULL;
+  struct lanes lanes = {0};
   sp_source_cache *cache = NULL;
   sp_status st = SP_ERR_NO_MEMORY;
   if (!count || !row_of) goto fail;
 
-  uint64_t max_n = 0, max_depth = 1;
+  uint64_t max_n = 0;
   for (sp_thread_rec *t = m->threads; t; t = t->next) {
     if (t->hot.n > max_n) max_n = t->hot.n;
     for (uint64_t i = 0; i < t->hot.n; i++) {
@@ -132,7 +175,6 @@ sp_status sp__snapshot_build(struct sp_manager *m, const struct sp_clock_map *cm
       } else {
         (*open_calls)++;
       }
-      if (e->depth + 1 > max_depth) max_depth = e->depth + 1;
     }
   }
 
@@ -173,6 +215,12 @@ sp_status sp__snapshot_build(struct sp_manager *m, const struct sp_clock_map *cm
         run->extra[c].data = malloc(ne * sizeof(int64_t));
         if (!run->extra[c].name || !run->extra[c].data) goto fail;
       }
+    for (int k = 0; m->async_col >= 0 && k < 2; k++, c++) {
+      run->extra[c].name = sp__strdup(k ? "await_times" : "task_ids");
+      run->extra[c].type = SP_COL_I64;
+      run->extra[c].data = malloc(ne * sizeof(int64_t));
+      if (!run->extra[c].name || !run->extra[c].data) goto fail;
+    }
   }
 
   cache = sp__source_cache_new();
@@ -201,8 +249,8 @@ sp_status sp__snapshot_build(struct sp_manager *m, const struct sp_clock_map *cm
 
   callid = malloc((max_n ? max_n : 1) * sizeof *callid);
   childsum = malloc((max_n ? max_n : 1) * sizeof *childsum);
-  stk = malloc(max_depth * sizeof *stk);
-  if (!callid || !childsum || !stk) goto fail;
+  if (!callid || !childsum || lanes_init(&lanes, m->async_col >= 0 ? m->ntasks + 1 : 1) != 0) goto fail;
+  double scale = (double)cm->mult / 4294967296.0;
 
   int64_t base = 0;
   for (sp_thread_rec *t = m->threads; t; t = t->next) {
@@ -215,18 +263,18 @@ sp_status sp__snapshot_build(struct sp_manager *m, const struct sp_clock_map *cm
     }
     base += k;
     /* Pass 1: parents and the time of direct children. */
-    uint64_t sp = 0;
+    uint64_t par;
+    lanes_reset(&lanes);
     for (uint64_t i = 0; i < n; i++) {
-      while (sp && ev[stk[sp - 1]].depth >= ev[i].depth) sp--;
-      if (sp && ev[i].end) childsum[stk[sp - 1]] += sp__ticks_to_ns(cm, ev[i].end) - sp__ticks_to_ns(cm, ev[i].start);
-      stk[sp++] = i;
+      if (lane_step(&lanes, sp__event_lane(m, t, i), ev, i, &par) != 0) goto fail;
+      if (par != UINT64_MAX && ev[i].end)
+        childsum[par] += sp__ticks_to_ns(cm, ev[i].end) - sp__ticks_to_ns(cm, ev[i].start);
     }
     /* Pass 2: place every completed call in its region's row. */
-    sp = 0;
+    lanes_reset(&lanes);
     for (uint64_t i = 0; i < n; i++) {
-      while (sp && ev[stk[sp - 1]].depth >= ev[i].depth) sp--;
-      int64_t parent = sp ? callid[stk[sp - 1]] : -1;
-      stk[sp++] = i;
+      if (lane_step(&lanes, sp__event_lane(m, t, i), ev, i, &par) != 0) goto fail;
+      int64_t parent = par != UINT64_MAX ? callid[par] : -1;
       if (!ev[i].end) continue;
       uint32_t row = row_of[ev[i].region];
       uint64_t pos = cursor[row]++;
@@ -239,8 +287,11 @@ sp_status sp__snapshot_build(struct sp_manager *m, const struct sp_clock_map *cm
       run->rows[row].exclusive_total += (e - s) - childsum[i];
       size_t c = 0;
       if (track_threads) ((uint32_t *)run->extra[c++].data)[pos] = t->index;
-      for (int p = 0; p < m->probe_ncols; p++, c++)
-        ((int64_t *)run->extra[c].data)[pos] = t->cols[i * (uint64_t)m->probe_ncols + (uint64_t)p];
+      for (int p = 0; p < m->probe_ncols; p++, c++) {
+        int64_t v = t->cols[i * (uint64_t)m->probe_ncols + (uint64_t)p];
+        if (m->async_col >= 0 && p == m->async_col + 1) v = (int64_t)((double)v * scale); /* await: ticks to ns */
+        ((int64_t *)run->extra[c].data)[pos] = v;
+      }
       if (last_thread[row] == UINT32_MAX)
         last_thread[row] = t->index;
       else if (last_thread[row] != t->index)
@@ -266,23 +317,78 @@ fail:
   free(cursor);
   free(callid);
   free(childsum);
-  free(stk);
+  lanes_free(&lanes);
   return st;
+}
+
+/* Every stack that holds indices into thread t's log: the live one, the
+ * thread context's while a task runs, and those of its switched-out tasks. */
+static size_t stacks_of(struct sp_manager *m, sp_thread_rec *t, uint64_t **s[], uint32_t *d[], size_t max) {
+  size_t n = 0;
+  s[n] = &t->hot.stack;
+  d[n++] = &t->hot.depth;
+  if (t->cur_task && t->ctx_stack) {
+    s[n] = &t->ctx_stack;
+    d[n++] = &t->ctx_depth;
+  }
+  for (uint32_t k = 0; k < m->ntasks && n < max; k++)
+    if (m->tasks[k]->thread == t && m->tasks[k]->stack) {
+      s[n] = &m->tasks[k]->stack;
+      d[n++] = &m->tasks[k]->depth;
+    }
+  return n;
+}
+
+static int cmp_u64(const void *a, const void *b) {
+  uint64_t x = **(uint64_t *const *)a, y = **(uint64_t *const *)b;
+  return (x > y) - (x < y);
 }
 
 void sp__snapshot_compact(struct sp_manager *m) {
   for (sp_thread_rec *t = m->threads; t; t = t->next) {
-    uint64_t k = 0;
-    for (uint32_t d = 0; d < t->hot.depth; d++) {
-      uint64_t i = t->hot.stack[d];
-      if (i & SP__GHOST_BIT) continue;
-      t->hot.ev[k] = t->hot.ev[i];
-      if (m->probe_ncols)
-        memmove(t->cols + k * (uint64_t)m->probe_ncols, t->cols + i * (uint64_t)m->probe_ncols,
-                (size_t)m->probe_ncols * sizeof *t->cols);
-      t->hot.stack[d] = k++;
+    if (m->ntasks == 0) { /* one stack: its open calls are already in log order */
+      uint64_t k = 0;
+      for (uint32_t d = 0; d < t->hot.depth; d++) {
+        uint64_t i = t->hot.stack[d];
+        if (i & SP__GHOST_BIT) continue;
+        t->hot.ev[k] = t->hot.ev[i];
+        if (m->probe_ncols)
+          memmove(t->cols + k * (uint64_t)m->probe_ncols, t->cols + i * (uint64_t)m->probe_ncols,
+                  (size_t)m->probe_ncols * sizeof *t->cols);
+        t->hot.stack[d] = k++;
+      }
+      t->hot.n = k;
+      continue;
+    }
+    /* Several stacks: keep every referenced call, in log order (begin
+     * order, which the call-tree rebuild relies on), and renumber. */
+    size_t cap = m->ntasks + 2, nref = 0;
+    uint64_t **ss[cap];
+    uint32_t *dd[cap];
+    size_t ns = stacks_of(m, t, ss, dd, cap);
+    for (size_t k = 0; k < ns; k++) nref += *dd[k];
+    uint64_t **refs = malloc((nref + 1) * sizeof *refs);
+    if (!refs) continue; /* out of memory: keep the log as it is (written again next time) */
+    nref = 0;
+    for (size_t k = 0; k < ns; k++)
+      for (uint32_t d = 0; d < *dd[k]; d++)
+        if (!((*ss[k])[d] & SP__GHOST_BIT)) refs[nref++] = &(*ss[k])[d];
+    qsort(refs, nref, sizeof *refs, cmp_u64);
+    uint64_t k = 0, prev = UINT64_MAX;
+    for (size_t r = 0; r < nref; r++) {
+      uint64_t i = *refs[r];
+      if (i != prev) {
+        t->hot.ev[k] = t->hot.ev[i];
+        if (m->probe_ncols)
+          memmove(t->cols + k * (uint64_t)m->probe_ncols, t->cols + i * (uint64_t)m->probe_ncols,
+                  (size_t)m->probe_ncols * sizeof *t->cols);
+        k++;
+        prev = i;
+      }
+      *refs[r] = k - 1;
     }
     t->hot.n = k;
+    free(refs);
   }
 }
 

@@ -1,0 +1,170 @@
+/* test-async.c - track_async with a real ucontext scheduler: three
+ * coroutines interleave on one thread, yielding inside open regions. Calls
+ * must nest per task, carry their task, and count the time their task was
+ * switched out as await time. */
+#include <stdlib.h>
+#include <string.h>
+#include <ucontext.h>
+
+#include "harness.h"
+#include "h5util.h"
+#include "core/core.h"
+#include "scope_profiler.h"
+
+#define NTASK 3
+#define ROUNDS 4
+
+static sp_manager *m;
+static ucontext_t sched_ctx, task_ctx[NTASK];
+static int done[NTASK];
+static int current;
+static sp_region r_work, r_step, r_loop;
+
+static void tick(uint64_t ns) { sp__clock_manual_advance(ns); }
+
+/* Yield back to the scheduler; it announces the switch. */
+static void yield(void) {
+  swapcontext(&task_ctx[current], &sched_ctx);
+}
+
+static void task_body(void) {
+  int me = current;
+  ASSERT_OK(sp_region_begin(m, r_work));
+  for (int i = 0; i < ROUNDS; i++) {
+    ASSERT_OK(sp_region_begin(m, r_step));
+    tick(10 + (uint64_t)me); /* running */
+    yield();                 /* suspended inside both regions */
+    tick(5);
+    ASSERT_OK(sp_region_end(m, r_step));
+  }
+  ASSERT_OK(sp_region_end(m, r_work));
+  sp_manager_task_done(m, (uint64_t)me + 1);
+  done[me] = 1;
+  swapcontext(&task_ctx[me], &sched_ctx);
+}
+
+SP_TEST(ucontext_tasks_nest_and_await) {
+  setenv("SCOPE_PROFILER_CLOCK", "manual", 1);
+  m = sp_manager_create();
+  const char *ov[] = {"file_path=async.h5", "track_async=1", NULL};
+  ASSERT_OK(sp_manager_setup(m, &(sp_setup_args){.overrides = ov}));
+  ASSERT(sp_config_track_threads(sp_manager_config(m))); /* implied */
+  r_work = sp_region_intern("task_work");
+  r_step = sp_region_intern("task_step");
+  r_loop = sp_region_intern("scheduler_loop");
+  static char stacks[NTASK][64 * 1024];
+  for (int i = 0; i < NTASK; i++) {
+    getcontext(&task_ctx[i]);
+    task_ctx[i].uc_stack.ss_sp = stacks[i];
+    task_ctx[i].uc_stack.ss_size = sizeof stacks[i];
+    task_ctx[i].uc_link = &sched_ctx;
+    makecontext(&task_ctx[i], task_body, 0);
+    char name[32];
+    snprintf(name, sizeof name, "worker-%d", i);
+    sp_manager_task_name(m, (uint64_t)i + 1, name);
+  }
+  ASSERT_OK(sp_region_begin(m, r_loop)); /* the thread's own context */
+  int alive = NTASK;
+  while (alive) {
+    for (int i = 0; i < NTASK; i++) {
+      if (done[i]) continue;
+      current = i;
+      sp_manager_task_switch(m, (uint64_t)i + 1);
+      swapcontext(&sched_ctx, &task_ctx[i]);
+      sp_manager_task_switch(m, 0);
+      tick(1);
+      if (done[i]) alive--;
+    }
+  }
+  ASSERT_OK(sp_region_end(m, r_loop));
+  ASSERT_EQ(sp_manager_problems(m).unmatched_ends, 0);
+  ASSERT_OK(sp_manager_finalize(m, NULL, NULL));
+
+  ASSERT_EQ(h5_region_events("async.h5", "task_work"), NTASK);
+  ASSERT_EQ(h5_region_events("async.h5", "task_step"), NTASK * ROUNDS);
+  long long n, k;
+  int64_t *task = h5_i64("async.h5", "/events/task_ids", &n);
+  int64_t *await = h5_i64("async.h5", "/events/await_times", &n);
+  int64_t *cid = h5_i64("async.h5", "/events/call_ids", &n);
+  int64_t *pid = h5_i64("async.h5", "/events/parent_ids", &n);
+  int64_t *s = h5_i64("async.h5", "/events/start_times", &n);
+  int64_t *e = h5_i64("async.h5", "/events/end_times", &n);
+  int64_t *ids = h5_i64("async.h5", "/rank_region_index/region_ids", &k);
+  int64_t *off = h5_i64("async.h5", "/rank_region_index/event_offsets", &k);
+  int64_t *cnt = h5_i64("async.h5", "/rank_region_index/event_counts", &k);
+  long long iw = h5_region_index("async.h5", "task_work"), is = h5_region_index("async.h5", "task_step");
+  long long il = h5_region_index("async.h5", "scheduler_loop");
+  ASSERT_EQ(n, NTASK + NTASK * ROUNDS + 1);
+  for (long long r = 0; r < k; r++) {
+    for (int64_t j = off[r]; j < off[r] + cnt[r]; j++) {
+      if (ids[r] == il) {
+        ASSERT_EQ(task[j], -1); /* thread context */
+        ASSERT_EQ(pid[j], -1);
+        ASSERT_EQ(await[j], 0);
+        continue;
+      }
+      ASSERT(task[j] >= 0 && task[j] < NTASK);
+      if (ids[r] == iw) {
+        /* task_work's parent is not the scheduler loop of another lane */
+        ASSERT_EQ(pid[j], -1);
+        /* suspended ROUNDS times while the other tasks ran */
+        ASSERT_GT(await[j], 0);
+        ASSERT_LT(await[j], e[j] - s[j]);
+      } else {
+        ASSERT_EQ(ids[r], is);
+        /* parent: the task_work call of the same task */
+        int found = 0;
+        for (long long q = 0; q < n; q++)
+          if (cid[q] == pid[j]) {
+            ASSERT_EQ(task[q], task[j]);
+            ASSERT(s[q] <= s[j] && e[j] <= e[q]);
+            found = 1;
+          }
+        ASSERT(found);
+        /* every step yields once; the others ran 2 x (10+me) + 5 + ticks */
+        ASSERT_GT(await[j], 0);
+      }
+    }
+  }
+  /* The whole await of task_work equals the sum of its own switched-out gaps:
+   * it is open for the whole life of its task. */
+  int64_t *steps = h5_i64("async.h5", "/tasks/steps", &k);
+  int64_t *awaiting = h5_i64("async.h5", "/tasks/awaiting_ns", &k);
+  char **names = h5_strings("async.h5", "/tasks/names", &k);
+  ASSERT_EQ(k, NTASK);
+  for (int i = 0; i < NTASK; i++) {
+    ASSERT_EQ(steps[i], ROUNDS + 1);
+    char want[32];
+    snprintf(want, sizeof want, "worker-%d", i);
+    ASSERT_STR_EQ(names[i], want);
+  }
+  for (long long r = 0; r < k; r++) (void)awaiting[r];
+  for (long long q = 0; q < n; q++)
+    if (cid[q] >= 0) {
+      for (long long r = 0; r < h5_len("async.h5", "/rank_region_index/region_ids"); r++)
+        if (ids[r] == iw && q >= off[r] && q < off[r] + cnt[r]) {
+          /* task_work spans from just after its first switch-in to its last
+           * step: all its suspensions except none before it began. */
+          ASSERT_EQ(await[q], awaiting[task[q]]);
+        }
+    }
+  free(task); free(await); free(cid); free(pid); free(s); free(e); free(ids); free(off); free(cnt);
+  free(steps); free(awaiting);
+  sp_manager_destroy(m);
+}
+
+SP_TEST(task_switch_is_a_noop_without_track_async) {
+  m = sp_manager_create();
+  const char *ov[] = {"file_path=noasync.h5", NULL};
+  ASSERT_OK(sp_manager_setup(m, &(sp_setup_args){.overrides = ov}));
+  sp_region r = sp_region_intern("plain");
+  sp_region_begin(m, r);
+  sp_manager_task_switch(m, 7);
+  sp_region_end(m, r); /* still matches: no per-task stacks */
+  ASSERT_OK(sp_manager_finalize(m, NULL, NULL));
+  ASSERT_EQ(h5_len("noasync.h5", "/events/task_ids"), -1);
+  ASSERT_EQ(h5_region_events("noasync.h5", "plain"), 1);
+  sp_manager_destroy(m);
+}
+
+int main(int argc, char **argv) { return sp_test_main(argc, argv); }
