@@ -14,6 +14,7 @@
 #include "common/error.h"
 #include "core/core.h"
 #include "core/metadata.h"
+#include "core/mpi_hooks.h"
 #include "core/snapshot.h"
 #include "core/summary.h"
 #include "output/output.h"
@@ -25,6 +26,8 @@ SP_API struct sp_manager sp__default_manager = {
     .is_default = 1,
     .async_col = -1,
 };
+
+const struct sp_mpi_ops *sp__mpi_ops;
 
 const char *sp_version_string(void) { return SP_VERSION_STRING; }
 
@@ -339,26 +342,33 @@ sp_status sp_manager_finalize(sp_manager *m, const sp_finalize_args *args, sp_re
   sp__clock_anchor(&tick1, &ns1);
   struct sp_clock_map cm = sp__clock_map(m->run_tick0, m->run_ns0, tick1, ns1);
 
+  /* Under MPI every rank gets here (finalize is collective there). */
+  const struct sp_mpi_ops *mpi = sp__mpi_ops && sp__mpi_ops->in_use() ? sp__mpi_ops : NULL;
+  uint32_t rank = mpi ? (uint32_t)mpi->rank() : 0;
   struct sp_run run;
   uint64_t open_calls = 0;
   int agg = m->cfg.aggregation_mode;
-  sp_status st = agg ? sp__snapshot_build_aggregate(m, &cm, 0, &run, &open_calls)
-                     : sp__snapshot_build(m, &cm, 0, &run, &open_calls);
+  sp_status st = agg ? sp__snapshot_build_aggregate(m, &cm, rank, &run, &open_calls)
+                     : sp__snapshot_build(m, &cm, rank, &run, &open_calls);
   if (st != SP_OK) return st;
   if ((m->cfg.track_threads && add_thread_table(m, &run) != SP_OK) ||
       (m->cfg.track_async && add_task_table(m, &run, &cm) != SP_OK)) {
     sp__run_free(&run);
     return sp__set_error(SP_ERR_NO_MEMORY, "finalize: out of memory for the thread and task tables");
   }
-  if (sp__metadata_collect(&m->cfg, m->cfg.start_time_ns, 1, &run.meta) != 0) {
+  if (sp__metadata_collect(&m->cfg, m->cfg.start_time_ns, mpi ? mpi->size() : 1, &run.meta) != 0) {
     sp__run_free(&run);
     return sp__set_error(SP_ERR_NO_MEMORY, "finalize: out of memory collecting metadata");
+  }
+  if (mpi && (st = mpi->metadata(&run.meta, &m->cfg)) != SP_OK) {
+    sp__run_free(&run);
+    return st;
   }
 
   sp_status io = SP_OK;
   char io_msg[1024] = "";
   if (!m->cfg.deactivate_file_output) {
-    io = sp__h5_write_file(&run, &m->cfg, m->cfg.file_path);
+    io = mpi ? mpi->write(&run, &m->cfg, m->cfg.file_path) : sp__h5_write_file(&run, &m->cfg, m->cfg.file_path);
     if (io == SP_OK) {
       free(m->output_path);
       m->output_path = sp__strdup(m->cfg.file_path);
@@ -366,7 +376,13 @@ sp_status sp_manager_finalize(sp_manager *m, const sp_finalize_args *args, sp_re
       snprintf(io_msg, sizeof io_msg, "%s", sp_last_error());
     }
   }
-  if (results && args->return_results) {
+  if (results && args->return_results && mpi) {
+    sp_status rs = mpi->results(&run, &m->cfg, results);
+    if (rs != SP_OK && io == SP_OK) {
+      io = rs;
+      snprintf(io_msg, sizeof io_msg, "%s", sp_last_error());
+    }
+  } else if (results && args->return_results) {
     void *image = NULL;
     size_t size = 0;
     sp_status rs = sp__h5_write_image(&run, &m->cfg, &image, &size);
@@ -377,7 +393,7 @@ sp_status sp_manager_finalize(sp_manager *m, const sp_finalize_args *args, sp_re
       snprintf(io_msg, sizeof io_msg, "%s", sp_last_error());
     }
   }
-  if (args->verbose) sp__summary_print(args->summary_stream ? args->summary_stream : stdout, &run,
+  if (args->verbose && rank == 0) sp__summary_print(args->summary_stream ? args->summary_stream : stdout, &run,
                                        m->cfg.display_label);
   sp__run_free(&run);
 
