@@ -271,6 +271,8 @@ typedef enum sp_export_format {
   SP_EXPORT_FLAME_CSV,    /* file,rank,region,depth,start_seconds,end_seconds */
   SP_EXPORT_DURATIONS_CSV /* file,region,metric,value_seconds */
 } sp_export_format;
+/* OR'd into a CSV format: omit the header row (to append another file). */
+#define SP_EXPORT_NO_HEADER 0x100
 
 typedef struct sp_export_stats {
   uint64_t events;   /* calls written */

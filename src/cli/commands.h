@@ -14,5 +14,9 @@ struct sp_cli_command {
 };
 
 int sp_cmd_config(int argc, char **argv);
+int sp_cmd_inspect(int argc, char **argv);
+int sp_cmd_diff(int argc, char **argv);
+int sp_cmd_check(int argc, char **argv);
+int sp_cmd_export(int argc, char **argv);
 
 #endif

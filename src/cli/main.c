@@ -9,6 +9,10 @@
 
 static const struct sp_cli_command commands[] = {
     {"config", sp_cmd_config, "check or show a configuration (TOML, environment, defaults)"},
+    {"inspect", sp_cmd_inspect, "show a profile's metadata, region statistics, call tree or source"},
+    {"diff", sp_cmd_diff, "compare the regions of two profiles"},
+    {"check", sp_cmd_check, "fail (exit 1) when a candidate profile regressed against a baseline"},
+    {"export", sp_cmd_export, "write chrome-trace, speedscope, folded, csv or json"},
 };
 
 static void usage(FILE *out) {

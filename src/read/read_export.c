@@ -67,6 +67,7 @@ static sp_status ordered_regions(sp_results *r, const sp_filter *f, size_t **out
     if (!sp_filter_match_region(f, r->names[i])) continue;
     sp_region_stats s;
     st = sp_results_region_stats(r, i, f, 0, &s);
+    if (st == SP_OK && s.ranks == 0) continue; /* named in the table, never recorded here */
     o[k].region = i;
     o[k].has = s.count > 0;
     o[k].first = s.first_start_ns;
@@ -347,8 +348,8 @@ static sp_status folded(sp_results *r, const sp_filter *f, FILE *out, sp_export_
 
 /* ---- plot-data CSV ----------------------------------------------------------------- */
 
-static sp_status gantt_csv(sp_results *r, const sp_filter *f, const char *label, FILE *out,
-                           sp_export_stats *xs) {
+static sp_status gantt_csv(sp_results *r, const sp_filter *f, const char *label, int header,
+                           FILE *out, sp_export_stats *xs) {
   int64_t origin_ns;
   sp_status st = sp_results_min_start(r, &origin_ns);
   if (st != SP_OK) return st;
@@ -362,7 +363,13 @@ static sp_status gantt_csv(sp_results *r, const sp_filter *f, const char *label,
     free(order);
     return sp__set_error(SP_ERR_NO_MEMORY, "out of memory");
   }
-  fputs("file,rank,region,start_seconds,end_seconds\r\n", out);
+  if (header) fputs("file,rank,region,start_seconds,end_seconds\r\n", out);
+  uint64_t total = 0;
+  for (size_t i = 0; i < r->nrows; i++)
+    if (sp_filter_match_rank(f, r->rows[i].rank) &&
+        sp_filter_match_region(f, r->names[r->rows[i].region]))
+      total += r->rows[i].count;
+  sp__progress_begin(r, total);
   struct sp__h5quiet q;
   sp__h5_quiet_begin(&q);
   for (size_t oi = 0; oi < nreg && st == SP_OK; oi++) {
@@ -387,6 +394,7 @@ static sp_status gantt_csv(sp_results *r, const sp_filter *f, const char *label,
         }
         done += n;
         xs->events += n;
+        sp__progress(r, n);
       }
     }
   }
@@ -396,9 +404,9 @@ static sp_status gantt_csv(sp_results *r, const sp_filter *f, const char *label,
   return st;
 }
 
-static sp_status flame_csv(sp_results *r, const sp_filter *f, const char *label, FILE *out,
-                           sp_export_stats *xs) {
-  fputs("file,rank,region,depth,start_seconds,end_seconds\r\n", out);
+static sp_status flame_csv(sp_results *r, const sp_filter *f, const char *label, int header,
+                           FILE *out, sp_export_stats *xs) {
+  if (header) fputs("file,rank,region,depth,start_seconds,end_seconds\r\n", out);
   sp_status st = SP_OK;
   /* upstream's flame chart defaults to rank 0 (here: the lowest rank) */
   int all = sp_filter_num_ranks(f) > 0;
@@ -457,8 +465,11 @@ static sp_status common_regions(sp_results *const *rs, size_t n, const sp_filter
   for (size_t i = 0; i < k; i++) {
     int everywhere = 1;
     size_t idx;
-    for (size_t j = 1; j < n && everywhere; j++)
-      everywhere = sp_results_find_region(rs[j], rs[0]->names[order[i]], &idx) == SP_OK;
+    for (size_t j = 1; j < n && everywhere; j++) {
+      sp_region_stats s;
+      everywhere = sp_results_find_region(rs[j], rs[0]->names[order[i]], &idx) == SP_OK &&
+                   sp_results_region_stats(rs[j], idx, f, 0, &s) == SP_OK && s.ranks > 0;
+    }
     if (everywhere) order[m++] = order[i];
   }
   sp__clear_error();
@@ -467,14 +478,24 @@ static sp_status common_regions(sp_results *const *rs, size_t n, const sp_filter
   return SP_OK;
 }
 
+static sp_status durations_csv(sp_results *const *results, size_t n, const char *const *labels,
+                               const sp_filter *f, int header, FILE *out);
+
 sp_status sp_write_durations_csv(sp_results *const *results, size_t n, const char *const *labels,
                                  const sp_filter *f, FILE *out) {
+  if (!results || !out)
+    return sp__set_error(SP_ERR_INVALID_ARGUMENT, "sp_write_durations_csv: NULL argument");
+  return durations_csv(results, n, labels, f, 1, out);
+}
+
+static sp_status durations_csv(sp_results *const *results, size_t n, const char *const *labels,
+                               const sp_filter *f, int header, FILE *out) {
   static const char *const metrics[] = {"avg", "min", "max", "total"};
   char **lab = unique_labels(results, n, labels);
   size_t *common, nc;
   if (!lab) return sp__set_error(SP_ERR_NO_MEMORY, "out of memory");
   sp_status st = common_regions(results, n, f, &common, &nc);
-  if (st == SP_OK) fputs("file,region,metric,value_seconds\r\n", out);
+  if (st == SP_OK && header) fputs("file,region,metric,value_seconds\r\n", out);
   for (size_t m = 0; m < 4 && st == SP_OK; m++)
     for (size_t i = 0; i < nc && st == SP_OK; i++) {
       const char *name = results[0]->names[common[i]];
@@ -507,6 +528,8 @@ sp_status sp_write_durations_csv(sp_results *const *results, size_t n, const cha
 sp_status sp_results_export(sp_results *r, sp_export_format format, const sp_filter *f,
                             const char *label, FILE *out, sp_export_stats *stats) {
   sp_export_stats xs = {0, 0};
+  int header = !((unsigned)format & SP_EXPORT_NO_HEADER);
+  format = (sp_export_format)((unsigned)format & ~(unsigned)SP_EXPORT_NO_HEADER);
   if (!r || !out) return sp__set_error(SP_ERR_INVALID_ARGUMENT, "sp_results_export: NULL argument");
   if (!label) label = r->display_label;
   sp_status st;
@@ -520,11 +543,11 @@ sp_status sp_results_export(sp_results *r, sp_export_format format, const sp_fil
   case SP_EXPORT_CHROME_TRACE: st = chrome_trace(r, f, out, &xs); break;
   case SP_EXPORT_SPEEDSCOPE: st = speedscope(r, f, out, &xs); break;
   case SP_EXPORT_FOLDED: st = folded(r, f, out, &xs); break;
-  case SP_EXPORT_GANTT_CSV: st = gantt_csv(r, f, label, out, &xs); break;
-  case SP_EXPORT_FLAME_CSV: st = flame_csv(r, f, label, out, &xs); break;
+  case SP_EXPORT_GANTT_CSV: st = gantt_csv(r, f, label, header, out, &xs); break;
+  case SP_EXPORT_FLAME_CSV: st = flame_csv(r, f, label, header, out, &xs); break;
   case SP_EXPORT_DURATIONS_CSV: {
     const char *labels[1] = {label};
-    st = sp_write_durations_csv(&r, 1, labels, f, out);
+    st = durations_csv(&r, 1, labels, f, header, out);
     break;
   }
   default: st = sp__set_error(SP_ERR_INVALID_ARGUMENT, "unknown export format %d", (int)format);

@@ -275,6 +275,7 @@ sp_status sp__open_hierarchical(sp_results *r) {
   if (rc < 0)
     return sp__set_error(SP_ERR_FORMAT, "%s: cannot list the root group",
                          r->path ? r->path : "image");
+  for (size_t i = 0; i < r->nrows; i++) r->nevents += r->rows[i].count;
   if (!has_meta && h.nrank_groups == 0)
     return sp__set_error(SP_ERR_FORMAT,
                          "%s is an HDF5 file but not a scope-profiler profile (no "

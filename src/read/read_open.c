@@ -592,7 +592,7 @@ static sp_status open_schema2(sp_results *r, hid_t root) {
   if (child_type(root, "region_table") != H5I_GROUP)
     return sp__set_error(SP_ERR_FORMAT, "%s: the /region_table group is missing", FILE_NAME(r));
   hid_t g = H5Gopen2(root, "region_table", H5P_DEFAULT);
-  hid_t ds;
+  hid_t ds = H5I_INVALID_HID;
   hsize_t nreg = 0;
   st = g < 0 ? sp__set_error(SP_ERR_FORMAT, "%s: cannot open /region_table", FILE_NAME(r))
              : open_column(r, g, "region_table", "names", 1, H5T_STRING, &ds, &nreg);

@@ -1,0 +1,211 @@
+/* cmd_check.c - `scope-profiler check BASELINE CANDIDATE --max-regression PCT`:
+ * a CI gate. Every region present in both profiles is compared on a metric;
+ * one that got slower by more than PCT percent fails the check (exit 1), and
+ * with --fail-on-new so does a region the baseline did not have. Usage and
+ * input errors exit 2, so CI can tell "regressed" from "broken".
+ */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cli/cli_util.h"
+#include "cli/commands.h"
+
+#define CMD "check"
+
+static const char *const help_text =
+    "usage: scope-profiler check BASELINE CANDIDATE --max-regression PCT [options]\n"
+    "\n"
+    "Fail (exit 1) when a region of CANDIDATE is slower than in BASELINE by more\n"
+    "than PCT percent on the chosen metric. Meant for CI.\n"
+    "\n"
+    "options:\n"
+    "  --max-regression PCT   allowed slowdown in percent (required), e.g. 10\n"
+    "  --metric M             total (default), avg, min, max, p50, p95, p99,\n"
+    "                         imbalance or calls\n"
+    "  --fail-on-new          also fail when CANDIDATE has regions BASELINE lacks\n"
+    "  -i, --include RE...    check only regions whose name matches RE at its start\n"
+    "  -e, --exclude RE...    skip regions whose name matches RE at its start\n"
+    "  -r, --ranks SPEC...    ranks to aggregate, e.g. 0,2,4-7 (default: all)\n"
+    "  -h, --help             this help\n"
+    "\n"
+    "A region with 0 in the baseline and more in the candidate counts as an\n"
+    "infinite regression. Regions missing from the candidate are reported, not failed.\n"
+    "\n"
+    "examples:\n"
+    "  scope-profiler check main.h5 pr.h5 --max-regression 10\n"
+    "  scope-profiler check main.h5 pr.h5 --max-regression 5 --metric p95 --include solve\n"
+    "  scope-profiler check main.h5 pr.h5 --max-regression 20 --fail-on-new\n"
+    "\n"
+    "exit status: 0 no regression, 1 regression found, 2 usage or input error.\n";
+
+enum status { ST_REGRESSED, ST_NEW_FAIL, ST_OK, ST_NEW, ST_MISSING };
+static const char *const status_text[] = {"REGRESSED", "NEW", "ok", "new", "missing"};
+
+struct line {
+  const struct sp_cli_cmp *c;
+  enum status st;
+};
+
+static int cmp_lines(const void *pa, const void *pb) {
+  const struct line *a = pa, *b = pb;
+  if (a->st != b->st) return a->st < b->st ? -1 : 1;
+  double x = isnan(a->c->pct) ? 0 : a->c->pct, y = isnan(b->c->pct) ? 0 : b->c->pct;
+  if (x != y) return x > y ? -1 : 1;
+  return strcmp(a->c->name, b->c->name);
+}
+
+int sp_cmd_check(int argc, char **argv) {
+  struct sp_cli_strs pos = {0}, inc = {0}, exc = {0}, ranks = {0}, files = {0};
+  const char *metric_s = NULL, *max_s = NULL;
+  sp_results *ra = NULL, *rb = NULL;
+  sp_filter *f = NULL;
+  struct sp_cli_cmp *rows = NULL;
+  struct line *lines = NULL;
+  size_t n = 0;
+  int rc = 0, metric = SP_CLI_TOTAL, fail_on_new = 0;
+  double max_pct = 0;
+  struct sp_cli_args a = {CMD, argc, argv, 1, 0};
+  for (; a.i < argc; a.i++) {
+    int m;
+    if (sp_cli_positional(&a)) {
+      sp_cli_strs_push(&pos, argv[a.i]);
+      continue;
+    }
+    if (a.only_positionals) continue;
+    if (sp_cli_flag(&a, "--help", "-h")) {
+      fputs(help_text, stdout);
+      goto out;
+    }
+    if (sp_cli_flag(&a, "--fail-on-new", NULL)) {
+      fail_on_new = 1;
+      continue;
+    }
+    if ((m = sp_cli_list(&a, "--include", "-i", &inc)) ||
+        (m = sp_cli_list(&a, "--exclude", "-e", &exc)) ||
+        (m = sp_cli_list(&a, "--ranks", "-r", &ranks)) ||
+        (m = sp_cli_value(&a, "--metric", NULL, &metric_s)) ||
+        (m = sp_cli_value(&a, "--max-regression", NULL, &max_s))) {
+      if (m < 0) {
+        rc = 2;
+        goto out;
+      }
+      continue;
+    }
+    rc = sp_cli_usage_error(CMD, "unknown option %s", argv[a.i]);
+    goto out;
+  }
+  if (pos.n != 2) {
+    rc = sp_cli_usage_error(CMD, "expected BASELINE and CANDIDATE, got %zu file argument(s)", pos.n);
+    goto out;
+  }
+  if (!max_s) {
+    rc = sp_cli_usage_error(CMD, "--max-regression PCT is required (e.g. --max-regression 10)");
+    goto out;
+  }
+  char *end;
+  max_pct = strtod(max_s, &end);
+  if (*end || end == max_s || !(max_pct >= 0) || isinf(max_pct)) {
+    rc = sp_cli_usage_error(CMD, "--max-regression needs a non-negative percentage, not '%s'", max_s);
+    goto out;
+  }
+  if (metric_s && (metric = sp_cli_metric_parse(metric_s)) < 0) {
+    rc = sp_cli_usage_error(CMD, "unknown --metric '%s'; use " SP_CLI_METRIC_LIST, metric_s);
+    goto out;
+  }
+  for (int side = 0; side < 2; side++) {
+    struct sp_cli_strs one = {0}, got = {0};
+    sp_cli_strs_push(&one, pos.v[side]);
+    rc = sp_cli_expand_files(CMD, &one, &got);
+    sp_cli_strs_free(&one);
+    if (!rc && got.n != 1)
+      rc = sp_cli_usage_error(CMD, "'%s' matches %zu files; check compares exactly two",
+                              pos.v[side], got.n);
+    if (!rc) sp_cli_strs_push(&files, got.v[0]);
+    sp_cli_strs_free(&got);
+    if (rc) goto out;
+  }
+  if ((rc = sp_cli_filter(CMD, &inc, &exc, &ranks, &f))) goto out;
+  if ((rc = sp_cli_open(CMD, files.v[0], &ra)) || (rc = sp_cli_open(CMD, files.v[1], &rb))) goto out;
+  if ((rc = sp_cli_check_ranks(CMD, f, ra)) || (rc = sp_cli_check_ranks(CMD, f, rb))) goto out;
+  if ((rc = sp_cli_compare(CMD, ra, rb, f, metric, &rows, &n))) goto out;
+
+  lines = calloc(n + 1, sizeof *lines);
+  if (!lines) {
+    rc = sp_cli_error(CMD, "out of memory");
+    goto out;
+  }
+  size_t regressed = 0, new_fail = 0, compared = 0;
+  for (size_t i = 0; i < n; i++) {
+    const struct sp_cli_cmp *c = &rows[i];
+    lines[i].c = c;
+    if (c->in_a && c->in_b) {
+      compared++;
+      lines[i].st = c->pct > max_pct ? ST_REGRESSED : ST_OK;
+      if (lines[i].st == ST_REGRESSED) regressed++;
+    } else if (c->in_b) {
+      lines[i].st = fail_on_new ? ST_NEW_FAIL : ST_NEW;
+      if (fail_on_new) new_fail++;
+    } else {
+      lines[i].st = ST_MISSING;
+    }
+  }
+  qsort(lines, n, sizeof *lines, cmp_lines);
+
+  const char *unit = sp_cli_metric_unit(metric);
+  printf("baseline:  %s (%s)\n", files.v[0], sp_results_display_label(ra));
+  printf("candidate: %s (%s)\n", files.v[1], sp_results_display_label(rb));
+  printf("metric: %s%s, allowed regression: %g%%\n\n", sp_cli_metric_name(metric), unit, max_pct);
+  char hb[32], hc[32], cell[4][64];
+  snprintf(hb, sizeof hb, "baseline%s", unit);
+  snprintf(hc, sizeof hc, "candidate%s", unit);
+  size_t w[4] = {9, 6, strlen(hb), strlen(hc)};
+  for (size_t i = 0; i < n; i++) {
+    if (sp_cli_width(lines[i].c->name) > w[1]) w[1] = sp_cli_width(lines[i].c->name);
+    sp_cli_metric_fmt(cell[2], 64, metric, lines[i].c->in_a ? lines[i].c->a : NAN, 0);
+    sp_cli_metric_fmt(cell[3], 64, metric, lines[i].c->in_b ? lines[i].c->b : NAN, 0);
+    if (strlen(cell[2]) > w[2]) w[2] = strlen(cell[2]);
+    if (strlen(cell[3]) > w[3]) w[3] = strlen(cell[3]);
+  }
+  printf("%-*s  ", (int)w[0], "status");
+  sp_cli_pad(stdout, "region", w[1], 0);
+  printf("  %*s  %*s  %7s\n", (int)w[2], hb, (int)w[3], hc, "change");
+  for (size_t i = 0; i < n; i++) {
+    const struct sp_cli_cmp *c = lines[i].c;
+    sp_cli_metric_fmt(cell[2], 64, metric, c->in_a ? c->a : NAN, 0);
+    sp_cli_metric_fmt(cell[3], 64, metric, c->in_b ? c->b : NAN, 0);
+    if (!(c->in_a && c->in_b)) snprintf(cell[1], 64, "-");
+    else if (isinf(c->pct)) snprintf(cell[1], 64, "+inf%%");
+    else snprintf(cell[1], 64, "%+.1f%%", c->pct);
+    printf("%-*s  ", (int)w[0], status_text[lines[i].st]);
+    sp_cli_pad(stdout, c->name, w[1], 0);
+    printf("  %*s  %*s  %7s\n", (int)w[2], cell[2], (int)w[3], cell[3], cell[1]);
+  }
+  if (n == 0) printf("(no regions to compare)\n");
+  printf("\n");
+  if (regressed || new_fail) {
+    printf("FAIL:");
+    if (regressed)
+      printf(" %zu of %zu compared region(s) regressed by more than %g%%", regressed, compared,
+             max_pct);
+    if (regressed && new_fail) printf(";");
+    if (new_fail) printf(" %zu new region(s) (--fail-on-new)", new_fail);
+    printf("\n");
+    rc = 1;
+  } else {
+    printf("OK: no region regressed by more than %g%% (%zu compared)\n", max_pct, compared);
+  }
+out:
+  fflush(stdout);
+  free(lines);
+  free(rows);
+  sp_results_free(ra);
+  sp_results_free(rb);
+  sp_filter_free(f);
+  sp_cli_strs_free(&pos);
+  sp_cli_strs_free(&inc);
+  sp_cli_strs_free(&exc);
+  sp_cli_strs_free(&ranks);
+  sp_cli_strs_free(&files);
+  return rc;
+}

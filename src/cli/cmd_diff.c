@@ -1,0 +1,202 @@
+/* cmd_diff.c - `scope-profiler diff A B`: one line per region with a metric
+ * on both sides, the difference and the relative change, as upstream's diff
+ * does. A region missing on one side counts as 0 there; regions only in a
+ * show -100%, regions only in b show "new" and are listed again under
+ * "Only in a" / "Only in b". --threshold never hides regions new in b.
+ */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cli/cli_util.h"
+#include "cli/commands.h"
+
+#define CMD "diff"
+
+static const char *const help_text =
+    "usage: scope-profiler diff A B [options]\n"
+    "\n"
+    "Compare the regions of two profiles (a = A, b = B) on one metric,\n"
+    "aggregated over the selected ranks.\n"
+    "\n"
+    "options:\n"
+    "  --metric M             total (default), avg, min, max, p50, p95, p99,\n"
+    "                         imbalance or calls\n"
+    "  --sort KEY             delta (by |b - a|, default), pct (by |change %|) or name\n"
+    "  --threshold PCT        hide regions whose change is below PCT percent\n"
+    "                         (regions new in b are always shown)\n"
+    "  -i, --include RE...    keep regions whose name matches RE at its start\n"
+    "  -e, --exclude RE...    drop regions whose name matches RE at its start\n"
+    "  -r, --ranks SPEC...    ranks to aggregate, e.g. 0,2,4-7 (default: all)\n"
+    "  -h, --help             this help\n"
+    "\n"
+    "A region missing on one side counts as 0 there: only in a shows -100%,\n"
+    "only in b shows \"new\".\n"
+    "\n"
+    "examples:\n"
+    "  scope-profiler diff before.h5 after.h5\n"
+    "  scope-profiler diff before.h5 after.h5 --metric p95 --sort pct --threshold 5\n"
+    "  scope-profiler diff run_a.h5 run_b.h5 --include solve --ranks 0\n"
+    "\n"
+    "exit status: 0 success, 2 usage or input error.\n";
+
+static int sort_mode; /* 0 delta, 1 pct, 2 name */
+static int cmp(const void *pa, const void *pb) {
+  const struct sp_cli_cmp *a = pa, *b = pb;
+  if (sort_mode == 0 && fabs(a->delta) != fabs(b->delta)) return fabs(a->delta) > fabs(b->delta) ? -1 : 1;
+  if (sort_mode == 1) {
+    /* new regions have no percentage: they sort as the largest change */
+    double x = isnan(a->pct) ? INFINITY : fabs(a->pct), y = isnan(b->pct) ? INFINITY : fabs(b->pct);
+    if (x != y) return x > y ? -1 : 1;
+  }
+  return strcmp(a->name, b->name);
+}
+
+int sp_cmd_diff(int argc, char **argv) {
+  struct sp_cli_strs pos = {0}, inc = {0}, exc = {0}, ranks = {0}, files = {0};
+  const char *metric_s = NULL, *sort_s = NULL, *threshold_s = NULL;
+  sp_results *ra = NULL, *rb = NULL;
+  sp_filter *f = NULL;
+  struct sp_cli_cmp *rows = NULL;
+  size_t n = 0;
+  int rc = 0, metric = SP_CLI_TOTAL;
+  double threshold = 0;
+  struct sp_cli_args a = {CMD, argc, argv, 1, 0};
+  for (; a.i < argc; a.i++) {
+    int m;
+    if (sp_cli_positional(&a)) {
+      sp_cli_strs_push(&pos, argv[a.i]);
+      continue;
+    }
+    if (a.only_positionals) continue;
+    if (sp_cli_flag(&a, "--help", "-h")) {
+      fputs(help_text, stdout);
+      goto out;
+    }
+    if ((m = sp_cli_list(&a, "--include", "-i", &inc)) ||
+        (m = sp_cli_list(&a, "--exclude", "-e", &exc)) ||
+        (m = sp_cli_list(&a, "--ranks", "-r", &ranks)) ||
+        (m = sp_cli_value(&a, "--metric", NULL, &metric_s)) ||
+        (m = sp_cli_value(&a, "--sort", NULL, &sort_s)) ||
+        (m = sp_cli_value(&a, "--threshold", NULL, &threshold_s))) {
+      if (m < 0) {
+        rc = 2;
+        goto out;
+      }
+      continue;
+    }
+    rc = sp_cli_usage_error(CMD, "unknown option %s", argv[a.i]);
+    goto out;
+  }
+  if (pos.n != 2) {
+    rc = sp_cli_usage_error(CMD, "expected two files A and B, got %zu", pos.n);
+    goto out;
+  }
+  if (metric_s && (metric = sp_cli_metric_parse(metric_s)) < 0) {
+    rc = sp_cli_usage_error(CMD, "unknown --metric '%s'; use " SP_CLI_METRIC_LIST, metric_s);
+    goto out;
+  }
+  sort_mode = 0;
+  if (sort_s) {
+    if (!strcmp(sort_s, "delta")) sort_mode = 0;
+    else if (!strcmp(sort_s, "pct")) sort_mode = 1;
+    else if (!strcmp(sort_s, "name")) sort_mode = 2;
+    else {
+      rc = sp_cli_usage_error(CMD, "unknown --sort '%s'; use delta, pct or name", sort_s);
+      goto out;
+    }
+  }
+  if (threshold_s) {
+    char *end;
+    threshold = strtod(threshold_s, &end);
+    if (*end || end == threshold_s || !(threshold >= 0)) {
+      rc = sp_cli_usage_error(CMD, "--threshold needs a non-negative percentage, not '%s'",
+                              threshold_s);
+      goto out;
+    }
+  }
+  /* each side may be a pattern, but must name exactly one file */
+  for (int side = 0; side < 2; side++) {
+    struct sp_cli_strs one = {0}, got = {0};
+    sp_cli_strs_push(&one, pos.v[side]);
+    rc = sp_cli_expand_files(CMD, &one, &got);
+    sp_cli_strs_free(&one);
+    if (!rc && got.n != 1)
+      rc = sp_cli_usage_error(CMD, "'%s' matches %zu files; diff compares exactly two", pos.v[side],
+                              got.n);
+    if (!rc) sp_cli_strs_push(&files, got.v[0]);
+    sp_cli_strs_free(&got);
+    if (rc) goto out;
+  }
+  if ((rc = sp_cli_filter(CMD, &inc, &exc, &ranks, &f))) goto out;
+  if ((rc = sp_cli_open(CMD, files.v[0], &ra)) || (rc = sp_cli_open(CMD, files.v[1], &rb))) goto out;
+  if ((rc = sp_cli_check_ranks(CMD, f, ra)) || (rc = sp_cli_check_ranks(CMD, f, rb))) goto out;
+  if ((rc = sp_cli_compare(CMD, ra, rb, f, metric, &rows, &n))) goto out;
+  qsort(rows, n, sizeof *rows, cmp);
+
+  printf("a: %s (%s)\n", files.v[0], sp_results_display_label(ra));
+  printf("b: %s (%s)\n", files.v[1], sp_results_display_label(rb));
+  printf("metric: %s%s", sp_cli_metric_name(metric), sp_cli_metric_unit(metric));
+  if (threshold > 0) printf(", changes below %g%% hidden", threshold);
+  printf("\n\n");
+  const char *unit = sp_cli_metric_unit(metric);
+  char ha[32], hb[32], hd[32];
+  snprintf(ha, sizeof ha, "a%s", unit);
+  snprintf(hb, sizeof hb, "b%s", unit);
+  snprintf(hd, sizeof hd, "delta%s", unit);
+  char cell[5][64];
+  size_t w[5] = {6, strlen(ha), strlen(hb), strlen(hd), 7};
+  size_t shown = 0;
+  int *keep = calloc(n + 1, sizeof *keep);
+  for (size_t i = 0; i < n; i++) {
+    const struct sp_cli_cmp *c = &rows[i];
+    keep[i] = !(c->in_a && c->in_b && fabs(c->pct) < threshold);
+    if (!keep[i]) continue;
+    shown++;
+    if (sp_cli_width(c->name) > w[0]) w[0] = sp_cli_width(c->name);
+    sp_cli_metric_fmt(cell[1], 64, metric, c->a, 0);
+    sp_cli_metric_fmt(cell[2], 64, metric, c->b, 0);
+    sp_cli_metric_fmt(cell[3], 64, metric, c->delta, 1);
+    for (int k = 1; k < 4; k++)
+      if (strlen(cell[k]) > w[k]) w[k] = strlen(cell[k]);
+  }
+  sp_cli_pad(stdout, "region", w[0], 0);
+  printf("  %*s  %*s  %*s  %*s\n", (int)w[1], ha, (int)w[2], hb, (int)w[3], hd, (int)w[4], "change");
+  for (size_t i = 0; i < n; i++) {
+    const struct sp_cli_cmp *c = &rows[i];
+    if (!keep[i]) continue;
+    sp_cli_metric_fmt(cell[1], 64, metric, c->a, 0);
+    sp_cli_metric_fmt(cell[2], 64, metric, c->b, 0);
+    sp_cli_metric_fmt(cell[3], 64, metric, c->delta, 1);
+    if (isnan(c->pct)) snprintf(cell[4], 64, "new");
+    else if (isinf(c->pct)) snprintf(cell[4], 64, "+inf%%");
+    else snprintf(cell[4], 64, "%+.1f%%", c->pct);
+    sp_cli_pad(stdout, c->name, w[0], 0);
+    printf("  %*s  %*s  %*s  %*s\n", (int)w[1], cell[1], (int)w[2], cell[2], (int)w[3], cell[3],
+           (int)w[4], cell[4]);
+  }
+  if (shown == 0) printf("(no regions to show)\n");
+  free(keep);
+  for (int side = 0; side < 2; side++) {
+    int header = 0;
+    for (size_t i = 0; i < n; i++) {
+      if (side ? (rows[i].in_b && !rows[i].in_a) : (rows[i].in_a && !rows[i].in_b)) {
+        if (!header) printf("\nOnly in %s:\n", side ? "b" : "a");
+        header = 1;
+        printf("  %s\n", rows[i].name);
+      }
+    }
+  }
+out:
+  fflush(stdout);
+  free(rows);
+  sp_results_free(ra);
+  sp_results_free(rb);
+  sp_filter_free(f);
+  sp_cli_strs_free(&pos);
+  sp_cli_strs_free(&inc);
+  sp_cli_strs_free(&exc);
+  sp_cli_strs_free(&ranks);
+  sp_cli_strs_free(&files);
+  return rc;
+}

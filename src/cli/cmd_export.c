@@ -1,0 +1,251 @@
+/* cmd_export.c - `scope-profiler export FORMAT FILE... -o OUT`: a profile in
+ * another tool's format. chrome-trace (chrome://tracing, Perfetto),
+ * speedscope (one profile per lane), folded stacks (flamegraph.pl), csv
+ * (upstream's plot data: gantt, flame or durations) and json (upstream's
+ * region_statistics.json).
+ *
+ * Output goes to a temporary file next to OUT that is renamed into place when
+ * complete, so an interrupted export never leaves a half-written OUT.
+ */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "cli/cli_util.h"
+#include "cli/commands.h"
+
+#define CMD "export"
+
+static const char *const help_text =
+    "usage: scope-profiler export FORMAT FILE... -o OUT [options]\n"
+    "\n"
+    "Write profiles in another tool's format. FORMAT is one of:\n"
+    "  chrome-trace   Trace Event JSON for chrome://tracing or ui.perfetto.dev;\n"
+    "                 pid = rank, tid = thread; streamed, any file size\n"
+    "  speedscope     speedscope.app evented profiles, one per rank and thread\n"
+    "  folded         \"a;b;c <self ns>\" lines for flamegraph.pl, merged over ranks\n"
+    "  csv            upstream's plot data; --kind gantt (default; streamed),\n"
+    "                 flame or durations\n"
+    "  json           upstream's region_statistics.json\n"
+    "csv and json take several files; the others exactly one.\n"
+    "\n"
+    "options:\n"
+    "  -o, --output OUT       output file; '-' writes to stdout (required)\n"
+    "  --kind KIND            csv only: gantt, flame or durations\n"
+    "  -i, --include RE...    keep regions whose name matches RE at its start\n"
+    "  -e, --exclude RE...    drop regions whose name matches RE at its start\n"
+    "  -r, --ranks SPEC...    ranks to export, e.g. 0,2,4-7 (default: all; flame: lowest)\n"
+    "  -q, --quiet            no summary line on stderr\n"
+    "  -h, --help             this help\n"
+    "\n"
+    "Times in traces are relative to the earliest region entry of the file.\n"
+    "\n"
+    "examples:\n"
+    "  scope-profiler export chrome-trace profile.h5 -o trace.json\n"
+    "  scope-profiler export speedscope profile.h5 -o profile.speedscope.json --ranks 0\n"
+    "  scope-profiler export folded profile.h5 -o - | flamegraph.pl > flame.svg\n"
+    "  scope-profiler export csv 'runs/*.h5' --kind durations -o durations.csv\n"
+    "  scope-profiler export json 'runs/*.h5' -o region_statistics.json\n"
+    "\n"
+    "exit status: 0 success, 2 usage or input error.\n";
+
+static const char *const formats[] = {"chrome-trace", "speedscope", "folded", "csv", "json"};
+
+int sp_cmd_export(int argc, char **argv) {
+  struct sp_cli_strs pos = {0}, inc = {0}, exc = {0}, ranks = {0}, files = {0};
+  const char *out_s = NULL, *kind_s = NULL;
+  sp_results **rs = NULL;
+  char **abs = NULL;
+  sp_filter *f = NULL;
+  char *tmp = NULL;
+  FILE *out = NULL;
+  int rc = 0, quiet = 0, fmt = -1;
+  struct sp_cli_args a = {CMD, argc, argv, 1, 0};
+  for (; a.i < argc; a.i++) {
+    int m;
+    if (sp_cli_positional(&a)) {
+      sp_cli_strs_push(&pos, argv[a.i]);
+      continue;
+    }
+    if (a.only_positionals) continue;
+    if (sp_cli_flag(&a, "--help", "-h")) {
+      fputs(help_text, stdout);
+      goto done;
+    }
+    if (sp_cli_flag(&a, "--quiet", "-q")) {
+      quiet = 1;
+      continue;
+    }
+    if ((m = sp_cli_list(&a, "--include", "-i", &inc)) ||
+        (m = sp_cli_list(&a, "--exclude", "-e", &exc)) ||
+        (m = sp_cli_list(&a, "--ranks", "-r", &ranks)) ||
+        (m = sp_cli_value(&a, "--output", "-o", &out_s)) ||
+        (m = sp_cli_value(&a, "--kind", NULL, &kind_s))) {
+      if (m < 0) {
+        rc = 2;
+        goto done;
+      }
+      continue;
+    }
+    rc = sp_cli_usage_error(CMD, "unknown option %s", argv[a.i]);
+    goto done;
+  }
+  if (pos.n == 0) {
+    rc = sp_cli_usage_error(CMD, "no FORMAT given; use chrome-trace, speedscope, folded, csv or json");
+    goto done;
+  }
+  for (int i = 0; i < 5; i++)
+    if (!strcmp(pos.v[0], formats[i])) fmt = i;
+  if (fmt < 0) {
+    rc = sp_cli_usage_error(CMD, "unknown format '%s'; use chrome-trace, speedscope, folded, csv or json",
+                            pos.v[0]);
+    goto done;
+  }
+  if (pos.n < 2) {
+    rc = sp_cli_usage_error(CMD, "no FILE given");
+    goto done;
+  }
+  if (!out_s) {
+    rc = sp_cli_usage_error(CMD, "-o OUT is required ('-o -' writes to stdout)");
+    goto done;
+  }
+  sp_export_format xf = SP_EXPORT_GANTT_CSV;
+  if (fmt == 3 && kind_s) {
+    if (!strcmp(kind_s, "gantt")) xf = SP_EXPORT_GANTT_CSV;
+    else if (!strcmp(kind_s, "flame")) xf = SP_EXPORT_FLAME_CSV;
+    else if (!strcmp(kind_s, "durations")) xf = SP_EXPORT_DURATIONS_CSV;
+    else {
+      rc = sp_cli_usage_error(CMD, "unknown --kind '%s'; use gantt, flame or durations", kind_s);
+      goto done;
+    }
+  } else if (kind_s) {
+    rc = sp_cli_usage_error(CMD, "--kind applies to the csv format only");
+    goto done;
+  }
+  struct sp_cli_strs patterns = {pos.v + 1, pos.n - 1, 0};
+  if ((rc = sp_cli_expand_files(CMD, &patterns, &files))) goto done;
+  if (fmt < 3 && files.n != 1) {
+    rc = sp_cli_usage_error(CMD, "%s takes exactly one file (got %zu); export them one by one",
+                            formats[fmt], files.n);
+    goto done;
+  }
+  if ((rc = sp_cli_filter(CMD, &inc, &exc, &ranks, &f))) goto done;
+  rs = calloc(files.n, sizeof *rs);
+  abs = calloc(files.n, sizeof *abs);
+  if (!rs || !abs) {
+    rc = sp_cli_error(CMD, "out of memory");
+    goto done;
+  }
+  for (size_t i = 0; i < files.n; i++) {
+    if ((rc = sp_cli_open(CMD, files.v[i], &rs[i]))) goto done;
+    if ((rc = sp_cli_check_ranks(CMD, f, rs[i]))) goto done;
+    abs[i] = sp_cli_abspath(files.v[i]);
+  }
+
+  if (!strcmp(out_s, "-")) {
+    out = stdout;
+  } else {
+    tmp = malloc(strlen(out_s) + 16);
+    if (!tmp) {
+      rc = sp_cli_error(CMD, "out of memory");
+      goto done;
+    }
+    sprintf(tmp, "%s.tmp-XXXXXX", out_s);
+    int fd = mkstemp(tmp);
+    if (fd >= 0) {
+      /* mkstemp makes the file private; the result should look like any other */
+      mode_t mask = umask(0);
+      umask(mask);
+      if (fchmod(fd, 0666 & ~mask) != 0) { /* keep the private mode */ }
+    }
+    if (fd < 0 || !(out = fdopen(fd, "w"))) {
+      rc = sp_cli_error(CMD, "cannot write %s: %s; check that its directory exists and is writable",
+                        out_s, strerror(errno));
+      if (fd >= 0) close(fd);
+      free(tmp);
+      tmp = NULL;
+      goto done;
+    }
+  }
+  struct sp_cli_progress prog;
+  sp_cli_progress_start(&prog, "exporting");
+  sp_export_stats xs = {0, 0};
+  sp_status st = SP_OK;
+  if (fmt == 4) {
+    st = sp_write_region_statistics_json(rs, files.n, NULL, (const char *const *)abs, f, out);
+  } else if (fmt == 3 && xf == SP_EXPORT_DURATIONS_CSV) {
+    st = sp_write_durations_csv(rs, files.n, NULL, f, out);
+  } else {
+    static const sp_export_format map[] = {SP_EXPORT_CHROME_TRACE, SP_EXPORT_SPEEDSCOPE,
+                                           SP_EXPORT_FOLDED};
+    /* CSV labels as in region_statistics.json: repeats become "x (2)" */
+    for (size_t i = 0; i < files.n && st == SP_OK; i++) {
+      char label[512];
+      int dup = 1;
+      for (size_t k = 0; k < i; k++)
+        dup += !strcmp(sp_results_display_label(rs[k]), sp_results_display_label(rs[i]));
+      if (dup > 1) snprintf(label, sizeof label, "%s (%d)", sp_results_display_label(rs[i]), dup);
+      else snprintf(label, sizeof label, "%s", sp_results_display_label(rs[i]));
+      sp_export_stats one = {0, 0};
+      sp_results_set_progress(rs[i], sp_cli_progress_cb, &prog);
+      unsigned x = fmt < 3 ? (unsigned)map[fmt] : (unsigned)xf | (i ? SP_EXPORT_NO_HEADER : 0u);
+      st = sp_results_export(rs[i], (sp_export_format)x, f, label, out, &one);
+      sp_results_set_progress(rs[i], NULL, NULL);
+      xs.events += one.events;
+      xs.overlaps += one.overlaps;
+    }
+  }
+  sp_cli_progress_end(&prog);
+  if (out != stdout) {
+    if (fclose(out) != 0 && st == SP_OK) st = SP_ERR_IO;
+    out = NULL;
+    if (st == SP_OK && rename(tmp, out_s) != 0) {
+      rc = sp_cli_error(CMD, "cannot rename %s to %s: %s", tmp, out_s, strerror(errno));
+      unlink(tmp);
+      goto done;
+    }
+    if (st != SP_OK) unlink(tmp);
+  } else {
+    fflush(stdout);
+  }
+  if (st != SP_OK) {
+    rc = sp_cli_error(CMD, "%s", st == SP_ERR_IO && !sp_last_error()[0] ? "write failed"
+                                                                         : sp_last_error());
+    goto done;
+  }
+  if (xs.overlaps)
+    fprintf(stderr,
+            "scope-profiler export: warning: %zu call(s) started inside another call but ended "
+            "after it (threads not recorded?); nesting there is approximate\n",
+            xs.overlaps);
+  if (!quiet) {
+    if (fmt == 4 || (fmt == 3 && xf == SP_EXPORT_DURATIONS_CSV))
+      fprintf(stderr, "scope-profiler export: wrote %s of %zu file(s) to %s\n",
+              fmt == 4 ? "region statistics" : "durations", files.n,
+              strcmp(out_s, "-") ? out_s : "stdout");
+    else
+      fprintf(stderr, "scope-profiler export: wrote %llu call(s) as %s%s%s to %s\n",
+              (unsigned long long)xs.events, formats[fmt], fmt == 3 ? " " : "",
+              fmt == 3 ? (xf == SP_EXPORT_FLAME_CSV ? "(flame)" : "(gantt)") : "",
+              strcmp(out_s, "-") ? out_s : "stdout");
+  }
+done:
+  if (out && out != stdout) {
+    fclose(out);
+    unlink(tmp);
+  }
+  free(tmp);
+  for (size_t i = 0; rs && i < files.n; i++) sp_results_free(rs[i]);
+  for (size_t i = 0; abs && i < files.n; i++) free(abs[i]);
+  free(rs);
+  free(abs);
+  sp_filter_free(f);
+  sp_cli_strs_free(&pos);
+  sp_cli_strs_free(&inc);
+  sp_cli_strs_free(&exc);
+  sp_cli_strs_free(&ranks);
+  sp_cli_strs_free(&files);
+  return rc;
+}

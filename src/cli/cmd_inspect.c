@@ -1,0 +1,551 @@
+/* cmd_inspect.c - `scope-profiler inspect`: a profile's metadata and one
+ * statistics line per region, or its call tree, the captured source of a
+ * region, region_statistics.json, or the metadata as JSON.
+ *
+ * The default columns come from the summary rows alone, so inspecting a file
+ * of any size reads a few kilobytes; percentile columns, own time without
+ * stored exclusive totals, and --tree read events (with a progress bar on a
+ * terminal when that takes a while).
+ */
+#include <errno.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cli/cli_util.h"
+#include "cli/commands.h"
+
+#define CMD "inspect"
+#define CLIP 80
+
+static const char *const help_text =
+    "usage: scope-profiler inspect FILE... [options]\n"
+    "\n"
+    "Show a profile's metadata and per-region statistics (seconds, aggregated\n"
+    "over the selected ranks). FILE may be a glob pattern (\"runs/*.h5\",\n"
+    "\"runs/**/*.h5\"). Reads schema-2 files (columnar and aggregate) and\n"
+    "upstream's older hierarchical files.\n"
+    "\n"
+    "options:\n"
+    "  -i, --include RE...    keep regions whose name matches RE at its start\n"
+    "  -e, --exclude RE...    drop regions whose name matches RE at its start\n"
+    "  -r, --ranks SPEC...    ranks to aggregate, e.g. 0,2,4-7 (default: all)\n"
+    "  --sort KEY             total (default), calls, avg, min, max, first, last,\n"
+    "                         std, p50, p95, p99, imbalance, own or name\n"
+    "  --columns COL...       region, ranks, calls, total, avg, min, max, first,\n"
+    "                         last, std, p50, p95, p99, imbalance, own\n"
+    "                         (default: region ranks calls total avg)\n"
+    "  --tree                 the call tree with %% of the session and (own) rows\n"
+    "  --source NAME...       print where a region is declared and its source\n"
+    "  --json                 print region_statistics.json to stdout\n"
+    "  --export-metadata F    write {\"files\":[{file_path,num_ranks,metadata}]} to F\n"
+    "  --full                 do not clip long metadata values\n"
+    "  --metadata-only        only the metadata\n"
+    "  --regions-only         only the region statistics\n"
+    "  -q, --quiet            no file header and no metadata\n"
+    "  -h, --help             this help\n"
+    "\n"
+    "imbalance = slowest rank's total / mean rank total (ranks with the region);\n"
+    "own = inclusive time minus the time of direct children.\n"
+    "p50/p95/p99 read the region's events; the other columns use summary rows.\n"
+    "\n"
+    "examples:\n"
+    "  scope-profiler inspect profile.h5\n"
+    "  scope-profiler inspect profile.h5 --columns region calls total p95 imbalance --sort p95\n"
+    "  scope-profiler inspect 'runs/*.h5' --include solve --ranks 0-3 -q\n"
+    "  scope-profiler inspect profile.h5 --tree\n"
+    "  scope-profiler inspect profile.h5 --source solve\n"
+    "  scope-profiler inspect profile.h5 --json > region_statistics.json\n"
+    "\n"
+    "exit status: 0 success, 2 usage or input error.\n";
+
+enum col {
+  C_REGION, C_RANKS, C_CALLS, C_TOTAL, C_AVG, C_MIN, C_MAX, C_FIRST, C_LAST, C_STD,
+  C_P50, C_P95, C_P99, C_IMBALANCE, C_OWN, C_NAME, C_COUNT
+};
+static const char *const col_names[] = {"region", "ranks", "calls", "total", "avg", "min",
+                                        "max", "first", "last", "std", "p50", "p95", "p99",
+                                        "imbalance", "own", "name"};
+static const char *const col_heads[] = {"region", "ranks", "calls", "total [s]", "avg [s]",
+                                        "min [s]", "max [s]", "first [s]", "last [s]", "std [s]",
+                                        "p50 [s]", "p95 [s]", "p99 [s]", "imbalance", "own [s]",
+                                        "region"};
+
+static int col_index(const char *name) {
+  for (int i = 0; i < C_COUNT; i++)
+    if (!strcmp(name, col_names[i])) return i;
+  return -1;
+}
+
+struct row {
+  const char *name;
+  sp_region_stats s;
+};
+
+/* Value of a column for sorting and printing; NaN when unknown. */
+static double col_value(const struct row *r, int c) {
+  const sp_region_stats *s = &r->s;
+  int empty = s->count == 0;
+  switch (c) {
+  case C_RANKS: return (double)s->ranks;
+  case C_CALLS: return (double)s->count;
+  case C_TOTAL: return empty ? NAN : (double)s->total_ns;
+  case C_AVG: return empty ? NAN : s->mean_ns;
+  case C_MIN: return empty ? NAN : (double)s->min_ns;
+  case C_MAX: return empty ? NAN : (double)s->max_ns;
+  case C_FIRST: return empty ? NAN : (double)s->first_ns;
+  case C_LAST: return empty ? NAN : (double)s->last_ns;
+  case C_STD: return empty ? NAN : s->std_ns;
+  case C_P50: return s->has_percentiles ? s->p50_ns : NAN;
+  case C_P95: return s->has_percentiles ? s->p95_ns : NAN;
+  case C_P99: return s->has_percentiles ? s->p99_ns : NAN;
+  case C_IMBALANCE: return s->imbalance;
+  case C_OWN: return s->has_own ? (double)s->own_ns : NAN;
+  default: return NAN;
+  }
+}
+
+static void col_text(const struct row *r, int c, char *buf, size_t size) {
+  double v = col_value(r, c);
+  if (c == C_REGION) snprintf(buf, size, "%s", r->name);
+  else if (isnan(v)) snprintf(buf, size, "-");
+  else if (c == C_RANKS) snprintf(buf, size, "%zu", r->s.ranks);
+  else if (c == C_CALLS) snprintf(buf, size, "%llu", (unsigned long long)r->s.count);
+  else if (c == C_IMBALANCE) snprintf(buf, size, "%.2f", v);
+  else sp_cli_fmt_seconds(buf, size, v);
+}
+
+static int sort_key;
+static int cmp_rows(const void *pa, const void *pb) {
+  const struct row *a = pa, *b = pb;
+  if (sort_key != C_NAME) {
+    double x = col_value(a, sort_key), y = col_value(b, sort_key);
+    if (isnan(x) != isnan(y)) return isnan(x) ? 1 : -1; /* unknown values last */
+    if (!isnan(x) && x != y) return x > y ? -1 : 1;     /* largest first */
+  }
+  return strcmp(a->name, b->name);
+}
+
+struct opts {
+  struct sp_cli_strs files, include, exclude, ranks, columns, sources;
+  const char *sort, *export_metadata;
+  int full, quiet, metadata_only, regions_only, tree, json;
+};
+
+/* A metadata value on one line: newlines shown as \n, clipped unless --full. */
+static void print_meta_value(const char *text, int full) {
+  size_t w = 0;
+  for (const char *p = text; *p; p++) {
+    if (((unsigned char)*p & 0xC0) != 0x80) w++;
+    if (!full && w > CLIP - 3) {
+      fputs("...", stdout);
+      return;
+    }
+    if (*p == '\n') fputs("\\n", stdout);
+    else if (*p == '\r' || *p == '\t') fputc(' ', stdout);
+    else fputc(*p, stdout);
+  }
+}
+
+static void print_header(sp_results *r, const char *path) {
+  size_t nr = sp_results_num_ranks(r);
+  printf("file: %s\n", path);
+  printf("  label: %s | schema %d (%s) | ranks: %zu", sp_results_display_label(r),
+         sp_results_schema(r), sp_results_layout(r), nr);
+  if (nr > 0) {
+    printf(" (%lld", (long long)sp_results_rank(r, 0));
+    if (nr > 1) printf("-%lld", (long long)sp_results_rank(r, nr - 1));
+    printf(")");
+  }
+  printf(" | regions: %zu", sp_results_num_regions(r));
+  if (sp_results_has_events(r)) printf(" | events: %llu", (unsigned long long)sp_results_num_events(r));
+  printf("\n");
+}
+
+static void print_metadata(sp_results *r, int full) {
+  size_t n = sp_results_num_metadata(r), kw = 0;
+  printf("metadata:\n");
+  if (n == 0) printf("  (none)\n");
+  for (size_t i = 0; i < n; i++) {
+    size_t w = sp_cli_width(sp_results_metadata_at(r, i)->key);
+    if (w > kw) kw = w;
+  }
+  if (kw > 28) kw = 28;
+  for (size_t i = 0; i < n; i++) {
+    const sp_metadata_entry *e = sp_results_metadata_at(r, i);
+    fputs("  ", stdout);
+    sp_cli_pad(stdout, e->key, kw, 0);
+    fputs("  ", stdout);
+    print_meta_value(e->text, full);
+    fputc('\n', stdout);
+  }
+}
+
+static int print_table(sp_results *r, const sp_filter *f, const int *cols, size_t ncols,
+                       unsigned flags) {
+  size_t nreg = sp_results_num_regions(r);
+  struct row *rows = calloc(nreg ? nreg : 1, sizeof *rows);
+  if (!rows) return sp_cli_error(CMD, "out of memory");
+  size_t n = 0;
+  struct sp_cli_progress prog;
+  sp_cli_progress_start(&prog, "reading events");
+  sp_results_set_progress(r, sp_cli_progress_cb, &prog);
+  for (size_t i = 0; i < nreg; i++) {
+    const char *name = sp_results_region_name(r, i);
+    if (!sp_filter_match_region(f, name)) continue;
+    sp_region_stats s;
+    if (sp_results_region_stats(r, i, f, flags, &s) != SP_OK) {
+      sp_cli_progress_end(&prog);
+      free(rows);
+      return sp_cli_error(CMD, "%s", sp_last_error());
+    }
+    if (s.ranks == 0) continue; /* not on the selected ranks */
+    rows[n].name = name;
+    rows[n].s = s;
+    n++;
+  }
+  sp_cli_progress_end(&prog);
+  sp_results_set_progress(r, NULL, NULL);
+  if (n == 0) {
+    printf("(no regions match the selected filters)\n");
+    free(rows);
+    return 0;
+  }
+  qsort(rows, n, sizeof *rows, cmp_rows);
+  size_t width[C_COUNT];
+  char buf[256];
+  for (size_t c = 0; c < ncols; c++) {
+    width[c] = sp_cli_width(col_heads[cols[c]]);
+    for (size_t i = 0; i < n; i++) {
+      col_text(&rows[i], cols[c], buf, sizeof buf);
+      if (sp_cli_width(buf) > width[c]) width[c] = sp_cli_width(buf);
+    }
+  }
+  for (size_t c = 0; c < ncols; c++) {
+    if (c) fputs("  ", stdout);
+    sp_cli_pad(stdout, col_heads[cols[c]], c + 1 == ncols && cols[c] == C_REGION ? 0 : width[c],
+               cols[c] != C_REGION);
+  }
+  fputc('\n', stdout);
+  for (size_t i = 0; i < n; i++) {
+    for (size_t c = 0; c < ncols; c++) {
+      if (c) fputs("  ", stdout);
+      col_text(&rows[i], cols[c], buf, sizeof buf);
+      sp_cli_pad(stdout, buf, c + 1 == ncols && cols[c] == C_REGION ? 0 : width[c],
+                 cols[c] != C_REGION);
+    }
+    fputc('\n', stdout);
+  }
+  free(rows);
+  return 0;
+}
+
+/* ---- --tree ------------------------------------------------------------------------ */
+
+struct tree_ctx {
+  sp_results *r;
+  sp_tree_node *nodes;
+  size_t n;
+  size_t **kids; /* children of each node, by total descending */
+  size_t *nkids;
+  double denom;
+  size_t name_w;
+  char prefix[1024];
+};
+
+static const struct tree_ctx *kid_ctx;
+static int cmp_kids(const void *pa, const void *pb) {
+  const sp_tree_node *a = &kid_ctx->nodes[*(const size_t *)pa];
+  const sp_tree_node *b = &kid_ctx->nodes[*(const size_t *)pb];
+  if (a->total_ns != b->total_ns) return a->total_ns > b->total_ns ? -1 : 1;
+  return strcmp(sp_results_region_name(kid_ctx->r, a->region),
+                sp_results_region_name(kid_ctx->r, b->region));
+}
+
+static void tree_line(const struct tree_ctx *t, const char *label, const char *calls, double total,
+                      double avg) {
+  char line[2048], pct[32], tot[64], av[64];
+  snprintf(line, sizeof line, "%s%s", t->prefix, label);
+  snprintf(pct, sizeof pct, "%.1f%%", t->denom > 0 ? 100.0 * total / t->denom : 0.0);
+  sp_cli_fmt_seconds(tot, sizeof tot, total);
+  sp_cli_fmt_seconds(av, sizeof av, avg);
+  sp_cli_pad(stdout, line, t->name_w, 0);
+  printf("  %8s  %9s  %12s", calls, pct, tot);
+  if (avg >= 0) printf("  %12s", av);
+  fputc('\n', stdout);
+}
+
+/* Widest "prefix + name" in the subtree. */
+static size_t tree_width(const struct tree_ctx *t, size_t node, size_t indent) {
+  size_t w = indent + sp_cli_width(sp_results_region_name(t->r, t->nodes[node].region));
+  if (t->nkids[node] && indent + 3 + 5 > w) w = indent + 3 + 5;
+  for (size_t k = 0; k < t->nkids[node]; k++) {
+    size_t c = tree_width(t, t->kids[node][k], indent + 3);
+    if (c > w) w = c;
+  }
+  return w;
+}
+
+static void tree_print(struct tree_ctx *t, size_t node, const char *branch, const char *cont) {
+  const sp_tree_node *x = &t->nodes[node];
+  char label[1200], calls[32];
+  snprintf(label, sizeof label, "%s%s", branch, sp_results_region_name(t->r, x->region));
+  snprintf(calls, sizeof calls, "%llu", (unsigned long long)x->count);
+  tree_line(t, label, calls, (double)x->total_ns, (double)x->total_ns / (double)x->count);
+  size_t plen = strlen(t->prefix);
+  if (plen + strlen(cont) + 8 >= sizeof t->prefix) return;
+  strcat(t->prefix, cont);
+  size_t nk = t->nkids[node];
+  if (nk) {
+    /* the parent's time outside its children comes first */
+    snprintf(label, sizeof label, "%s(own)", "├─ ");
+    tree_line(t, label, "", (double)(x->total_ns - x->children_ns), -1);
+  }
+  for (size_t k = 0; k < nk; k++)
+    tree_print(t, t->kids[node][k], k + 1 == nk ? "└─ " : "├─ ", k + 1 == nk ? "   " : "│  ");
+  t->prefix[plen] = '\0';
+}
+
+static int print_tree(sp_results *r, const sp_filter *f) {
+  struct tree_ctx t;
+  memset(&t, 0, sizeof t);
+  t.r = r;
+  struct sp_cli_progress prog;
+  sp_cli_progress_start(&prog, "building the call tree");
+  sp_results_set_progress(r, sp_cli_progress_cb, &prog);
+  sp_status st = sp_results_call_tree(r, f, &t.nodes, &t.n);
+  sp_cli_progress_end(&prog);
+  sp_results_set_progress(r, NULL, NULL);
+  if (st != SP_OK) return sp_cli_error(CMD, "--tree: %s", sp_last_error());
+  if (t.n == 0) {
+    printf("(no calls match the selected filters)\n");
+    free(t.nodes);
+    return 0;
+  }
+  t.kids = calloc(t.n, sizeof *t.kids);
+  t.nkids = calloc(t.n, sizeof *t.nkids);
+  size_t *roots = malloc(t.n * sizeof *roots), nroots = 0;
+  size_t *all = malloc(t.n * sizeof *all);
+  if (!t.kids || !t.nkids || !roots || !all) return sp_cli_error(CMD, "out of memory");
+  for (size_t i = 0; i < t.n; i++)
+    if (t.nodes[i].parent >= 0) t.nkids[t.nodes[i].parent]++;
+  size_t off = 0;
+  for (size_t i = 0; i < t.n; i++) {
+    t.kids[i] = all + off;
+    off += t.nkids[i];
+    t.nkids[i] = 0;
+  }
+  double session = 0, roots_total = 0;
+  int has_session = 0;
+  for (size_t i = 0; i < t.n; i++) {
+    if (t.nodes[i].parent >= 0) {
+      size_t p = (size_t)t.nodes[i].parent;
+      t.kids[p][t.nkids[p]++] = i;
+    } else {
+      roots[nroots++] = i;
+      roots_total += (double)t.nodes[i].total_ns;
+      if (!strcmp(sp_results_region_name(r, t.nodes[i].region), "scope_profiler.session")) {
+        session += (double)t.nodes[i].total_ns;
+        has_session = 1;
+      }
+    }
+  }
+  t.denom = has_session ? session : roots_total;
+  kid_ctx = &t;
+  for (size_t i = 0; i < t.n; i++) qsort(t.kids[i], t.nkids[i], sizeof **t.kids, cmp_kids);
+  qsort(roots, nroots, sizeof *roots, cmp_kids);
+  t.name_w = 6;
+  for (size_t i = 0; i < nroots; i++) {
+    size_t w = tree_width(&t, roots[i], 0);
+    if (w > t.name_w) t.name_w = w;
+  }
+  sp_cli_pad(stdout, "region", t.name_w, 0);
+  printf("  %8s  %9s  %12s  %12s\n", "n", "% session", "total [s]", "avg [s]");
+  for (size_t i = 0; i < nroots; i++) tree_print(&t, roots[i], "", "");
+  free(roots);
+  free(all);
+  free(t.kids);
+  free(t.nkids);
+  free(t.nodes);
+  return 0;
+}
+
+/* ---- --source -------------------------------------------------------------------------- */
+
+static int print_source(sp_results *r, const char *path, const char *name, int several) {
+  size_t region;
+  if (sp_results_find_region(r, name, &region) != SP_OK) {
+    fprintf(stderr, "scope-profiler inspect: no region named '%s' in %s; regions:", name, path);
+    for (size_t i = 0; i < sp_results_num_regions(r); i++)
+      fprintf(stderr, "%s %s", i ? "," : "", sp_results_region_name(r, i));
+    fputc('\n', stderr);
+    return 2;
+  }
+  const char *file, *text;
+  int64_t line;
+  sp_results_region_source(r, region, &file, &line, &text);
+  if (several) printf("%s: ", path);
+  if (file[0] && line >= 0) printf("%s (%s:%lld)\n", name, file, (long long)line);
+  else if (file[0]) printf("%s (%s)\n", name, file);
+  else if (line >= 0) printf("%s (line %lld)\n", name, (long long)line);
+  else printf("%s\n", name);
+  if (text[0]) {
+    fputs(text, stdout);
+    if (text[strlen(text) - 1] != '\n') fputc('\n', stdout);
+  } else {
+    printf("source not captured\n");
+  }
+  return 0;
+}
+
+/* ---- main ------------------------------------------------------------------------------- */
+
+static int parse(int argc, char **argv, struct opts *o) {
+  struct sp_cli_args a = {CMD, argc, argv, 1, 0};
+  for (; a.i < argc; a.i++) {
+    int m;
+    if (sp_cli_positional(&a)) {
+      if (sp_cli_strs_push(&o->files, argv[a.i])) return 2;
+      continue;
+    }
+    if (a.only_positionals) continue;
+    if (sp_cli_flag(&a, "--help", "-h")) {
+      fputs(help_text, stdout);
+      return -1;
+    }
+    if ((m = sp_cli_list(&a, "--include", "-i", &o->include)) ||
+        (m = sp_cli_list(&a, "--exclude", "-e", &o->exclude)) ||
+        (m = sp_cli_list(&a, "--ranks", "-r", &o->ranks)) ||
+        (m = sp_cli_list(&a, "--columns", NULL, &o->columns)) ||
+        (m = sp_cli_list(&a, "--source", NULL, &o->sources)) ||
+        (m = sp_cli_value(&a, "--sort", NULL, &o->sort)) ||
+        (m = sp_cli_value(&a, "--export-metadata", NULL, &o->export_metadata))) {
+      if (m < 0) return 2;
+      continue;
+    }
+    if (sp_cli_flag(&a, "--full", NULL)) o->full = 1;
+    else if (sp_cli_flag(&a, "--quiet", "-q")) o->quiet = 1;
+    else if (sp_cli_flag(&a, "--metadata-only", NULL)) o->metadata_only = 1;
+    else if (sp_cli_flag(&a, "--regions-only", NULL)) o->regions_only = 1;
+    else if (sp_cli_flag(&a, "--tree", NULL)) o->tree = 1;
+    else if (sp_cli_flag(&a, "--json", NULL)) o->json = 1;
+    else return sp_cli_usage_error(CMD, "unknown option %s", argv[a.i]);
+  }
+  if (o->files.n == 0) return sp_cli_usage_error(CMD, "no FILE given");
+  if (o->metadata_only && o->regions_only)
+    return sp_cli_usage_error(CMD, "--metadata-only and --regions-only exclude each other");
+  if (o->json && (o->tree || o->sources.n))
+    return sp_cli_usage_error(CMD, "--json cannot be combined with --tree or --source");
+  return 0;
+}
+
+int sp_cmd_inspect(int argc, char **argv) {
+  struct opts o;
+  memset(&o, 0, sizeof o);
+  struct sp_cli_strs files = {0};
+  sp_results **rs = NULL;
+  sp_filter *f = NULL;
+  char **abs = NULL;
+  int cols[C_COUNT * 2];
+  size_t ncols = 0;
+  unsigned flags = 0;
+  int rc = parse(argc, argv, &o);
+  if (rc) {
+    rc = rc < 0 ? 0 : rc;
+    goto out;
+  }
+  sort_key = C_TOTAL;
+  if (o.sort && ((sort_key = col_index(o.sort)) < 0 || sort_key == C_REGION || sort_key == C_RANKS)) {
+    rc = sp_cli_usage_error(CMD,
+                            "unknown --sort key '%s'; use total, calls, avg, min, max, first, "
+                            "last, std, p50, p95, p99, imbalance, own or name",
+                            o.sort);
+    goto out;
+  }
+  if (o.columns.n == 0) {
+    static const int def[] = {C_REGION, C_RANKS, C_CALLS, C_TOTAL, C_AVG};
+    memcpy(cols, def, sizeof def);
+    ncols = 5;
+  }
+  for (size_t i = 0; i < o.columns.n && ncols < C_COUNT * 2; i++) {
+    int c = col_index(o.columns.v[i]);
+    if (c < 0 || c == C_NAME) {
+      rc = sp_cli_usage_error(CMD,
+                              "unknown column '%s'; use region, ranks, calls, total, avg, min, "
+                              "max, first, last, std, p50, p95, p99, imbalance or own",
+                              o.columns.v[i]);
+      goto out;
+    }
+    cols[ncols++] = c;
+  }
+  for (size_t i = 0; i < ncols; i++) {
+    if (cols[i] == C_P50 || cols[i] == C_P95 || cols[i] == C_P99) flags |= SP_STATS_PERCENTILES;
+    if (cols[i] == C_OWN) flags |= SP_STATS_OWN;
+  }
+  if (sort_key == C_P50 || sort_key == C_P95 || sort_key == C_P99) flags |= SP_STATS_PERCENTILES;
+  if (sort_key == C_OWN) flags |= SP_STATS_OWN;
+  if ((rc = sp_cli_expand_files(CMD, &o.files, &files))) goto out;
+  if ((rc = sp_cli_filter(CMD, &o.include, &o.exclude, &o.ranks, &f))) goto out;
+  rs = calloc(files.n, sizeof *rs);
+  abs = calloc(files.n, sizeof *abs);
+  if (!rs || !abs) {
+    rc = sp_cli_error(CMD, "out of memory");
+    goto out;
+  }
+  for (size_t i = 0; i < files.n; i++) {
+    if ((rc = sp_cli_open(CMD, files.v[i], &rs[i]))) goto out;
+    if ((rc = sp_cli_check_ranks(CMD, f, rs[i]))) goto out;
+    abs[i] = sp_cli_abspath(files.v[i]);
+  }
+  if (o.export_metadata) {
+    FILE *mf = fopen(o.export_metadata, "w");
+    if (!mf) {
+      rc = sp_cli_error(CMD, "cannot write %s: %s", o.export_metadata, strerror(errno));
+      goto out;
+    }
+    sp_status st = sp_write_metadata_json(rs, files.n, (const char *const *)abs, mf);
+    if (fclose(mf) != 0 && st == SP_OK) st = SP_ERR_IO;
+    if (st != SP_OK) {
+      rc = sp_cli_error(CMD, "cannot write %s: %s", o.export_metadata, sp_last_error());
+      goto out;
+    }
+  }
+  if (o.json) {
+    if (sp_write_region_statistics_json(rs, files.n, NULL, (const char *const *)abs, f, stdout) !=
+        SP_OK)
+      rc = sp_cli_error(CMD, "%s", sp_last_error());
+    goto out;
+  }
+  if (o.sources.n) {
+    for (size_t s = 0; s < o.sources.n; s++)
+      for (size_t i = 0; i < files.n; i++)
+        if ((rc = print_source(rs[i], files.v[i], o.sources.v[s], files.n > 1))) goto out;
+    goto out;
+  }
+  for (size_t i = 0; i < files.n; i++) {
+    if (i) fputc('\n', stdout);
+    if (!o.quiet) {
+      print_header(rs[i], files.v[i]);
+      if (!o.regions_only) print_metadata(rs[i], o.full);
+      if (!o.metadata_only) fputc('\n', stdout);
+    }
+    if (o.quiet && o.metadata_only) print_metadata(rs[i], o.full);
+    if (o.metadata_only) continue;
+    if ((rc = o.tree ? print_tree(rs[i], f) : print_table(rs[i], f, cols, ncols, flags))) goto out;
+  }
+out:
+  fflush(stdout);
+  for (size_t i = 0; rs && i < files.n; i++) sp_results_free(rs[i]);
+  for (size_t i = 0; abs && i < files.n; i++) free(abs[i]);
+  free(rs);
+  free(abs);
+  sp_filter_free(f);
+  sp_cli_strs_free(&files);
+  sp_cli_strs_free(&o.files);
+  sp_cli_strs_free(&o.include);
+  sp_cli_strs_free(&o.exclude);
+  sp_cli_strs_free(&o.ranks);
+  sp_cli_strs_free(&o.columns);
+  sp_cli_strs_free(&o.sources);
+  return rc;
+}
