@@ -124,6 +124,7 @@ struct sp_manager {
   int run_active;     /* setup done and not yet finalized */
   int paused;
   int exit_hook;      /* finalize at exit if still active */
+  int forked_child;   /* this process is a fork of the one that set it up */
   struct sp_config cfg;
   int have_cfg;
   sp_thread_rec *threads;
@@ -168,6 +169,9 @@ void sp__threads_free(struct sp_manager *m);
 int sp__thread_grow_open(sp_thread_rec *t);
 int sp__thread_grow_acc(sp_thread_rec *t, uint32_t need);
 void sp__agg_reset(struct sp__agg *a, size_t n);
+/* fork(): reset the process-wide locks in the child (record.c, regions.c). */
+void sp__record_after_fork_child(void);
+void sp__regions_after_fork_child(void);
 /* Slot management: a TLS slot and a fresh generation for a new manager. */
 int sp__slot_acquire(struct sp_manager *m);
 void sp__slot_release(struct sp_manager *m);

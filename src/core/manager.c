@@ -50,6 +50,38 @@ static void exit_hook(void) {
 }
 static void register_atexit(void) { atexit(exit_hook); }
 
+/* A forked child stands down: the parent's run (and file) stays the parent's.
+ * The child keeps no exit hook, records nothing, and writes only after a
+ * setup of its own (with its own file_path). */
+static void after_fork_child(void) {
+  pthread_mutex_init(&live_lock, NULL);
+  sp__record_after_fork_child();
+  sp__regions_after_fork_child();
+  for (int i = 0; i < SP__MAX_MANAGERS; i++) {
+    struct sp_manager *m = live[i];
+    if (!m) continue;
+    pthread_mutex_init(&m->lock, NULL);
+    m->forked_child = 1;
+    m->run_active = 0;
+    m->exit_hook = 0;
+    __atomic_store_n(&m->hot.state, SP__STATE_OFF, __ATOMIC_RELAXED);
+  }
+}
+static pthread_once_t atfork_once = PTHREAD_ONCE_INIT;
+static void register_atfork(void) { pthread_atfork(NULL, NULL, after_fork_child); }
+
+/* Forget the events a forked child inherited from its parent. */
+static void drop_inherited(struct sp_manager *m) {
+  for (sp_thread_rec *t = m->threads; t; t = t->next) {
+    t->hot.n = 0;
+    t->hot.depth = 0;
+    t->hot.nopen = 0;
+    sp__agg_reset(t->hot.acc, t->hot.acc_cap);
+  }
+  memset(m->calls_done, 0, m->calls_done_cap * sizeof *m->calls_done);
+  m->forked_child = 0;
+}
+
 static void set_live(struct sp_manager *m, int on) {
   pthread_mutex_lock(&live_lock);
   for (int i = 0; i < SP__MAX_MANAGERS; i++) {
@@ -156,6 +188,8 @@ static sp_status setup_probes(struct sp_manager *m) {
 sp_status sp_manager_setup(sp_manager *m, const sp_setup_args *args) {
   if (!m) return sp__set_error(SP_ERR_INVALID_ARGUMENT, "sp_manager_setup: manager is NULL");
   sp__clock_init();
+  pthread_once(&atfork_once, register_atfork);
+  if (m->forked_child) drop_inherited(m);
   if (m->run_active && !(args && args->replace))
     return sp__set_error(SP_ERR_ALREADY_ACTIVE,
                          "setup: a run is already active on this manager; finalize it first, or pass "
@@ -331,6 +365,10 @@ sp_status sp_manager_finalize(sp_manager *m, const sp_finalize_args *args, sp_re
   if (results) *results = NULL;
   if (!m || !m->configured)
     return sp__set_error(SP_ERR_INACTIVE, "finalize: the manager was never set up; call setup first");
+  if (m->forked_child)
+    return sp__set_error(SP_ERR_INACTIVE,
+                         "finalize in a forked child: the parent's run belongs to the parent and nothing "
+                         "was written; to profile the child, call setup in it with its own file_path");
   sp_finalize_args none = {0};
   if (!args) args = &none;
   if (m->cfg.deactivate_profiling) {

@@ -32,6 +32,10 @@ static uint64_t next_gen = 1;
 static pthread_key_t exit_key;
 static pthread_once_t exit_key_once = PTHREAD_ONCE_INIT;
 
+/* A lock held by another thread at fork() stays locked forever in the child,
+ * where that thread does not exist: start the child with fresh ones. */
+void sp__record_after_fork_child(void) { pthread_mutex_init(&slot_lock, NULL); }
+
 int sp__slot_acquire(struct sp_manager *m) {
   pthread_mutex_lock(&slot_lock);
   int s = -1;

@@ -37,6 +37,8 @@ static struct table *_Atomic table;
 static char **opt_in_tags;
 static _Atomic size_t n_opt_in;
 
+void sp__regions_after_fork_child(void) { pthread_mutex_init(&reg_lock, NULL); }
+
 static uint64_t hash_bytes(const char *s, size_t n) {
   uint64_t h = 0xcbf29ce484222325u; /* FNV-1a, then a finaliser for spread */
   for (size_t i = 0; i < n; i++) h = (h ^ (unsigned char)s[i]) * 0x100000001b3u;

@@ -620,4 +620,63 @@ SP_TEST(exit_hook_finalizes_forgotten_run) {
   ASSERT_EQ(h5_region_events("forgot.h5", "forgotten"), 9);
 }
 
+/*====== fork ======*/
+
+SP_TEST(forked_child_stands_down) {
+  const char *ov[] = {"file_path=parent.h5", NULL};
+  sp_setup_args a = {.overrides = ov, .auto_finalize = 1};
+  ASSERT_OK(sp_setup(&a));
+  sp_region r = sp_region_intern("parent_work"), c = sp_region_intern("child_work");
+  for (int i = 0; i < 5; i++) {
+    sp_begin(r);
+    sp_end(r);
+  }
+  sp_begin(r); /* open across the fork */
+  pid_t pid = fork();
+  ASSERT(pid >= 0);
+  if (pid == 0) {
+    for (int i = 0; i < 3; i++) { /* not recorded: the child stood down */
+      sp_begin(c);
+      sp_end(c);
+    }
+    if (sp_finalize(NULL, NULL) != SP_ERR_INACTIVE) _exit(10);
+    if (!strstr(sp_last_error(), "forked child")) _exit(11);
+    const char *cov[] = {"file_path=child.h5", NULL};
+    if (sp_setup(&(sp_setup_args){.overrides = cov}) != SP_OK) _exit(12);
+    for (int i = 0; i < 2; i++) {
+      sp_begin(c);
+      sp_end(c);
+    }
+    if (sp_finalize(NULL, NULL) != SP_OK) _exit(13);
+    exit(0); /* no exit hook in the child: parent.h5 must stay untouched */
+  }
+  int st;
+  waitpid(pid, &st, 0);
+  ASSERT(WIFEXITED(st));
+  ASSERT_EQ(WEXITSTATUS(st), 0);
+  ASSERT(!sp_test_file_exists("parent.h5"));
+  ASSERT_EQ(h5_region_events("child.h5", "child_work"), 2);
+  ASSERT_EQ(h5_region_events("child.h5", "parent_work"), -1);
+  sp_end(r);
+  ASSERT_OK(sp_finalize(NULL, NULL));
+  ASSERT_EQ(h5_region_events("parent.h5", "parent_work"), 6);
+  ASSERT_EQ(h5_region_events("parent.h5", "child_work"), -1);
+}
+
+SP_TEST(fork_then_exec_is_fine) {
+  const char *ov[] = {"file_path=execparent.h5", NULL};
+  ASSERT_OK(sp_setup(&(sp_setup_args){.overrides = ov}));
+  { SP_REGION("before_exec"); }
+  pid_t pid = fork();
+  if (pid == 0) {
+    execl("/bin/true", "true", (char *)NULL);
+    _exit(127);
+  }
+  int st;
+  waitpid(pid, &st, 0);
+  ASSERT(WIFEXITED(st) && WEXITSTATUS(st) == 0);
+  ASSERT_OK(sp_finalize(NULL, NULL));
+  ASSERT_EQ(h5_region_events("execparent.h5", "before_exec"), 1);
+}
+
 int main(int argc, char **argv) { return sp_test_main(argc, argv); }
