@@ -35,7 +35,7 @@ static const char *const help_text =
     "  --columns COL...       region, ranks, calls, total, avg, min, max, first,\n"
     "                         last, std, p50, p95, p99, imbalance, own\n"
     "                         (default: region ranks calls total avg)\n"
-    "  --tree                 the call tree with %% of the session and (own) rows\n"
+    "  --tree                 the call tree with % of the session and (own) rows\n"
     "  --source NAME...       print where a region is declared and its source\n"
     "  --json                 print region_statistics.json to stdout\n"
     "  --export-metadata F    write {\"files\":[{file_path,num_ranks,metadata}]} to F\n"

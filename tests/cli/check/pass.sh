@@ -1,0 +1,3 @@
+# within the allowance: exit 0; new and missing regions are reported only
+cp "$SP_SRC/tests/golden/diff_a.h5" "$SP_SRC/tests/golden/diff_b.h5" .
+"$SP" check diff_a.h5 diff_b.h5 --max-regression 30

@@ -1,0 +1,1 @@
+"$SP" diff --help

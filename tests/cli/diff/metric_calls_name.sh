@@ -1,0 +1,3 @@
+# calls metric, sorted by name
+cp "$SP_SRC/tests/golden/diff_a.h5" "$SP_SRC/tests/golden/diff_b.h5" .
+"$SP" diff diff_a.h5 diff_b.h5 --metric calls --sort name

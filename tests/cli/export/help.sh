@@ -1,0 +1,1 @@
+"$SP" export --help

@@ -1,0 +1,3 @@
+# inspect: header, clipped metadata and the default columns (total, descending)
+cp "$SP_SRC/tests/golden/multi.h5" .
+"$SP" inspect multi.h5

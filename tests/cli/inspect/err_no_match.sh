@@ -1,0 +1,2 @@
+# a glob that matches nothing
+"$SP" inspect "runs/*.h5"

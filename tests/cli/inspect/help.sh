@@ -1,0 +1,1 @@
+"$SP" inspect --help
