@@ -65,7 +65,10 @@ static void describe_default(sp__buf *b, const struct sp__setting *s, int markdo
       sp__buf_puts(b, "unset");
     return;
   case SP__ST_LIST:
-    sp__buf_puts(b, s->sdef ? s->sdef : "empty");
+    if (s->sdef && *s->sdef)
+      sp__buf_printf(b, "%s%s%s", q, s->sdef, q);
+    else
+      sp__buf_puts(b, "empty");
     return;
   }
 }

@@ -121,29 +121,48 @@ const struct sp__setting *sp__setting_find(const char *key, int *grouped) {
 
 /* Optimal-string-alignment distance, case-insensitive, so that transposed
  * letters ("fiel_path") count as one edit. Long inputs are cut: nobody
- * mistypes a 30-character name by more than the first 64 characters. */
-static size_t edit_distance(const char *a, const char *b) {
+ * mistypes a 30-character name by more than the first 64 characters. Stops
+ * early with a value >= bound once no path can come in under it.
+ * Left out of fuzzing coverage: tracing every comparison of these loops made
+ * them most of the fuzzer's time, and they hold no parsing decisions. */
+#if defined(__clang__)
+__attribute__((noinline, no_sanitize("coverage")))
+#endif
+static size_t edit_distance(const char *a, const char *b, size_t bound) {
   enum { MAXL = 64 };
   size_t la = strlen(a), lb = strlen(b);
   if (la > MAXL) la = MAXL;
   if (lb > MAXL) lb = MAXL;
-  static __thread size_t d[MAXL + 1][MAXL + 1];
-  for (size_t i = 0; i <= la; i++) d[i][0] = i;
-  for (size_t j = 0; j <= lb; j++) d[0][j] = j;
+  unsigned char ca[MAXL], cb[MAXL];
+  for (size_t i = 0; i < la; i++) ca[i] = (unsigned char)tolower((unsigned char)a[i]);
+  for (size_t j = 0; j < lb; j++) cb[j] = (unsigned char)tolower((unsigned char)b[j]);
+  /* three rolling rows: i-2, i-1, i */
+  size_t r0[MAXL + 1], r1[MAXL + 1], r2[MAXL + 1];
+  size_t *pp = r0, *prev = r1, *cur = r2;
+  for (size_t j = 0; j <= lb; j++) prev[j] = j;
+  size_t prev_min = 0;
   for (size_t i = 1; i <= la; i++) {
+    cur[0] = i;
+    size_t row_min = i;
     for (size_t j = 1; j <= lb; j++) {
-      int ca = tolower((unsigned char)a[i - 1]), cb = tolower((unsigned char)b[j - 1]);
-      size_t cost = ca == cb ? 0 : 1;
-      size_t best = d[i - 1][j] + 1;
-      if (d[i][j - 1] + 1 < best) best = d[i][j - 1] + 1;
-      if (d[i - 1][j - 1] + cost < best) best = d[i - 1][j - 1] + cost;
-      if (i > 1 && j > 1 && ca == tolower((unsigned char)b[j - 2]) &&
-          tolower((unsigned char)a[i - 2]) == cb && d[i - 2][j - 2] + 1 < best)
-        best = d[i - 2][j - 2] + 1;
-      d[i][j] = best;
+      size_t cost = ca[i - 1] == cb[j - 1] ? 0 : 1;
+      size_t best = prev[j] + 1;
+      if (cur[j - 1] + 1 < best) best = cur[j - 1] + 1;
+      if (prev[j - 1] + cost < best) best = prev[j - 1] + cost;
+      if (i > 1 && j > 1 && ca[i - 1] == cb[j - 2] && ca[i - 2] == cb[j - 1] && pp[j - 2] + 1 < best)
+        best = pp[j - 2] + 1;
+      cur[j] = best;
+      if (best < row_min) row_min = best;
     }
+    /* a cell only grows from the two rows above it */
+    if (row_min >= bound && prev_min >= bound) return bound;
+    prev_min = row_min;
+    size_t *t = pp;
+    pp = prev;
+    prev = cur;
+    cur = t;
   }
-  return d[la][lb];
+  return prev[lb];
 }
 
 /* The closest spelling of any setting, its setting and its distance. A
@@ -156,9 +175,13 @@ static const char *closest(const char *key, size_t *dist, const struct sp__setti
     const struct sp__setting *s = &sp__settings[i];
     const char *cand[3] = {s->name, s->dotted, s->dotted ? s->short_name : NULL};
     const char *sugg[3] = {s->name, s->dotted, s->dotted};
+    size_t kl = strlen(key) < 64 ? strlen(key) : 64;
     for (int k = 0; k < 3; k++) {
       if (!cand[k]) continue;
-      size_t dd = edit_distance(key, cand[k]);
+      /* the length difference is a lower bound on the distance */
+      size_t cl = strlen(cand[k]), lo = kl > cl ? kl - cl : cl - kl;
+      if (lo >= bd) continue;
+      size_t dd = edit_distance(key, cand[k], bd);
       if (dd < bd) {
         bd = dd;
         best = sugg[k];

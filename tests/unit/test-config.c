@@ -68,10 +68,14 @@ static void overrides_fail(const char *const *ovr, sp_status want, const char *n
 /*====== The table ======*/
 
 SP_TEST(table_has_every_setting_once) {
-  ASSERT_EQ(sp_setting_count(), 29);
+  /* rows are append-only: upstream's 29 come first, in their order */
+  ASSERT_EQ(sp_setting_count(), SP__NSETTINGS);
+  ASSERT_GE(sp_setting_count(), 29);
   ASSERT_STR_EQ(sp_setting_name(0), "file_path");
+  ASSERT_STR_EQ(sp_setting_name(5), "use_memray");
+  ASSERT_STR_EQ(sp_setting_name(25), "hdf5_compression");
   ASSERT_STR_EQ(sp_setting_name(28), "enable_tags");
-  ASSERT(sp_setting_name(29) == NULL);
+  ASSERT(sp_setting_name(sp_setting_count()) == NULL);
   for (size_t i = 0; i < sp_setting_count(); i++)
     for (size_t j = i + 1; j < sp_setting_count(); j++)
       ASSERT(strcmp(sp_setting_name(i), sp_setting_name(j)) != 0);
@@ -311,7 +315,7 @@ SP_TEST(every_enumeration) {
     for (char *tok = strtok(choices, "|"); tok; tok = strtok(NULL, "|"))
       ASSERT_CONTAINS(sp_last_error(), tok);
   }
-  ASSERT_EQ(enums, 4);
+  ASSERT_GE(enums, 4);
   const char *upper[] = {"metadata_detail=FULL", NULL};
   overrides_fail(upper, SP_ERR_INVALID_VALUE, "(write it in lowercase)", NULL);
   sp_options o = SP_OPTIONS_INIT;
@@ -683,7 +687,7 @@ SP_TEST(settings_json_is_valid_json) {
   snprintf(cmd, sizeof cmd,
            "%s -c 'import json,sys\n"
            "d = json.load(open(\"settings.json\", encoding=\"utf-8\"))\n"
-           "assert len(d) == 29, len(d)\n"
+           "assert len(d) == %d, len(d)\n"
            "assert d[\"label\"] == \"q\\\"uote\\\\back\\nline\\ttab\\x01 é 😀\", d[\"label\"]\n"
            "assert d[\"perf_events\"] == [\"a\\\"b\", \"c\"]\n"
            "assert d[\"enable_tags\"] == []\n"
@@ -691,9 +695,9 @@ SP_TEST(settings_json_is_valid_json) {
            "assert d[\"hdf5_compression_level\"] == 6 and d[\"hdf5_chunk_size\"] is None\n"
            "assert d[\"buffer_limit\"] == 1024 and d[\"memory_profile_path\"] is None\n"
            "assert d[\"file_path\"] == \"bad\\xff\\xfebyte.h5\"\n"
-           "assert list(d)[0] == \"file_path\" and list(d)[-1] == \"enable_tags\"\n"
+           "assert list(d)[0] == \"file_path\" and list(d)[28] == \"enable_tags\"\n"
            "'",
-           SP_TEST_PYTHON);
+           SP_TEST_PYTHON, (int)SP__NSETTINGS);
   if (!sp_test_file_exists(SP_TEST_PYTHON)) SKIP("no %s", SP_TEST_PYTHON);
   ASSERT_EQ(sp_test_sh(cmd), 0);
 }
