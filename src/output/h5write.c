@@ -21,6 +21,7 @@
 #include <unistd.h>
 
 #include "common/error.h"
+#include "output/filters.h"
 #include "output/output.h"
 
 #define META_MAX_CHARS 60000 /* HDF5 attributes are limited to 64 KiB */
@@ -42,28 +43,9 @@ static void check(struct writer *w, herr_t rc) {
   if (rc < 0) w->failed = 1;
 }
 
-/* Dataset creation properties for an event column of n values. */
+/* Dataset creation properties for an event column of n values (filters.c). */
 static hid_t event_dcpl(struct writer *w, size_t n, size_t elem) {
-  hid_t dcpl = H5Pcreate(H5P_DATASET_CREATE);
-  const struct sp_config *c = w->cfg;
-  if (!c || n == 0) return dcpl;
-  const char *comp = c->hdf5_compression;
-  int compress = 0;
-  if (comp && strcmp(comp, "gzip") == 0) compress = 1;
-  /* auto: below ~1 MiB per column the CPU to compress is not repaid. */
-  if (comp && strcmp(comp, "auto") == 0 && n * elem >= (1u << 20)) compress = 1;
-  int64_t chunk = c->hdf5_chunk_size != SP_INT_NONE ? c->hdf5_chunk_size : 0;
-  if (!chunk && compress) chunk = 65536;
-  if (chunk) {
-    hsize_t cd = (hsize_t)chunk < n ? (hsize_t)chunk : n;
-    H5Pset_chunk(dcpl, 1, &cd);
-  }
-  if (compress) {
-    H5Pset_shuffle(dcpl);
-    int level = c->hdf5_compression_level != SP_INT_NONE ? (int)c->hdf5_compression_level : 4;
-    H5Pset_deflate(dcpl, (unsigned)level);
-  }
-  return dcpl;
+  return sp__event_dcpl(w->cfg, n, elem);
 }
 
 static void write_array(struct writer *w, hid_t group, const char *name, hid_t ftype, hid_t mtype,
@@ -253,14 +235,7 @@ static hid_t file_access(void) {
   return fapl;
 }
 
-static sp_status validate_filters(const struct sp_config *cfg) {
-  const char *c = cfg ? cfg->hdf5_compression : NULL;
-  if (c && (strcmp(c, "lzf") == 0 || strcmp(c, "zstd") == 0))
-    return sp__set_error(SP_ERR_UNSUPPORTED,
-                         "hdf5_compression=\"%s\" needs the %s HDF5 filter, which this build does not "
-                         "register yet; use \"gzip\" or \"auto\"", c, c);
-  return SP_OK;
-}
+static sp_status validate_filters(const struct sp_config *cfg) { return sp__filters_check(cfg); }
 
 sp_status sp__h5_write_file(const struct sp_run *run, const struct sp_config *cfg, const char *path) {
   sp_status st = validate_filters(cfg);
