@@ -143,11 +143,13 @@ static sp_status chrome_trace(sp_results *r, const sp_filter *f, FILE *out, sp_e
         first = 0;
         fputs("{\"name\":", out);
         sp__json_write_string(out, r->names[w->region]);
-        fputs(",\"cat\":\"region\",\"ph\":\"X\",\"ts\":", out);
-        put_double(out, (double)(buf[k] - origin) / 1e3);
-        fputs(",\"dur\":", out);
-        put_double(out, (double)(buf[BLOCK + k] - buf[k]) / 1e3);
-        fprintf(out, ",\"pid\":%lld,\"tid\":%lld}", (long long)w->rank, (long long)tid);
+        /* microseconds with exact nanosecond decimals; ts >= 0 and dur >= 0 */
+        int64_t ts = buf[k] - origin, dur = buf[BLOCK + k] - buf[k];
+        fprintf(out,
+                ",\"cat\":\"region\",\"ph\":\"X\",\"ts\":%lld.%03lld,\"dur\":%lld.%03lld,"
+                "\"pid\":%lld,\"tid\":%lld}",
+                (long long)(ts / 1000), (long long)(ts % 1000), (long long)(dur / 1000),
+                (long long)(dur % 1000), (long long)w->rank, (long long)tid);
       }
       done += n;
       xs->events += n;

@@ -3,6 +3,7 @@
  * ", "/": " separators, floats as repr()), so files we write match the ones
  * upstream's tools write and diff cleanly against them.
  */
+#include <float.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -22,9 +23,17 @@ void sp__format_double(char *buf, size_t size, double v) {
     snprintf(buf, size, signbit(v) ? "-0.0" : "0.0");
     return;
   }
-  /* the shortest digit string that reads back as v */
+  if (fabs(v) < 1e16 && v == (double)(long long)v) {
+    snprintf(buf, size, "%lld.0", (long long)v); /* integral: repr is "<digits>.0" */
+    return;
+  }
+  /* The shortest digit string that reads back as v. Every decimal of at
+   * most 15 digits survives a round trip through a double (DBL_DIG), so when
+   * the 15-digit rendering reads back as v, the shortest one is it without
+   * its trailing zeros; otherwise 16 or 17 digits are needed. Subnormals
+   * carry fewer bits, so they search from one digit up. */
   char e[40];
-  for (int prec = 1; prec <= 17; prec++) {
+  for (int prec = fabs(v) < DBL_MIN ? 1 : 15; prec <= 17; prec++) {
     snprintf(e, sizeof e, "%.*e", prec - 1, v);
     if (strtod(e, NULL) == v) break;
   }
