@@ -54,8 +54,7 @@ static void help(void) {
 /* The message, led by the file's name when it does not already name it. */
 static void report(const char *path) {
   const char *msg = sp_last_error();
-  size_t n = path ? strlen(path) : 0;
-  if (path && !(strncmp(msg, path, n) == 0 && msg[n] == ':'))
+  if (path && !strstr(msg, path))
     fprintf(stderr, "%s: %s\n", path, msg);
   else
     fprintf(stderr, "%s\n", msg);
@@ -136,10 +135,11 @@ static void note_unknown_env(void) {
     if (s && !grouped) continue;
     size_t dist;
     const struct sp__setting *best = sp__setting_closest(name, &dist);
-    char env[64];
-    sp__setting_env_name(best, env, sizeof env);
-    fprintf(stderr, "note: %.*s is not a scope-profiler setting and is ignored (did you mean %s?)\n",
-            (int)(n + pre), *e, env);
+    char env[64] = "";
+    /* the same "close enough to be a typo" rule as unknown settings */
+    if (best && dist <= (n / 3 > 2 ? n / 3 : 2)) sp__setting_env_name(best, env, sizeof env);
+    fprintf(stderr, "note: %.*s is not a scope-profiler setting and is ignored%s%s%s\n",
+            (int)(n + pre), *e, *env ? " (did you mean " : "", env, *env ? "?)" : "");
   }
 }
 

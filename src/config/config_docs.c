@@ -90,11 +90,19 @@ char *sp__config_help_text(void) {
   return sp__buf_take(&b);
 }
 
-/* Table cells cannot hold a bare '|'. */
+/* Table cells cannot hold a bare '|', and outside `code` a <word> would be
+ * read as an HTML tag. */
 static void md_cell(sp__buf *b, const char *text) {
+  int code = 0;
   for (const char *p = text; *p; p++) {
+    if (*p == '`') code = !code;
     if (*p == '|') sp__buf_putc(b, '\\');
-    sp__buf_putc(b, *p);
+    if (!code && *p == '<')
+      sp__buf_puts(b, "&lt;");
+    else if (!code && *p == '>')
+      sp__buf_puts(b, "&gt;");
+    else
+      sp__buf_putc(b, *p);
   }
 }
 
