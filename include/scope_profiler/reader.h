@@ -105,6 +105,9 @@ SP_API size_t sp_results_region_num_ranks(const sp_results *r, size_t region);
 
 /** 1 when the events carry a thread id column (lanes are per thread). */
 SP_API int sp_results_has_threads(const sp_results *r);
+/** 1 when the events carry task ids (track_async): a task on a thread is
+ * its own lane. */
+SP_API int sp_results_has_tasks(const sp_results *r);
 /** 1 when the events carry call ids and parent ids (explicit nesting). */
 SP_API int sp_results_has_call_ids(const sp_results *r);
 
@@ -226,13 +229,15 @@ SP_API sp_status sp_results_region_rank_stats(sp_results *r, size_t region, int6
 typedef struct sp_call {
   int64_t start_ns, end_ns;
   int64_t parent; /* index of the parent call in the same array; -1: a root */
-  int64_t thread; /* lane; -1 when threads were not recorded */
+  int64_t thread; /* -1 when threads were not recorded */
+  int64_t task;   /* -1 outside an async task or when tasks were not recorded */
   uint32_t region;
   uint32_t depth;
 } sp_call;
 
 /** Nest calls given their intervals, exactly as upstream's flame chart does:
- * sort by (thread, start, longer first), then walk with a stack of open calls,
+ * sort by (lane, start, longer first), where a lane is a thread, or a task on
+ * a thread; then walk each lane with a stack of open calls,
  * popping while the top has ended (end <= start): depth = stack size, parent =
  * the top. Fills parent and depth in place (after sorting). `overlaps` (may be
  * NULL) receives the number of calls that start inside their parent but end
@@ -240,9 +245,9 @@ typedef struct sp_call {
 SP_API sp_status sp_call_stack_build(sp_call *calls, size_t n, size_t *overlaps);
 
 /** Every call of the regions `f` keeps on `rank`, nested as above, sorted by
- * (thread, start, longer first). When the file records call and parent ids
- * they define the nesting; otherwise it is rebuilt by interval containment
- * per thread. Calls of regions the filter drops are removed and their
+ * (thread, task, start, longer first). When the file records call and parent
+ * ids they define the nesting; otherwise it is rebuilt by interval
+ * containment per lane. Calls of regions the filter drops are removed and their
  * children attached to the nearest kept ancestor. free() *calls. */
 SP_API sp_status sp_results_call_stack(sp_results *r, int64_t rank, const sp_filter *f,
                                        sp_call **calls, size_t *n, size_t *overlaps);

@@ -110,6 +110,17 @@ sp_status sp__row_read(sp_results *r, size_t row, uint64_t first, size_t n, int6
   return st;
 }
 
+sp_status sp__row_read_tasks(sp_results *r, size_t row, uint64_t first, size_t n, int64_t *task) {
+  const struct sp__rrow *w = &r->rows[row];
+  if (r->ds_task < 0 || w->group) {
+    fill_minus_one(task, n);
+    return SP_OK;
+  }
+  if (first > w->count || n > w->count - first)
+    return sp__set_error(SP_ERR_INVALID_ARGUMENT, "task ids outside the row");
+  return n ? read_slice(r, r->ds_task, w->offset + first, n, task, "/events/task_ids") : SP_OK;
+}
+
 sp_status sp_results_row_read(sp_results *r, size_t row, uint64_t first, size_t n,
                               int64_t *start_ns, int64_t *end_ns, int64_t *call_ids,
                               int64_t *parent_ids, int64_t *thread_ids) {

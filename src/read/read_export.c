@@ -86,8 +86,11 @@ static sp_status ordered_regions(sp_results *r, const sp_filter *f, size_t **out
 
 /* ---- Chrome trace ------------------------------------------------------------ */
 
+/* Chrome lanes: a thread, or an async task (tid TASK_TID + task) so that
+ * interleaved tasks on one thread do not draw as overlapping slices. */
+#define TASK_TID 1000000
 struct lane {
-  int64_t rank, tid;
+  int64_t rank, tid, thread, task;
 };
 static int cmp_lane(const void *pa, const void *pb) {
   const struct lane *a = pa, *b = pb;
@@ -99,7 +102,7 @@ static sp_status chrome_trace(sp_results *r, const sp_filter *f, FILE *out, sp_e
   int64_t origin;
   sp_status st = sp_results_min_start(r, &origin);
   if (st != SP_OK) return st;
-  int64_t *buf = malloc(3 * BLOCK * sizeof *buf);
+  int64_t *buf = malloc(4 * BLOCK * sizeof *buf);
   struct lane *lanes = NULL;
   size_t nlanes = 0, cap = 0;
   if (!buf) return sp__set_error(SP_ERR_NO_MEMORY, "out of memory");
@@ -121,10 +124,13 @@ static sp_status chrome_trace(sp_results *r, const sp_filter *f, FILE *out, sp_e
     for (uint64_t done = 0; done < w->count && st == SP_OK;) {
       size_t n = w->count - done < BLOCK ? (size_t)(w->count - done) : BLOCK;
       st = sp__row_read(r, i, done, n, buf, buf + BLOCK, NULL, NULL, buf + 2 * BLOCK);
+      if (st == SP_OK) st = sp__row_read_tasks(r, i, done, n, buf + 3 * BLOCK);
       for (size_t k = 0; k < n && st == SP_OK; k++) {
-        int64_t tid = buf[2 * BLOCK + k] < 0 ? 0 : buf[2 * BLOCK + k];
+        int64_t thread = buf[2 * BLOCK + k] < 0 ? 0 : buf[2 * BLOCK + k];
+        int64_t task = buf[3 * BLOCK + k];
+        int64_t tid = task >= 0 ? TASK_TID + task : thread;
         if (tid != last_tid) {
-          struct lane l = {w->rank, tid};
+          struct lane l = {w->rank, tid, thread, task};
           if (!lfind(&l, lanes, &nlanes, sizeof l, cmp_lane)) {
             if (nlanes == cap) {
               cap = cap ? cap * 2 : 16;
@@ -174,10 +180,17 @@ static sp_status chrome_trace(sp_results *r, const sp_filter *f, FILE *out, sp_e
                 (long long)lanes[i].rank, (long long)lanes[i].rank);
         last_rank = lanes[i].rank;
       }
-      fprintf(out,
-              ",\n{\"name\":\"thread_name\",\"ph\":\"M\",\"pid\":%lld,\"tid\":%lld,"
-              "\"args\":{\"name\":\"thread %lld\"}}",
-              (long long)lanes[i].rank, (long long)lanes[i].tid, (long long)lanes[i].tid);
+      if (lanes[i].task >= 0)
+        fprintf(out,
+                ",\n{\"name\":\"thread_name\",\"ph\":\"M\",\"pid\":%lld,\"tid\":%lld,"
+                "\"args\":{\"name\":\"task %lld (thread %lld)\"}}",
+                (long long)lanes[i].rank, (long long)lanes[i].tid, (long long)lanes[i].task,
+                (long long)lanes[i].thread);
+      else
+        fprintf(out,
+                ",\n{\"name\":\"thread_name\",\"ph\":\"M\",\"pid\":%lld,\"tid\":%lld,"
+                "\"args\":{\"name\":\"thread %lld\"}}",
+                (long long)lanes[i].rank, (long long)lanes[i].tid, (long long)lanes[i].tid);
     }
     fputs("\n],\n\"displayTimeUnit\":\"ns\",\n\"otherData\":{\"exporter\":", out);
     sp__json_write_string(out, "scope-profiler " SP_VERSION_STRING);
@@ -233,17 +246,17 @@ static sp_status speedscope(sp_results *r, const sp_filter *f, FILE *out, sp_exp
     }
     for (size_t lo = 0; lo < n;) {
       size_t hi = lo;
-      while (hi < n && c[hi].thread == c[lo].thread) hi++;
+      while (hi < n && c[hi].thread == c[lo].thread && c[hi].task == c[lo].task) hi++;
       /* one profile per lane; events sorted and properly nested */
       fputs(nprof ? ",\n" : "\n", out);
       nprof++;
       fputs("{\"type\":\"evented\",\"name\":", out);
       char name[96];
+      int len = snprintf(name, sizeof name, "rank %lld", (long long)rank);
       if (c[lo].thread >= 0)
-        snprintf(name, sizeof name, "rank %lld thread %lld", (long long)rank,
-                 (long long)c[lo].thread);
-      else
-        snprintf(name, sizeof name, "rank %lld", (long long)rank);
+        len += snprintf(name + len, sizeof name - (size_t)len, " thread %lld", (long long)c[lo].thread);
+      if (c[lo].task >= 0)
+        snprintf(name + len, sizeof name - (size_t)len, " task %lld", (long long)c[lo].task);
       sp__json_write_string(out, name);
       int64_t start_at = c[lo].start_ns - origin, last_at = start_at;
       fprintf(out, ",\"unit\":\"nanoseconds\",\"startValue\":%lld,\"endValue\":", (long long)start_at);

@@ -78,7 +78,7 @@ struct sp_results {
   size_t nranks;
 
   uint64_t nevents;
-  hid_t ds_start, ds_end, ds_call, ds_parent, ds_thread; /* H5I_INVALID_HID when absent */
+  hid_t ds_start, ds_end, ds_call, ds_parent, ds_thread, ds_task; /* H5I_INVALID_HID: absent */
   int thread_u32;
 
   sp_progress_fn progress;
@@ -109,6 +109,8 @@ char *sp__json_list_text(char *const *v, size_t n);
 sp_status sp__row_summary(sp_results *r, size_t row, const struct sp__summary **out);
 sp_status sp__row_read(sp_results *r, size_t row, uint64_t first, size_t n, int64_t *start,
                        int64_t *end, int64_t *call, int64_t *parent, int64_t *thread);
+/* Task ids of a row's events (-1 where none: no track_async, or outside a task). */
+sp_status sp__row_read_tasks(sp_results *r, size_t row, uint64_t first, size_t n, int64_t *task);
 void sp__progress(sp_results *r, uint64_t add);
 void sp__progress_begin(sp_results *r, uint64_t total);
 

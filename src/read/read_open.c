@@ -534,9 +534,9 @@ static sp_status open_events(sp_results *r, hid_t root) {
   if (st == SP_OK && n > SP__MAX_EVENTS)
     st = sp__set_error(SP_ERR_FORMAT, "%s: /events claims %llu events, beyond what a profile holds",
                        FILE_NAME(r), (unsigned long long)n);
-  static const char *const optional[] = {"call_ids", "parent_ids", "thread_ids"};
-  hid_t *slots[] = {&r->ds_call, &r->ds_parent, &r->ds_thread};
-  for (int i = 0; i < 3 && st == SP_OK; i++) {
+  static const char *const optional[] = {"call_ids", "parent_ids", "thread_ids", "task_ids"};
+  hid_t *slots[] = {&r->ds_call, &r->ds_parent, &r->ds_thread, &r->ds_task};
+  for (int i = 0; i < 4 && st == SP_OK; i++) {
     st = open_column(r, g, "events", optional[i], 0, H5T_INTEGER, slots[i], &len);
     if (st == SP_OK && *slots[i] >= 0 && len != n)
       st = sp__set_error(SP_ERR_FORMAT, "%s: /events/%s has %llu values but start_times has %llu",
@@ -868,7 +868,8 @@ static sp_status load(sp_results *r) {
 static sp_results *new_results(void) {
   sp_results *r = calloc(1, sizeof *r);
   if (!r) return NULL;
-  r->file = r->ds_start = r->ds_end = r->ds_call = r->ds_parent = r->ds_thread = H5I_INVALID_HID;
+  r->file = r->ds_start = r->ds_end = r->ds_call = r->ds_parent = r->ds_thread = r->ds_task =
+      H5I_INVALID_HID;
   return r;
 }
 
@@ -971,7 +972,7 @@ void sp_results_free(sp_results *r) {
   if (!r) return;
   struct sp__h5quiet q;
   sp__h5_quiet_begin(&q);
-  hid_t *ds[] = {&r->ds_start, &r->ds_end, &r->ds_call, &r->ds_parent, &r->ds_thread};
+  hid_t *ds[] = {&r->ds_start, &r->ds_end, &r->ds_call, &r->ds_parent, &r->ds_thread, &r->ds_task};
   for (size_t i = 0; i < sizeof ds / sizeof ds[0]; i++)
     if (*ds[i] >= 0) H5Dclose(*ds[i]);
   if (r->file >= 0) H5Fclose(r->file);
@@ -1057,6 +1058,7 @@ size_t sp_results_region_num_ranks(const sp_results *r, size_t region) {
   return n;
 }
 int sp_results_has_threads(const sp_results *r) { return r && r->ds_thread >= 0; }
+int sp_results_has_tasks(const sp_results *r) { return r && r->ds_task >= 0; }
 int sp_results_has_call_ids(const sp_results *r) { return r && r->ds_call >= 0; }
 
 sp_status sp_results_region_source(const sp_results *r, size_t region, const char **file,

@@ -5,7 +5,8 @@
  * files), by interval containment exactly as upstream's flame chart does:
  * sort by (start, longer first), pop the stack while its top has ended, the
  * depth is the stack size and the parent the top. Containment runs per lane
- * (thread) because calls on different threads overlap without nesting.
+ * (a thread, or an async task on a thread) because calls on different lanes
+ * overlap without nesting.
  *
  * Parents are referred to by index, never by name, since names repeat under
  * recursion. Filtering a region out re-attaches its children to the nearest
@@ -20,13 +21,14 @@
 #define BLOCK ((size_t)1 << 20)
 
 struct ev {
-  int64_t start, end, thread, call, parent;
+  int64_t start, end, thread, task, call, parent;
   uint32_t region;
 };
 
 static int cmp_ev(const void *pa, const void *pb) {
   const struct ev *a = pa, *b = pb;
   if (a->thread != b->thread) return a->thread < b->thread ? -1 : 1;
+  if (a->task != b->task) return a->task < b->task ? -1 : 1;
   if (a->start != b->start) return a->start < b->start ? -1 : 1;
   if (a->end != b->end) return a->end > b->end ? -1 : 1; /* longer (the parent) first */
   if (a->call != b->call) return a->call < b->call ? -1 : 1;
@@ -36,17 +38,19 @@ static int cmp_ev(const void *pa, const void *pb) {
 static int cmp_call(const void *pa, const void *pb) {
   const sp_call *a = pa, *b = pb;
   if (a->thread != b->thread) return a->thread < b->thread ? -1 : 1;
+  if (a->task != b->task) return a->task < b->task ? -1 : 1;
   if (a->start_ns != b->start_ns) return a->start_ns < b->start_ns ? -1 : 1;
   if (a->end_ns != b->end_ns) return a->end_ns > b->end_ns ? -1 : 1;
   return (a->region > b->region) - (a->region < b->region);
 }
 
-/* Containment nesting over calls already sorted by (thread, start, -end). */
+/* Containment nesting over calls already sorted by (lane, start, -end). */
 static sp_status nest_sorted(sp_call *calls, size_t n, size_t *overlaps) {
   size_t *stack = malloc((n ? n : 1) * sizeof *stack), top = 0, ov = 0;
   if (!stack) return sp__set_error(SP_ERR_NO_MEMORY, "out of memory nesting %zu calls", n);
   for (size_t i = 0; i < n; i++) {
-    if (i > 0 && calls[i].thread != calls[i - 1].thread) top = 0;
+    if (i > 0 && (calls[i].thread != calls[i - 1].thread || calls[i].task != calls[i - 1].task))
+      top = 0;
     while (top > 0 && calls[stack[top - 1]].end_ns <= calls[i].start_ns) top--;
     calls[i].depth = (uint32_t)top;
     calls[i].parent = top ? (int64_t)stack[top - 1] : -1;
@@ -99,7 +103,8 @@ static int nest_by_ids(const struct ev *e, sp_call *calls, size_t n) {
     }
     struct idpos key = {e[i].parent, 0};
     struct idpos *hit = bsearch(&key, map, n, sizeof *map, cmp_idpos);
-    if (!hit || hit->pos >= i || e[hit->pos].thread != e[i].thread) {
+    if (!hit || hit->pos >= i || e[hit->pos].thread != e[i].thread ||
+        e[hit->pos].task != e[i].task) {
       ok = 0;
       break;
     }
@@ -128,7 +133,7 @@ sp_status sp__rank_calls(sp_results *r, int64_t rank, sp_call **out, size_t *nou
                          (long long)rank, (unsigned long long)total);
   size_t n = (size_t)total;
   struct ev *e = malloc((n ? n : 1) * sizeof *e);
-  int64_t *buf = malloc(5 * BLOCK * sizeof *buf);
+  int64_t *buf = malloc(6 * BLOCK * sizeof *buf);
   if (!e || !buf) {
     free(e);
     free(buf);
@@ -147,6 +152,7 @@ sp_status sp__rank_calls(sp_results *r, int64_t rank, sp_call **out, size_t *nou
       size_t k = w->count - done < BLOCK ? (size_t)(w->count - done) : BLOCK;
       st = sp__row_read(r, i, done, k, buf, buf + BLOCK, buf + 2 * BLOCK, buf + 3 * BLOCK,
                         buf + 4 * BLOCK);
+      if (st == SP_OK) st = sp__row_read_tasks(r, i, done, k, buf + 5 * BLOCK);
       for (size_t j = 0; j < k && st == SP_OK; j++) {
         struct ev *x = &e[at + j];
         x->start = buf[j];
@@ -154,6 +160,7 @@ sp_status sp__rank_calls(sp_results *r, int64_t rank, sp_call **out, size_t *nou
         x->call = buf[2 * BLOCK + j];
         x->parent = buf[3 * BLOCK + j];
         x->thread = buf[4 * BLOCK + j];
+        x->task = buf[5 * BLOCK + j] < 0 ? -1 : buf[5 * BLOCK + j];
         x->region = w->region;
       }
       done += k;
@@ -178,6 +185,7 @@ sp_status sp__rank_calls(sp_results *r, int64_t rank, sp_call **out, size_t *nou
     calls[i].start_ns = e[i].start;
     calls[i].end_ns = e[i].end;
     calls[i].thread = e[i].thread;
+    calls[i].task = e[i].task;
     calls[i].region = e[i].region;
     calls[i].parent = -1;
     calls[i].depth = 0;

@@ -213,6 +213,26 @@ def multi():
                   tags={"solve": ["numerics", "hot"]})
 
 
+def async_tasks():
+    """One thread, two asyncio-style tasks interleaving: task 1 fetch [0,100)
+    with parse [60,90); task 2 fetch [10,50) with parse [20,30). Containment
+    on the thread alone would nest task 2 inside task 1; lanes per task, or
+    the recorded ids, must not."""
+    t = lambda ms: BASE + ms * MS
+    calls = [dict(C(0, 0, t(0), t(100), 0, -1), task=1), dict(C(1, 0, t(60), t(90), 1, 0), task=1),
+             dict(C(0, 0, t(10), t(50), 2, -1), task=2), dict(C(1, 0, t(20), t(30), 3, 2), task=2),
+             dict(C(0, 0, t(120), t(130), 4, -1), task=-1)]
+    path = os.path.join(OUT, "async.h5")
+    write_schema2(path, ["fetch", "parse"], calls, {"mpi_size": 1, "label": "async"},
+                  threads=True)
+    # task ids in the same row order write_schema2 uses: (rank, region), then start
+    keys = sorted({(c["rank"], c["region"]) for c in calls})
+    tasks = [c["task"] for k in keys for c in sorted(
+        (c for c in calls if (c["rank"], c["region"]) == k), key=lambda c: c["start"])]
+    with h5py.File(path, "a") as f:
+        f["events"].create_dataset("task_ids", data=np.array(tasks, dtype=np.int64))
+
+
 def aggregate():
     """Aggregate layout: outer and inner 3 calls each, no events."""
     t = lambda ms: BASE + ms * MS
@@ -289,6 +309,7 @@ if __name__ == "__main__":
     hier_nested()
     multi()
     aggregate()
+    async_tasks()
     diff_pair()
     hostile()
     print("fixtures written to", OUT)

@@ -379,6 +379,36 @@ SP_TEST(ids_threads_and_exclusive_rebuild) {
   sp_results_free(r);
 }
 
+SP_TEST(async_tasks_are_lanes) {
+  sp_results *r = open_fixture(FIX("async.h5"));
+  ASSERT(sp_results_has_tasks(r));
+  for (int pass = 0; pass < 2; pass++) {
+    /* pass 0 nests by the recorded ids, pass 1 by containment per lane */
+    sp_call *c;
+    size_t n, ov = 9;
+    ASSERT_OK(sp_results_call_stack(r, 0, NULL, &c, &n, &ov));
+    ASSERT_EQ(n, 5);
+    ASSERT_EQ(ov, 0);
+    int64_t tasks[] = {-1, 1, 1, 2, 2};
+    uint32_t depths[] = {0, 0, 1, 0, 1};
+    for (size_t i = 0; i < n; i++) {
+      ASSERT_EQ(c[i].task, tasks[i]);
+      ASSERT_EQ(c[i].depth, depths[i]);
+    }
+    ASSERT_EQ(c[4].parent, 3); /* task 2's parse under task 2's fetch, not task 1's */
+    free(c);
+    if (pass == 0) {
+      H5Dclose(r->ds_call);
+      H5Dclose(r->ds_parent);
+      r->ds_call = r->ds_parent = H5I_INVALID_HID;
+    }
+  }
+  sp_region_stats s;
+  ASSERT_OK(sp_results_region_stats(r, region_of(r, "fetch"), NULL, SP_STATS_OWN, &s));
+  ASSERT_EQ(s.own_ns, (100 - 30 + 40 - 10 + 10) * 1000000LL);
+  sp_results_free(r);
+}
+
 SP_TEST(filter_reattaches_children_to_kept_ancestor) {
   sp_results *r = open_fixture(FIX("multi.h5"));
   sp_filter *f;
