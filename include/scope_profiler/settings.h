@@ -90,6 +90,12 @@
   X(hdf5_chunk_size, HDF5, chunk_size, INT, SP_INT_NONE, 1, INT64_C(1) << 32, "", \
     "Maximum events per dataset chunk; enables chunked partial reads even uncompressed.") \
   X(enable_tags, NONE, enable_tags, LIST, NULL, 0, 0, "", \
-    "Opt-in region tags to record (comma list); \"*\" enables every opt-in tag.")
+    "Opt-in region tags to record (comma list); \"*\" enables every opt-in tag.") \
+  X(signals, NONE, signals, LIST, "SIGTERM,SIGINT,SIGXCPU,SIGUSR1", 0, 0, "", \
+    "Signals on which the run so far is written before the signal takes effect (e.g. a batch system's time limit); empty disables.") \
+  X(crash_spill, NONE, crash_spill, BOOL, 1, 0, 1, "", \
+    "On SIGSEGV, SIGBUS, SIGFPE, SIGABRT or SIGILL, write the raw buffers to <file_path>.spill for `scope-profiler recover`.") \
+  X(finalize_on_exit, NONE, finalize_on_exit, BOOL, 1, 0, 1, "", \
+    "Write a run the program did not finalize when the process exits (not under MPI, where finalize is collective).")
 
 #endif

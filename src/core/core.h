@@ -125,6 +125,8 @@ struct sp_manager {
   int paused;
   int exit_hook;      /* finalize at exit if still active */
   int forked_child;   /* this process is a fork of the one that set it up */
+  pthread_mutex_t fin_lock; /* finalize from the program, the exit hook and the signal watcher */
+  char spill_path[4096];    /* <file_path>.spill, prepared at setup for the crash handler */
   struct sp_config cfg;
   int have_cfg;
   sp_thread_rec *threads;

@@ -16,6 +16,7 @@
 #include "core/metadata.h"
 #include "core/mpi_hooks.h"
 #include "core/snapshot.h"
+#include "core/spill.h"
 #include "core/summary.h"
 #include "output/output.h"
 #include "scope_profiler/results.h"
@@ -23,6 +24,7 @@
 SP_API struct sp_manager sp__default_manager = {
     .hot = {SP__STATE_OFF, 0, 0},
     .lock = PTHREAD_MUTEX_INITIALIZER,
+    .fin_lock = PTHREAD_MUTEX_INITIALIZER,
     .is_default = 1,
     .async_col = -1,
 };
@@ -37,11 +39,15 @@ static pthread_mutex_t live_lock = PTHREAD_MUTEX_INITIALIZER;
 static struct sp_manager *live[SP__MAX_MANAGERS];
 static pthread_once_t atexit_once = PTHREAD_ONCE_INIT;
 
+struct sp_manager *sp__live_manager(int i) {
+  return i >= 0 && i < SP__MAX_MANAGERS ? __atomic_load_n(&live[i], __ATOMIC_ACQUIRE) : NULL;
+}
+
 static void exit_hook(void) {
+  /* Under MPI, finalize is collective and MPI is usually finalized by now. */
+  if (sp__mpi_ops && sp__mpi_ops->in_use()) return;
   for (int i = 0; i < SP__MAX_MANAGERS; i++) {
-    pthread_mutex_lock(&live_lock);
-    struct sp_manager *m = live[i];
-    pthread_mutex_unlock(&live_lock);
+    struct sp_manager *m = sp__live_manager(i);
     if (m && m->exit_hook && m->run_active) {
       sp_finalize_args fa = {0};
       (void)sp_manager_finalize(m, &fa, NULL);
@@ -57,10 +63,12 @@ static void after_fork_child(void) {
   pthread_mutex_init(&live_lock, NULL);
   sp__record_after_fork_child();
   sp__regions_after_fork_child();
+  sp__signals_after_fork_child();
   for (int i = 0; i < SP__MAX_MANAGERS; i++) {
     struct sp_manager *m = live[i];
     if (!m) continue;
     pthread_mutex_init(&m->lock, NULL);
+    pthread_mutex_init(&m->fin_lock, NULL);
     m->forked_child = 1;
     m->run_active = 0;
     m->exit_hook = 0;
@@ -86,10 +94,10 @@ static void set_live(struct sp_manager *m, int on) {
   pthread_mutex_lock(&live_lock);
   for (int i = 0; i < SP__MAX_MANAGERS; i++) {
     if (on && !live[i]) {
-      live[i] = m;
+      __atomic_store_n(&live[i], m, __ATOMIC_RELEASE);
       break;
     }
-    if (!on && live[i] == m) live[i] = NULL;
+    if (!on && live[i] == m) __atomic_store_n(&live[i], NULL, __ATOMIC_RELEASE);
   }
   pthread_mutex_unlock(&live_lock);
 }
@@ -118,6 +126,7 @@ sp_manager *sp_manager_create(void) {
     return NULL;
   }
   pthread_mutex_init(&m->lock, NULL);
+  pthread_mutex_init(&m->fin_lock, NULL);
   m->async_col = -1;
   if (sp__slot_acquire(m) < 0) {
     pthread_mutex_destroy(&m->lock);
@@ -149,6 +158,7 @@ void sp_manager_destroy(sp_manager *m) {
   free(m->calls_done);
   free(m->output_path);
   pthread_mutex_destroy(&m->lock);
+  pthread_mutex_destroy(&m->fin_lock);
   free(m);
 }
 
@@ -235,8 +245,14 @@ sp_status sp_manager_setup(sp_manager *m, const sp_setup_args *args) {
   m->optin_epoch++;
   m->configured = 1;
   m->run_active = 1;
-  m->exit_hook = args && args->auto_finalize;
+  m->exit_hook = (args && args->auto_finalize) || m->cfg.finalize_on_exit;
   if (m->exit_hook) pthread_once(&atexit_once, register_atexit);
+  int n = snprintf(m->spill_path, sizeof m->spill_path, "%s.spill", m->cfg.file_path);
+  if (n < 0 || (size_t)n >= sizeof m->spill_path) m->spill_path[0] = 0;
+  if (!m->cfg.deactivate_profiling && !m->cfg.deactivate_file_output && (st = sp__signals_install(&m->cfg)) != SP_OK) {
+    m->run_active = 0;
+    return st;
+  }
   sp__manager_publish_state(m);
   return SP_OK;
 }
@@ -361,23 +377,10 @@ static sp_status add_thread_table(struct sp_manager *m, struct sp_run *run) {
   return SP_OK;
 }
 
-sp_status sp_manager_finalize(sp_manager *m, const sp_finalize_args *args, sp_results **results) {
-  if (results) *results = NULL;
-  if (!m || !m->configured)
-    return sp__set_error(SP_ERR_INACTIVE, "finalize: the manager was never set up; call setup first");
-  if (m->forked_child)
-    return sp__set_error(SP_ERR_INACTIVE,
-                         "finalize in a forked child: the parent's run belongs to the parent and nothing "
-                         "was written; to profile the child, call setup in it with its own file_path");
-  sp_finalize_args none = {0};
-  if (!args) args = &none;
-  if (m->cfg.deactivate_profiling) {
-    m->run_active = 0;
-    return SP_OK; /* nothing was recorded and nothing is written */
-  }
-  uint64_t tick1;
-  int64_t ns1;
-  sp__clock_anchor(&tick1, &ns1);
+/* The work of finalize, for a run that ended at (tick1, ns1). `recovered`
+ * is the signal a spill file was written on (0 for a normal finalize). */
+static sp_status finalize_run(struct sp_manager *m, const sp_finalize_args *args, sp_results **results,
+                              uint64_t tick1, int64_t ns1, int recovered, int complete) {
   struct sp_clock_map cm = sp__clock_map(m->run_tick0, m->run_ns0, tick1, ns1);
 
   /* Under MPI every rank gets here (finalize is collective there). */
@@ -401,6 +404,10 @@ sp_status sp_manager_finalize(sp_manager *m, const sp_finalize_args *args, sp_re
   if (mpi && (st = mpi->metadata(&run.meta, &m->cfg)) != SP_OK) {
     sp__run_free(&run);
     return st;
+  }
+  if (recovered) {
+    sp__meta_i64(&run.meta, "recovered_from_signal", recovered);
+    sp__meta_i64(&run.meta, "recovery_complete", complete);
   }
 
   sp_status io = SP_OK;
@@ -453,6 +460,34 @@ sp_status sp_manager_finalize(sp_manager *m, const sp_finalize_args *args, sp_re
                          (unsigned long long)open_calls);
   sp__clear_error();
   return SP_OK;
+}
+
+sp_status sp_manager_finalize(sp_manager *m, const sp_finalize_args *args, sp_results **results) {
+  if (results) *results = NULL;
+  if (!m || !m->configured)
+    return sp__set_error(SP_ERR_INACTIVE, "finalize: the manager was never set up; call setup first");
+  if (m->forked_child)
+    return sp__set_error(SP_ERR_INACTIVE,
+                         "finalize in a forked child: the parent's run belongs to the parent and nothing "
+                         "was written; to profile the child, call setup in it with its own file_path");
+  sp_finalize_args none = {0};
+  if (!args) args = &none;
+  if (m->cfg.deactivate_profiling) {
+    m->run_active = 0;
+    return SP_OK; /* nothing was recorded and nothing is written */
+  }
+  pthread_mutex_lock(&m->fin_lock);
+  uint64_t tick1;
+  int64_t ns1;
+  sp__clock_anchor(&tick1, &ns1);
+  sp_status st = finalize_run(m, args, results, tick1, ns1, 0, 1);
+  pthread_mutex_unlock(&m->fin_lock);
+  return st;
+}
+
+sp_status sp__finalize_recovered(struct sp_manager *m, uint64_t tick1, int64_t ns1, int sig, int complete) {
+  sp_finalize_args none = {0};
+  return finalize_run(m, &none, NULL, tick1, ns1, sig ? sig : -1, complete);
 }
 
 void sp_manager_pause(sp_manager *m) {

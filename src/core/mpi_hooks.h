@@ -9,6 +9,7 @@
 #define SP_MPI_HOOKS_H
 
 #include <stdint.h>
+#include <stdio.h>
 
 #include "output/output.h"
 #include "scope_profiler/results.h"
@@ -28,6 +29,9 @@ struct sp_mpi_ops {
   sp_status (*write)(const struct sp_run *run, const struct sp_config *cfg, const char *path);
   /* Collective. The whole job's results on rank 0, empty results elsewhere. */
   sp_status (*results)(const struct sp_run *run, const struct sp_config *cfg, sp_results **out);
+  /* Collective (verbose finalize). Prints the whole job's summary on rank 0;
+   * NULL: rank 0 prints its own run. */
+  void (*summary)(const struct sp_run *run, const struct sp_config *cfg, FILE *out);
 };
 
 /* Set by the MPI build's constructor; NULL otherwise. */

@@ -1,0 +1,29 @@
+/* spill.h - crash spill files (spill.c) and signal handling (signals.c). */
+#ifndef SP_SPILL_H
+#define SP_SPILL_H
+
+#include <stddef.h>
+
+#include "core/core.h"
+
+/* Async-signal-safe: write m's raw buffers to m->spill_path; 0 on success. */
+int sp__spill_write(struct sp_manager *m, int sig);
+
+/* Turn a spill file into an HDF5 file at out_path (NULL: the crashed run's
+ * file_path); the path written goes to `written`. */
+sp_status sp__spill_recover(const char *spill, const char *out_path, char *written, size_t written_len);
+
+/* Install the termination and fatal-signal handlers the config asks for
+ * (once per signal per process, chaining what was there). */
+sp_status sp__signals_install(const struct sp_config *cfg);
+void sp__signals_after_fork_child(void);
+int sp__signal_from_name(const char *name);
+
+/* Finalize a manager rebuilt from a spill: end anchors from the spill, and
+ * metadata saying the run was recovered. */
+sp_status sp__finalize_recovered(struct sp_manager *m, uint64_t tick1, int64_t ns1, int sig, int complete);
+
+/* The i-th live manager (for handlers and the watcher), or NULL. */
+struct sp_manager *sp__live_manager(int i);
+
+#endif
