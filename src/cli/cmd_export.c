@@ -217,8 +217,8 @@ int sp_cmd_export(int argc, char **argv) {
   }
   if (xs.overlaps)
     fprintf(stderr,
-            "scope-profiler export: warning: %zu call(s) started inside another call but ended "
-            "after it (threads not recorded?); nesting there is approximate\n",
+            "scope-profiler export: warning: %zu call(s) overlap calls they are not nested in "
+            "(threads not recorded?); they are clipped or shifted to keep the lanes nested\n",
             xs.overlaps);
   if (!quiet) {
     if (fmt == 4 || (fmt == 3 && xf == SP_EXPORT_DURATIONS_CSV))

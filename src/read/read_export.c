@@ -204,6 +204,8 @@ static sp_status chrome_trace(sp_results *r, const sp_filter *f, FILE *out, sp_e
 
 /* ---- speedscope ---------------------------------------------------------------- */
 
+#define MAX_VLANES 64
+
 static sp_status speedscope(sp_results *r, const sp_filter *f, FILE *out, sp_export_stats *xs) {
   int64_t origin;
   sp_status st = sp_results_min_start(r, &origin);
@@ -228,6 +230,7 @@ static sp_status speedscope(sp_results *r, const sp_filter *f, FILE *out, sp_exp
   int nprof = 0;
   size_t *stack = NULL;
   int64_t *eff_end = NULL;
+  uint8_t *vlane = NULL;
   for (size_t ri = 0; ri < r->nranks && st == SP_OK; ri++) {
     int64_t rank = r->ranks[ri];
     if (!sp_filter_match_rank(f, rank)) continue;
@@ -237,61 +240,95 @@ static sp_status speedscope(sp_results *r, const sp_filter *f, FILE *out, sp_exp
     if (st != SP_OK) break;
     free(stack);
     free(eff_end);
+    free(vlane);
     stack = malloc((n ? n : 1) * sizeof *stack);
     eff_end = malloc((n ? n : 1) * sizeof *eff_end);
-    if (!stack || !eff_end) {
+    vlane = malloc(n ? n : 1);
+    if (!stack || !eff_end || !vlane) {
       free(c);
       st = sp__set_error(SP_ERR_NO_MEMORY, "out of memory");
       break;
     }
-    for (size_t lo = 0; lo < n;) {
+    for (size_t lo = 0; lo < n && st == SP_OK;) {
       size_t hi = lo;
       while (hi < n && c[hi].thread == c[lo].thread && c[hi].task == c[lo].task) hi++;
-      /* one profile per lane; events sorted and properly nested */
-      fputs(nprof ? ",\n" : "\n", out);
-      nprof++;
-      fputs("{\"type\":\"evented\",\"name\":", out);
-      char name[96];
-      int len = snprintf(name, sizeof name, "rank %lld", (long long)rank);
-      if (c[lo].thread >= 0)
-        len += snprintf(name + len, sizeof name - (size_t)len, " thread %lld", (long long)c[lo].thread);
-      if (c[lo].task >= 0)
-        snprintf(name + len, sizeof name - (size_t)len, " task %lld", (long long)c[lo].task);
-      sp__json_write_string(out, name);
-      int64_t start_at = c[lo].start_ns - origin, last_at = start_at;
-      fprintf(out, ",\"unit\":\"nanoseconds\",\"startValue\":%lld,\"endValue\":", (long long)start_at);
-      /* endValue precedes the events in our output, so compute it first */
-      int64_t end_at = start_at;
-      for (size_t i = lo; i < hi; i++)
-        if (c[i].end_ns - origin > end_at) end_at = c[i].end_ns - origin;
-      fprintf(out, "%lld,\"events\":[", (long long)end_at);
-      size_t top = 0;
-      int ev = 0;
-      for (size_t i = lo; i <= hi; i++) {
-        /* close what is not an ancestor of call i (everything at the end) */
-        int64_t want = i < hi ? c[i].parent : -2;
-        while (top > 0 && (int64_t)stack[top - 1] != want) {
-          size_t x = stack[--top];
-          int64_t at = eff_end[x] - origin;
-          if (at < last_at) at = last_at;
-          fprintf(out, "%s{\"type\":\"C\",\"frame\":%u,\"at\":%lld}", ev++ ? ",\n" : "\n",
-                  c[x].region, (long long)at);
-          last_at = at;
+      /* Recorded ids can make a root overlap calls still open in the same
+       * lane (threads were not recorded, so other threads' calls share it).
+       * Such a root and its subtree get their own profile instead of being
+       * drawn late. Containment nesting never needs this. */
+      int64_t busy[MAX_VLANES];
+      size_t nv = 0;
+      for (size_t i = lo; i < hi; i++) {
+        if (c[i].parent >= 0) {
+          vlane[i] = vlane[c[i].parent];
+          continue;
         }
-        if (i == hi) break;
-        eff_end[i] = c[i].end_ns;
-        if (top > 0 && eff_end[i] > eff_end[stack[top - 1]]) {
-          eff_end[i] = eff_end[stack[top - 1]];
-          ov++;
+        size_t l = 0;
+        while (l < nv && busy[l] > c[i].start_ns) l++;
+        if (l == nv) {
+          if (nv < MAX_VLANES) busy[nv++] = c[i].end_ns;
+          else l = nv - 1;
         }
-        int64_t at = c[i].start_ns - origin;
-        if (at < last_at) at = last_at;
-        fprintf(out, "%s{\"type\":\"O\",\"frame\":%u,\"at\":%lld}", ev++ ? ",\n" : "\n",
-                c[i].region, (long long)at);
-        last_at = at;
-        stack[top++] = i;
+        vlane[i] = (uint8_t)l;
+        if (c[i].end_ns > busy[l]) busy[l] = c[i].end_ns;
       }
-      fputs("]}", out);
+      for (size_t l = 0; l < nv; l++) {
+        /* one profile per lane; events sorted and properly nested */
+        fputs(nprof ? ",\n" : "\n", out);
+        nprof++;
+        fputs("{\"type\":\"evented\",\"name\":", out);
+        char name[128];
+        int len = snprintf(name, sizeof name, "rank %lld", (long long)rank);
+        if (c[lo].thread >= 0)
+          len += snprintf(name + len, sizeof name - (size_t)len, " thread %lld",
+                          (long long)c[lo].thread);
+        if (c[lo].task >= 0)
+          len += snprintf(name + len, sizeof name - (size_t)len, " task %lld",
+                          (long long)c[lo].task);
+        if (l > 0) snprintf(name + len, sizeof name - (size_t)len, " (overlapping #%zu)", l + 1);
+        sp__json_write_string(out, name);
+        /* startValue/endValue precede the events, so compute them first */
+        int64_t start_at = INT64_MAX, end_at = INT64_MIN;
+        for (size_t i = lo; i < hi; i++) {
+          if (vlane[i] != l) continue;
+          if (c[i].start_ns - origin < start_at) start_at = c[i].start_ns - origin;
+          if (c[i].end_ns - origin > end_at) end_at = c[i].end_ns - origin;
+        }
+        int64_t last_at = start_at;
+        fprintf(out, ",\"unit\":\"nanoseconds\",\"startValue\":%lld,\"endValue\":%lld,\"events\":[",
+                (long long)start_at, (long long)end_at);
+        size_t top = 0;
+        int ev = 0;
+        for (size_t i = lo; i <= hi; i++) {
+          if (i < hi && vlane[i] != l) continue;
+          /* close what is not an ancestor of call i (everything at the end) */
+          int64_t want = i < hi ? c[i].parent : -2;
+          while (top > 0 && (int64_t)stack[top - 1] != want) {
+            size_t x = stack[--top];
+            int64_t at = eff_end[x] - origin;
+            if (at < last_at) at = last_at;
+            fprintf(out, "%s{\"type\":\"C\",\"frame\":%u,\"at\":%lld}", ev++ ? ",\n" : "\n",
+                    c[x].region, (long long)at);
+            last_at = at;
+          }
+          if (i == hi) break;
+          eff_end[i] = c[i].end_ns;
+          if (top > 0 && eff_end[i] > eff_end[stack[top - 1]]) {
+            eff_end[i] = eff_end[stack[top - 1]]; /* ends after its parent: clipped */
+            ov++;
+          }
+          int64_t at = c[i].start_ns - origin;
+          if (at < last_at) {
+            at = last_at; /* overlaps a closed sibling: drawn late, not out of order */
+            ov++;
+          }
+          fprintf(out, "%s{\"type\":\"O\",\"frame\":%u,\"at\":%lld}", ev++ ? ",\n" : "\n",
+                  c[i].region, (long long)at);
+          last_at = at;
+          stack[top++] = i;
+        }
+        fputs("]}", out);
+      }
       lo = hi;
     }
     xs->events += n;
@@ -300,6 +337,7 @@ static sp_status speedscope(sp_results *r, const sp_filter *f, FILE *out, sp_exp
   }
   free(stack);
   free(eff_end);
+  free(vlane);
   if (st != SP_OK) return st;
   fputs("],\n\"name\":", out);
   sp__json_write_string(out, r->display_label);
