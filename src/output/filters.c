@@ -300,6 +300,11 @@ hid_t sp__event_dcpl(const struct sp_config *cfg, size_t nvalues, size_t elem_si
   if (chunk > nvalues) chunk = nvalues;
   unsigned long long max_chunk = (UINT_MAX - 1) / elem_size;
   if (chunk > max_chunk) chunk = max_chunk;
+  /* The last chunk is stored whole: share the values evenly among the chunks
+   * so its padding stays below one value per chunk (uncompressed, a 65536
+   * chunk would otherwise add up to 512 KiB to an int64 column). */
+  unsigned long long nchunks = (nvalues + chunk - 1) / chunk;
+  chunk = (nvalues + nchunks - 1) / nchunks;
   hsize_t cd = (hsize_t)chunk;
   herr_t rc = H5Pset_chunk(dcpl, 1, &cd);
   if (m != M_NONE && elem_size > 1 && rc >= 0) rc = H5Pset_shuffle(dcpl);
