@@ -95,7 +95,25 @@ struct sp__hot {
   uint32_t state;
   uint32_t slot; /* index into sp__tls */
   uint64_t gen;  /* unique per manager lifetime; 0 never matches */
+  /* Opt-in regions known to be disabled on this manager: one bit per region
+   * id, set by the slow path once decided, so later calls of a disabled
+   * region cost a load and a bit test. */
+  uint64_t *optin_off;
+  uint32_t optin_nbits;
 };
+
+/* 1 when `r` is an opt-in region already known to be disabled on h. */
+SP__INLINE int sp__optin_off(const struct sp__hot *h, uint32_t r) {
+  uint32_t id = r & ~SP__REGION_SLOW_BIT;
+#if defined(__GNUC__)
+  const uint64_t *bits = __atomic_load_n(&h->optin_off, __ATOMIC_ACQUIRE);
+  uint32_t nbits = __atomic_load_n(&h->optin_nbits, __ATOMIC_ACQUIRE);
+#else
+  const uint64_t *bits = h->optin_off;
+  uint32_t nbits = h->optin_nbits;
+#endif
+  return id < nbits && ((bits[id >> 6] >> (id & 63)) & 1);
+}
 
 struct sp__tls_entry {
   struct sp__thread *t;
@@ -181,6 +199,7 @@ SP__INLINE int sp__begin(void *m, uint32_t r) {
   uint32_t state = sp__state(h);
   if (SP__UNLIKELY(state != SP__STATE_TIMELINE || (r & SP__REGION_SLOW_BIT) || r == 0)) {
     if (state == SP__STATE_OFF) return 0;
+    if ((r & SP__REGION_SLOW_BIT) && sp__optin_off(h, r)) return 0;
     if (state == SP__STATE_AGGREGATE && !(r & SP__REGION_SLOW_BIT) && r) return sp__agg_begin(m, h, r);
     return sp__begin_slow(m, r);
   }
@@ -203,6 +222,7 @@ SP__INLINE int sp__end(void *m, uint32_t r) {
   uint32_t state = sp__state(h);
   if (SP__UNLIKELY(state != SP__STATE_TIMELINE || (r & SP__REGION_SLOW_BIT))) {
     if (state == SP__STATE_OFF) return 0;
+    if ((r & SP__REGION_SLOW_BIT) && sp__optin_off(h, r)) return 0;
     if (state == SP__STATE_AGGREGATE && !(r & SP__REGION_SLOW_BIT) && r) return sp__agg_end(m, h, r);
     return sp__end_slow(m, r);
   }

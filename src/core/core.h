@@ -140,6 +140,8 @@ struct sp_manager {
   int64_t setup_ns;   /* start_time_ns of the current run */
   char *output_path;
   uint64_t optin_epoch; /* bumped at setup: enabled tags may change */
+  uint64_t **optin_retired; /* replaced bitmaps: lock-free readers may still hold them */
+  size_t noptin_retired;
   sp_problem_counts problems;
   /* probes chosen at setup */
   const struct sp_probe *probes[SP_MAX_PROBES];
@@ -174,6 +176,9 @@ void sp__agg_reset(struct sp__agg *a, size_t n);
 /* fork(): reset the process-wide locks in the child (record.c, regions.c). */
 void sp__record_after_fork_child(void);
 void sp__regions_after_fork_child(void);
+/* Publish "region id is a disabled opt-in region" to the inlined path. */
+void sp__optin_mark_off(struct sp_manager *m, uint32_t id);
+void sp__optin_reset(struct sp_manager *m);
 /* Slot management: a TLS slot and a fresh generation for a new manager. */
 int sp__slot_acquire(struct sp_manager *m);
 void sp__slot_release(struct sp_manager *m);

@@ -157,6 +157,9 @@ void sp_manager_destroy(sp_manager *m) {
   if (m->have_cfg) sp__config_free(&m->cfg);
   free(m->calls_done);
   free(m->output_path);
+  free(m->hot.optin_off);
+  for (size_t i = 0; i < m->noptin_retired; i++) free(m->optin_retired[i]);
+  free(m->optin_retired);
   pthread_mutex_destroy(&m->lock);
   pthread_mutex_destroy(&m->fin_lock);
   free(m);
@@ -243,6 +246,7 @@ sp_status sp_manager_setup(sp_manager *m, const sp_setup_args *args) {
   m->cfg.paused = 0;
   memset(&m->problems, 0, sizeof m->problems);
   m->optin_epoch++;
+  sp__optin_reset(m);
   m->configured = 1;
   m->run_active = 1;
   m->exit_hook = (args && args->auto_finalize) || m->cfg.finalize_on_exit;

@@ -262,6 +262,7 @@ static int opt_in_disabled(struct sp_manager *m, sp_thread_rec *t, uint32_t r) {
     for (size_t i = 0; ri && i < ri->ntags && d == 2; i++)
       if (sp__config_tag_enabled(&m->cfg, ri->tags[i])) d = 1;
     if (id < t->optin_cap) t->optin[id] = d;
+    if (d == 2) sp__optin_mark_off(m, id);
   }
   return d == 2;
 }
@@ -390,4 +391,40 @@ SP_API int sp__end_slow(void *mv, uint32_t r) {
   ev->end = now;
   t->hot.depth--;
   return 0;
+}
+
+/*====== Disabled opt-in regions, for the inlined path ======*/
+
+void sp__optin_mark_off(struct sp_manager *m, uint32_t id) {
+  pthread_mutex_lock(&m->lock);
+  if (id >= m->hot.optin_nbits) {
+    uint32_t nbits = m->hot.optin_nbits ? m->hot.optin_nbits : 1024;
+    while (nbits <= id) nbits *= 2;
+    uint64_t *bits = calloc(nbits / 64, sizeof *bits);
+    uint64_t **ret = realloc(m->optin_retired, (m->noptin_retired + 1) * sizeof *ret);
+    if (!bits || !ret) {
+      free(bits);
+      if (ret) m->optin_retired = ret;
+      pthread_mutex_unlock(&m->lock);
+      return; /* the slow path keeps deciding: correct, just slower */
+    }
+    m->optin_retired = ret;
+    if (m->hot.optin_off) {
+      memcpy(bits, m->hot.optin_off, m->hot.optin_nbits / 8);
+      m->optin_retired[m->noptin_retired++] = m->hot.optin_off;
+    }
+    /* Bits first, then the size: a reader that sees the new size sees the
+     * new array. */
+    __atomic_store_n(&m->hot.optin_off, bits, __ATOMIC_RELEASE);
+    __atomic_store_n(&m->hot.optin_nbits, nbits, __ATOMIC_RELEASE);
+  }
+  __atomic_fetch_or(&m->hot.optin_off[id >> 6], UINT64_C(1) << (id & 63), __ATOMIC_RELEASE);
+  pthread_mutex_unlock(&m->lock);
+}
+
+/* A new setup may enable other tags: forget every decision. */
+void sp__optin_reset(struct sp_manager *m) {
+  pthread_mutex_lock(&m->lock);
+  if (m->hot.optin_off) memset(m->hot.optin_off, 0, m->hot.optin_nbits / 8);
+  pthread_mutex_unlock(&m->lock);
 }
