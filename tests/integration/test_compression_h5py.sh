@@ -1,0 +1,148 @@
+#!/usr/bin/env bash
+# Compressed output read by programs that are not scope-profiler: the demo
+# simulation writes one file per hdf5_compression value; h5py reads gzip and
+# lzf natively (its built-in lzf filter) and zstd only through our plugin
+# (HDF5_PLUGIN_PATH=$SP_BUILD/hdf5-plugins); every file passes the full schema-2
+# check (summary rows recomputed from the decoded events) and has the same
+# structure as the uncompressed run (single-threaded, so the same calls, ids
+# and nesting); h5dump reads zstd and lzf through the plugins, and h5py's own
+# lzf file through ours.
+set -euo pipefail
+"$SP_PYTHON" -c 'import h5py' 2>/dev/null || { echo "python3-h5py missing"; exit 77; }
+plugins="$SP_BUILD/hdf5-plugins"
+[ -f "$plugins/libsp_h5zstd.so" ] && [ -f "$plugins/libsp_h5lzf.so" ] || {
+  echo "plugins not built in $plugins"; exit 1; }
+work=$(mktemp -d /tmp/sp-compression-XXXXXX); trap 'rm -rf "$work"' EXIT
+cd "$work"
+unset HDF5_PLUGIN_PATH SCOPE_PROFILER_HDF5_COMPRESSION_LEVEL SCOPE_PROFILER_CONFIG
+export OMP_NUM_THREADS=1
+
+run() { # NAME COMPRESSION STEPS [CHUNK]
+  SCOPE_PROFILER_FILE_PATH="$1.h5" SCOPE_PROFILER_HDF5_COMPRESSION="$2" \
+    SCOPE_PROFILER_HDF5_CHUNK_SIZE="${4:-}" "$SP_BUILD/examples/sim" --steps "$3" --cells 2000 --quiet
+}
+# A small chunk (at most 128 events) gives every compressed column several chunks.
+run none none 60
+run gzip gzip 60 128
+run lzf lzf 60 128
+run zstd zstd 60 128
+# auto compresses only runs of 65536 events or more (~67 events per step here).
+run auto_small auto 60
+run auto_big auto 1500
+run none_big none 1500
+
+check() { "$SP_PYTHON" "$SP_SRC/tests/integration/check_schema2.py" "$@" --expect step=60; }
+check none.h5
+check gzip.h5
+check lzf.h5
+HDF5_PLUGIN_PATH="$plugins" check zstd.h5
+check auto_small.h5
+"$SP_PYTHON" "$SP_SRC/tests/integration/check_schema2.py" auto_big.h5 --expect step=1500
+
+cat > compare.py <<'EOF'
+import os, sys
+import h5py
+import numpy as np
+
+def fail(msg):
+    print("test_compression_h5py: " + msg, file=sys.stderr)
+    sys.exit(1)
+
+def filters(d):
+    return dict(d._filters)
+
+def structure(path):
+    with h5py.File(path, "r") as f:
+        out = {"names": [n.decode() if isinstance(n, bytes) else n for n in f["region_table/names"][:]]}
+        for k in ("region_ids", "event_offsets", "event_counts"):
+            out[k] = f["rank_region_index/" + k][:]
+        for k in ("call_ids", "parent_ids"):
+            out[k] = f["events/" + k][:]
+        s, e = f["events/start_times"][:], f["events/end_times"][:]
+        if not (e >= s).all():
+            fail(path + ": an event ends before it starts")
+        out["n"] = len(s)
+    return out
+
+which = sys.argv[1]
+if which == "native":
+    ref = structure("none.h5")
+    with h5py.File("none.h5", "r") as f:
+        d = f["events/start_times"]
+        if d.chunks is not None or filters(d):
+            fail("none.h5 should be contiguous and unfiltered: %r %r" % (d.chunks, filters(d)))
+    for name, want in (("gzip", "gzip"), ("lzf", "lzf")):
+        with h5py.File(name + ".h5", "r") as f:
+            for col in ("start_times", "end_times", "call_ids", "parent_ids"):
+                d = f["events/" + col]
+                if d.compression != want or not d.shuffle or not d.chunks or d.chunks[0] > 128:
+                    fail("%s.h5 %s: compression %r shuffle %r chunks %r" % (name, col, d.compression, d.shuffle, d.chunks))
+                if d.id.get_num_chunks() < 2:
+                    fail("%s.h5 %s should span several chunks" % (name, col))
+        got = structure(name + ".h5")
+        for k in ("names", "region_ids", "event_offsets", "event_counts", "call_ids", "parent_ids"):
+            if not np.array_equal(np.asarray(ref[k], dtype=object if k == "names" else None),
+                                  np.asarray(got[k], dtype=object if k == "names" else None)):
+                fail("%s.h5 differs from the uncompressed run in %s" % (name, k))
+    # zstd is not built into h5py: without our plugin its events are unreadable.
+    with h5py.File("zstd.h5", "r") as f:
+        try:
+            f["events/start_times"][:]
+        except (OSError, ValueError):
+            pass
+        else:
+            fail("zstd.h5 read without a zstd plugin: is one on the default plugin path?")
+    with h5py.File("auto_small.h5", "r") as f:
+        d = f["events/start_times"]
+        if d.chunks is not None or filters(d):
+            fail("auto_small.h5 is below the threshold and must be plain")
+    with h5py.File("auto_big.h5", "r") as f, h5py.File("none_big.h5", "r") as g:
+        d = f["events/start_times"]
+        if d.compression != "gzip" or not d.shuffle or len(d) < 65536:
+            fail("auto_big.h5 (%d events): compression %r shuffle %r" % (len(d), d.compression, d.shuffle))
+        for col in ("call_ids", "parent_ids"):
+            if not np.array_equal(f["events/" + col][:], g["events/" + col][:]):
+                fail("auto_big.h5 differs from the uncompressed run in " + col)
+        ratio = os.path.getsize("none_big.h5") / os.path.getsize("auto_big.h5")
+        if ratio < 3:
+            fail("auto compressed only %.1fx" % ratio)
+elif which == "plugin":
+    ref = structure("none.h5")
+    got = structure("zstd.h5")
+    with h5py.File("zstd.h5", "r") as f:
+        d = f["events/start_times"]
+        fl = filters(d)
+        if "shuffle" not in fl or "32015" not in fl or not d.chunks or d.chunks[0] > 128:
+            fail("zstd.h5 filters %r chunks %r" % (fl, d.chunks))
+        with open("zstd_start.txt", "w") as out:
+            out.write(" ".join(str(v) for v in d[:5]))
+    for k in ("region_ids", "event_offsets", "event_counts", "call_ids", "parent_ids"):
+        if not np.array_equal(ref[k], got[k]):
+            fail("zstd.h5 differs from the uncompressed run in " + k)
+    # h5py's own lzf encoder, for h5dump through our lzf plugin.
+    with h5py.File("h5py_lzf.h5", "w") as f:
+        f.create_dataset("x", data=np.arange(50000, dtype=np.int64) * 1000003 + 17,
+                         chunks=(4096,), compression="lzf", shuffle=True)
+EOF
+"$SP_PYTHON" compare.py native
+HDF5_PLUGIN_PATH="$plugins" "$SP_PYTHON" compare.py plugin
+
+if command -v h5dump >/dev/null; then
+  # h5dump prints the values as "(i): v, v, ..." rows (wrapped); the first five.
+  first5() { sed -n '/DATA {/,/}/p' | grep -o '([0-9]*): .*' | sed 's/^([0-9]*): //; s/,/ /g' \
+    | tr -s ' \n' '  ' | sed 's/^ *//' | cut -d' ' -f1-5; }
+  if h5dump -d /events/start_times zstd.h5 >/dev/null 2>&1; then
+    echo "h5dump read zstd.h5 without the plugin"; exit 1
+  fi
+  got=$(HDF5_PLUGIN_PATH="$plugins" h5dump -d /events/start_times -c 5 zstd.h5 | first5)
+  want=$(cat zstd_start.txt)
+  [ "$got" = "$want" ] || { echo "h5dump zstd.h5: '$got', h5py: '$want'"; exit 1; }
+  HDF5_PLUGIN_PATH="$plugins" h5dump -p -H -d /events/start_times zstd.h5 | grep -q 'FILTER_ID 32015' \
+    || { echo "h5dump does not show filter 32015"; exit 1; }
+  HDF5_PLUGIN_PATH="$plugins" h5dump -d /events/call_ids lzf.h5 >/dev/null \
+    || { echo "h5dump cannot read lzf.h5 through the plugin"; exit 1; }
+  got=$(HDF5_PLUGIN_PATH="$plugins" h5dump -d /x -s 49995 -c 5 h5py_lzf.h5 | first5)
+  want=$("$SP_PYTHON" -c 'print(" ".join(str(i * 1000003 + 17) for i in range(49995, 50000)))')
+  [ "$got" = "$want" ] || { echo "h5dump h5py_lzf.h5: '$got', expected '$want'"; exit 1; }
+fi
+echo ok
