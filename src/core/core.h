@@ -127,6 +127,7 @@ struct sp_manager {
   int forked_child;   /* this process is a fork of the one that set it up */
   pthread_mutex_t fin_lock; /* finalize from the program, the exit hook and the signal watcher */
   char spill_path[4096];    /* <file_path>.spill, prepared at setup for the crash handler */
+  double overhead_ns;       /* measured cost of one begin/end pair in this run's mode */
   struct sp_config cfg;
   int have_cfg;
   sp_thread_rec *threads;

@@ -2,8 +2,12 @@
  *
  * One line per region, ordered by total time: calls, total, avg, min, max,
  * population std and exclusive ("own") time, in seconds, plus a "% session"
- * column when the run has the session root region. This is the only place
- * in the library that prints, and only to the stream the caller chose.
+ * column when the run has the session root region, and "ovh %": the share of
+ * the region's time that is profiler overhead, estimated as its calls times
+ * the cost of one begin/end pair measured at setup. A "!" marks regions whose
+ * mean call is under 20 times that cost: their durations mostly measure the
+ * profiler. This is the only place in the library that prints, and only to
+ * the stream the caller chose.
  */
 #include <math.h>
 #include <stdlib.h>
@@ -18,7 +22,7 @@ static int by_total_desc(const void *a, const void *b) {
   return strcmp(sort_run->names[x->region], sort_run->names[y->region]);
 }
 
-void sp__summary_print(FILE *out, const struct sp_run *run, const char *label) {
+void sp__summary_print(FILE *out, const struct sp_run *run, const char *label, double overhead_ns) {
   size_t *order = malloc((run->nrows + 1) * sizeof *order);
   if (!order) return;
   for (size_t i = 0; i < run->nrows; i++) order[i] = i;
@@ -33,18 +37,29 @@ void sp__summary_print(FILE *out, const struct sp_run *run, const char *label) {
     if (l > width) width = l;
   }
   if (width > 48) width = 48;
-  fprintf(out, "scope-profiler summary: %s (%zu regions, %zu calls)\n", label ? label : "", run->nrows,
-          run->nevents);
-  fprintf(out, "%-*s %10s %12s %12s %12s %12s %12s %12s%s\n", (int)width, "region", "calls", "total [s]",
-          "avg [s]", "min [s]", "max [s]", "std [s]", "own [s]", session > 0 ? "  % session" : "");
+  uint64_t calls = 0;
+  for (size_t i = 0; i < run->nrows; i++)
+    calls += run->rows[i].count ? run->rows[i].count : (uint64_t)run->rows[i].aggregate_count;
+  fprintf(out, "scope-profiler summary: %s (%zu regions, %llu calls", label ? label : "", run->nrows,
+          (unsigned long long)calls);
+  if (overhead_ns >= 0) fprintf(out, ", %.1f ns profiler overhead per call", overhead_ns);
+  fprintf(out, ")\n");
+  fprintf(out, "%-*s %10s %12s %12s %12s %12s %12s %12s%s%s\n", (int)width, "region", "calls", "total [s]",
+          "avg [s]", "min [s]", "max [s]", "std [s]", "own [s]", overhead_ns >= 0 ? "   ovh %" : "",
+          session > 0 ? "  % session" : "");
   for (size_t k = 0; k < run->nrows; k++) {
     const struct sp_row *r = &run->rows[order[k]];
     const struct sp_summary *s = &r->stats;
-    double n = (double)r->count;
+    uint64_t cnt = r->count ? r->count : (uint64_t)r->aggregate_count;
+    double n = (double)cnt;
     double std = n > 0 ? sqrt(s->m2 / n) : 0;
     fprintf(out, "%-*.*s %10llu %12.6f %12.9f %12.9f %12.9f %12.9f %12.6f", (int)width, (int)width,
-            run->names[r->region], (unsigned long long)r->count, s->total / 1e9, s->mean / 1e9,
+            run->names[r->region], (unsigned long long)cnt, s->total / 1e9, s->mean / 1e9,
             s->minimum / 1e9, s->maximum / 1e9, std / 1e9, r->exclusive_total / 1e9);
+    if (overhead_ns >= 0) {
+      double share = s->total > 0 ? 100.0 * n * overhead_ns / (double)s->total : 0;
+      fprintf(out, " %7.1f%s", share > 100 ? 100 : share, s->mean < 20 * overhead_ns ? "!" : " ");
+    }
     if (session > 0) fprintf(out, "  %9.1f%%", 100.0 * (double)s->total / (double)session);
     fputc('\n', out);
   }

@@ -6,6 +6,8 @@
 
 #include "output/output.h"
 
-void sp__summary_print(FILE *out, const struct sp_run *run, const char *label);
+/* overhead_ns: the measured cost of one begin/end pair (negative: unknown);
+ * adds the estimated share of each region's time spent in the profiler. */
+void sp__summary_print(FILE *out, const struct sp_run *run, const char *label, double overhead_ns);
 
 #endif

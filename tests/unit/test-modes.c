@@ -408,4 +408,41 @@ SP_TEST(label_defaults_to_stem_and_names_the_summary) {
   sp_manager_destroy(m);
 }
 
+/*====== Overhead report ======*/
+
+SP_TEST(overhead_measured_and_flagged) {
+  const char *ov[] = {"file_path=ovh.h5", NULL};
+  sp_manager *m = setup_with(ov);
+  for (int i = 0; i < 100; i++) {
+    SP_REGION_M(m, "tiny"); /* empty: its time is all profiler */
+  }
+  {
+    SP_REGION_M(m, "long");
+    struct timespec ts = {0, 20000000};
+    nanosleep(&ts, NULL);
+  }
+  FILE *out = tmpfile();
+  sp_finalize_args fin = {.verbose = 1, .summary_stream = out};
+  ASSERT_OK(sp_manager_finalize(m, &fin, NULL));
+  char buf[8192] = {0};
+  rewind(out);
+  ASSERT(fread(buf, 1, sizeof buf - 1, out) > 0);
+  ASSERT_CONTAINS(buf, "ns profiler overhead per call");
+  ASSERT_CONTAINS(buf, "ovh %");
+  const char *tiny = strstr(buf, "\ntiny "), *lng = strstr(buf, "\nlong ");
+  ASSERT(tiny && lng);
+  const char *tiny_end = strchr(tiny + 1, '\n'), *long_end = strchr(lng + 1, '\n');
+  ASSERT(memchr(tiny, '!', (size_t)(tiny_end - tiny)) != NULL);  /* flagged */
+  ASSERT(memchr(lng, '!', (size_t)(long_end - lng)) == NULL);    /* not flagged */
+  hid_t f = H5Fopen("ovh.h5", H5F_ACC_RDONLY, H5P_DEFAULT);
+  hid_t a = H5Aopen_by_name(f, "/metadata", "overhead_ns_per_call", H5P_DEFAULT, H5P_DEFAULT);
+  double ovh = -1;
+  ASSERT(H5Aread(a, H5T_NATIVE_DOUBLE, &ovh) >= 0);
+  H5Aclose(a);
+  H5Fclose(f);
+  ASSERT(ovh > 0 && ovh < 5000);
+  ASSERT_EQ(h5_region_events("ovh.h5", "scope_profiler.calibration"), -1); /* never recorded */
+  sp_manager_destroy(m);
+}
+
 int main(int argc, char **argv) { return sp_test_main(argc, argv); }
