@@ -26,6 +26,7 @@ test: build
 
 bench: build
 	@$(BUILD)/bench/overhead --json bench/results.json
+	@$(BUILD)/bench/file_size --json $(BUILD)/bench/file_size.json
 
 install: build
 	@cmake --install $(BUILD)
