@@ -11,6 +11,7 @@
  *
  *   overhead [--pairs N] [--reps R] [--json FILE]
  */
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -88,6 +89,30 @@ static void loop_nested3(long n) {
     sp_region_end(mgr, reg2);
     sp_region_end(mgr, reg);
   }
+}
+
+/* Two threads, each timing N pairs; the wall time of the slower one per
+ * pair is the per-thread cost under concurrency. */
+static sp_region thread_regions[2];
+static long thread_pairs;
+static pthread_barrier_t thread_start;
+static void *thread_body(void *arg) {
+  sp_region r = thread_regions[(intptr_t)arg];
+  pthread_barrier_wait(&thread_start);
+  for (long i = 0; i < thread_pairs; i++) {
+    sp_region_begin(mgr, r);
+    BARRIER();
+    sp_region_end(mgr, r);
+  }
+  return NULL;
+}
+static void two_threads(long n) {
+  pthread_t th[2];
+  thread_pairs = n;
+  pthread_barrier_init(&thread_start, NULL, 2);
+  for (intptr_t i = 0; i < 2; i++) pthread_create(&th[i], NULL, thread_body, (void *)i);
+  for (int i = 0; i < 2; i++) pthread_join(th[i], NULL);
+  pthread_barrier_destroy(&thread_start);
 }
 
 struct result {
@@ -168,6 +193,11 @@ int main(int argc, char **argv) {
   res[n++] = measure("timeline, interned name", loop_interned, pairs, reps, 1, 1);
   res[n++] = measure("timeline, nested 3 deep (per pair)", loop_nested3, pairs / 3, reps, 3, 1);
   res[n++] = measure("disabled opt-in tag", loop_tagged, pairs, reps, 1, 1);
+  thread_regions[0] = reg;
+  thread_regions[1] = reg2;
+  res[n++] = measure("2 threads, own regions (per thread)", two_threads, pairs, reps, 1, 1);
+  thread_regions[1] = reg;
+  res[n++] = measure("2 threads, one shared region (per thread)", two_threads, pairs, reps, 1, 1);
   sp_manager_destroy(mgr);
   mgr = make_manager(thr);
   res[n++] = measure("timeline, track_threads", loop_region, pairs, reps, 1, 1);

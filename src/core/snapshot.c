@@ -22,9 +22,17 @@
 #define MANY_THREADS (UINT32_MAX - 1)
 
 /* Call-tree reconstruction stacks, one per lane (the thread context and each
- * task): a call's parent is the nearest open call of its own lane. */
+ * task): a call's parent is the nearest open call of its own lane. An entry
+ * keeps the call's index, call id (-1 while open) and row, so children can
+ * name their parent and take their time out of its exclusive total. */
+struct frame {
+  uint64_t i;
+  int64_t callid;
+  uint32_t row;
+  uint32_t depth;
+};
 struct lanes {
-  uint64_t **stk;
+  struct frame **stk;
   uint32_t *sp, *cap;
   uint32_t n;
 };
@@ -47,21 +55,24 @@ static void lanes_free(struct lanes *l) {
 
 static void lanes_reset(struct lanes *l) { memset(l->sp, 0, l->n * sizeof *l->sp); }
 
-/* Pops the calls of lane L that cannot enclose event i, returns the parent
- * (UINT64_MAX for none) and pushes i; -1 when out of memory. */
-static int lane_step(struct lanes *l, uint32_t L, const struct sp__event *ev, uint64_t i, uint64_t *parent) {
+/* Pops the calls of lane L that cannot enclose a call at `depth`, and
+ * returns a slot on top for it (NULL when out of memory); *parent is the
+ * enclosing frame or NULL. */
+static inline struct frame *lane_push(struct lanes *l, uint32_t L, uint32_t depth, struct frame **parent) {
   if (L >= l->n) L = 0;
-  while (l->sp[L] && ev[l->stk[L][l->sp[L] - 1]].depth >= ev[i].depth) l->sp[L]--;
-  *parent = l->sp[L] ? l->stk[L][l->sp[L] - 1] : UINT64_MAX;
-  if (l->sp[L] == l->cap[L]) {
-    uint32_t cap = l->cap[L] ? l->cap[L] * 2 : 32;
-    uint64_t *n = realloc(l->stk[L], cap * sizeof *n);
-    if (!n) return -1;
-    l->stk[L] = n;
+  uint32_t sp = l->sp[L];
+  struct frame *st = l->stk[L];
+  while (sp && st[sp - 1].depth >= depth) sp--;
+  if (sp == l->cap[L]) {
+    uint32_t cap = l->cap[L] ? l->cap[L] * 2 : 64;
+    struct frame *n = realloc(st, cap * sizeof *n);
+    if (!n) return NULL;
+    l->stk[L] = st = n;
     l->cap[L] = cap;
   }
-  l->stk[L][l->sp[L]++] = i;
-  return 0;
+  *parent = sp ? &st[sp - 1] : NULL;
+  l->sp[L] = sp + 1;
+  return &st[sp];
 }
 
 /* Fill a row's source columns from the region registry. */
@@ -120,23 +131,12 @@ static int sort_slice(struct sp_run *run, uint64_t off, uint64_t n) {
   return 0;
 }
 
+/* The statistics that need the row complete and in start order: first,
+ * last, mean and m2 (a second pass, as upstream's writer does). */
 static void row_stats(struct sp_run *run, struct sp_row *row) {
   struct sp_summary *s = &row->stats;
-  memset(s, 0, sizeof *s);
   uint64_t n = row->count, off = row->offset;
   if (n == 0) return;
-  s->minimum = INT64_MAX;
-  s->maximum = INT64_MIN;
-  s->start_minimum = INT64_MAX;
-  s->end_maximum = INT64_MIN;
-  for (uint64_t i = off; i < off + n; i++) {
-    int64_t d = run->end[i] - run->start[i];
-    s->total += d;
-    if (d < s->minimum) s->minimum = d;
-    if (d > s->maximum) s->maximum = d;
-    if (run->start[i] < s->start_minimum) s->start_minimum = run->start[i];
-    if (run->end[i] > s->end_maximum) s->end_maximum = run->end[i];
-  }
   s->first = run->end[off] - run->start[off];
   s->last = run->end[off + n - 1] - run->start[off + n - 1];
   s->mean = (double)s->total / (double)n;
@@ -158,15 +158,12 @@ sp_status sp__snapshot_build(struct sp_manager *m, const struct sp_clock_map *cm
   uint32_t *row_of = calloc((size_t)maxid + 1, sizeof *row_of);
   uint32_t *last_thread = NULL;
   uint64_t *cursor = NULL;
-  int64_t *callid = NULL, *childsum = NULL;
   struct lanes lanes = {0};
   sp_source_cache *cache = NULL;
   sp_status st = SP_ERR_NO_MEMORY;
   if (!count || !row_of) goto fail;
 
-  uint64_t max_n = 0;
   for (sp_thread_rec *t = m->threads; t; t = t->next) {
-    if (t->hot.n > max_n) max_n = t->hot.n;
     for (uint64_t i = 0; i < t->hot.n; i++) {
       const struct sp__event *e = &t->hot.ev[i];
       if (e->end) {
@@ -243,48 +240,53 @@ sp_status sp__snapshot_build(struct sp_manager *m, const struct sp_clock_map *cm
     if (!run->names[r] || !row->tags_json || row_source(m, row, ri, cache) != 0) goto fail;
     last_thread[r] = UINT32_MAX;
     cursor[r] = off;
+    row->stats.minimum = INT64_MAX;
+    row->stats.maximum = INT64_MIN;
+    row->stats.start_minimum = INT64_MAX;
+    row->stats.end_maximum = INT64_MIN;
     off += count[id];
     r++;
   }
 
-  callid = malloc((max_n ? max_n : 1) * sizeof *callid);
-  childsum = malloc((max_n ? max_n : 1) * sizeof *childsum);
-  if (!callid || !childsum || lanes_init(&lanes, m->async_col >= 0 ? m->ntasks + 1 : 1) != 0) goto fail;
+  if (lanes_init(&lanes, m->async_col >= 0 ? m->ntasks + 1 : 1) != 0) goto fail;
   double scale = (double)cm->mult / 4294967296.0;
 
+  /* One pass per thread: each call finds its parent on its lane's stack,
+   * lands in its row, and takes its duration out of its parent row's
+   * exclusive total (a parent still open is not written, so nothing to take
+   * from). Row statistics that need no mean are gathered on the way. */
   int64_t base = 0;
   for (sp_thread_rec *t = m->threads; t; t = t->next) {
     uint64_t n = t->hot.n;
     const struct sp__event *ev = t->hot.ev;
-    int64_t k = 0;
-    for (uint64_t i = 0; i < n; i++) {
-      callid[i] = ev[i].end ? base + k++ : -1;
-      childsum[i] = 0;
-    }
-    base += k;
-    /* Pass 1: parents and the time of direct children. */
-    uint64_t par;
     lanes_reset(&lanes);
     for (uint64_t i = 0; i < n; i++) {
-      if (lane_step(&lanes, sp__event_lane(m, t, i), ev, i, &par) != 0) goto fail;
-      if (par != UINT64_MAX && ev[i].end)
-        childsum[par] += sp__ticks_to_ns(cm, ev[i].end) - sp__ticks_to_ns(cm, ev[i].start);
-    }
-    /* Pass 2: place every completed call in its region's row. */
-    lanes_reset(&lanes);
-    for (uint64_t i = 0; i < n; i++) {
-      if (lane_step(&lanes, sp__event_lane(m, t, i), ev, i, &par) != 0) goto fail;
-      int64_t parent = par != UINT64_MAX ? callid[par] : -1;
+      struct frame *parent, *f = lane_push(&lanes, sp__event_lane(m, t, i), ev[i].depth, &parent);
+      if (!f) goto fail;
+      f->i = i;
+      f->depth = ev[i].depth;
+      f->callid = -1;
       if (!ev[i].end) continue;
+      f->callid = base++;
       uint32_t row = row_of[ev[i].region];
+      f->row = row;
       uint64_t pos = cursor[row]++;
-      int64_t s = sp__ticks_to_ns(cm, ev[i].start), e = sp__ticks_to_ns(cm, ev[i].end);
-      if (e < s) e = s; /* cross-core TSC skew of a few ticks must not give negative durations */
-      run->start[pos] = s;
-      run->end[pos] = e;
-      run->call_id[pos] = callid[i];
-      run->parent_id[pos] = parent;
-      run->rows[row].exclusive_total += (e - s) - childsum[i];
+      int64_t s0 = sp__ticks_to_ns(cm, ev[i].start), e0 = sp__ticks_to_ns(cm, ev[i].end);
+      if (e0 < s0) e0 = s0; /* cross-core TSC skew of a few ticks must not give negative durations */
+      int64_t d = e0 - s0;
+      run->start[pos] = s0;
+      run->end[pos] = e0;
+      run->call_id[pos] = f->callid;
+      run->parent_id[pos] = parent ? parent->callid : -1;
+      struct sp_row *rw = &run->rows[row];
+      rw->exclusive_total += d;
+      if (parent && parent->callid >= 0) run->rows[parent->row].exclusive_total -= d;
+      struct sp_summary *su = &rw->stats;
+      su->total += d;
+      if (d < su->minimum) su->minimum = d;
+      if (d > su->maximum) su->maximum = d;
+      if (s0 < su->start_minimum) su->start_minimum = s0;
+      if (e0 > su->end_maximum) su->end_maximum = e0;
       size_t c = 0;
       if (track_threads) ((uint32_t *)run->extra[c++].data)[pos] = t->index;
       for (int p = 0; p < m->probe_ncols; p++, c++) {
@@ -315,8 +317,6 @@ fail:
   free(row_of);
   free(last_thread);
   free(cursor);
-  free(callid);
-  free(childsum);
   lanes_free(&lanes);
   return st;
 }
