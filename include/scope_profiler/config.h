@@ -117,11 +117,16 @@ typedef struct sp_options {
 /** Set one setting by key, parsing `value` as the setting's type.
  *
  * `key` is a flat name ("hdf5_compression") or a group spelling
- * ("hdf5.compression"). Booleans accept 1/0/true/false/yes/no/on/off; lists
- * are comma-separated. Text values are copied into storage owned by `o` and
- * released by sp_options_clear().
+ * ("hdf5.compression"). Booleans accept 1/0/true/false/yes/no/on/off (any
+ * case); integers are TOML-style (1_000, 0x400, 0o17, 0b101); enumerations
+ * must be one of their choices; lists are comma-separated. A NULL value
+ * unsets that spelling. Text values are copied into storage owned by `o` and
+ * released by sp_options_clear(); copying an sp_options struct shares that
+ * storage, so clear only one of the copies.
  * @return SP_OK, SP_ERR_UNKNOWN_SETTING (message has a "did you mean"),
- *         SP_ERR_INVALID_VALUE (message names the expected type). */
+ *         SP_ERR_INVALID_VALUE (message names the expected type, the bounds
+ *         or the allowed values), SP_ERR_CONFLICT (the other spelling of the
+ *         same setting is already set), SP_ERR_INVALID_ARGUMENT. */
 SP_API sp_status sp_options_set(sp_options *o, const char *key, const char *value);
 
 /** Release strings copied by sp_options_set() and sp_load_profiling_config();
@@ -136,9 +141,15 @@ SP_API sp_status sp_options_each_set(const sp_options *o,
                                      void (*fn)(const char *name, const char *value, void *user),
                                      void *user);
 
-/** Read the [profiling] table (or the top level of a small file) of a TOML
- * file into `out`, which must start as SP_OPTIONS_INIT. Errors name file,
- * line and column. Free with sp_options_clear(). */
+/** Read the [profiling] table (or the top level of a small file that has
+ * none) of a TOML file into `out`, which should start as SP_OPTIONS_INIT.
+ * Sub-tables memray, gpu and hdf5 use the group field names. Other top-level
+ * tables are ignored (the file may be shared with other tools). Relative
+ * paths in the file stay relative to the working directory. Errors name file,
+ * line and column ("run.toml:3:14: ..."): SP_ERR_PARSE for TOML syntax,
+ * SP_ERR_UNKNOWN_SETTING, SP_ERR_INVALID_VALUE, SP_ERR_CONFLICT (both
+ * spellings), SP_ERR_NOT_FOUND/SP_ERR_IO. On error `out` is unchanged.
+ * Free with sp_options_clear(). */
 SP_API sp_status sp_load_profiling_config(const char *path, sp_options *out);
 
 /*====== Resolved configuration ======*/

@@ -20,8 +20,9 @@
 #include "config/settings_meta.h"
 #include "config/toml.h"
 
-/* Config files are a few hundred bytes; anything this big is a wrong path. */
-#define MAX_CONFIG_BYTES (16u << 20)
+/* Config files are a few hundred bytes; anything this big is a wrong path
+ * (and the reader's linear key lookups are not meant for huge tables). */
+#define MAX_CONFIG_BYTES (1u << 20)
 
 struct loader {
   const char *name;

@@ -721,4 +721,40 @@ SP_TEST(generated_docs_cover_every_setting) {
   free(help);
 }
 
+/* The TOML examples in the generated docs load, and all mean the same. */
+SP_TEST(documented_toml_examples_agree) {
+  clean_env();
+  char *md = sp__config_markdown();
+  ASSERT(md);
+  char *first = NULL;
+  int n = 0;
+  for (char *p = strstr(md, "```toml\n"); p; p = strstr(p, "```toml\n")) {
+    p += 8;
+    char *end = strstr(p, "```");
+    ASSERT(end);
+    char name[32];
+    snprintf(name, sizeof name, "doc%d.toml", n++);
+    FILE *f = fopen(name, "w");
+    ASSERT(f);
+    fwrite(p, 1, (size_t)(end - p), f);
+    fclose(f);
+    struct sp_config c;
+    resolve_ok(&c, NULL, name, NULL);
+    ASSERT_EQ(sp_config_origin(&c, "hdf5_compression_level"), SP_ORIGIN_FILE);
+    char *json = sp__config_to_json(&c);
+    sp__config_free(&c);
+    if (!first) {
+      first = json;
+    } else {
+      ASSERT_STR_EQ(json, first);
+      free(json);
+    }
+    p = end + 3;
+  }
+  ASSERT_EQ(n, 4);
+  ASSERT_CONTAINS(first, "\"perf_events\": [\"cycles\", \"instructions\"]");
+  free(first);
+  free(md);
+}
+
 int main(int argc, char **argv) { return sp_test_main(argc, argv); }
