@@ -264,38 +264,40 @@ int main(int argc, char **argv) {
   };
   enum { NCONF = sizeof configs / sizeof configs[0] };
   struct result res[NCONF];
-  double *times = malloc((size_t)reps * sizeof *times), *cpu = malloc((size_t)reps * sizeof *cpu);
-  int failed = 0;
+  /* times[c * reps + r]: repetition-major order, so a load change on this
+   * shared machine hits every configuration alike. */
+  double *times = malloc((size_t)(reps * NCONF) * sizeof *times);
+  double *cpu = malloc((size_t)(reps * NCONF) * sizeof *cpu);
+  long ev[NCONF] = {0};
+  int failed = !times || !cpu;
   /* Warm-up: grows the event buffers and pages in the library and HDF5. */
-  if (times && cpu) {
+  if (!failed) {
     char path[4096];
     snprintf(path, sizeof path, "%s/file_size_warmup.h5", outdir);
-    long ev;
-    failed = run_one(&configs[0], nevents, path, &times[0], &cpu[0], &ev) != 0;
+    failed = run_one(&configs[0], nevents, path, &times[0], &cpu[0], &ev[0]) != 0;
     unlink(path);
   }
-  if (!times || !cpu) failed = 1;
+  for (int r = 0; r < reps && !failed; r++)
+    for (int c = 0; c < NCONF && !failed; c++) {
+      char path[4096];
+      snprintf(path, sizeof path, "%s/file_size_%d.h5", outdir, c);
+      failed = run_one(&configs[c], nevents, path, &times[c * reps + r], &cpu[c * reps + r],
+                       &ev[c]) != 0;
+    }
   for (int c = 0; c < NCONF && !failed; c++) {
     char path[4096];
     snprintf(path, sizeof path, "%s/file_size_%d.h5", outdir, c);
-    long ev = 0;
-    for (int r = 0; r < reps; r++) {
-      if (run_one(&configs[c], nevents, path, &times[r], &cpu[r], &ev) != 0) {
-        failed = 1;
-        break;
-      }
-    }
-    if (failed) break;
     struct stat sb;
     if (stat(path, &sb) != 0) {
       perror(path);
       failed = 1;
       break;
     }
-    qsort(times, (size_t)reps, sizeof *times, cmp_d);
-    qsort(cpu, (size_t)reps, sizeof *cpu, cmp_d);
-    res[c] = (struct result){(double)sb.st_size / (double)ev, times[reps / 2], times[0],
-                             times[reps - 1], cpu[reps / 2], (long long)sb.st_size, ev};
+    double *t = &times[c * reps], *u = &cpu[c * reps];
+    qsort(t, (size_t)reps, sizeof *t, cmp_d);
+    qsort(u, (size_t)reps, sizeof *u, cmp_d);
+    res[c] = (struct result){(double)sb.st_size / (double)ev[c], t[reps / 2], t[0], t[reps - 1],
+                             u[reps / 2], (long long)sb.st_size, ev[c]};
     if (!keep) unlink(path);
   }
   free(times);
