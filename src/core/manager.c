@@ -489,7 +489,9 @@ static sp_status finalize_run(struct sp_manager *m, const sp_finalize_args *args
       snprintf(io_msg, sizeof io_msg, "%s", sp_last_error());
     }
   }
-  if (args->verbose && rank == 0)
+  if (args->verbose && mpi && mpi->summary) /* collective: rank 0 prints the whole job */
+    mpi->summary(&run, &m->cfg, args->summary_stream ? args->summary_stream : stdout);
+  else if (args->verbose && rank == 0)
     sp__summary_print(args->summary_stream ? args->summary_stream : stdout, &run, m->cfg.display_label,
                       m->overhead_ns);
   sp__run_free(&run);

@@ -1,0 +1,170 @@
+/* h5common.c - HDF5 helpers shared by the serial writer and the MPI job
+ * writers: types, attributes, the /metadata group and atomic publication.
+ *
+ * Publication: a file is written under an exclusive temporary name in the
+ * destination directory (mkstemp: O_CREAT|O_EXCL, never following a planted
+ * symlink), flushed with fsync and renamed over the destination, so readers
+ * never see a partial file and a failure leaves the previous file intact.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <libgen.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "common/error.h"
+#include "output/h5common.h"
+
+hid_t sp__h5_str_type(void) {
+  hid_t t = H5Tcopy(H5T_C_S1);
+  H5Tset_size(t, H5T_VARIABLE);
+  H5Tset_cset(t, H5T_CSET_UTF8);
+  return t;
+}
+
+hid_t sp__h5_summary_type(void) {
+  hid_t t = H5Tcreate(H5T_COMPOUND, sizeof(struct sp_summary));
+  H5Tinsert(t, "total", HOFFSET(struct sp_summary, total), H5T_STD_I64LE);
+  H5Tinsert(t, "minimum", HOFFSET(struct sp_summary, minimum), H5T_STD_I64LE);
+  H5Tinsert(t, "maximum", HOFFSET(struct sp_summary, maximum), H5T_STD_I64LE);
+  H5Tinsert(t, "first", HOFFSET(struct sp_summary, first), H5T_STD_I64LE);
+  H5Tinsert(t, "last", HOFFSET(struct sp_summary, last), H5T_STD_I64LE);
+  H5Tinsert(t, "start_minimum", HOFFSET(struct sp_summary, start_minimum), H5T_STD_I64LE);
+  H5Tinsert(t, "end_maximum", HOFFSET(struct sp_summary, end_maximum), H5T_STD_I64LE);
+  H5Tinsert(t, "gpu_count", HOFFSET(struct sp_summary, gpu_count), H5T_STD_U64LE);
+  H5Tinsert(t, "gpu_total", HOFFSET(struct sp_summary, gpu_total), H5T_STD_I64LE);
+  H5Tinsert(t, "mean", HOFFSET(struct sp_summary, mean), H5T_IEEE_F64LE);
+  H5Tinsert(t, "m2", HOFFSET(struct sp_summary, m2), H5T_IEEE_F64LE);
+  return t;
+}
+
+hid_t sp__h5_file_access(void) {
+  hid_t fapl = H5Pcreate(H5P_FILE_ACCESS);
+  /* Readable by every HDF5 >= 1.8. */
+  H5Pset_libver_bounds(fapl, H5F_LIBVER_EARLIEST, H5F_LIBVER_LATEST);
+  return fapl;
+}
+
+void sp__h5_attr_str(hid_t obj, const char *name, const char *value, int *failed) {
+  char *clipped = NULL;
+  if (strlen(value) > SP_H5_META_MAX_CHARS) {
+    clipped = sp__asprintf("%.*s...[truncated]", SP_H5_META_MAX_CHARS, value);
+    if (clipped) value = clipped;
+  }
+  hid_t t = sp__h5_str_type();
+  hid_t space = H5Screate(H5S_SCALAR);
+  hid_t a = H5Acreate2(obj, name, t, space, H5P_DEFAULT, H5P_DEFAULT);
+  if (a < 0) {
+    *failed = 1;
+  } else {
+    if (H5Awrite(a, t, &value) < 0) *failed = 1;
+    H5Aclose(a);
+  }
+  H5Sclose(space);
+  H5Tclose(t);
+  free(clipped);
+}
+
+void sp__h5_attr_num(hid_t obj, const char *name, hid_t ftype, hid_t mtype, const void *v, int *failed) {
+  hid_t space = H5Screate(H5S_SCALAR);
+  hid_t a = H5Acreate2(obj, name, ftype, space, H5P_DEFAULT, H5P_DEFAULT);
+  if (a < 0) {
+    *failed = 1;
+  } else {
+    if (H5Awrite(a, mtype, v) < 0) *failed = 1;
+    H5Aclose(a);
+  }
+  H5Sclose(space);
+}
+
+void sp__h5_attr_strlist(hid_t obj, const char *name, char **list, int *failed) {
+  size_t n = 0;
+  while (list && list[n]) n++;
+  hsize_t dims = n;
+  hid_t t = sp__h5_str_type();
+  hid_t space = n ? H5Screate_simple(1, &dims, NULL) : H5Screate(H5S_NULL);
+  hid_t a = H5Acreate2(obj, name, t, space, H5P_DEFAULT, H5P_DEFAULT);
+  if (a < 0) {
+    *failed = 1;
+  } else {
+    if (n && H5Awrite(a, t, list) < 0) *failed = 1;
+    H5Aclose(a);
+  }
+  H5Sclose(space);
+  H5Tclose(t);
+}
+
+void sp__h5_write_head(hid_t file, const char *layout, const struct sp_meta *meta, int *failed) {
+  int64_t schema = 2;
+  sp__h5_attr_num(file, "scope_profiler_schema", H5T_STD_I64LE, H5T_NATIVE_INT64, &schema, failed);
+  sp__h5_attr_str(file, "storage_layout", layout, failed);
+  hid_t g = H5Gcreate2(file, "metadata", H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT);
+  if (g < 0) {
+    *failed = 1;
+    return;
+  }
+  for (size_t i = 0; i < meta->n; i++) {
+    const struct sp_meta_item *it = &meta->items[i];
+    switch (it->type) {
+    case SP_META_STR: sp__h5_attr_str(g, it->key, it->s, failed); break;
+    case SP_META_I64: sp__h5_attr_num(g, it->key, H5T_STD_I64LE, H5T_NATIVE_INT64, &it->i, failed); break;
+    case SP_META_F64: sp__h5_attr_num(g, it->key, H5T_IEEE_F64LE, H5T_NATIVE_DOUBLE, &it->d, failed); break;
+    case SP_META_STRLIST: sp__h5_attr_strlist(g, it->key, it->list, failed); break;
+    }
+  }
+  H5Gclose(g);
+}
+
+sp_status sp__h5_tmp_create(const char *path, char **tmp_out) {
+  *tmp_out = NULL;
+  struct stat sb;
+  if (stat(path, &sb) == 0 && S_ISDIR(sb.st_mode))
+    return sp__set_error(SP_ERR_IO, "output path %s is a directory; set file_path to a file name inside it", path);
+  char *pathcopy = sp__strdup(path), *dir = pathcopy ? dirname(pathcopy) : NULL;
+  const char *base = strrchr(path, '/') ? strrchr(path, '/') + 1 : path;
+  char *tmp = dir ? sp__asprintf("%s/.%s.tmp.XXXXXX", dir, base) : NULL;
+  free(pathcopy);
+  if (!tmp) return sp__set_error(SP_ERR_NO_MEMORY, "out of memory preparing %s", path);
+  int fd = mkstemp(tmp);
+  if (fd < 0) {
+    int e = errno;
+    char *dcopy = sp__strdup(path);
+    sp_status st = sp__set_error(SP_ERR_IO, "cannot create the output file in directory %s: %s; choose a "
+                                 "writable file_path", dcopy ? dirname(dcopy) : path, strerror(e));
+    free(dcopy);
+    free(tmp);
+    return st;
+  }
+  mode_t um = umask(0);
+  umask(um);
+  if (fchmod(fd, 0666 & ~um) != 0) { /* mkstemp's 0600 would hide the file from the group */ }
+  close(fd);
+  *tmp_out = tmp;
+  return SP_OK;
+}
+
+int sp__h5_fsync_path(const char *path) {
+  int fd = open(path, O_RDONLY | O_NOFOLLOW);
+  int rc = fd >= 0 && fsync(fd) == 0 ? 0 : -1;
+  if (fd >= 0) close(fd);
+  return rc;
+}
+
+sp_status sp__h5_publish(char *tmp, const char *path, int failed) {
+  if (!failed && sp__h5_fsync_path(tmp) != 0) failed = 1;
+  if (failed) {
+    unlink(tmp);
+    free(tmp);
+    return sp__set_error(SP_ERR_IO, "writing %s failed (disk full or I/O error?); no partial file was left", path);
+  }
+  if (rename(tmp, path) != 0) {
+    int e = errno;
+    unlink(tmp);
+    free(tmp);
+    return sp__set_error(SP_ERR_IO, "cannot publish %s: %s", path, strerror(e));
+  }
+  free(tmp);
+  return SP_OK;
+}

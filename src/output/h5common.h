@@ -1,0 +1,41 @@
+/* h5common.h - HDF5 pieces shared by the serial writer (h5write.c) and the
+ * MPI job writers (src/mpi/): string and summary types, attributes, the
+ * /metadata group, and atomic publication through an exclusive temporary
+ * sibling. Every helper that can fail sets *failed instead of returning, so
+ * a writer can issue a whole file's worth of calls and check once.
+ */
+#ifndef SP_H5COMMON_H
+#define SP_H5COMMON_H
+
+#include <hdf5.h>
+
+#include "output/output.h"
+#include "scope_profiler/status.h"
+
+/* HDF5 attributes are limited to 64 KiB; longer values are cut. */
+#define SP_H5_META_MAX_CHARS 60000
+
+/* Variable-length UTF-8 string type; close with H5Tclose. */
+hid_t sp__h5_str_type(void);
+/* The 11-field summary_statistics compound (docs/file-format.md). */
+hid_t sp__h5_summary_type(void);
+/* File access properties: oldest format that holds what we write. */
+hid_t sp__h5_file_access(void);
+
+void sp__h5_attr_str(hid_t obj, const char *name, const char *value, int *failed);
+void sp__h5_attr_num(hid_t obj, const char *name, hid_t ftype, hid_t mtype, const void *v, int *failed);
+void sp__h5_attr_strlist(hid_t obj, const char *name, char **list, int *failed);
+
+/* Root attributes (schema, storage_layout) and the /metadata group. */
+void sp__h5_write_head(hid_t file, const char *layout, const struct sp_meta *meta, int *failed);
+
+/* Creates the exclusive temporary sibling of `path` (".NAME.tmp.XXXXXX",
+ * O_EXCL, mode from the umask) and returns its name in *tmp (malloc'd). */
+sp_status sp__h5_tmp_create(const char *path, char **tmp);
+/* fsync a written file by name; 0 on success. */
+int sp__h5_fsync_path(const char *path);
+/* Publishes `tmp` as `path` (fsync, rename) or, when `failed`, removes it.
+ * Frees tmp. SP_OK or SP_ERR_IO with a message. */
+sp_status sp__h5_publish(char *tmp, const char *path, int failed);
+
+#endif
