@@ -165,7 +165,7 @@ static sp_status chrome_trace(sp_results *r, const sp_filter *f, FILE *out, sp_e
   sp__h5_quiet_end(&q);
   free(buf);
   if (st == SP_OK) {
-    qsort(lanes, nlanes, sizeof *lanes, cmp_lane);
+    if (nlanes) qsort(lanes, nlanes, sizeof *lanes, cmp_lane);
     int64_t last_rank = -1;
     for (size_t i = 0; i < nlanes; i++) {
       if (lanes[i].rank != last_rank) {

@@ -155,6 +155,13 @@ sp_status sp__read_strings(hid_t obj, int is_attr, size_t n, char ***out, const 
                           : H5Dread(obj, mt, H5S_ALL, H5S_ALL, H5P_DEFAULT, raw);
     if (rc < 0) {
       st = sp__set_error(raw ? SP_ERR_FORMAT : SP_ERR_NO_MEMORY, "cannot read %s", what);
+      if (raw && n) { /* a read that failed midway may have allocated some strings */
+        hid_t space = is_attr ? H5Aget_space(obj) : H5Dget_space(obj);
+        if (space >= 0) {
+          H5Dvlen_reclaim(mt, space, H5P_DEFAULT, raw);
+          H5Sclose(space);
+        }
+      }
     } else {
       for (size_t i = 0; i < n && st == SP_OK; i++) {
         v[i] = sp__strdup(raw[i] ? raw[i] : "");

@@ -65,7 +65,7 @@ static sp_status nest_sorted(sp_call *calls, size_t n, size_t *overlaps) {
 sp_status sp_call_stack_build(sp_call *calls, size_t n, size_t *overlaps) {
   if (overlaps) *overlaps = 0;
   if (!calls && n) return sp__set_error(SP_ERR_INVALID_ARGUMENT, "sp_call_stack_build: NULL calls");
-  qsort(calls, n, sizeof *calls, cmp_call);
+  if (n) qsort(calls, n, sizeof *calls, cmp_call);
   return nest_sorted(calls, n, overlaps);
 }
 
