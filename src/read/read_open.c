@@ -482,6 +482,20 @@ static sp_status read_summaries(sp_results *r, hid_t grp, hsize_t nrows, struct 
     int idx = H5Tget_member_index(ft, fields[i]);
     H5T_class_t c = idx >= 0 ? H5Tget_member_class(ft, (unsigned)idx) : H5T_NO_CLASS;
     int want_float = i >= 9;
+    /* HDF5 trusts a compound's member offsets when converting, so a
+     * corrupted offset would make it write outside its buffers */
+    hid_t mt_ = idx >= 0 ? H5Tget_member_type(ft, (unsigned)idx) : H5I_INVALID_HID;
+    size_t msize = mt_ >= 0 ? H5Tget_size(mt_) : 0;
+    if (mt_ >= 0) H5Tclose(mt_);
+    if (idx >= 0 && (msize == 0 || msize > 16 ||
+                     H5Tget_member_offset(ft, (unsigned)idx) + msize > H5Tget_size(ft))) {
+      H5Tclose(ft);
+      H5Dclose(ds);
+      return sp__set_error(SP_ERR_FORMAT,
+                           "%s: /rank_region_index/summary_statistics field '%s' lies outside "
+                           "its record (corrupt type)",
+                           FILE_NAME(r), fields[i]);
+    }
     if (idx < 0 || c != (want_float ? H5T_FLOAT : H5T_INTEGER)) {
       H5Tclose(ft);
       H5Dclose(ds);
