@@ -83,7 +83,13 @@ static sp_status check_times(sp_results *r, hid_t g, const char *name, const cha
   if (ok) H5Sget_simple_extent_dims(s, dims, NULL);
   if (t >= 0) H5Tclose(t);
   if (s >= 0) H5Sclose(s);
+  char *what = ok ? sp__asprintf("%s/%s", path, name) : NULL;
+  sp_status st = !ok    ? SP_OK
+                 : what ? sp__check_storage(r, d, what, dims[0], 0)
+                        : sp__set_error(SP_ERR_NO_MEMORY, "out of memory");
+  free(what);
   H5Dclose(d);
+  if (st != SP_OK) return st;
   if (!ok)
     return sp__set_error(SP_ERR_FORMAT, "%s: %s/%s must be a one-dimensional integer dataset",
                          r->path ? r->path : "image", path, name);

@@ -99,6 +99,10 @@ void sp__h5_quiet_end(const struct sp__h5quiet *q);
 sp_status sp__open_hierarchical(sp_results *r);
 sp_status sp__read_metadata(sp_results *r, hid_t group);
 sp_status sp__finish_open(sp_results *r);
+/* SP_ERR_FORMAT when dataset d (n values) keeps them outside the file or,
+ * with `written`, when its storage was never fully written. */
+sp_status sp__check_storage(const sp_results *r, hid_t d, const char *what, hsize_t n,
+                            int written);
 /* Strings of a 1-D string dataset or attribute (vlen or fixed). */
 sp_status sp__read_strings(hid_t obj, int is_attr, size_t n, char ***out, const char *what);
 void sp__free_strings(char **v, size_t n);

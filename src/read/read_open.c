@@ -39,6 +39,12 @@ int sp__cmp_i64(const void *a, const void *b) {
  * H5I_BADID when there is no such link or it dangles. */
 static H5I_type_t child_type(hid_t loc, const char *name) {
   if (H5Lexists(loc, name, H5P_DEFAULT) <= 0) return H5I_BADID;
+  /* An external link would make us open another file (a FIFO would block):
+   * a profile is one self-contained file. */
+  H5L_info_t li;
+  if (H5Lget_info(loc, name, &li, H5P_DEFAULT) < 0 ||
+      (li.type != H5L_TYPE_HARD && li.type != H5L_TYPE_SOFT))
+    return H5I_BADID;
   hid_t o = H5Oopen(loc, name, H5P_DEFAULT);
   if (o < 0) return H5I_BADID;
   H5I_type_t t = H5Iget_type(o);
@@ -61,6 +67,46 @@ static const char *class_name(H5T_class_t c) {
   case H5T_TIME: return "time";
   default: return "unknown";
   }
+}
+
+/* A dataset whose values live in another file (external storage, a virtual
+ * dataset) would make us read, and print, whatever local file the profile
+ * names: always a format error. With `written`, so is a dataset of n > 0
+ * values whose storage was never fully written (chunks missing): it claims
+ * sizes nothing on disk backs, and the tables read whole at open would cost
+ * memory and time out of all proportion to the file. */
+sp_status sp__check_storage(const sp_results *r, hid_t d, const char *what, hsize_t n,
+                            int written) {
+  hid_t dcpl = H5Dget_create_plist(d);
+  H5D_layout_t layout = dcpl >= 0 ? H5Pget_layout(dcpl) : H5D_LAYOUT_ERROR;
+  int outside = dcpl < 0 || H5Pget_external_count(dcpl) != 0 || layout == H5D_VIRTUAL;
+  int complete = 1;
+  if (!outside && written && n > 0) {
+    if (layout == H5D_CHUNKED) {
+      /* Edge chunks and compression make the byte count differ from n times
+       * the value size, so count chunks: all of them must exist. */
+      hsize_t chunk = 0, have = 0;
+      hid_t space = H5Dget_space(d);
+      complete = space >= 0 && H5Pget_chunk(dcpl, 1, &chunk) == 1 && chunk > 0 &&
+                 H5Dget_num_chunks(d, space, &have) >= 0 && have == (n - 1) / chunk + 1;
+      if (space >= 0) H5Sclose(space);
+    } else {
+      H5D_space_status_t s = H5D_SPACE_STATUS_ERROR;
+      complete = H5Dget_space_status(d, &s) >= 0 && s == H5D_SPACE_STATUS_ALLOCATED;
+    }
+  }
+  if (dcpl >= 0) H5Pclose(dcpl);
+  if (outside)
+    return sp__set_error(SP_ERR_FORMAT,
+                         "%s: %s keeps its values outside the file (external or virtual "
+                         "storage); a profile must be self-contained",
+                         FILE_NAME(r), what);
+  if (!complete)
+    return sp__set_error(SP_ERR_FORMAT,
+                         "%s: %s claims %llu values but its storage was never fully written "
+                         "(a truncated or hand-made file)",
+                         FILE_NAME(r), what, (unsigned long long)n);
+  return SP_OK;
 }
 
 /* Open the 1-D dataset <group>/<name> and check its type class. A missing
@@ -100,6 +146,15 @@ static sp_status open_column(sp_results *r, hid_t grp, const char *gname, const 
     H5Dclose(d);
     return sp__set_error(SP_ERR_FORMAT, "%s: /%s/%s must be one-dimensional (it has %d dimensions)",
                          FILE_NAME(r), gname, name, nd);
+  }
+  char what[128];
+  snprintf(what, sizeof what, "/%s/%s", gname, name);
+  /* /events is opened here but read lazily, slice by slice, and only by the
+   * commands that need events: its storage is checked for locality only. */
+  sp_status st = sp__check_storage(r, d, what, dims[0], strcmp(gname, "events") != 0);
+  if (st != SP_OK) {
+    H5Dclose(d);
+    return st;
   }
   *ds = d;
   *len = dims[0];
