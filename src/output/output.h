@@ -79,6 +79,11 @@ struct sp_run {
   struct sp_table *tables;
   size_t ntables;
   struct sp_meta meta;
+  /* Bounded-memory runs: no event arrays; the writer creates the event
+   * datasets (start, end, call ids, parent ids, then `extra` in order) with
+   * nevents values each and this callback fills them. hid_t is int64_t. */
+  sp_status (*fill_events)(void *ctx, const int64_t *dsets, size_t ndsets);
+  void *fill_ctx;
 };
 
 void sp__run_free(struct sp_run *run);
