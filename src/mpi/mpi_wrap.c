@@ -822,8 +822,8 @@ int MPI_File_iwrite_at(MPI_File fh, MPI_Offset off, const void *buf, int count, 
 /*====== Finalize ======*/
 
 /* The exit hook cannot finalize under MPI (MPI is gone by then), so a
- * default-manager run set up with auto_finalize is finalized here, while
- * every rank is still in the job. */
+ * default-manager run that would be finalized at exit (finalize_on_exit,
+ * auto_finalize) is finalized here, while every rank is still in the job. */
 int MPI_Finalize(void) {
   struct sp_manager *m = SP_DEFAULT;
   if (m->exit_hook && m->run_active) {

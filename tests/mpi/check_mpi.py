@@ -3,6 +3,7 @@ with h5py + numpy; the multi-rank counterpart of
 tests/integration/check_schema2.py, whose checks assume one rank.
 
   check_mpi.py FILE --ranks N [--job EVENTS] [--calls] [--sync] [--full]
+               [--per-rank REGION=COUNT ...] [--parent REGION=PARENT ...]
   check_mpi.py --compare A B
 
 Checks dtypes and shapes, that rows come rank after rank with their events
@@ -12,7 +13,8 @@ and /ranks (clock offsets: on one host the true offset is 0, so each
 estimate must lie within its error bound). --job checks the counts
 tests/mpi/mpi_job.c records; --calls the MPI regions and byte columns of
 tests/mpi/mpi_calls.c; --sync the offsets of sp_mpi_sync_clock(); --full the
-per-rank host names. --compare: the two files hold the same content (every
+per-rank host names; --per-rank the calls of a region on every rank;
+--parent that every call of REGION sits directly inside a PARENT call. --compare: the two files hold the same content (every
 dataset and attribute) apart from metadata that differs between runs
 (timestamp, settings, mpi_writer, overhead_ns_per_call).
 Exits non-zero with a message on the first violation.
@@ -164,6 +166,29 @@ def check_file(path, nranks, args):
             for name, c in want.items():
                 if per.get((name, rank), 0) != c:
                     fail("rank %d region %s: %d events, expected %d" % (rank, name, per.get((name, rank), 0), c))
+    for i, a in enumerate(args):
+        if a == "--per-rank":
+            name, c = args[i + 1].rsplit("=", 1)
+            for rank in range(nranks):
+                if per.get((name, rank), 0) != int(c):
+                    fail("rank %d region %s: %d events, expected %s" % (rank, name, per.get((name, rank), 0), c))
+        if a == "--parent":
+            child, parent = args[i + 1].split("=", 1)
+            region_of = np.empty(n, dtype=object)
+            for r in range(k):
+                region_of[int(offs[r]):int(offs[r] + counts[r])] = names[ids[r]]
+            seen = 0
+            for rank in range(nranks):
+                rows = np.nonzero(ranks == rank)[0]
+                lo, hi = int(offs[rows[0]]), int(offs[rows[-1]] + counts[rows[-1]])
+                at = {c: lo + i for i, c in enumerate(cid[lo:hi].tolist())}
+                for i in range(lo, hi):
+                    if region_of[i] == child:
+                        seen += 1
+                        if pid[i] == -1 or region_of[at[pid[i]]] != parent:
+                            fail("rank %d: a %s call is not directly inside %s" % (rank, child, parent))
+            if not seen:
+                fail("no %s call" % child)
     if "--calls" in args:
         check_calls(f, names, ids, ranks, offs, counts, nranks)
     print("%s: ok, %d ranks, %d regions, %d rows, %d events" % (path, nranks, len(names), k, n))
