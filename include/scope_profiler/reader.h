@@ -105,6 +105,10 @@ SP_API size_t sp_results_region_num_ranks(const sp_results *r, size_t region);
 
 /** 1 when the events carry a thread id column (lanes are per thread). */
 SP_API int sp_results_has_threads(const sp_results *r);
+/** The thread ids (lanes) that recorded calls on `rank`, ascending; reads
+ * the rank's thread id column. 0 threads when the file has no thread ids.
+ * free() *ids. */
+SP_API sp_status sp_results_threads(sp_results *r, int64_t rank, int64_t **ids, size_t *n);
 /** 1 when the events carry task ids (track_async): a task on a thread is
  * its own lane. */
 SP_API int sp_results_has_tasks(const sp_results *r);

@@ -235,3 +235,50 @@ sp_status sp_results_min_start(sp_results *r, int64_t *out) {
   *out = any ? m : 0;
   return st;
 }
+
+sp_status sp_results_threads(sp_results *r, int64_t rank, int64_t **ids, size_t *n) {
+  if (!r || !ids || !n) return sp__set_error(SP_ERR_INVALID_ARGUMENT, "sp_results_threads: NULL");
+  *ids = NULL;
+  *n = 0;
+  if (r->ds_thread < 0) return SP_OK;
+  size_t cap = 16, len = 0;
+  int64_t *set = malloc(cap * sizeof *set), *buf = malloc(BLOCK * sizeof *buf);
+  sp_status st = set && buf ? SP_OK : sp__set_error(SP_ERR_NO_MEMORY, "out of memory");
+  struct sp__h5quiet q;
+  sp__h5_quiet_begin(&q);
+  for (size_t i = 0; i < r->nrows && st == SP_OK; i++) {
+    if (r->rows[i].rank != rank) continue;
+    for (uint64_t done = 0; done < r->rows[i].count && st == SP_OK;) {
+      size_t k = r->rows[i].count - done < BLOCK ? (size_t)(r->rows[i].count - done) : BLOCK;
+      st = sp__row_read(r, i, done, k, NULL, NULL, NULL, NULL, buf);
+      for (size_t j = 0; j < k && st == SP_OK; j++) {
+        /* threads are few: a linear scan of what we have is enough */
+        if (buf[j] < 0 || (j > 0 && buf[j] == buf[j - 1])) continue;
+        size_t x = 0;
+        while (x < len && set[x] != buf[j]) x++;
+        if (x < len) continue;
+        if (len == cap) {
+          int64_t *v = realloc(set, cap * 2 * sizeof *v);
+          if (!v) {
+            st = sp__set_error(SP_ERR_NO_MEMORY, "out of memory");
+            break;
+          }
+          set = v;
+          cap *= 2;
+        }
+        set[len++] = buf[j];
+      }
+      done += k;
+    }
+  }
+  sp__h5_quiet_end(&q);
+  free(buf);
+  if (st != SP_OK) {
+    free(set);
+    return st;
+  }
+  qsort(set, len, sizeof *set, sp__cmp_i64);
+  *ids = set;
+  *n = len;
+  return SP_OK;
+}

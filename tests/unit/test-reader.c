@@ -365,6 +365,16 @@ SP_TEST(ids_threads_and_exclusive_rebuild) {
   ASSERT_EQ(c[7].depth, 0);
   ASSERT_EQ(c[7].parent, -1);
   free(c);
+  int64_t *th;
+  size_t nth;
+  ASSERT_OK(sp_results_threads(r, 1, &th, &nth));
+  ASSERT_EQ(nth, 2);
+  ASSERT_EQ(th[0], 0);
+  ASSERT_EQ(th[1], 1);
+  free(th);
+  ASSERT_OK(sp_results_threads(r, 0, &th, &nth));
+  ASSERT_EQ(nth, 1);
+  free(th);
   /* stored exclusive totals equal the ones rebuilt from the tree */
   size_t solve = region_of(r, "solve");
   sp_region_stats s;
