@@ -96,6 +96,8 @@
   X(crash_spill, NONE, crash_spill, BOOL, 1, 0, 1, "", \
     "On SIGSEGV, SIGBUS, SIGFPE, SIGABRT or SIGILL, write the raw buffers to <file_path>.spill for `scope-profiler recover`.") \
   X(finalize_on_exit, NONE, finalize_on_exit, BOOL, 1, 0, 1, "", \
-    "Write a run the program did not finalize when the process exits (not under MPI, where finalize is collective).")
+    "Write a run the program did not finalize when the process exits (not under MPI, where finalize is collective).") \
+  X(max_buffer_bytes, NONE, max_buffer_bytes, INT, INT64_C(1) << 30, INT64_C(1) << 20, INT64_MAX, "", \
+    "Memory budget for recorded events; past it, full buffers are streamed to a staging file by a writer thread and merged at finalize.")
 
 #endif

@@ -90,6 +90,12 @@ struct sp_task {
   uint64_t created, done_at; /* ticks; done_at 0 until sp_task_done */
 };
 
+struct sp_carry {
+  uint64_t i;      /* log index of an open call */
+  int64_t id;      /* its call id */
+  int64_t pending; /* ns of its children already written */
+};
+
 typedef struct sp_thread_rec {
   struct sp__thread hot; /* first: sp__tls points here */
   struct sp_thread_rec *next;
@@ -102,6 +108,17 @@ typedef struct sp_thread_rec {
   int64_t cpu_ns;        /* CPU time read on the thread at exit (or finalize) */
   int exited;
   int64_t *cols;         /* probe columns: hot.cap x m->probe_ncols */
+  /* The first nkept events of the log are calls carried over open from an
+   * earlier finalize or streamed block: their call ids, and the time (ns) of
+   * their children already written. */
+  int64_t *kept_ids, *kept_child;
+  uint32_t nkept, kept_cap;
+  /* Open calls found by the last snapshot, by log index, for compaction. */
+  struct sp_carry *carry;
+  size_t ncarry;
+  /* bounded memory: a buffer the stream writer handed back, for reuse */
+  struct sp__event *spare;
+  int64_t *spare_cols;
   struct sp_task *cur_task; /* track_async: the task running now, NULL = thread context */
   uint64_t *ctx_stack;   /* the thread context's open calls while a task runs */
   uint32_t ctx_depth, ctx_cap;
@@ -151,6 +168,9 @@ struct sp_manager {
   int probe_ncols;
   int probe_col0[SP_MAX_PROBES];
   int async_col; /* track_async: first of its two columns in cols, else -1 */
+  int64_t next_callid;   /* call ids are unique per rank: every call takes the next one */
+  struct sp_stream *stream; /* bounded memory: NULL until the budget is first reached */
+  uint64_t buf_bytes;    /* bytes held by event buffers (atomic) */
   struct sp_task **tasks;
   uint32_t ntasks, tasks_cap;
 };

@@ -28,8 +28,10 @@
 struct frame {
   uint64_t i;
   int64_t callid;
-  uint32_t row;
+  int64_t pending; /* ns of completed children, while the call is open */
+  uint32_t region;
   uint32_t depth;
+  int done;
 };
 struct lanes {
   struct frame **stk;
@@ -73,6 +75,97 @@ static inline struct frame *lane_push(struct lanes *l, uint32_t L, uint32_t dept
   *parent = sp ? &st[sp - 1] : NULL;
   l->sp[L] = sp + 1;
   return &st[sp];
+}
+
+/* One thread's log, walked once in begin order: the exact call tree and the
+ * exclusive-time bookkeeping shared by finalize and the bounded-memory stream
+ * writer. Every call takes a call id (carried-over calls keep theirs);
+ * `emit` gets each completed call with its id and its parent's; a completed
+ * call's duration is added to its region's exclusive total and taken out of
+ * its parent's (or parked on the parent while that one is open, and carried
+ * with it). The calls still open are returned in *carry, by log index. */
+typedef void (*emit_fn)(void *ctx, uint64_t i, int64_t id, int64_t parent_id, uint32_t region);
+
+sp_status sp__thread_pass(struct sp_manager *m, sp_thread_rec *t, const struct sp__event *ev, uint64_t n,
+                          const struct sp_clock_map *cm, struct lanes *lanes, int64_t *excl, emit_fn emit,
+                          void *ctx, struct sp_carry **carry, size_t *ncarry);
+
+static int cmp_carry(const void *a, const void *b) {
+  const struct sp_carry *x = a, *y = b;
+  return (x->i > y->i) - (x->i < y->i);
+}
+
+sp_status sp__thread_pass(struct sp_manager *m, sp_thread_rec *t, const struct sp__event *ev, uint64_t n,
+                          const struct sp_clock_map *cm, struct lanes *lanes, int64_t *excl, emit_fn emit,
+                          void *ctx, struct sp_carry **carry, size_t *ncarry) {
+  lanes_reset(lanes);
+  *carry = NULL;
+  *ncarry = 0;
+  for (uint64_t i = 0; i < n; i++) {
+    struct frame *parent, *f = lane_push(lanes, sp__event_lane(m, t, i), ev[i].depth, &parent);
+    if (!f) return sp__set_error(SP_ERR_NO_MEMORY, "out of memory rebuilding call trees");
+    f->i = i;
+    f->depth = ev[i].depth;
+    f->region = ev[i].region;
+    f->callid = i < t->nkept ? t->kept_ids[i] : m->next_callid++;
+    f->pending = 0;
+    f->done = ev[i].end != 0;
+    if (!f->done) continue;
+    int64_t d = sp__ticks_to_ns(cm, ev[i].end) - sp__ticks_to_ns(cm, ev[i].start);
+    if (d < 0) d = 0;
+    excl[ev[i].region] += d;
+    if (i < t->nkept) excl[ev[i].region] -= t->kept_child[i];
+    if (parent) {
+      if (parent->done)
+        excl[parent->region] -= d;
+      else
+        parent->pending += d;
+    }
+    emit(ctx, i, f->callid, parent ? parent->callid : -1, ev[i].region);
+  }
+  size_t open = 0;
+  for (uint32_t L = 0; L < lanes->n; L++)
+    for (uint32_t k = 0; k < lanes->sp[L]; k++) open += !lanes->stk[L][k].done;
+  if (!open) return SP_OK;
+  *carry = malloc(open * sizeof **carry);
+  if (!*carry) return sp__set_error(SP_ERR_NO_MEMORY, "out of memory rebuilding call trees");
+  for (uint32_t L = 0; L < lanes->n; L++)
+    for (uint32_t k = 0; k < lanes->sp[L]; k++) {
+      const struct frame *f = &lanes->stk[L][k];
+      if (!f->done) (*carry)[(*ncarry)++] = (struct sp_carry){f->i, f->callid, f->pending};
+    }
+  qsort(*carry, *ncarry, sizeof **carry, cmp_carry);
+  return SP_OK;
+}
+
+/* Make the retained calls (now at log indices 0..k-1, taken in ascending old
+ * index order from `old`) the thread's kept calls, with ids and pending time
+ * from the carry list. */
+int sp__thread_keep(struct sp_manager *m, sp_thread_rec *t, const uint64_t *old, uint32_t k) {
+  if (k > t->kept_cap) {
+    int64_t *ids = realloc(t->kept_ids, k * sizeof *ids);
+    if (ids) t->kept_ids = ids;
+    int64_t *ch = realloc(t->kept_child, k * sizeof *ch);
+    if (ch) t->kept_child = ch;
+    if (!ids || !ch) return -1;
+    t->kept_cap = k;
+  }
+  size_t c = 0;
+  for (uint32_t j = 0; j < k; j++) {
+    while (c < t->ncarry && t->carry[c].i < old[j]) c++;
+    if (c < t->ncarry && t->carry[c].i == old[j]) {
+      t->kept_ids[j] = t->carry[c].id;
+      t->kept_child[j] = t->carry[c].pending;
+    } else { /* not seen by a snapshot yet: it takes an id now */
+      t->kept_ids[j] = m->next_callid++;
+      t->kept_child[j] = 0;
+    }
+  }
+  t->nkept = k;
+  free(t->carry);
+  t->carry = NULL;
+  t->ncarry = 0;
+  return 0;
 }
 
 /* Fill a row's source columns from the region registry. */
@@ -148,6 +241,51 @@ static void row_stats(struct sp_run *run, struct sp_row *row) {
   s->m2 = m2;
 }
 
+struct place_ctx {
+  struct sp_manager *m;
+  struct sp_run *run;
+  const struct sp_clock_map *cm;
+  const uint32_t *row_of;
+  uint64_t *cursor;
+  uint32_t *last_thread;
+  sp_thread_rec *t;
+  int track_threads;
+  double scale;
+};
+
+static void emit_row(void *ctx, uint64_t i, int64_t id, int64_t parent_id, uint32_t region) {
+  struct place_ctx *c = ctx;
+  const struct sp__event *e = &c->t->hot.ev[i];
+  struct sp_run *run = c->run;
+  struct sp_manager *m = c->m;
+  uint32_t row = c->row_of[region];
+  uint64_t pos = c->cursor[row]++;
+  int64_t s0 = sp__ticks_to_ns(c->cm, e->start), e0 = sp__ticks_to_ns(c->cm, e->end);
+  if (e0 < s0) e0 = s0; /* cross-core TSC skew of a few ticks must not give negative durations */
+  int64_t d = e0 - s0;
+  run->start[pos] = s0;
+  run->end[pos] = e0;
+  run->call_id[pos] = id;
+  run->parent_id[pos] = parent_id;
+  struct sp_summary *su = &run->rows[row].stats;
+  su->total += d;
+  if (d < su->minimum) su->minimum = d;
+  if (d > su->maximum) su->maximum = d;
+  if (s0 < su->start_minimum) su->start_minimum = s0;
+  if (e0 > su->end_maximum) su->end_maximum = e0;
+  size_t col = 0;
+  if (c->track_threads) ((uint32_t *)run->extra[col++].data)[pos] = c->t->index;
+  for (int p = 0; p < m->probe_ncols; p++, col++) {
+    int64_t v = c->t->cols[i * (uint64_t)m->probe_ncols + (uint64_t)p];
+    if (m->async_col >= 0 && p == m->async_col + 1) v = (int64_t)((double)v * c->scale); /* await: ticks to ns */
+    ((int64_t *)run->extra[col].data)[pos] = v;
+  }
+  if (c->last_thread[row] == UINT32_MAX)
+    c->last_thread[row] = c->t->index;
+  else if (c->last_thread[row] != c->t->index)
+    c->last_thread[row] = MANY_THREADS; /* rows fed by several threads need a sort */
+}
+
 sp_status sp__snapshot_build(struct sp_manager *m, const struct sp_clock_map *cm, uint32_t rank,
                              struct sp_run *run, uint64_t *open_calls) {
   memset(run, 0, sizeof *run);
@@ -159,6 +297,7 @@ sp_status sp__snapshot_build(struct sp_manager *m, const struct sp_clock_map *cm
   uint32_t *last_thread = NULL;
   uint64_t *cursor = NULL;
   struct lanes lanes = {0};
+  int64_t *excl = NULL;
   sp_source_cache *cache = NULL;
   sp_status st = SP_ERR_NO_MEMORY;
   if (!count || !row_of) goto fail;
@@ -251,55 +390,21 @@ sp_status sp__snapshot_build(struct sp_manager *m, const struct sp_clock_map *cm
   if (lanes_init(&lanes, m->async_col >= 0 ? m->ntasks + 1 : 1) != 0) goto fail;
   double scale = (double)cm->mult / 4294967296.0;
 
-  /* One pass per thread: each call finds its parent on its lane's stack,
-   * lands in its row, and takes its duration out of its parent row's
-   * exclusive total (a parent still open is not written, so nothing to take
-   * from). Row statistics that need no mean are gathered on the way. */
-  int64_t base = 0;
+  /* One pass per thread (sp__thread_pass); emit_row places each completed
+   * call in its row and gathers the statistics that need no mean. */
+  excl = calloc((size_t)maxid + 1, sizeof *excl);
+  if (!excl) goto fail;
+  struct place_ctx pc = {m, run, cm, row_of, cursor, last_thread, NULL, track_threads, scale};
   for (sp_thread_rec *t = m->threads; t; t = t->next) {
-    uint64_t n = t->hot.n;
-    const struct sp__event *ev = t->hot.ev;
-    lanes_reset(&lanes);
-    for (uint64_t i = 0; i < n; i++) {
-      struct frame *parent, *f = lane_push(&lanes, sp__event_lane(m, t, i), ev[i].depth, &parent);
-      if (!f) goto fail;
-      f->i = i;
-      f->depth = ev[i].depth;
-      f->callid = -1;
-      if (!ev[i].end) continue;
-      f->callid = base++;
-      uint32_t row = row_of[ev[i].region];
-      f->row = row;
-      uint64_t pos = cursor[row]++;
-      int64_t s0 = sp__ticks_to_ns(cm, ev[i].start), e0 = sp__ticks_to_ns(cm, ev[i].end);
-      if (e0 < s0) e0 = s0; /* cross-core TSC skew of a few ticks must not give negative durations */
-      int64_t d = e0 - s0;
-      run->start[pos] = s0;
-      run->end[pos] = e0;
-      run->call_id[pos] = f->callid;
-      run->parent_id[pos] = parent ? parent->callid : -1;
-      struct sp_row *rw = &run->rows[row];
-      rw->exclusive_total += d;
-      if (parent && parent->callid >= 0) run->rows[parent->row].exclusive_total -= d;
-      struct sp_summary *su = &rw->stats;
-      su->total += d;
-      if (d < su->minimum) su->minimum = d;
-      if (d > su->maximum) su->maximum = d;
-      if (s0 < su->start_minimum) su->start_minimum = s0;
-      if (e0 > su->end_maximum) su->end_maximum = e0;
-      size_t c = 0;
-      if (track_threads) ((uint32_t *)run->extra[c++].data)[pos] = t->index;
-      for (int p = 0; p < m->probe_ncols; p++, c++) {
-        int64_t v = t->cols[i * (uint64_t)m->probe_ncols + (uint64_t)p];
-        if (m->async_col >= 0 && p == m->async_col + 1) v = (int64_t)((double)v * scale); /* await: ticks to ns */
-        ((int64_t *)run->extra[c].data)[pos] = v;
-      }
-      if (last_thread[row] == UINT32_MAX)
-        last_thread[row] = t->index;
-      else if (last_thread[row] != t->index)
-        last_thread[row] = MANY_THREADS; /* rows fed by several threads need a sort */
-    }
+    pc.t = t;
+    free(t->carry);
+    if ((st = sp__thread_pass(m, t, t->hot.ev, t->hot.n, cm, &lanes, excl, emit_row, &pc, &t->carry, &t->ncarry)) !=
+        SP_OK)
+      goto fail;
   }
+  st = SP_ERR_NO_MEMORY;
+  for (uint32_t id = 1; id <= maxid; id++)
+    if (count[id]) run->rows[row_of[id]].exclusive_total = excl[id];
 
   for (size_t i = 0; i < run->nrows; i++) {
     if (last_thread[i] == MANY_THREADS && sort_slice(run, run->rows[i].offset, run->rows[i].count) != 0)
@@ -317,6 +422,7 @@ fail:
   free(row_of);
   free(last_thread);
   free(cursor);
+  free(excl);
   lanes_free(&lanes);
   return st;
 }
@@ -348,9 +454,11 @@ void sp__snapshot_compact(struct sp_manager *m) {
   for (sp_thread_rec *t = m->threads; t; t = t->next) {
     if (m->ntasks == 0) { /* one stack: its open calls are already in log order */
       uint64_t k = 0;
+      uint64_t *old = malloc(((size_t)t->hot.depth + 1) * sizeof *old);
       for (uint32_t d = 0; d < t->hot.depth; d++) {
         uint64_t i = t->hot.stack[d];
         if (i & SP__GHOST_BIT) continue;
+        if (old) old[k] = i;
         t->hot.ev[k] = t->hot.ev[i];
         if (m->probe_ncols)
           memmove(t->cols + k * (uint64_t)m->probe_ncols, t->cols + i * (uint64_t)m->probe_ncols,
@@ -358,6 +466,8 @@ void sp__snapshot_compact(struct sp_manager *m) {
         t->hot.stack[d] = k++;
       }
       t->hot.n = k;
+      if (old) sp__thread_keep(m, t, old, (uint32_t)k);
+      free(old);
       continue;
     }
     /* Several stacks: keep every referenced call, in log order (begin
@@ -375,9 +485,11 @@ void sp__snapshot_compact(struct sp_manager *m) {
         if (!((*ss[k])[d] & SP__GHOST_BIT)) refs[nref++] = &(*ss[k])[d];
     qsort(refs, nref, sizeof *refs, cmp_u64);
     uint64_t k = 0, prev = UINT64_MAX;
+    uint64_t *old = malloc((nref + 1) * sizeof *old);
     for (size_t r = 0; r < nref; r++) {
       uint64_t i = *refs[r];
       if (i != prev) {
+        if (old) old[k] = i;
         t->hot.ev[k] = t->hot.ev[i];
         if (m->probe_ncols)
           memmove(t->cols + k * (uint64_t)m->probe_ncols, t->cols + i * (uint64_t)m->probe_ncols,
@@ -389,6 +501,8 @@ void sp__snapshot_compact(struct sp_manager *m) {
     }
     t->hot.n = k;
     free(refs);
+    if (old) sp__thread_keep(m, t, old, (uint32_t)k);
+    free(old);
   }
 }
 

@@ -14,6 +14,11 @@ sp_status sp__snapshot_build(struct sp_manager *m, const struct sp_clock_map *cm
  * complete into the next run. */
 void sp__snapshot_compact(struct sp_manager *m);
 
+/* The per-thread pass and the kept-call bookkeeping, shared with the
+ * bounded-memory stream writer (stream.c). */
+struct lanes;
+int sp__thread_keep(struct sp_manager *m, sp_thread_rec *t, const uint64_t *old, uint32_t k);
+
 /* Aggregation mode: one row per region from the per-thread accumulators
  * (no events), and the reset after a finalize. */
 sp_status sp__snapshot_build_aggregate(struct sp_manager *m, const struct sp_clock_map *cm, uint32_t rank,

@@ -9,6 +9,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "core/core.h"
 #include "harness.h"
 #include "h5util.h"
 #include "probes/probe.h"
@@ -242,6 +243,40 @@ SP_TEST(finalize_inside_open_region_keeps_the_call) {
   ASSERT_EQ(n, 1);
   ASSERT_GT(e[0], s[0]);
   free(s); free(e);
+  sp_manager_destroy(m);
+}
+
+/* A call open across a finalize keeps its call id, and its exclusive time
+ * in the next file still excludes the children written by the first. */
+SP_TEST(open_call_across_finalize_keeps_id_and_exclusive) {
+  setenv("SCOPE_PROFILER_CLOCK", "manual", 1);
+  const char *ov[] = {"file_path=across.h5", NULL};
+  sp_manager *m = setup_with(ov);
+  sp_region outer = sp_region_intern("outer_across"), child = sp_region_intern("child_across");
+  sp_region_begin(m, outer);
+  sp__clock_manual_advance(10);
+  sp_region_begin(m, child);
+  sp__clock_manual_advance(30);
+  sp_region_end(m, child);
+  ASSERT_EQ(sp_manager_finalize(m, NULL, NULL), SP_ERR_OPEN_SCOPES);
+  long long n;
+  int64_t *p1 = h5_i64("across.h5", "/events/parent_ids", &n);
+  ASSERT_EQ(n, 1);
+  int64_t parent_id = p1[0];
+  ASSERT(parent_id >= 0); /* the open outer call already has its id */
+  free(p1);
+  sp__clock_manual_advance(5);
+  sp_region_end(m, outer);
+  ASSERT_OK(sp_manager_finalize(m, NULL, NULL));
+  int64_t *c2 = h5_i64("across.h5", "/events/call_ids", &n);
+  int64_t *x2 = h5_i64("across.h5", "/rank_region_index/exclusive_totals", &n);
+  int64_t *s2 = h5_i64("across.h5", "/events/start_times", &n);
+  int64_t *e2 = h5_i64("across.h5", "/events/end_times", &n);
+  ASSERT_EQ(n, 1);
+  ASSERT_EQ(c2[0], parent_id);
+  ASSERT_EQ(e2[0] - s2[0], 45);
+  ASSERT_EQ(x2[0], 15); /* 45 minus the 30 of the child written by the first finalize */
+  free(c2); free(x2); free(s2); free(e2);
   sp_manager_destroy(m);
 }
 
