@@ -18,6 +18,7 @@ int sp_cmd_inspect(int argc, char **argv);
 int sp_cmd_diff(int argc, char **argv);
 int sp_cmd_check(int argc, char **argv);
 int sp_cmd_export(int argc, char **argv);
+int sp_cmd_report(int argc, char **argv);
 int sp_cmd_recover(int argc, char **argv);
 
 #endif

@@ -13,6 +13,7 @@ static const struct sp_cli_command commands[] = {
     {"diff", sp_cmd_diff, "compare the regions of two profiles"},
     {"check", sp_cmd_check, "fail (exit 1) when a candidate profile regressed against a baseline"},
     {"export", sp_cmd_export, "write chrome-trace, speedscope, folded, csv or json"},
+    {"report", sp_cmd_report, "write a self-contained HTML report with charts (and SVG, JSON)"},
     {"recover", sp_cmd_recover, "turn the spill file of a crashed run into its HDF5 profile"},
 };
 

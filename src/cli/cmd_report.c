@@ -1,0 +1,407 @@
+/* cmd_report.c - `scope-profiler report FILE... -o DIR`: a self-contained
+ * HTML report (DIR/report.html: inline SVG, CSS and a little plain
+ * JavaScript, nothing fetched from the network), one SVG per chart and
+ * upstream's region_statistics.json.
+ *
+ * The work is in the report_*.c files (see report_internal.h): this file
+ * parses the options, opens the inputs, runs the readers in order (summary
+ * statistics, one streamed pass over the events, one call stack per rank,
+ * percentiles), asks each chart for its SVG and writes the outputs.
+ */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "cli/commands.h"
+#include "cli/report_internal.h"
+
+#define CMD "report"
+
+static const char *const help_text =
+    "usage: scope-profiler report FILE... -o DIR [options]\n"
+    "\n"
+    "Write DIR/report.html, a self-contained page (inline SVG, CSS and a little\n"
+    "JavaScript; it loads nothing from the network) with a sortable summary table\n"
+    "and these charts, each also written as DIR/<chart>.svg:\n"
+    "  gantt          every call, one lane per region (and thread), a panel per rank\n"
+    "  flame_chart    calls in time order nested by depth (lowest rank; --flame-ranks)\n"
+    "  flame_graph    call paths merged over the selected ranks, width = total time\n"
+    "  timeseries     each call's duration against wall time (warm-up, drift)\n"
+    "  durations_M    grouped bars per region, one bar per file, for each metric M\n"
+    "  speedup        strong scaling against --x, with the ideal line (2+ files)\n"
+    "  efficiency     speedup / ideal speedup (numeric --x fields)\n"
+    "  imbalance      total per rank for each region, mean and maximum marked\n"
+    "and DIR/region_statistics.json (upstream's schema). FILE may be a glob.\n"
+    "\n"
+    "options:\n"
+    "  -o, --output DIR       output directory, created if missing (required)\n"
+    "  -i, --include RE...    keep regions whose name matches RE at its start\n"
+    "  -e, --exclude RE...    drop regions whose name matches RE at its start\n"
+    "  -r, --ranks SPEC...    ranks to show, e.g. 0,2,4-7 (default: all)\n"
+    "  -m, --metrics M...     durations metrics: avg, min, max, total, as separate\n"
+    "                         words or comma-separated (default: all four)\n"
+    "  --x FIELD              speedup x: num_ranks (default), num_nodes,\n"
+    "                         omp_num_threads, total_cores or any metadata field\n"
+    "                         (kept in command-line order, no ideal line)\n"
+    "  --label L...           one label per file (default: metadata label or stem)\n"
+    "  --palette P            region colours: tab20 (default), tab10 or hues\n"
+    "  --title T              page title (default: scope-profiler report)\n"
+    "  --flame-ranks SPEC     ranks with a flame chart: a rank spec or all\n"
+    "                         (default: the lowest selected rank)\n"
+    "  --width PX             chart width in pixels, 600-8000 (default 1200)\n"
+    "  --max-bars N           marks per chart before calls are merged further\n"
+    "                         (default 8000)\n"
+    "  -q, --quiet            do not list the files written\n"
+    "  -h, --help             this help\n"
+    "\n"
+    "Large inputs: a lane with more calls than the plot has pixel columns gets one\n"
+    "bar per column (the calls starting in it merged), and each chart says how many\n"
+    "calls were merged. In the page: wheel zooms and drag pans the Gantt and flame\n"
+    "charts, a click highlights a region everywhere, the rank selector filters.\n"
+    "\n"
+    "examples:\n"
+    "  scope-profiler report profile.h5 -o report\n"
+    "  scope-profiler report 'runs/*.h5' -o scaling --x num_ranks --metrics avg,total\n"
+    "  scope-profiler report a.h5 b.h5 --label before after --x label -o cmp\n"
+    "  scope-profiler report big.h5 -o rep --ranks 0-3 --exclude mpi_\n"
+    "\n"
+    "exit status: 0 success, 2 usage or input error.\n";
+
+struct opts {
+  struct sp_cli_strs files, include, exclude, ranks, metrics, labels;
+  const char *out, *x, *palette, *title, *flame_ranks, *width, *max_bars;
+  int quiet;
+};
+
+static int parse(int argc, char **argv, struct opts *o) {
+  struct sp_cli_args a = {CMD, argc, argv, 1, 0};
+  for (; a.i < argc; a.i++) {
+    int m;
+    if (sp_cli_positional(&a)) {
+      if (sp_cli_strs_push(&o->files, argv[a.i])) return sp_cli_error(CMD, "out of memory");
+      continue;
+    }
+    if (a.only_positionals) continue;
+    if (sp_cli_flag(&a, "--help", "-h")) {
+      fputs(help_text, stdout);
+      return -1;
+    }
+    if (sp_cli_flag(&a, "--quiet", "-q")) {
+      o->quiet = 1;
+      continue;
+    }
+    if ((m = sp_cli_list(&a, "--include", "-i", &o->include)) ||
+        (m = sp_cli_list(&a, "--exclude", "-e", &o->exclude)) ||
+        (m = sp_cli_list(&a, "--ranks", "-r", &o->ranks)) ||
+        (m = sp_cli_list(&a, "--metrics", "-m", &o->metrics)) ||
+        (m = sp_cli_list(&a, "--label", NULL, &o->labels)) ||
+        (m = sp_cli_value(&a, "--output", "-o", &o->out)) ||
+        (m = sp_cli_value(&a, "--x", NULL, &o->x)) ||
+        (m = sp_cli_value(&a, "--x-field", NULL, &o->x)) ||
+        (m = sp_cli_value(&a, "--palette", NULL, &o->palette)) ||
+        (m = sp_cli_value(&a, "--title", NULL, &o->title)) ||
+        (m = sp_cli_value(&a, "--flame-ranks", NULL, &o->flame_ranks)) ||
+        (m = sp_cli_value(&a, "--width", NULL, &o->width)) ||
+        (m = sp_cli_value(&a, "--max-bars", NULL, &o->max_bars))) {
+      if (m < 0) return 2;
+      continue;
+    }
+    return sp_cli_usage_error(CMD, "unknown option %s", argv[a.i]);
+  }
+  if (o->files.n == 0) return sp_cli_usage_error(CMD, "no FILE given");
+  if (!o->out) return sp_cli_usage_error(CMD, "-o DIR is required (the report's directory)");
+  return 0;
+}
+
+static int parse_int(const char *s, long lo, long hi, long *out) {
+  char *end;
+  errno = 0;
+  long v = strtol(s, &end, 10);
+  if (errno || end == s || *end || v < lo || v > hi) return -1;
+  *out = v;
+  return 0;
+}
+
+/* --metrics takes words or comma-separated lists; order kept, repeats dropped. */
+static int parse_metrics(const struct sp_cli_strs *v, struct rp_opts *ro) {
+  if (v->n == 0) {
+    for (int i = 0; i < RP_NMETRICS; i++) ro->metrics[i] = i;
+    ro->nmetrics = RP_NMETRICS;
+    return 0;
+  }
+  for (size_t i = 0; i < v->n; i++) {
+    char *copy = strdup(v->v[i]), *save = NULL;
+    if (!copy) return sp_cli_error(CMD, "out of memory");
+    for (char *t = strtok_r(copy, ",", &save); t; t = strtok_r(NULL, ",", &save)) {
+      int k = -1;
+      for (int j = 0; j < RP_NMETRICS; j++)
+        if (!strcmp(t, rp_metric_names[j])) k = j;
+      if (k < 0) {
+        int rc = sp_cli_usage_error(CMD, "unknown metric '%s'; use avg, min, max or total", t);
+        free(copy);
+        return rc;
+      }
+      int dup = 0;
+      for (size_t j = 0; j < ro->nmetrics; j++) dup |= ro->metrics[j] == k;
+      if (!dup) ro->metrics[ro->nmetrics++] = k;
+    }
+    free(copy);
+  }
+  if (ro->nmetrics == 0) return sp_cli_usage_error(CMD, "--metrics: no metric given");
+  return 0;
+}
+
+static int mkdirs(const char *path) {
+  char *p = strdup(path);
+  if (!p) return -1;
+  for (char *s = p + 1; *s; s++) {
+    if (*s != '/') continue;
+    *s = '\0';
+    if (mkdir(p, 0777) != 0 && errno != EEXIST) {
+      free(p);
+      return -1;
+    }
+    *s = '/';
+  }
+  int rc = mkdir(p, 0777) != 0 && errno != EEXIST ? -1 : 0;
+  free(p);
+  struct stat st;
+  if (rc == 0 && (stat(path, &st) != 0 || !S_ISDIR(st.st_mode))) {
+    errno = ENOTDIR;
+    rc = -1;
+  }
+  return rc;
+}
+
+static char *join(const char *dir, const char *name) {
+  size_t n = strlen(dir) + strlen(name) + 2;
+  char *p = malloc(n);
+  if (p) snprintf(p, n, "%s%s%s", dir, dir[strlen(dir) - 1] == '/' ? "" : "/", name);
+  return p;
+}
+
+static int write_file(const char *dir, const char *name, const char *data, size_t len,
+                      struct sp_cli_strs *written) {
+  char *path = join(dir, name);
+  if (!path) return sp_cli_error(CMD, "out of memory");
+  FILE *o = fopen(path, "w");
+  int bad = !o || fwrite(data, 1, len, o) != len;
+  if (o && fclose(o) != 0) bad = 1;
+  if (bad) {
+    int rc = sp_cli_error(CMD, "cannot write %s: %s", path, strerror(errno));
+    free(path);
+    return rc;
+  }
+  sp_cli_strs_push(written, path);
+  free(path);
+  return 0;
+}
+
+static void free_svg(struct rp_svg *s) {
+  free(s->title);
+  free(s->svg);
+  free(s->why);
+  memset(s, 0, sizeof *s);
+}
+
+enum { C_GANTT, C_FLAME, C_FGRAPH, C_TS, C_DUR0, C_SPEEDUP = C_DUR0 + RP_NMETRICS, C_EFF,
+       C_IMB, C_COUNT };
+
+int sp_cmd_report(int argc, char **argv) {
+  struct opts o;
+  memset(&o, 0, sizeof o);
+  struct rp_opts ro;
+  memset(&ro, 0, sizeof ro);
+  struct rp_model m;
+  memset(&m, 0, sizeof m);
+  struct sp_cli_strs files = {0}, written = {0};
+  struct rp_svg charts[C_COUNT];
+  memset(charts, 0, sizeof charts);
+  struct sp_cli_progress prog;
+  sp_filter *f = NULL;
+  char *html = NULL, *json = NULL;
+  size_t html_len = 0, json_len = 0;
+  int rc = parse(argc, argv, &o);
+  if (rc) {
+    rc = rc < 0 ? 0 : rc;
+    goto out;
+  }
+  ro.title = o.title ? o.title : "scope-profiler report";
+  ro.x_field = o.x ? o.x : "num_ranks";
+  ro.flame_ranks = o.flame_ranks;
+  ro.width = 1200;
+  ro.max_bars = 8000;
+  long v;
+  if (o.width) {
+    if (parse_int(o.width, 600, 8000, &v)) {
+      rc = sp_cli_usage_error(CMD, "--width must be a number of pixels from 600 to 8000, got '%s'",
+                              o.width);
+      goto out;
+    }
+    ro.width = (int)v;
+  }
+  if (o.max_bars) {
+    if (parse_int(o.max_bars, 100, 10000000, &v)) {
+      rc = sp_cli_usage_error(CMD, "--max-bars must be a number from 100 to 10000000, got '%s'",
+                              o.max_bars);
+      goto out;
+    }
+    ro.max_bars = (size_t)v;
+  }
+  if (o.palette && (ro.palette = rp_palette_parse(o.palette)) < 0) {
+    rc = sp_cli_usage_error(CMD, "unknown palette '%s'; use tab20, tab10 or hues", o.palette);
+    goto out;
+  }
+  if ((rc = parse_metrics(&o.metrics, &ro))) goto out;
+  if (o.flame_ranks && strcmp(o.flame_ranks, "all")) {
+    int64_t *tmp;
+    size_t nt;
+    if (sp_parse_rank_spec(o.flame_ranks, &tmp, &nt) != SP_OK) {
+      rc = sp_cli_usage_error(CMD, "--flame-ranks: %s", sp_last_error());
+      goto out;
+    }
+    free(tmp);
+  }
+  if ((rc = sp_cli_expand_files(CMD, &o.files, &files))) goto out;
+  if (o.labels.n && o.labels.n != files.n) {
+    rc = sp_cli_usage_error(CMD, "--label: %zu label(s) for %zu file(s); give one per file",
+                            o.labels.n, files.n);
+    goto out;
+  }
+  if ((rc = sp_cli_filter(CMD, &o.include, &o.exclude, &o.ranks, &f))) goto out;
+  m.o = &ro;
+  m.f = f;
+  m.prog = &prog;
+  m.files = calloc(files.n, sizeof *m.files);
+  if (!m.files) {
+    rc = sp_cli_error(CMD, "out of memory");
+    goto out;
+  }
+  for (size_t i = 0; i < files.n; i++) {
+    struct rp_file *rf = &m.files[i];
+    if ((rc = sp_cli_open(CMD, files.v[i], &rf->r))) goto out;
+    m.nfiles++;
+    if ((rc = sp_cli_check_ranks(CMD, f, rf->r))) goto out;
+    rf->path = files.v[i];
+    rf->abs = sp_cli_abspath(files.v[i]);
+  }
+  /* labels as upstream makes them: given, or the display label; repeats "x (2)" */
+  for (size_t i = 0; i < m.nfiles; i++) {
+    const char *base = o.labels.n ? o.labels.v[i] : sp_results_display_label(m.files[i].r);
+    int dup = 1;
+    for (size_t k = 0; k < i; k++)
+      dup += !strcmp(o.labels.n ? o.labels.v[k] : sp_results_display_label(m.files[k].r), base);
+    size_t len = strlen(base) + 16;
+    m.files[i].label = malloc(len);
+    if (!m.files[i].label) {
+      rc = sp_cli_error(CMD, "out of memory");
+      goto out;
+    }
+    if (dup > 1) snprintf(m.files[i].label, len, "%s (%d)", base, dup);
+    else snprintf(m.files[i].label, len, "%s", base);
+  }
+  if (mkdirs(o.out) != 0) {
+    rc = sp_cli_error(CMD, "cannot create the output directory %s: %s", o.out, strerror(errno));
+    goto out;
+  }
+  sp_cli_progress_start(&prog, "reading");
+  for (size_t i = 0; i < m.nfiles; i++)
+    if ((rc = rp_load_file(&m, &m.files[i], CMD))) goto out_prog;
+  if ((rc = rp_assign_regions(&m, CMD))) goto out_prog;
+  for (size_t i = 0; i < m.nfiles; i++) {
+    if ((rc = rp_load_events(&m, &m.files[i], CMD))) goto out_prog;
+    if ((rc = rp_load_flame(&m, &m.files[i], CMD))) goto out_prog;
+    if ((rc = rp_load_table(&m, &m.files[i], CMD))) goto out_prog;
+  }
+  prog.label = "drawing";
+  int crc = rp_chart_gantt(&m, &charts[C_GANTT]);
+  if (!crc) crc = rp_chart_flame(&m, &charts[C_FLAME]);
+  if (!crc) crc = rp_chart_flamegraph(&m, &charts[C_FGRAPH]);
+  if (!crc) crc = rp_chart_timeseries(&m, &charts[C_TS]);
+  for (size_t k = 0; k < ro.nmetrics && !crc; k++)
+    crc = rp_chart_durations(&m, ro.metrics[k], &charts[C_DUR0 + k]);
+  if (!crc) crc = rp_chart_scaling(&m, CMD, &charts[C_SPEEDUP], &charts[C_EFF]);
+  if (!crc) crc = rp_chart_imbalance(&m, &charts[C_IMB]);
+  if (crc) {
+    rc = crc < 0 ? sp_cli_error(CMD, "out of memory") : crc;
+    goto out_prog;
+  }
+  /* the charts in page order, without the unused durations slots */
+  struct rp_svg order[C_COUNT];
+  size_t n = 0;
+  for (size_t k = 0; k < C_COUNT; k++)
+    if (charts[k].title) order[n++] = charts[k];
+  FILE *ho = open_memstream(&html, &html_len);
+  if (!ho || rp_write_html(ho, &m, order, n) || fclose(ho) != 0) {
+    rc = sp_cli_error(CMD, "out of memory");
+    goto out_prog;
+  }
+  FILE *jo = open_memstream(&json, &json_len);
+  if (!jo) {
+    rc = sp_cli_error(CMD, "out of memory");
+    goto out_prog;
+  }
+  {
+    sp_results **rs = malloc(m.nfiles * sizeof *rs);
+    const char **labels = malloc(m.nfiles * sizeof *labels), **paths = malloc(m.nfiles * sizeof *paths);
+    sp_status st = rs && labels && paths ? SP_OK : SP_ERR_NO_MEMORY;
+    for (size_t i = 0; st == SP_OK && i < m.nfiles; i++) {
+      rs[i] = m.files[i].r;
+      labels[i] = o.labels.n ? o.labels.v[i] : NULL;
+      paths[i] = m.files[i].abs;
+    }
+    if (st == SP_OK)
+      st = sp_write_region_statistics_json(rs, m.nfiles, o.labels.n ? labels : NULL, paths, f, jo);
+    free(rs);
+    free(labels);
+    free(paths);
+    if (fclose(jo) != 0 && st == SP_OK) st = SP_ERR_NO_MEMORY;
+    if (st != SP_OK) {
+      rc = sp_cli_error(CMD, "region_statistics.json: %s", sp_last_error());
+      goto out_prog;
+    }
+  }
+  sp_cli_progress_end(&prog);
+  if ((rc = write_file(o.out, "report.html", html, html_len, &written))) goto out;
+  for (size_t k = 0; k < n; k++)
+    if (order[k].svg && (rc = write_file(o.out, order[k].file, order[k].svg, order[k].len, &written)))
+      goto out;
+  if ((rc = write_file(o.out, "region_statistics.json", json, json_len, &written))) goto out;
+  for (size_t i = 0; i < m.nfiles; i++)
+    if (m.files[i].overlaps)
+      fprintf(stderr,
+              "scope-profiler report: warning: %s: %zu call(s) overlap calls they are not nested "
+              "in (threads not recorded?)\n",
+              m.files[i].path, m.files[i].overlaps);
+  if (charts[C_SPEEDUP].why && strstr(charts[C_SPEEDUP].why, "No valid speedup"))
+    fprintf(stderr, "scope-profiler report: warning: %s\n", charts[C_SPEEDUP].why);
+  if (!o.quiet) {
+    printf("Outputs saved to:\n");
+    for (size_t i = 0; i < written.n; i++) printf("  %s\n", written.v[i]);
+  }
+  goto out;
+out_prog:
+  sp_cli_progress_end(&prog);
+out:
+  fflush(stdout);
+  for (size_t k = 0; k < C_COUNT; k++) free_svg(&charts[k]);
+  for (size_t i = 0; i < m.nfiles; i++) rp_free_file(&m.files[i]);
+  free(m.files);
+  for (size_t i = 0; i < m.nregions; i++) free(m.regions[i].name);
+  free(m.regions);
+  free(m.all_ranks);
+  sp_cli_strs_free(&m.warnings);
+  free(html);
+  free(json);
+  sp_filter_free(f);
+  sp_cli_strs_free(&files);
+  sp_cli_strs_free(&written);
+  sp_cli_strs_free(&o.files);
+  sp_cli_strs_free(&o.include);
+  sp_cli_strs_free(&o.exclude);
+  sp_cli_strs_free(&o.ranks);
+  sp_cli_strs_free(&o.metrics);
+  sp_cli_strs_free(&o.labels);
+  return rc;
+}
