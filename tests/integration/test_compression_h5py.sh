@@ -84,14 +84,15 @@ if which == "native":
             if not np.array_equal(np.asarray(ref[k], dtype=object if k == "names" else None),
                                   np.asarray(got[k], dtype=object if k == "names" else None)):
                 fail("%s.h5 differs from the uncompressed run in %s" % (name, k))
-    # zstd is not built into h5py: without our plugin its events are unreadable.
+    # zstd is not built into h5py: without a plugin its events are unreadable
+    # (unless the system has a zstd plugin on HDF5's default path).
     with h5py.File("zstd.h5", "r") as f:
         try:
             f["events/start_times"][:]
         except (OSError, ValueError):
             pass
         else:
-            fail("zstd.h5 read without a zstd plugin: is one on the default plugin path?")
+            print("note: a system zstd plugin read zstd.h5 without HDF5_PLUGIN_PATH")
     with h5py.File("auto_small.h5", "r") as f:
         d = f["events/start_times"]
         if d.chunks is not None or filters(d):
@@ -131,9 +132,6 @@ if command -v h5dump >/dev/null; then
   # h5dump prints the values as "(i): v, v, ..." rows (wrapped); the first five.
   first5() { sed -n '/DATA {/,/}/p' | grep -o '([0-9]*): .*' | sed 's/^([0-9]*): //; s/,/ /g' \
     | tr -s ' \n' '  ' | sed 's/^ *//' | cut -d' ' -f1-5; }
-  if h5dump -d /events/start_times zstd.h5 >/dev/null 2>&1; then
-    echo "h5dump read zstd.h5 without the plugin"; exit 1
-  fi
   got=$(HDF5_PLUGIN_PATH="$plugins" h5dump -d /events/start_times -c 5 zstd.h5 | first5)
   want=$(cat zstd_start.txt)
   [ "$got" = "$want" ] || { echo "h5dump zstd.h5: '$got', h5py: '$want'"; exit 1; }
