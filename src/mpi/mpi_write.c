@@ -562,16 +562,95 @@ static sp_status write_parallel(const struct sp_run *run, const struct sp_config
 #endif
 }
 
-sp_status sp__mpi_write(const struct sp_run *run, const struct sp_config *cfg, const char *path) {
+/* A streamed run (run->fill_events: its events live in a staging file and
+ * a callback writes them into full-size datasets) is read into arrays
+ * first: the job writers place each rank's events at an offset, which the
+ * callback cannot do. *use is a shallow copy of run; free with unmaterialize. */
+static sp_status materialize(const struct sp_run *run, struct sp_run *use) {
+  *use = *run;
+  if (!run->fill_events) return SP_OK;
+  use->fill_events = NULL;
+  use->start = use->end = use->call_id = use->parent_id = NULL;
+  use->extra = NULL;
+  size_t n = run->nevents, nd = 4 + run->nextra;
+  int failed = 0;
+  struct sp_column *extra = calloc(run->nextra + 1, sizeof *extra);
+  hid_t *ds = calloc(nd, sizeof *ds);
+  hid_t fapl = sp__h5_file_access();
+  H5Pset_fapl_core(fapl, 1 << 20, 0);
+  hid_t f = -1;
+  H5E_BEGIN_TRY {
+    f = extra && ds ? H5Fcreate("scope_profiler_stream.h5", H5F_ACC_TRUNC, H5P_DEFAULT, fapl) : -1;
+    hsize_t dims = n;
+    hid_t space = H5Screate_simple(1, &dims, NULL);
+    for (size_t i = 0; f >= 0 && i < nd; i++) {
+      char name[32];
+      snprintf(name, sizeof name, "c%zu", i);
+      int u32 = i >= 4 && run->extra[i - 4].type == SP_COL_U32;
+      ds[i] = H5Dcreate2(f, name, u32 ? H5T_STD_U32LE : H5T_STD_I64LE, space, H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT);
+      if (ds[i] < 0) failed = 1;
+    }
+    H5Sclose(space);
+    if (f < 0 || failed || run->fill_events(run->fill_ctx, ds, nd) != SP_OK) failed = 1;
+    int64_t **base[4] = {&use->start, &use->end, &use->call_id, &use->parent_id};
+    for (size_t i = 0; !failed && i < nd; i++) {
+      int u32 = i >= 4 && run->extra[i - 4].type == SP_COL_U32;
+      void *d = malloc((n ? n : 1) * (u32 ? 4 : 8));
+      if (!d || (n && H5Dread(ds[i], u32 ? H5T_NATIVE_UINT32 : H5T_NATIVE_INT64, H5S_ALL, H5S_ALL, H5P_DEFAULT, d) < 0))
+        failed = 1;
+      if (i < 4) {
+        *base[i] = d;
+      } else {
+        extra[i - 4] = run->extra[i - 4]; /* the name is borrowed */
+        extra[i - 4].data = d;
+      }
+    }
+    for (size_t i = 0; ds && i < nd; i++)
+      if (ds[i] > 0) H5Dclose(ds[i]);
+    if (f >= 0) H5Fclose(f);
+  }
+  H5E_END_TRY;
+  H5Pclose(fapl);
+  free(ds);
+  use->extra = extra;
+  if (failed || !extra) {
+    free(use->start), free(use->end), free(use->call_id), free(use->parent_id);
+    for (size_t i = 0; extra && i < run->nextra; i++) free(extra[i].data);
+    free(extra);
+    *use = *run;
+    return sp__set_error(SP_ERR_IO, "MPI: could not read this rank's streamed events back (out of memory?)");
+  }
+  return SP_OK;
+}
+
+static void unmaterialize(const struct sp_run *run, struct sp_run *use) {
+  if (!run->fill_events) return;
+  free(use->start), free(use->end), free(use->call_id), free(use->parent_id);
+  for (size_t i = 0; i < run->nextra; i++) free(use->extra[i].data);
+  free(use->extra);
+}
+
+sp_status sp__mpi_write(const struct sp_run *src, const struct sp_config *cfg, const char *path) {
   sp__mpi.last_write_ok = 0;
   sp_status st = sp__mpi_ready();
   if (st != SP_OK) return st;
   st = verdict(sp__filters_check(cfg));
   if (st != SP_OK) return st;
+  struct sp_run use;
+  sp_status mine_ok = materialize(src, &use);
+  st = verdict(mine_ok);
+  if (st != SP_OK) {
+    if (mine_ok == SP_OK) unmaterialize(src, &use);
+    return st;
+  }
+  const struct sp_run *run = &use;
   struct sp_mpi_layout L;
   struct sp_mpi_place mine, *all = NULL;
   st = sp__mpi_layout_exchange(run, &L, &mine, &all);
-  if (st != SP_OK) return st;
+  if (st != SP_OK) {
+    unmaterialize(src, &use);
+    return st;
+  }
   const char *mode = sp__mpi.mode ? sp__mpi.mode : "direct";
   if (strcmp(mode, "parallel") == 0) {
     st = write_parallel(run, cfg, path, &L, &mine, all);
@@ -579,6 +658,7 @@ sp_status sp__mpi_write(const struct sp_run *run, const struct sp_config *cfg, c
     st = verdict(write_direct(run, cfg, path, &L, &mine));
   }
   sp__mpi.last_write_ok = st == SP_OK;
+  unmaterialize(src, &use);
   sp__mpi_layout_free(&L);
   sp__mpi_place_free(&mine);
   for (int r = 0; all && r < sp__mpi.size; r++) sp__mpi_place_free(&all[r]);
@@ -701,7 +781,13 @@ sp_status sp__mpi_results(const struct sp_run *run, const struct sp_config *cfg,
     st = read_file(cfg->file_path, &image, &isize);
   } else {
     struct sp_mbuf b = {0};
-    sp__mpi_run_pack(run, SP_PACK_ALL, &b);
+    struct sp_run use;
+    if (materialize(run, &use) == SP_OK) {
+      sp__mpi_run_pack(&use, SP_PACK_ALL, &b);
+      unmaterialize(run, &use);
+    } else {
+      b.oom = 1; /* rank 0 reports this rank's part as missing */
+    }
     if (b.oom) b.n = 0;
     char *blob = NULL;
     size_t *sizes = NULL;

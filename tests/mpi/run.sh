@@ -11,6 +11,8 @@
 #   run.sh compare NP       the direct and parallel files of `write` agree
 #   run.sh calls NP         profile_mpi_calls on (both writers) and off
 #   run.sh rank0 NP         direct mode sends no events to rank 0 (rank0_shim)
+#   run.sh stream NP        streamed runs (events filled by a callback), both
+#                           writers, through the static library
 #   run.sh detect           when MPI is used, and finalize after MPI_Finalize
 #   run.sh demo NP          examples/sim_mpi under mpirun
 set -euo pipefail
@@ -106,6 +108,15 @@ for r in range(1, np_):
 print("direct mode: no rank's events reached rank 0")
 EOF
   ;;
+stream)
+  np=$2
+  work=$(mktemp -d /tmp/sp-mpi-XXXXXX); trap 'rm -rf "$work"' EXIT
+  cd "$work" && mkdir direct parallel
+  SCOPE_PROFILER_CLOCK=manual "${mpirun[@]}" -np "$np" "$SP_MPI_BIN/mpi_stream"
+  check direct/stream.h5 --ranks "$np" --per-rank streamed=1000
+  check parallel/stream.h5 --ranks "$np" --per-rank streamed=1000
+  check --compare direct/stream.h5 parallel/stream.h5
+  ;;
 detect)
   work=$(mktemp -d /tmp/sp-mpi-XXXXXX); trap 'rm -rf "$work"' EXIT
   cd "$work"
@@ -142,7 +153,7 @@ demo)
   check sim2.h5 --ranks "$np" --per-rank step=3 --per-rank halo=3
   ;;
 *)
-  echo "usage: run.sh write|compare|calls|rank0|detect|demo ..." >&2
+  echo "usage: run.sh write|compare|calls|rank0|stream|detect|demo ..." >&2
   exit 2
   ;;
 esac
