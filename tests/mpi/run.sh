@@ -13,6 +13,8 @@
 #   run.sh rank0 NP         direct mode sends no events to rank 0 (rank0_shim)
 #   run.sh stream NP        streamed runs (events filled by a callback), both
 #                           writers, through the static library
+#   run.sh install          the installed package: CMake (shared, static) and
+#                           pkg-config consumers under mpirun
 #   run.sh detect           when MPI is used, and finalize after MPI_Finalize
 #   run.sh demo NP          examples/sim_mpi under mpirun
 set -euo pipefail
@@ -117,6 +119,24 @@ stream)
   check parallel/stream.h5 --ranks "$np" --per-rank streamed=1000
   check --compare direct/stream.h5 parallel/stream.h5
   ;;
+install)
+  work=$(mktemp -d /tmp/sp-mpi-XXXXXX); trap 'rm -rf "$work"' EXIT
+  cmake --install "$SP_BUILD" --prefix "$work/prefix" >/dev/null
+  test -f "$work/prefix/include/scope_profiler/mpi.h"
+  libdir=$(ls -d "$work"/prefix/lib*/ | head -1)
+  cmake -S "$SP_SRC/tests/mpi/install" -B "$work/cm" -DCMAKE_PREFIX_PATH="$work/prefix" >/dev/null
+  cmake --build "$work/cm" >/dev/null
+  mpicc=$(dirname "$SP_MPIEXEC")/mpicc
+  PKG_CONFIG_PATH="$libdir/pkgconfig" "$mpicc" -o "$work/consumer_mpi_pc" "$SP_SRC/tests/mpi/install/consumer_mpi.c" \
+    $(PKG_CONFIG_PATH="$libdir/pkgconfig" pkg-config --cflags --libs scope_profiler_mpi)
+  cd "$work"
+  for exe in cm/consumer_mpi_shared cm/consumer_mpi_static consumer_mpi_pc; do
+    name=$(basename $exe)
+    LD_LIBRARY_PATH="$libdir" SCOPE_PROFILER_PROFILE_MPI_CALLS=1 SCOPE_PROFILER_FILE_PATH=$name.h5 \
+      "${mpirun[@]}" -x LD_LIBRARY_PATH -np 2 "$work/$exe"
+    check $name.h5 --ranks 2 --per-rank consumer=3 --per-rank MPI_Barrier=3 --parent MPI_Barrier=consumer
+  done
+  ;;
 detect)
   work=$(mktemp -d /tmp/sp-mpi-XXXXXX); trap 'rm -rf "$work"' EXIT
   cd "$work"
@@ -153,7 +173,7 @@ demo)
   check sim2.h5 --ranks "$np" --per-rank step=3 --per-rank halo=3
   ;;
 *)
-  echo "usage: run.sh write|compare|calls|rank0|stream|detect|demo ..." >&2
+  echo "usage: run.sh write|compare|calls|rank0|stream|install|detect|demo ..." >&2
   exit 2
   ;;
 esac
