@@ -207,15 +207,18 @@ int sp_cli_expand_files(const char *cmd, const struct sp_cli_strs *patterns,
       if (push_unique(files, p)) return sp_cli_error(cmd, "out of memory");
       continue;
     }
-    size_t before = files->n;
     struct sp_cli_strs found = {0};
     glob_recursive(p, &found);
+    size_t matched = 0; /* counted before de-duplication: an earlier pattern may have them */
     for (size_t k = 0; k < found.n; k++) {
       struct stat sb;
-      if (stat(found.v[k], &sb) == 0 && S_ISREG(sb.st_mode)) push_unique(files, found.v[k]);
+      if (stat(found.v[k], &sb) == 0 && S_ISREG(sb.st_mode)) {
+        matched++;
+        push_unique(files, found.v[k]);
+      }
     }
     sp_cli_strs_free(&found);
-    if (files->n == before) return sp_cli_error(cmd, "No files matched pattern: %s", p);
+    if (!matched) return sp_cli_error(cmd, "No files matched pattern: %s", p);
   }
   return 0;
 }

@@ -529,6 +529,7 @@ int sp_cmd_inspect(int argc, char **argv) {
       if (!o.regions_only) print_metadata(rs[i], o.full);
       if (!o.metadata_only) fputc('\n', stdout);
     }
+    if (o.quiet && files.n > 1) printf("file: %s\n", files.v[i]); /* which table is which */
     if (o.quiet && o.metadata_only) print_metadata(rs[i], o.full);
     if (o.metadata_only) continue;
     if ((rc = o.tree ? print_tree(rs[i], f) : print_table(rs[i], f, cols, ncols, flags))) goto out;
