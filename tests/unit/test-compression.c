@@ -244,31 +244,53 @@ SP_TEST(zstd_round_trip_and_plugin_format) {
   sp__config_free(&c);
 }
 
+/* Streamed zstd: a frame that does not record its size, or two frames. */
+static size_t zstd_streamed(void *dst, size_t cap, const void *src, size_t n, int two_frames) {
+  ZSTD_CCtx *cc = ZSTD_createCCtx();
+  if (!two_frames) ZSTD_CCtx_setParameter(cc, ZSTD_c_contentSizeFlag, 0);
+  size_t out = 0, half = two_frames ? n / 2 : n;
+  for (int part = 0; part < (two_frames ? 2 : 1); part++) {
+    ZSTD_inBuffer in = {(const char *)src + (part ? half : 0), part ? n - half : half, 0};
+    ZSTD_outBuffer ob = {(char *)dst + out, cap - out, 0};
+    size_t left;
+    do left = ZSTD_compressStream2(cc, &ob, &in, ZSTD_e_end);
+    while (left != 0 && !ZSTD_isError(left));
+    ASSERT(!ZSTD_isError(left));
+    out += ob.pos;
+  }
+  ZSTD_freeCCtx(cc);
+  return out;
+}
+
 /* Chunks encoded as the common zstd plugin and h5py's lzf encode them read
- * back through our filters. */
+ * back through our filters, and so do zstd chunks that plugin cannot read
+ * (streamed frames without their size, several frames). */
 SP_TEST(foreign_chunks_decode) {
   ASSERT_EQ(sp__filters_register(), 0);
   enum { N = 4096 };
+  static const char *const dsets[] = {"/zstd", "/lzf", "/zstd_nosize", "/zstd_2frames"};
   struct events e = make_events(N, 0);
   unsigned char *sh = malloc(N * 8);
   shuffle8(e.start, N, sh);
   hid_t f = H5Fcreate("foreign.h5", H5F_ACC_TRUNC, H5P_DEFAULT, H5P_DEFAULT);
   hsize_t dims = N, off = 0;
-  for (int which = 0; which < 2; which++) {
+  for (int which = 0; which < 4; which++) {
     hid_t p = H5Pcreate(H5P_DATASET_CREATE);
     H5Pset_chunk(p, 1, &dims);
     H5Pset_shuffle(p);
     unsigned level = 3;
-    if (which == 0) ASSERT(H5Pset_filter(p, SP_FILTER_ZSTD, H5Z_FLAG_MANDATORY, 1, &level) >= 0);
+    if (which != 1) ASSERT(H5Pset_filter(p, SP_FILTER_ZSTD, H5Z_FLAG_MANDATORY, 1, &level) >= 0);
     else ASSERT(H5Pset_filter(p, SP_FILTER_LZF, H5Z_FLAG_OPTIONAL, 0, NULL) >= 0);
     hid_t s = H5Screate_simple(1, &dims, NULL);
-    hid_t d = H5Dcreate2(f, which ? "lzf" : "zstd", H5T_STD_I64LE, s, H5P_DEFAULT, p, H5P_DEFAULT);
+    hid_t d = H5Dcreate2(f, dsets[which], H5T_STD_I64LE, s, H5P_DEFAULT, p, H5P_DEFAULT);
     ASSERT(d >= 0);
-    size_t cap = ZSTD_compressBound(N * 8);
+    size_t cap = ZSTD_compressBound(N * 8) + 64;
     void *enc = malloc(cap);
-    size_t n = which == 0 ? ZSTD_compress(enc, cap, sh, N * 8, 3)
-                          : lzf_compress(sh, N * 8, enc, N * 8); /* h5py: buffer = chunk size */
+    size_t n = which == 0   ? ZSTD_compress(enc, cap, sh, N * 8, 3)
+               : which == 1 ? lzf_compress(sh, N * 8, enc, N * 8) /* h5py: buffer = chunk size */
+                            : zstd_streamed(enc, cap, sh, N * 8, which == 3);
     ASSERT(n > 0 && !ZSTD_isError(n));
+    if (which == 2) ASSERT_EQ(ZSTD_getFrameContentSize(enc, n), ZSTD_CONTENTSIZE_UNKNOWN);
     ASSERT(H5Dwrite_chunk(d, H5P_DEFAULT, 0, &off, n, enc) >= 0);
     free(enc);
     H5Dclose(d);
@@ -277,8 +299,8 @@ SP_TEST(foreign_chunks_decode) {
   }
   H5Fclose(f);
   long long n;
-  for (int which = 0; which < 2; which++) {
-    int64_t *got = h5_i64("foreign.h5", which ? "/lzf" : "/zstd", &n);
+  for (int which = 0; which < 4; which++) {
+    int64_t *got = h5_i64("foreign.h5", dsets[which], &n);
     ASSERT(got != NULL);
     ASSERT_EQ(n, N);
     ASSERT(memcmp(got, e.start, N * 8) == 0);
