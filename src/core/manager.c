@@ -17,6 +17,7 @@
 #include "core/mpi_hooks.h"
 #include "core/snapshot.h"
 #include "core/spill.h"
+#include "core/stream.h"
 #include "core/summary.h"
 #include "output/output.h"
 #include "scope_profiler/results.h"
@@ -70,6 +71,7 @@ static void after_fork_child(void) {
     pthread_mutex_init(&m->lock, NULL);
     pthread_mutex_init(&m->fin_lock, NULL);
     m->forked_child = 1;
+    m->stream = NULL; /* its writer thread does not exist here */
     m->run_active = 0;
     m->exit_hook = 0;
     __atomic_store_n(&m->hot.state, SP__STATE_OFF, __ATOMIC_RELAXED);
@@ -152,6 +154,7 @@ void sp_manager_destroy(sp_manager *m) {
   set_live(m, 0);
   sp__slot_release(m);
   teardown_probes(m);
+  sp__stream_close(m);
   sp__threads_free(m);
   sp__tasks_free(m);
   if (m->have_cfg) sp__config_free(&m->cfg);
@@ -331,6 +334,7 @@ static int count_done_calls(struct sp_manager *m) {
       if (t->hot.ev[i].end) m->calls_done[t->hot.ev[i].region]++;
     for (uint32_t id = 0; id < t->hot.acc_cap && id <= maxid; id++) m->calls_done[id] += t->hot.acc[id].count;
   }
+  for (uint32_t id = 1; id <= maxid; id++) m->calls_done[id] += sp__stream_calls(m, id);
   return 0;
 }
 
@@ -439,8 +443,12 @@ static sp_status finalize_run(struct sp_manager *m, const sp_finalize_args *args
   struct sp_run run;
   uint64_t open_calls = 0;
   int agg = m->cfg.aggregation_mode;
-  sp_status st = agg ? sp__snapshot_build_aggregate(m, &cm, rank, &run, &open_calls)
-                     : sp__snapshot_build(m, &cm, rank, &run, &open_calls);
+  /* A run that streamed (bounded memory) is assembled from its staging file. */
+  int streamed = !agg && !mpi && sp__stream_active(m);
+  void *fill_ctx = NULL;
+  sp_status st = agg        ? sp__snapshot_build_aggregate(m, &cm, rank, &run, &open_calls)
+                 : streamed ? sp__stream_build(m, &cm, rank, &run, &open_calls, &fill_ctx)
+                            : sp__snapshot_build(m, &cm, rank, &run, &open_calls);
   if (st != SP_OK) return st;
   if ((m->cfg.track_threads && add_thread_table(m, &run) != SP_OK) ||
       (m->cfg.track_async && add_task_table(m, &run, &cm) != SP_OK)) {
@@ -495,10 +503,14 @@ static sp_status finalize_run(struct sp_manager *m, const sp_finalize_args *args
     sp__summary_print(args->summary_stream ? args->summary_stream : stdout, &run, m->cfg.display_label,
                       m->overhead_ns);
   sp__run_free(&run);
+  sp__stream_fill_free(fill_ctx);
 
   count_done_calls(m);
   collect_problems(m, open_calls);
-  sp__snapshot_compact(m);
+  if (streamed) /* the handoffs already left only the open calls, with their ids */
+    sp__stream_reset(m);
+  else
+    sp__snapshot_compact(m);
   sp__snapshot_compact_aggregate(m);
   /* Recording goes on: the next run starts where this one ended. */
   m->run_tick0 = tick1;
@@ -586,7 +598,7 @@ uint64_t sp_manager_num_calls(const sp_manager *m, sp_region r) {
       if (t->hot.ev[i].region == id && t->hot.ev[i].end) n++;
     if (id < t->hot.acc_cap) n += t->hot.acc[id].count;
   }
-  return n;
+  return n + sp__stream_calls(m, id);
 }
 
 /*====== Sessions ======*/

@@ -18,6 +18,7 @@
 
 #include "common/error.h"
 #include "core/core.h"
+#include "core/stream.h"
 
 SP_API SP__TLS struct sp__tls_entry sp__tls[SP__MAX_MANAGERS];
 
@@ -130,6 +131,7 @@ sp_thread_rec *sp__thread_attach(struct sp_manager *m) {
   }
   t->hot.cap = cap;
   t->hot.stack_cap = 64;
+  __atomic_fetch_add(&m->buf_bytes, cap * (sizeof *t->hot.ev + (size_t)m->probe_ncols * 8), __ATOMIC_RELAXED);
   if (sp__thread_grow_open(t) != 0 || sp__thread_grow_acc(t, sp__region_max_id() + 1) != 0) {
     free(t->hot.ev);
     free(t->hot.stack);
@@ -172,8 +174,20 @@ int sp__thread_grow_events(sp_thread_rec *t) {
     if (!cols) return -1; /* ev grew but cap did not: consistent */
     t->cols = cols;
   }
+  __atomic_fetch_add(&m->buf_bytes, t->hot.cap * (sizeof *ev + (size_t)m->probe_ncols * 8), __ATOMIC_RELAXED);
   t->hot.cap = ncap;
   return 0;
+}
+
+/* A full buffer: stream it when growing would pass the memory budget (and
+ * streaming is possible), else grow it. 0 when there is room again. */
+static int make_room(struct sp_manager *m, sp_thread_rec *t) {
+  uint64_t grow = t->hot.cap * (sizeof *t->hot.ev + (size_t)m->probe_ncols * 8);
+  if (!m->cfg.deactivate_file_output &&
+      __atomic_load_n(&m->buf_bytes, __ATOMIC_RELAXED) + grow > sp__stream_live_limit(m) &&
+      sp__stream_handoff(m, t) == 0 && t->hot.n < t->hot.cap)
+    return 0;
+  return sp__thread_grow_events(t);
 }
 
 void sp__agg_reset(struct sp__agg *a, size_t n) {
@@ -310,7 +324,7 @@ SP_API int sp__begin_slow(void *mv, uint32_t r) {
     t->hot.stack[t->hot.depth++] = SP__GHOST_BIT | id;
     return 0;
   }
-  if (t->hot.n == t->hot.cap && sp__thread_grow_events(t) != 0) {
+  if (t->hot.n == t->hot.cap && make_room(m, t) != 0) {
     t->dropped_events++;
     t->hot.stack[t->hot.depth++] = SP__GHOST_BIT | id; /* its end must still match */
     return SP_ERR_NO_MEMORY;

@@ -84,8 +84,6 @@ static inline struct frame *lane_push(struct lanes *l, uint32_t L, uint32_t dept
  * call's duration is added to its region's exclusive total and taken out of
  * its parent's (or parked on the parent while that one is open, and carried
  * with it). The calls still open are returned in *carry, by log index. */
-typedef void (*emit_fn)(void *ctx, uint64_t i, int64_t id, int64_t parent_id, uint32_t region);
-
 sp_status sp__thread_pass(struct sp_manager *m, sp_thread_rec *t, const struct sp__event *ev, uint64_t n,
                           const struct sp_clock_map *cm, struct lanes *lanes, int64_t *excl, emit_fn emit,
                           void *ctx, struct sp_carry **carry, size_t *ncarry);
@@ -108,13 +106,13 @@ sp_status sp__thread_pass(struct sp_manager *m, sp_thread_rec *t, const struct s
     f->depth = ev[i].depth;
     f->region = ev[i].region;
     f->callid = i < t->nkept ? t->kept_ids[i] : m->next_callid++;
-    f->pending = 0;
+    /* a kept call brings the time of its children already written */
+    f->pending = i < t->nkept ? t->kept_child[i] : 0;
     f->done = ev[i].end != 0;
     if (!f->done) continue;
     int64_t d = sp__ticks_to_ns(cm, ev[i].end) - sp__ticks_to_ns(cm, ev[i].start);
     if (d < 0) d = 0;
-    excl[ev[i].region] += d;
-    if (i < t->nkept) excl[ev[i].region] -= t->kept_child[i];
+    excl[ev[i].region] += d - f->pending;
     if (parent) {
       if (parent->done)
         excl[parent->region] -= d;
@@ -136,6 +134,20 @@ sp_status sp__thread_pass(struct sp_manager *m, sp_thread_rec *t, const struct s
     }
   qsort(*carry, *ncarry, sizeof **carry, cmp_carry);
   return SP_OK;
+}
+
+/* sp__thread_pass with its own single-lane stacks (the stream writer). */
+sp_status sp__thread_pass_alone(struct sp_manager *m, sp_thread_rec *t, const struct sp__event *ev, uint64_t n,
+                                const struct sp_clock_map *cm, int64_t *excl, emit_fn emit, void *ctx,
+                                struct sp_carry **carry, size_t *ncarry) {
+  struct lanes l;
+  if (lanes_init(&l, 1) != 0) {
+    lanes_free(&l);
+    return sp__set_error(SP_ERR_NO_MEMORY, "out of memory rebuilding call trees");
+  }
+  sp_status st = sp__thread_pass(m, t, ev, n, cm, &l, excl, emit, ctx, carry, ncarry);
+  lanes_free(&l);
+  return st;
 }
 
 /* Make the retained calls (now at log indices 0..k-1, taken in ascending old
@@ -169,8 +181,8 @@ int sp__thread_keep(struct sp_manager *m, sp_thread_rec *t, const uint64_t *old,
 }
 
 /* Fill a row's source columns from the region registry. */
-static int row_source(struct sp_manager *m, struct sp_row *row, const struct sp_region_info *ri,
-                      sp_source_cache *cache) {
+int sp__row_source(struct sp_manager *m, struct sp_row *row, const struct sp_region_info *ri,
+                   sp_source_cache *cache) {
   int full = m->cfg.metadata_detail && strcmp(m->cfg.metadata_detail, "full") == 0;
   row->source_line = ri->file ? ri->line : -1;
   row->source_file = sp__source_path_for(ri->file, full);
@@ -376,7 +388,7 @@ sp_status sp__snapshot_build(struct sp_manager *m, const struct sp_clock_map *cm
     row->count = count[id];
     row->tags_json = sp__region_tags_json(id);
     row->aggregate_count = (int64_t)count[id];
-    if (!run->names[r] || !row->tags_json || row_source(m, row, ri, cache) != 0) goto fail;
+    if (!run->names[r] || !row->tags_json || sp__row_source(m, row, ri, cache) != 0) goto fail;
     last_thread[r] = UINT32_MAX;
     cursor[r] = off;
     row->stats.minimum = INT64_MAX;
@@ -583,7 +595,7 @@ sp_status sp__snapshot_build_aggregate(struct sp_manager *m, const struct sp_clo
     row->count = 0; /* no events in this layout; the call count is aggregate_count */
     row->aggregate_count = (int64_t)n;
     row->tags_json = sp__region_tags_json(id);
-    if (!run->names[r] || !row->tags_json || row_source(m, row, ri, cache) != 0) goto oom;
+    if (!run->names[r] || !row->tags_json || sp__row_source(m, row, ri, cache) != 0) goto oom;
     row->exclusive_total = (int64_t)((double)excl * scale);
     struct sp_summary *s = &row->stats;
     s->total = (int64_t)((double)total * scale);

@@ -17,6 +17,12 @@ void sp__snapshot_compact(struct sp_manager *m);
 /* The per-thread pass and the kept-call bookkeeping, shared with the
  * bounded-memory stream writer (stream.c). */
 struct lanes;
+typedef void (*emit_fn)(void *ctx, uint64_t i, int64_t id, int64_t parent_id, uint32_t region);
+sp_status sp__thread_pass_alone(struct sp_manager *m, sp_thread_rec *t, const struct sp__event *ev, uint64_t n,
+                                const struct sp_clock_map *cm, int64_t *excl, emit_fn emit, void *ctx,
+                                struct sp_carry **carry, size_t *ncarry);
+#include "core/source.h"
+int sp__row_source(struct sp_manager *m, struct sp_row *row, const struct sp_region_info *ri, sp_source_cache *cache);
 int sp__thread_keep(struct sp_manager *m, sp_thread_rec *t, const uint64_t *old, uint32_t k);
 
 /* Aggregation mode: one row per region from the per-thread accumulators

@@ -173,15 +173,22 @@ sp_status sp__spill_recover(const char *spill, const char *out_path, char *writt
     if (r == 0) break;
   }
   fclose(f);
+  sp_status st = sp__spill_recover_mem(buf, len, spill, out_path, written, written_len);
+  free(buf);
+  return st;
+}
+
+/* The parser proper, on bytes in memory (the fuzz target calls it directly);
+ * `spill` only names the input in messages. */
+sp_status sp__spill_recover_mem(const void *data, size_t len, const char *spill, const char *out_path,
+                                char *written, size_t written_len) {
+  const unsigned char *buf = data;
   struct in in = {buf, buf + len, 0};
   char magic[8];
-  if (!buf || get(&in, magic, 8) != 0 || memcmp(magic, SPILL_MAGIC, 8) != 0) {
-    free(buf);
+  if (!buf || get(&in, magic, 8) != 0 || memcmp(magic, SPILL_MAGIC, 8) != 0)
     return sp__set_error(SP_ERR_FORMAT, "%s is not a scope-profiler spill file (bad magic)", spill);
-  }
   uint32_t version = get_u32(&in);
   if (version != SPILL_VERSION) {
-    free(buf);
     return sp__set_error(SP_ERR_FORMAT, "%s: spill version %u is not supported (this build reads %u)", spill,
                          version, SPILL_VERSION);
   }
@@ -194,7 +201,6 @@ sp_status sp__spill_recover(const char *spill, const char *out_path, char *writt
   uint32_t clock_kind = get_u32(&in);
   uint32_t nset = get_u32(&in);
   if (in.bad || nset > 4096) {
-    free(buf);
     return sp__set_error(SP_ERR_FORMAT, "%s: truncated or corrupt spill header", spill);
   }
   /* The run's settings, replayed as overrides so recovery resolves the
@@ -311,6 +317,5 @@ done:
   for (size_t k = 0; ov && k < nov; k++) free(ov[k]);
   free(ov);
   free(idmap);
-  free(buf);
   return st;
 }

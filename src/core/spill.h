@@ -12,6 +12,9 @@ int sp__spill_write(struct sp_manager *m, int sig);
 /* Turn a spill file into an HDF5 file at out_path (NULL: the crashed run's
  * file_path); the path written goes to `written`. */
 sp_status sp__spill_recover(const char *spill, const char *out_path, char *written, size_t written_len);
+/* The same from the spill's bytes in memory; `spill` names it in messages. */
+sp_status sp__spill_recover_mem(const void *data, size_t len, const char *spill, const char *out_path,
+                                char *written, size_t written_len);
 
 /* Install the termination and fatal-signal handlers the config asks for
  * (once per signal per process, chaining what was there). */

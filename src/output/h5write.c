@@ -223,3 +223,14 @@ sp_status sp__h5_write_image(const struct sp_run *run, const struct sp_config *c
   }
   return SP_OK;
 }
+
+int sp__h5_write_slice(int64_t dset, int u32, uint64_t off, uint64_t n, const void *data) {
+  hsize_t start = off, count = n;
+  hid_t fs = H5Dget_space(dset);
+  H5Sselect_hyperslab(fs, H5S_SELECT_SET, &start, NULL, &count, NULL);
+  hid_t ms = H5Screate_simple(1, &count, NULL);
+  herr_t rc = H5Dwrite(dset, u32 ? H5T_NATIVE_UINT32 : H5T_NATIVE_INT64, ms, fs, H5P_DEFAULT, data);
+  H5Sclose(ms);
+  H5Sclose(fs);
+  return rc < 0 ? -1 : 0;
+}

@@ -101,6 +101,10 @@ void sp__meta_free(struct sp_meta *m);
  * failure leaves whatever was at `path` untouched. */
 sp_status sp__h5_write_file(const struct sp_run *run, const struct sp_config *cfg, const char *path);
 
+/* Write n values of one event column at `off` into a dataset created by the
+ * writer for a run with fill_events (u32: the thread_ids column). */
+int sp__h5_write_slice(int64_t dset, int u32, uint64_t off, uint64_t n, const void *data);
+
 /* The same file as an in-memory image (malloc'd; free() it). */
 sp_status sp__h5_write_image(const struct sp_run *run, const struct sp_config *cfg, void **image,
                              size_t *size);

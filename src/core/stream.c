@@ -1,0 +1,769 @@
+/* stream.c - bounded memory for long runs (max_buffer_bytes).
+ *
+ * A run that would outgrow its memory budget streams: when a thread's event
+ * buffer is full and growing it would pass the budget, the recording thread
+ * hands the whole buffer to a writer thread and carries on in a fresh one (a
+ * recycled buffer when the writer has handed one back), keeping only its
+ * calls still open. The writer rebuilds the calls' tree (the same per-thread
+ * pass finalize uses, so ids, parents and exclusive time are identical),
+ * groups the completed calls by region and appends them as segments to an
+ * unlinked staging file beside the output. Finalize hands over what is left,
+ * waits for the writer, and assembles the schema-2 file from the segments a
+ * row at a time (a k-way merge by start time across threads), so neither
+ * side ever holds the run in memory.
+ *
+ * If the writer cannot keep up, a handoff waits up to five seconds for it;
+ * after that the buffer's completed calls are dropped and counted per
+ * region, written as metadata (dropped_events, dropped_by_region), never
+ * silently. Not used under MPI or with track_async (buffers then grow).
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <libgen.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "common/error.h"
+#include "core/core.h"
+#include "core/mpi_hooks.h"
+#include "core/snapshot.h"
+#include "core/source.h"
+#include "core/stream.h"
+#include "output/output.h"
+
+struct seg {
+  uint32_t region; /* region id */
+  uint32_t thread; /* thread index */
+  uint64_t count;
+  uint64_t off;    /* file offset: start[count], end[count], id[count], parent[count], cols */
+};
+
+struct block {
+  struct block *next;
+  sp_thread_rec *t;
+  struct sp__event *ev;
+  int64_t *cols;
+  uint64_t n, cap;
+};
+
+struct sp_stream {
+  struct sp_manager *m;
+  int fd;
+  uint64_t file_end;
+  struct seg *segs;
+  size_t nsegs, segs_cap;
+  int64_t *excl; /* ns, by region id */
+  uint64_t *dropped; /* calls dropped, by region id */
+  uint32_t nregions; /* size of excl and dropped */
+  /* writer scratch, by event index of a block */
+  int64_t *ids, *pids;
+  uint64_t *order; /* event indices grouped by region */
+  uint64_t scratch_cap;
+  uint64_t *calls; /* completed calls streamed, by region id (running total of the run) */
+  pthread_mutex_t mu;
+  pthread_cond_t wake, idle;
+  struct block *head, *tail;
+  struct block *current; /* being processed by the writer */
+  uint64_t queued_bytes;
+  int busy, stop;
+  pthread_t th;
+  uint64_t blocks;
+  sp_status err;
+  char errmsg[512];
+};
+
+/*====== Writer ======*/
+
+static int grow_regions(struct sp_stream *s, uint32_t need) {
+  if (need <= s->nregions) return 0;
+  uint32_t cap = s->nregions ? s->nregions : 256;
+  while (cap < need) cap *= 2;
+  int64_t *e = realloc(s->excl, cap * sizeof *e);
+  if (e) s->excl = e;
+  uint64_t *d = realloc(s->dropped, cap * sizeof *d);
+  if (d) s->dropped = d;
+  uint64_t *c = realloc(s->calls, cap * sizeof *c);
+  if (c) s->calls = c;
+  if (!e || !d || !c) return -1;
+  memset(s->excl + s->nregions, 0, (cap - s->nregions) * sizeof *s->excl);
+  memset(s->dropped + s->nregions, 0, (cap - s->nregions) * sizeof *s->dropped);
+  memset(s->calls + s->nregions, 0, (cap - s->nregions) * sizeof *s->calls);
+  s->nregions = cap;
+  return 0;
+}
+
+static int put_at(int fd, const void *p, size_t n, uint64_t off) {
+  const char *c = p;
+  while (n) {
+    ssize_t w = pwrite(fd, c, n, (off_t)off);
+    if (w < 0 && errno == EINTR) continue;
+    if (w <= 0) return -1;
+    c += w;
+    n -= (size_t)w;
+    off += (uint64_t)w;
+  }
+  return 0;
+}
+
+static int get_at(int fd, void *p, size_t n, uint64_t off) {
+  char *c = p;
+  while (n) {
+    ssize_t r = pread(fd, c, n, (off_t)off);
+    if (r < 0 && errno == EINTR) continue;
+    if (r <= 0) return -1;
+    c += r;
+    n -= (size_t)r;
+    off += (uint64_t)r;
+  }
+  return 0;
+}
+
+struct emit_ctx {
+  struct sp_stream *s;
+};
+
+static void emit_scratch(void *ctx, uint64_t i, int64_t id, int64_t parent_id, uint32_t region) {
+  struct sp_stream *s = ((struct emit_ctx *)ctx)->s;
+  (void)region;
+  s->ids[i] = id;
+  s->pids[i] = parent_id;
+}
+
+/* Append one block's completed calls as per-region segments. */
+static sp_status process_block(struct sp_stream *s, struct block *b) {
+  struct sp_manager *m = s->m;
+  sp_thread_rec *t = b->t;
+  uint32_t maxid = sp__region_max_id();
+  if (grow_regions(s, maxid + 1) != 0) return sp__set_error(SP_ERR_NO_MEMORY, "stream: out of memory");
+  if (b->n > s->scratch_cap) {
+    int64_t *a = realloc(s->ids, b->n * sizeof *a);
+    if (a) s->ids = a;
+    int64_t *p = realloc(s->pids, b->n * sizeof *p);
+    if (p) s->pids = p;
+    uint64_t *o = realloc(s->order, b->n * sizeof *o);
+    if (o) s->order = o;
+    if (!a || !p || !o) return sp__set_error(SP_ERR_NO_MEMORY, "stream: out of memory");
+    s->scratch_cap = b->n;
+  }
+  /* A provisional clock map for exclusive time; timestamps stay raw ticks
+   * until the final map is known at finalize. */
+  uint64_t tick1;
+  int64_t ns1;
+  sp__clock_anchor(&tick1, &ns1);
+  struct sp_clock_map cm = sp__clock_map(m->run_tick0, m->run_ns0, tick1, ns1);
+  struct emit_ctx ec = {s};
+  struct sp_carry *carry = NULL;
+  size_t ncarry = 0;
+  sp_status st = sp__thread_pass_alone(m, t, b->ev, b->n, &cm, s->excl, emit_scratch, &ec, &carry, &ncarry);
+  if (st != SP_OK) return st;
+  /* The calls open at the end of this block are the kept calls at the front
+   * of the thread's next block: their ids and parked child time move on. */
+  if (ncarry > t->kept_cap) {
+    int64_t *ids = realloc(t->kept_ids, ncarry * sizeof *ids);
+    if (ids) t->kept_ids = ids;
+    int64_t *ch = realloc(t->kept_child, ncarry * sizeof *ch);
+    if (ch) t->kept_child = ch;
+    if (!ids || !ch) {
+      free(carry);
+      return sp__set_error(SP_ERR_NO_MEMORY, "stream: out of memory");
+    }
+    t->kept_cap = (uint32_t)ncarry;
+  }
+  for (size_t k = 0; k < ncarry; k++) {
+    t->kept_ids[k] = carry[k].id;
+    t->kept_child[k] = carry[k].pending;
+  }
+  t->nkept = (uint32_t)ncarry;
+  free(carry);
+
+  /* Group by region (a counting sort of the completed calls, log order
+   * kept within a region), then write each region's segment column by
+   * column, CHUNK values per write. */
+  uint64_t *count = calloc((size_t)maxid + 2, sizeof *count);
+  if (!count) return sp__set_error(SP_ERR_NO_MEMORY, "stream: out of memory");
+  for (uint64_t i = 0; i < b->n; i++)
+    if (b->ev[i].end) count[b->ev[i].region + 1]++;
+  for (uint32_t r = 1; r <= maxid + 1; r++) count[r] += count[r - 1]; /* count[r] = first slot of r */
+  for (uint64_t i = 0; i < b->n; i++)
+    if (b->ev[i].end) s->order[count[b->ev[i].region]++] = i;
+  /* count[r] is now the end of region r's slots, count[r-1] its start */
+  int ncols = m->probe_ncols;
+  enum { CHUNK = 8192 };
+  int64_t buf[CHUNK];
+  for (uint32_t r = 1; r <= maxid && st == SP_OK; r++) {
+    uint64_t lo = count[r - 1], nr = count[r] - lo;
+    if (!nr) continue;
+    if (s->nsegs == s->segs_cap) {
+      size_t cap = s->segs_cap ? s->segs_cap * 2 : 256;
+      struct seg *n = realloc(s->segs, cap * sizeof *n);
+      if (!n) {
+        st = sp__set_error(SP_ERR_NO_MEMORY, "stream: out of memory");
+        break;
+      }
+      s->segs = n;
+      s->segs_cap = cap;
+    }
+    s->segs[s->nsegs] = (struct seg){r, t->index, nr, s->file_end};
+    for (int col = 0; col < 4 + ncols && st == SP_OK; col++) {
+      uint64_t off = s->file_end + (uint64_t)col * nr * 8;
+      for (uint64_t k0 = 0; k0 < nr && st == SP_OK; k0 += CHUNK) {
+        uint64_t kn = nr - k0 < CHUNK ? nr - k0 : CHUNK;
+        for (uint64_t k = 0; k < kn; k++) {
+          uint64_t i = s->order[lo + k0 + k];
+          switch (col) {
+          case 0: buf[k] = (int64_t)b->ev[i].start; break;
+          case 1: buf[k] = (int64_t)b->ev[i].end; break;
+          case 2: buf[k] = s->ids[i]; break;
+          case 3: buf[k] = s->pids[i]; break;
+          default: buf[k] = b->cols[i * (uint64_t)ncols + (uint64_t)(col - 4)]; break;
+          }
+        }
+        if (put_at(s->fd, buf, kn * 8, off + k0 * 8) != 0)
+          st = sp__set_error(SP_ERR_IO, "stream: writing the staging file failed: %s (disk full?)", strerror(errno));
+      }
+    }
+    if (st != SP_OK) break;
+    s->file_end += nr * 8 * (uint64_t)(4 + ncols);
+    s->nsegs++;
+  }
+  free(count);
+  s->blocks++;
+  return st;
+}
+
+/* Hand a processed buffer back to its thread for reuse, or free it. */
+static void recycle(struct block *b) {
+  struct sp__event *expected = NULL;
+  if (__atomic_compare_exchange_n(&b->t->spare, &expected, b->ev, 0, __ATOMIC_RELEASE, __ATOMIC_RELAXED)) {
+    /* the columns travel with the buffer (NULL without probes) */
+    int64_t *old = __atomic_exchange_n(&b->t->spare_cols, b->cols, __ATOMIC_RELEASE);
+    free(old);
+  } else {
+    free(b->ev);
+    free(b->cols);
+  }
+}
+
+static void *writer(void *arg) {
+  struct sp_stream *s = arg;
+  pthread_mutex_lock(&s->mu);
+  for (;;) {
+    while (!s->head && !s->stop) pthread_cond_wait(&s->wake, &s->mu);
+    if (!s->head && s->stop) break;
+    struct block *b = s->head;
+    s->head = b->next;
+    if (!s->head) s->tail = NULL;
+    s->busy = 1;
+    s->current = b;
+    pthread_mutex_unlock(&s->mu);
+    size_t seg0 = s->nsegs;
+    sp_status st = s->err == SP_OK ? process_block(s, b) : SP_OK;
+    uint64_t bytes = b->cap * sizeof *b->ev;
+    if (st != SP_OK) {
+      snprintf(s->errmsg, sizeof s->errmsg, "%s", sp_last_error());
+      s->err = st;
+    }
+    pthread_mutex_lock(&s->mu);
+    for (size_t g = seg0; g < s->nsegs; g++) s->calls[s->segs[g].region] += s->segs[g].count;
+    s->current = NULL; /* counted in s->calls from here on */
+    pthread_mutex_unlock(&s->mu);
+    recycle(b);
+    free(b);
+    pthread_mutex_lock(&s->mu);
+    s->current = NULL;
+    s->queued_bytes -= bytes;
+    s->busy = 0;
+    pthread_cond_broadcast(&s->idle);
+  }
+  pthread_mutex_unlock(&s->mu);
+  return NULL;
+}
+
+static struct sp_stream *stream_open(struct sp_manager *m) {
+  struct sp_stream *s = calloc(1, sizeof *s);
+  if (!s) return NULL;
+  s->m = m;
+  s->fd = -1;
+  /* The staging file lives beside the output (same file system as the final
+   * write), else in TMPDIR; it is unlinked at once, so a killed run leaves
+   * nothing behind. */
+  char *copy = sp__strdup(m->cfg.file_path);
+  const char *dirs[] = {copy ? dirname(copy) : ".", getenv("TMPDIR"), "/tmp"};
+  for (size_t i = 0; i < 3 && s->fd < 0; i++) {
+    if (!dirs[i]) continue;
+    char *tmpl = sp__asprintf("%s/.scope_profiler.stage.XXXXXX", dirs[i]);
+    if (tmpl && (s->fd = mkstemp(tmpl)) >= 0) unlink(tmpl);
+    free(tmpl);
+  }
+  free(copy);
+  if (s->fd < 0) {
+    free(s);
+    return NULL;
+  }
+  pthread_mutex_init(&s->mu, NULL);
+  pthread_cond_init(&s->wake, NULL);
+  pthread_cond_init(&s->idle, NULL);
+  if (pthread_create(&s->th, NULL, writer, s) != 0) {
+    close(s->fd);
+    free(s);
+    return NULL;
+  }
+  return s;
+}
+
+/*====== Recording side ======*/
+
+uint64_t sp__stream_live_limit(const struct sp_manager *m) {
+  /* A quarter of the budget per live buffer leaves room for the buffer in
+   * flight to the writer and its scratch arrays. */
+  return (uint64_t)m->cfg.max_buffer_bytes / 4;
+}
+
+int sp__stream_handoff(struct sp_manager *m, sp_thread_rec *t) {
+  if (m->async_col >= 0 || (sp__mpi_ops && sp__mpi_ops->in_use())) return -1;
+  if (!m->stream) {
+    pthread_mutex_lock(&m->lock);
+    if (!m->stream) m->stream = stream_open(m);
+    pthread_mutex_unlock(&m->lock);
+    if (!m->stream) return -1;
+  }
+  struct sp_stream *s = m->stream;
+  size_t ncols = (size_t)m->probe_ncols;
+  uint64_t cap = t->hot.cap;
+  struct sp__event *fresh = __atomic_exchange_n(&t->spare, NULL, __ATOMIC_ACQUIRE);
+  int64_t *fresh_cols = __atomic_exchange_n(&t->spare_cols, NULL, __ATOMIC_ACQUIRE);
+  if (!fresh) fresh = malloc(cap * sizeof *fresh);
+  if (ncols && !fresh_cols) fresh_cols = malloc(cap * ncols * sizeof *fresh_cols);
+  struct block *b = calloc(1, sizeof *b);
+  if (!fresh || (ncols && !fresh_cols) || !b) {
+    free(fresh);
+    free(fresh_cols);
+    free(b);
+    return -1;
+  }
+  /* Wait for the writer when two buffers are already in flight; past five
+   * seconds the completed calls of this buffer are dropped, and counted. */
+  int drop = 0;
+  pthread_mutex_lock(&s->mu);
+  struct timespec until;
+  clock_gettime(CLOCK_REALTIME, &until);
+  until.tv_sec += 5;
+  while (s->queued_bytes >= 2 * cap * sizeof *t->hot.ev && !drop)
+    if (pthread_cond_timedwait(&s->idle, &s->mu, &until) == ETIMEDOUT) drop = 1;
+  pthread_mutex_unlock(&s->mu);
+
+  /* The open calls move to the front of the fresh buffer, in log order. */
+  uint64_t k = 0;
+  for (uint32_t d = 0; d < t->hot.depth; d++) {
+    uint64_t i = t->hot.stack[d];
+    if (i & SP__GHOST_BIT) continue;
+    fresh[k] = t->hot.ev[i];
+    if (ncols) memcpy(fresh_cols + k * ncols, t->cols + i * ncols, ncols * sizeof *fresh_cols);
+    t->hot.stack[d] = k++;
+  }
+  b->t = t;
+  b->ev = t->hot.ev;
+  b->cols = t->cols;
+  b->n = t->hot.n;
+  b->cap = cap;
+  t->hot.ev = fresh;
+  t->cols = fresh_cols;
+  t->hot.n = k;
+  if (drop) {
+    /* The kept calls of the dropped block stay kept: only completed calls
+     * are lost. Their regions are counted for the metadata. */
+    pthread_mutex_lock(&s->mu);
+    if (grow_regions(s, sp__region_max_id() + 1) == 0)
+      for (uint64_t i = 0; i < b->n; i++)
+        if (b->ev[i].end) s->dropped[b->ev[i].region]++;
+    for (uint64_t i = 0; i < b->n; i++) t->dropped_events += b->ev[i].end != 0;
+    pthread_mutex_unlock(&s->mu);
+    free(b->ev);
+    free(b->cols);
+    free(b);
+    return 0;
+  }
+  pthread_mutex_lock(&s->mu);
+  s->queued_bytes += cap * sizeof *t->hot.ev;
+  if (s->tail)
+    s->tail->next = b;
+  else
+    s->head = b;
+  s->tail = b;
+  pthread_cond_signal(&s->wake);
+  pthread_mutex_unlock(&s->mu);
+  return 0;
+}
+
+/*====== Finalize ======*/
+
+int sp__stream_active(const struct sp_manager *m) { return m->stream != NULL && m->stream->nsegs + m->stream->blocks > 0; }
+
+/* Hand over every thread's buffer and wait until the writer is idle. */
+static sp_status drain(struct sp_manager *m) {
+  struct sp_stream *s = m->stream;
+  for (sp_thread_rec *t = m->threads; t; t = t->next)
+    if (t->hot.n && sp__stream_handoff(m, t) != 0)
+      return sp__set_error(SP_ERR_NO_MEMORY, "finalize: out of memory handing the last events to the writer");
+  pthread_mutex_lock(&s->mu);
+  while (s->head || s->busy) pthread_cond_wait(&s->idle, &s->mu);
+  pthread_mutex_unlock(&s->mu);
+  if (s->err != SP_OK) return sp__set_error(s->err, "%s", s->errmsg);
+  return SP_OK;
+}
+
+struct cursor {
+  const struct seg *const *segs; /* this thread's segments of the row, file order */
+  size_t nsegs, si;
+  uint64_t pos, have, at; /* within the current segment: read position, values buffered, next */
+  int64_t start[1024], end[1024], id[1024], pid[1024];
+  int64_t *cols; /* 1024 x ncols */
+  uint32_t thread;
+};
+
+static int cursor_fill(struct sp_stream *s, struct cursor *c, int ncols) {
+  while (c->si < c->nsegs && c->pos >= c->segs[c->si]->count) {
+    c->si++;
+    c->pos = 0;
+  }
+  if (c->si >= c->nsegs) return 0;
+  const struct seg *g = c->segs[c->si];
+  uint64_t n = g->count - c->pos < 1024 ? g->count - c->pos : 1024;
+  int64_t *dst[4] = {c->start, c->end, c->id, c->pid};
+  for (int col = 0; col < 4; col++)
+    if (get_at(s->fd, dst[col], n * 8, g->off + ((uint64_t)col * g->count + c->pos) * 8) != 0) return -1;
+  for (int p = 0; p < ncols; p++) {
+    int64_t tmp[1024];
+    if (get_at(s->fd, tmp, n * 8, g->off + ((uint64_t)(4 + p) * g->count + c->pos) * 8) != 0) return -1;
+    for (uint64_t k = 0; k < n; k++) c->cols[k * (uint64_t)ncols + (uint64_t)p] = tmp[k];
+  }
+  c->pos += n;
+  c->have = n;
+  c->at = 0;
+  return 1;
+}
+
+struct fill_ctx {
+  struct sp_manager *m;
+  struct sp_run *run;
+  struct sp_clock_map cm;
+  uint32_t *row_region; /* region id of each row */
+  int track_threads;
+};
+
+/* Write a batch of one column into its dataset (output/h5write.c). */
+static int write_piece(int64_t ds, int u32, uint64_t off, uint64_t n, const void *data) {
+  return sp__h5_write_slice(ds, u32, off, n, data);
+}
+
+/* Writes every row: the row's segments, one cursor per thread, merged by
+ * start time, converted with the run's final clock map, 1024 at a time;
+ * the statistics come out of the same pass. */
+static sp_status fill(void *ctx, const int64_t *ds, size_t nds) {
+  struct fill_ctx *f = ctx;
+  struct sp_stream *s = f->m->stream;
+  struct sp_run *run = f->run;
+  int ncols = f->m->probe_ncols;
+  sp_status st = SP_OK;
+  enum { OUT = 4096 };
+  int64_t *o[4];
+  for (int k = 0; k < 4; k++) o[k] = malloc(OUT * sizeof **o);
+  uint32_t *othr = malloc(OUT * sizeof *othr);
+  int64_t *ocols = ncols ? malloc((size_t)OUT * (size_t)ncols * sizeof *ocols) : NULL;
+  const struct seg **rowsegs = malloc((s->nsegs + 1) * sizeof *rowsegs);
+  struct cursor *cur = NULL;
+  if (!o[0] || !o[1] || !o[2] || !o[3] || !othr || (ncols && !ocols) || !rowsegs) goto oom;
+  for (size_t r = 0; r < run->nrows && st == SP_OK; r++) {
+    struct sp_row *row = &run->rows[r];
+    uint32_t region = f->row_region[r];
+    /* This row's segments, grouped by thread (stable: file order kept). */
+    size_t ns = 0;
+    for (size_t g = 0; g < s->nsegs; g++)
+      if (s->segs[g].region == region) rowsegs[ns++] = &s->segs[g];
+    size_t ncur = 0;
+    free(cur);
+    cur = calloc(ns + 1, sizeof *cur);
+    if (!cur) goto oom;
+    for (size_t g = 0; g < ns; g++) {
+      size_t c = 0;
+      while (c < ncur && cur[c].thread != rowsegs[g]->thread) c++;
+      if (c == ncur) {
+        cur[ncur].thread = rowsegs[g]->thread;
+        cur[ncur].segs = &rowsegs[g];
+        ncur++;
+      }
+    }
+    /* Segments of one thread are not adjacent in rowsegs in general:
+     * regroup so each cursor sees a contiguous run of its own. */
+    const struct seg **sorted = malloc((ns + 1) * sizeof *sorted);
+    if (!sorted) goto oom;
+    size_t w = 0;
+    for (size_t c = 0; c < ncur; c++) {
+      cur[c].segs = &sorted[w];
+      for (size_t g = 0; g < ns; g++)
+        if (rowsegs[g]->thread == cur[c].thread) sorted[w++] = rowsegs[g];
+      cur[c].nsegs = (size_t)(&sorted[w] - cur[c].segs);
+      if (ncols && !(cur[c].cols = malloc(1024 * (size_t)ncols * sizeof *cur[c].cols))) goto oom;
+      if (cursor_fill(s, &cur[c], ncols) < 0) st = SP_ERR_IO;
+    }
+    struct sp_summary *su = &row->stats;
+    memset(su, 0, sizeof *su);
+    su->minimum = su->start_minimum = INT64_MAX;
+    su->maximum = su->end_maximum = INT64_MIN;
+    double mean = 0, m2 = 0;
+    uint64_t done = 0, nout = 0;
+    int64_t last_start = INT64_MIN;
+    while (st == SP_OK) {
+      /* the cursor with the earliest start (few threads: a scan is fine) */
+      size_t best = ncur;
+      for (size_t c = 0; c < ncur; c++)
+        if (cur[c].at < cur[c].have && (best == ncur || cur[c].start[cur[c].at] < cur[best].start[cur[best].at]))
+          best = c;
+      if (best == ncur) break;
+      struct cursor *c = &cur[best];
+      int64_t s0 = sp__ticks_to_ns(&f->cm, (uint64_t)c->start[c->at]), e0 = sp__ticks_to_ns(&f->cm, (uint64_t)c->end[c->at]);
+      if (e0 < s0) e0 = s0;
+      int64_t d = e0 - s0;
+      o[0][nout] = s0;
+      o[1][nout] = e0;
+      o[2][nout] = c->id[c->at];
+      o[3][nout] = c->pid[c->at];
+      othr[nout] = c->thread;
+      for (int p = 0; p < ncols; p++) ocols[nout * (uint64_t)ncols + (uint64_t)p] = c->cols[c->at * (uint64_t)ncols + (uint64_t)p];
+      nout++;
+      done++;
+      su->total += d;
+      if (d < su->minimum) su->minimum = d;
+      if (d > su->maximum) su->maximum = d;
+      if (s0 < su->start_minimum) su->start_minimum = s0;
+      if (e0 > su->end_maximum) su->end_maximum = e0;
+      if (done == 1) su->first = d;
+      if (s0 >= last_start) {
+        last_start = s0;
+        su->last = d;
+      }
+      double delta = (double)d - mean;
+      mean += delta / (double)done;
+      m2 += delta * ((double)d - mean);
+      if (++c->at == c->have && cursor_fill(s, c, ncols) < 0) st = SP_ERR_IO;
+      if (nout == OUT) {
+        uint64_t off = row->offset + done - nout;
+        for (int k = 0; k < 4; k++)
+          if (write_piece(ds[k], 0, off, nout, o[k]) != 0) st = SP_ERR_IO;
+        size_t x = 4;
+        if (f->track_threads && write_piece(ds[x++], 1, off, nout, othr) != 0) st = SP_ERR_IO;
+        for (int p = 0; p < ncols && x < nds; p++, x++) {
+          int64_t tmp[OUT];
+          for (uint64_t k = 0; k < nout; k++) tmp[k] = ocols[k * (uint64_t)ncols + (uint64_t)p];
+          if (write_piece(ds[x], 0, off, nout, tmp) != 0) st = SP_ERR_IO;
+        }
+        nout = 0;
+      }
+    }
+    if (nout && st == SP_OK) {
+      uint64_t off = row->offset + done - nout;
+      for (int k = 0; k < 4; k++)
+        if (write_piece(ds[k], 0, off, nout, o[k]) != 0) st = SP_ERR_IO;
+      size_t x = 4;
+      if (f->track_threads && write_piece(ds[x++], 1, off, nout, othr) != 0) st = SP_ERR_IO;
+      for (int p = 0; p < ncols && x < nds; p++, x++) {
+        int64_t tmp[OUT];
+        for (uint64_t k = 0; k < nout; k++) tmp[k] = ocols[k * (uint64_t)ncols + (uint64_t)p];
+        if (write_piece(ds[x], 0, off, nout, tmp) != 0) st = SP_ERR_IO;
+      }
+    }
+    su->mean = mean;
+    su->m2 = m2;
+    for (size_t c = 0; c < ncur; c++) free(cur[c].cols);
+    free(sorted);
+  }
+  if (st != SP_OK && st != SP_ERR_NO_MEMORY) sp__set_error(st, "reading the staging file back failed");
+  goto out;
+oom:
+  st = sp__set_error(SP_ERR_NO_MEMORY, "out of memory assembling the streamed run");
+out:
+  if (cur) {
+    free(cur);
+  }
+  for (int k = 0; k < 4; k++) free(o[k]);
+  free(othr);
+  free(ocols);
+  free(rowsegs);
+  return st;
+}
+
+sp_status sp__stream_build(struct sp_manager *m, const struct sp_clock_map *cm, uint32_t rank, struct sp_run *run,
+                           uint64_t *open_calls, void **fill_ctx) {
+  memset(run, 0, sizeof *run);
+  *fill_ctx = NULL;
+  run->layout = "columnar";
+  sp_status st = drain(m);
+  if (st != SP_OK) return st;
+  struct sp_stream *s = m->stream;
+  *open_calls = 0;
+  for (sp_thread_rec *t = m->threads; t; t = t->next) *open_calls += t->hot.n; /* only kept, open calls remain */
+  uint32_t maxid = sp__region_max_id();
+  uint64_t *count = calloc((size_t)maxid + 1, sizeof *count);
+  struct fill_ctx *f = calloc(1, sizeof *f);
+  sp_source_cache *cache = sp__source_cache_new();
+  if (!count || !f || !cache) goto oom;
+  for (size_t g = 0; g < s->nsegs; g++) count[s->segs[g].region] += s->segs[g].count;
+  for (uint32_t id = 1; id <= maxid; id++)
+    if (count[id]) run->nrows++;
+  run->nnames = run->nrows;
+  run->names = calloc(run->nrows + 1, sizeof *run->names);
+  run->rows = calloc(run->nrows + 1, sizeof *run->rows);
+  f->row_region = calloc(run->nrows + 1, sizeof *f->row_region);
+  if (!run->names || !run->rows || !f->row_region) goto oom;
+  int track_threads = m->cfg.track_threads;
+  size_t nextra = (size_t)m->probe_ncols + (track_threads ? 1 : 0);
+  if (nextra && !(run->extra = calloc(nextra, sizeof *run->extra))) goto oom;
+  run->nextra = nextra;
+  size_t c = 0;
+  if (track_threads) {
+    run->extra[c].name = sp__strdup("thread_ids");
+    run->extra[c++].type = SP_COL_U32;
+  }
+  for (int p = 0; p < m->nprobes; p++)
+    for (int k = 0; k < m->probes[p]->ncols; k++, c++) {
+      run->extra[c].name = sp__strdup(m->probes[p]->col_names[k]);
+      run->extra[c].type = SP_COL_I64;
+    }
+  size_t r = 0;
+  uint64_t off = 0;
+  for (uint32_t id = 1; id <= maxid; id++) {
+    if (!count[id]) continue;
+    const struct sp_region_info *ri = sp__region_info(id);
+    struct sp_row *row = &run->rows[r];
+    run->names[r] = sp__strdup(ri->name);
+    row->region = (uint32_t)r;
+    row->rank = rank;
+    row->offset = off;
+    row->count = count[id];
+    row->aggregate_count = (int64_t)count[id];
+    row->exclusive_total = id < s->nregions ? s->excl[id] : 0;
+    row->tags_json = sp__region_tags_json(id);
+    if (!run->names[r] || !row->tags_json || sp__row_source(m, row, ri, cache) != 0) goto oom;
+    f->row_region[r] = id;
+    off += count[id];
+    r++;
+  }
+  run->nevents = off;
+  f->m = m;
+  f->run = run;
+  f->cm = *cm;
+  f->track_threads = track_threads;
+  run->fill_events = fill;
+  run->fill_ctx = f;
+  *fill_ctx = f;
+  uint64_t dropped = 0;
+  for (uint32_t id = 0; id < s->nregions; id++) dropped += s->dropped[id];
+  sp__meta_i64(&run->meta, "streamed_blocks", (int64_t)s->blocks);
+  sp__meta_i64(&run->meta, "dropped_events", (int64_t)dropped);
+  if (dropped) {
+    size_t cap = 64, len = 0;
+    char *js = malloc(cap);
+    for (uint32_t id = 1; js && id < s->nregions; id++) {
+      if (!s->dropped[id]) continue;
+      const struct sp_region_info *ri = sp__region_info(id);
+      char *piece = sp__asprintf("%s\"%s\": %llu", len ? ", " : "{", ri ? ri->name : "?",
+                                 (unsigned long long)s->dropped[id]);
+      if (!piece) continue;
+      size_t pl = strlen(piece);
+      if (len + pl + 3 > cap) {
+        cap = (len + pl + 3) * 2;
+        char *n = realloc(js, cap);
+        if (!n) {
+          free(piece);
+          break;
+        }
+        js = n;
+      }
+      memcpy(js + len, piece, pl);
+      len += pl;
+      free(piece);
+    }
+    if (js) {
+      memcpy(js + len, "}", 2);
+      sp__meta_str(&run->meta, "dropped_by_region", js);
+    }
+    free(js);
+  }
+  free(count);
+  sp__source_cache_free(cache);
+  return SP_OK;
+oom:
+  free(count);
+  sp__source_cache_free(cache);
+  if (f) free(f->row_region);
+  free(f);
+  sp__run_free(run);
+  return sp__set_error(SP_ERR_NO_MEMORY, "out of memory assembling the streamed run");
+}
+
+void sp__stream_fill_free(void *fill_ctx) {
+  struct fill_ctx *f = fill_ctx;
+  if (!f) return;
+  free(f->row_region);
+  free(f);
+}
+
+/* The run is written: start the next one with an empty staging file. */
+void sp__stream_reset(struct sp_manager *m) {
+  struct sp_stream *s = m->stream;
+  if (!s) return;
+  if (ftruncate(s->fd, 0) != 0) { /* the next run appends past the old data: wasteful, not wrong */ }
+  s->file_end = 0;
+  s->nsegs = 0;
+  s->blocks = 0;
+  memset(s->excl, 0, s->nregions * sizeof *s->excl);
+  memset(s->dropped, 0, s->nregions * sizeof *s->dropped);
+  memset(s->calls, 0, s->nregions * sizeof *s->calls);
+  s->err = SP_OK;
+}
+
+void sp__stream_close(struct sp_manager *m) {
+  struct sp_stream *s = m->stream;
+  if (!s) return;
+  pthread_mutex_lock(&s->mu);
+  s->stop = 1;
+  pthread_cond_broadcast(&s->wake);
+  pthread_mutex_unlock(&s->mu);
+  pthread_join(s->th, NULL);
+  while (s->head) {
+    struct block *b = s->head;
+    s->head = b->next;
+    free(b->ev);
+    free(b->cols);
+    free(b);
+  }
+  close(s->fd);
+  free(s->segs);
+  free(s->excl);
+  free(s->dropped);
+  free(s->ids);
+  free(s->pids);
+  free(s->order);
+  free(s->calls);
+  pthread_mutex_destroy(&s->mu);
+  pthread_cond_destroy(&s->wake);
+  pthread_cond_destroy(&s->idle);
+  free(s);
+  m->stream = NULL;
+}
+
+uint64_t sp__stream_calls(const struct sp_manager *m, uint32_t region) {
+  struct sp_stream *s = m->stream;
+  if (!s) return 0;
+  /* Written calls, plus those still in buffers on their way to the writer. */
+  pthread_mutex_lock(&s->mu);
+  uint64_t n = region < s->nregions ? s->calls[region] : 0;
+  for (const struct block *b = s->current ? s->current : s->head; b; b = b == s->current ? s->head : b->next)
+    for (uint64_t i = 0; i < b->n; i++) n += b->ev[i].end && b->ev[i].region == region;
+  pthread_mutex_unlock(&s->mu);
+  return n;
+}

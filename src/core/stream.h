@@ -1,0 +1,27 @@
+/* stream.h - bounded memory for long runs: streaming full buffers to a
+ * staging file and assembling the file from it at finalize (stream.c). */
+#ifndef SP_STREAM_H
+#define SP_STREAM_H
+
+#include "core/core.h"
+#include "output/output.h"
+
+/* Bytes of live event buffers past which a full buffer is streamed rather
+ * than grown. */
+uint64_t sp__stream_live_limit(const struct sp_manager *m);
+/* Recording thread, buffer full: hand it to the writer and continue in a
+ * fresh one. 0 on success, -1 when streaming is not possible (grow instead). */
+int sp__stream_handoff(struct sp_manager *m, sp_thread_rec *t);
+/* 1 once this run has streamed anything. */
+int sp__stream_active(const struct sp_manager *m);
+/* Finalize: hand over the rest, wait for the writer, and describe the run
+ * (rows, statistics filled while writing) for the HDF5 writer. */
+sp_status sp__stream_build(struct sp_manager *m, const struct sp_clock_map *cm, uint32_t rank, struct sp_run *run,
+                           uint64_t *open_calls, void **fill_ctx);
+void sp__stream_fill_free(void *fill_ctx);
+/* Completed calls of a region streamed in this run. */
+uint64_t sp__stream_calls(const struct sp_manager *m, uint32_t region);
+void sp__stream_reset(struct sp_manager *m);
+void sp__stream_close(struct sp_manager *m);
+
+#endif

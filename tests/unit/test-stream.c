@@ -1,0 +1,193 @@
+/* test-stream.c - bounded memory (max_buffer_bytes): long runs stream full
+ * buffers to a staging file; the file must hold every event, memory must stay
+ * under the budget, and the result must equal an unbounded run's. */
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/resource.h>
+
+#include "core/core.h"
+#include "harness.h"
+#include "h5util.h"
+#include "scope_profiler.h"
+
+static long maxrss_kib(void) {
+  struct rusage ru;
+  getrusage(RUSAGE_SELF, &ru);
+  return ru.ru_maxrss;
+}
+
+static sp_manager *setup_with(const char *const *overrides) {
+  sp_manager *m = sp_manager_create();
+  ASSERT(m != NULL);
+  ASSERT_OK(sp_manager_setup(m, &(sp_setup_args){.overrides = overrides}));
+  return m;
+}
+
+/* Checks the file's events without trusting our writer's own bookkeeping:
+ * every row ordered by start, call ids unique, every parent a real call that
+ * encloses its child. Returns the number of events. */
+static long long check_file(const char *file, long long max_id) {
+  long long n, k;
+  int64_t *s = h5_i64(file, "/events/start_times", &n);
+  int64_t *e = h5_i64(file, "/events/end_times", &n);
+  int64_t *c = h5_i64(file, "/events/call_ids", &n);
+  int64_t *p = h5_i64(file, "/events/parent_ids", &n);
+  int64_t *off = h5_i64(file, "/rank_region_index/event_offsets", &k);
+  int64_t *cnt = h5_i64(file, "/rank_region_index/event_counts", &k);
+  ASSERT(s && e && c && p && off && cnt);
+  long long sum = 0;
+  for (long long r = 0; r < k; r++) {
+    ASSERT_EQ(off[r], sum);
+    for (int64_t j = off[r] + 1; j < off[r] + cnt[r]; j++) ASSERT_GE(s[j], s[j - 1]);
+    sum += cnt[r];
+  }
+  ASSERT_EQ(sum, n);
+  /* id -> event index, to check parents */
+  int64_t *where = malloc((size_t)(max_id + 1) * sizeof *where);
+  ASSERT(where);
+  for (long long i = 0; i <= max_id; i++) where[i] = -1;
+  for (long long i = 0; i < n; i++) {
+    ASSERT(c[i] >= 0 && c[i] <= max_id);
+    ASSERT_EQ(where[c[i]], -1); /* unique */
+    where[c[i]] = i;
+    ASSERT_GE(e[i], s[i]);
+  }
+  for (long long i = 0; i < n; i++) {
+    if (p[i] < 0) continue;
+    ASSERT(p[i] <= max_id);
+    int64_t j = where[p[i]];
+    ASSERT(j >= 0);
+    ASSERT(s[j] <= s[i] && e[i] <= e[j]);
+  }
+  free(where); free(s); free(e); free(c); free(p); free(off); free(cnt);
+  return n;
+}
+
+SP_TEST(twenty_million_events_in_an_8_mib_budget) {
+  const char *ov[] = {"file_path=big.h5", "max_buffer_bytes=8388608", NULL};
+  sp_manager *m = setup_with(ov);
+  enum { NREG = 24 };
+  sp_region r[NREG];
+  char name[32];
+  for (int i = 0; i < NREG; i++) {
+    snprintf(name, sizeof name, "r%02d", i);
+    r[i] = sp_region_intern(name);
+  }
+  long rss0 = maxrss_kib();
+  const long total = 20000000;
+  long done = 0;
+  sp_region_begin(m, r[0]); /* open for the whole run: carried by every block */
+  done++;
+  for (long step = 0; done < total; step++) {
+    sp_region_begin(m, r[1]);
+    for (int k = 0; k < 48 && done + 2 < total; k++) {
+      sp_region_begin(m, r[2 + (k + step) % (NREG - 2)]);
+      sp_region_end(m, r[2 + (k + step) % (NREG - 2)]);
+      done++;
+    }
+    sp_region_end(m, r[1]);
+    done++;
+  }
+  sp_region_end(m, r[0]);
+  long rss_rec = maxrss_kib();
+  ASSERT_EQ(sp_manager_num_calls(m, r[0]), 1);
+  ASSERT_OK(sp_manager_finalize(m, NULL, NULL));
+  long rss1 = maxrss_kib();
+  fprintf(stderr, "  peak RSS grew by %.1f MiB while recording, %.1f MiB in all, for %ld events (budget 8 MiB)\n",
+          (rss_rec - rss0) / 1024.0, (rss1 - rss0) / 1024.0, done);
+  ASSERT_LT((rss1 - rss0) * 1024L, 8L * 1048576 + 24L * 1048576); /* budget + a fixed allowance */
+  ASSERT_EQ(h5_len("big.h5", "/events/start_times"), total);
+  ASSERT_EQ(h5_region_events("big.h5", "r00"), 1);
+  ASSERT_GT(h5_attr_i64("big.h5", "/metadata", "streamed_blocks"), 10);
+  ASSERT_EQ(h5_attr_i64("big.h5", "/metadata", "dropped_events"), 0);
+  sp_manager_destroy(m);
+  ASSERT_EQ(check_file("big.h5", total + 16), total);
+}
+
+/* The same calls, at the same (manual) instants, into a bounded and an
+ * unbounded manager: the two files must hold the same events. */
+static sp_manager *a, *b;
+static void both_begin(sp_region r) { sp_region_begin(a, r); sp_region_begin(b, r); }
+static void both_end(sp_region r) { sp_region_end(b, r); sp_region_end(a, r); }
+
+SP_TEST(streamed_equals_in_memory) {
+  setenv("SCOPE_PROFILER_CLOCK", "manual", 1);
+  const char *oa[] = {"file_path=streamed.h5", "max_buffer_bytes=1048576", "buffer_limit=64", NULL};
+  const char *ob[] = {"file_path=memory.h5", NULL};
+  a = setup_with(oa);
+  b = setup_with(ob);
+  sp_region root = sp_region_intern("root"), mid = sp_region_intern("mid"), leaf = sp_region_intern("leaf");
+  both_begin(root);
+  for (int i = 0; i < 60000; i++) {
+    both_begin(mid);
+    sp__clock_manual_advance(3 + (uint64_t)(i % 7));
+    for (int j = 0; j < 3; j++) {
+      both_begin(leaf);
+      sp__clock_manual_advance(1 + (uint64_t)((i * 31 + j) % 5));
+      both_end(leaf);
+    }
+    both_end(mid);
+  }
+  both_end(root);
+  ASSERT_OK(sp_manager_finalize(a, NULL, NULL));
+  ASSERT_OK(sp_manager_finalize(b, NULL, NULL));
+  ASSERT_GT(h5_attr_i64("streamed.h5", "/metadata", "streamed_blocks"), 2);
+  const char *cols[] = {"/events/start_times", "/events/end_times", "/events/call_ids", "/events/parent_ids",
+                        "/rank_region_index/event_counts", "/rank_region_index/exclusive_totals"};
+  for (size_t c = 0; c < sizeof cols / sizeof cols[0]; c++) {
+    long long na, nb;
+    int64_t *va = h5_i64("streamed.h5", cols[c], &na), *vb = h5_i64("memory.h5", cols[c], &nb);
+    ASSERT_EQ(na, nb);
+    for (long long i = 0; i < na; i++)
+      if (va[i] != vb[i]) SP_FAIL_("%s[%lld]: streamed %lld, in memory %lld", cols[c], i, (long long)va[i], (long long)vb[i]);
+    free(va);
+    free(vb);
+  }
+  sp_manager_destroy(a);
+  sp_manager_destroy(b);
+}
+
+#define NT 4
+static sp_manager *tm;
+static sp_region tr[3];
+static void *worker(void *arg) {
+  (void)arg;
+  for (int i = 0; i < 400000; i++) {
+    sp_region_begin(tm, tr[0]);
+    sp_region_begin(tm, tr[1 + (i & 1)]);
+    sp_region_end(tm, tr[1 + (i & 1)]);
+    sp_region_end(tm, tr[0]);
+  }
+  return NULL;
+}
+
+SP_TEST(threads_stream_and_merge_by_start) {
+  const char *ov[] = {"file_path=threads.h5", "max_buffer_bytes=2097152", "track_threads=1", NULL};
+  tm = setup_with(ov);
+  tr[0] = sp_region_intern("outer");
+  tr[1] = sp_region_intern("even");
+  tr[2] = sp_region_intern("odd");
+  pthread_t th[NT];
+  for (int i = 0; i < NT; i++) ASSERT_EQ(pthread_create(&th[i], NULL, worker, NULL), 0);
+  for (int i = 0; i < NT; i++) pthread_join(th[i], NULL);
+  ASSERT_EQ(sp_manager_num_calls(tm, tr[0]), NT * 400000);
+  ASSERT_OK(sp_manager_finalize(tm, NULL, NULL));
+  ASSERT_GT(h5_attr_i64("threads.h5", "/metadata", "streamed_blocks"), NT);
+  ASSERT_EQ(h5_region_events("threads.h5", "outer"), NT * 400000);
+  ASSERT_EQ(h5_region_events("threads.h5", "even"), NT * 200000);
+  long long n;
+  int64_t *tid = h5_i64("threads.h5", "/events/thread_ids", &n);
+  ASSERT_EQ(n, NT * 800000);
+  long long per[NT] = {0};
+  for (long long i = 0; i < n; i++) {
+    ASSERT(tid[i] >= 0 && tid[i] < NT);
+    per[tid[i]]++;
+  }
+  for (int i = 0; i < NT; i++) ASSERT_EQ(per[i], 800000);
+  free(tid);
+  ASSERT_EQ(check_file("threads.h5", NT * 800000 + 16), NT * 800000);
+  sp_manager_destroy(tm);
+}
+
+int main(int argc, char **argv) { return sp_test_main(argc, argv); }
