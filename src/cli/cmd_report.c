@@ -301,8 +301,9 @@ int sp_cmd_report(int argc, char **argv) {
     if (dup > 1) snprintf(m.files[i].label, len, "%s (%d)", base, dup);
     else snprintf(m.files[i].label, len, "%s", base);
   }
-  if (mkdirs(o.out) != 0) {
-    rc = sp_cli_error(CMD, "cannot create the output directory %s: %s", o.out, strerror(errno));
+  struct stat ost;
+  if (stat(o.out, &ost) == 0 && !S_ISDIR(ost.st_mode)) { /* fail before the slow part */
+    rc = sp_cli_error(CMD, "cannot create the output directory %s: %s", o.out, strerror(ENOTDIR));
     goto out;
   }
   sp_cli_progress_start(&prog, "reading");
@@ -363,6 +364,10 @@ int sp_cmd_report(int argc, char **argv) {
     }
   }
   sp_cli_progress_end(&prog);
+  if (mkdirs(o.out) != 0) {
+    rc = sp_cli_error(CMD, "cannot create the output directory %s: %s", o.out, strerror(errno));
+    goto out;
+  }
   if ((rc = write_file(o.out, "report.html", html, html_len, &written))) goto out;
   for (size_t k = 0; k < n; k++)
     if (order[k].svg && (rc = write_file(o.out, order[k].file, order[k].svg, order[k].len, &written)))

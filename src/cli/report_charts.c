@@ -174,8 +174,9 @@ int rp_chart_gantt(struct rp_model *m, struct rp_svg *out) {
       panel_title(o, f->label, f->lanes[a].rank, NULL);
       for (size_t i = a; i < b; i++) {
         const struct rp_lane *l = &f->lanes[i];
+        /* the thread is named when the region runs on several, or off the main one */
         int several = (i > a && f->lanes[i - 1].region == l->region) ||
-                      (i + 1 < b && f->lanes[i + 1].region == l->region);
+                      (i + 1 < b && f->lanes[i + 1].region == l->region) || l->thread > 0;
         const char *name = sp_results_region_name(f->r, l->region);
         fprintf(o, "<text class=\"lanelabel\" data-ri=\"%zu\" x=\"%d\" y=\"", f->gidx[l->region],
                 RP_LEFT - 8);

@@ -438,17 +438,6 @@ static void draw_curves(struct rp_chart *c, const struct rp_model *m, const stru
     fputs("\"/>", o);
   }
   rp_draw_yaxis(o, ya, SLEFT, top, ph, eff ? "parallel efficiency" : "speedup");
-  if (numeric && nk > 1) {
-    fputs("<polyline class=\"ideal\" points=\"", o);
-    for (size_t i = 0; i < nk; i++) {
-      double ideal = eff ? 1.0 : keys[i].num / keys[0].num;
-      rp_px(o, xkey_pos(keys, nk, i, 1, SLEFT, pw));
-      fputc(',', o);
-      rp_px(o, rp_axis_map(ya, ideal, top + ph, top));
-      fputc(' ', o);
-    }
-    fputs("\"><title>ideal scaling</title></polyline>", o);
-  }
   for (size_t k = 0; k < nc; k++) {
     const char *col = m->regions[cv[k].g].color;
     fprintf(o, "<polyline class=\"sline\" data-ri=\"%zu\" stroke=\"%s\" points=\"", cv[k].g, col);
@@ -460,6 +449,18 @@ static void draw_curves(struct rp_chart *c, const struct rp_model *m, const stru
       fputc(' ', o);
     }
     fputs("\"/>", o);
+  }
+  /* over the curves: a region that scales ideally would hide it */
+  if (numeric && nk > 1) {
+    fputs("<polyline class=\"ideal\" points=\"", o);
+    for (size_t i = 0; i < nk; i++) {
+      double ideal = eff ? 1.0 : keys[i].num / keys[0].num;
+      rp_px(o, xkey_pos(keys, nk, i, 1, SLEFT, pw));
+      fputc(',', o);
+      rp_px(o, rp_axis_map(ya, ideal, top + ph, top));
+      fputc(' ', o);
+    }
+    fputs("\"><title>ideal scaling</title></polyline>", o);
   }
   for (size_t k = 0; k < nc; k++) {
     for (size_t i = 0; i < nk; i++) {
@@ -708,12 +709,12 @@ int rp_chart_imbalance(struct rp_model *m, struct rp_svg *out) {
       gl[g] = f->regs[g].g;
       size_t gi = f->regs[g].g;
       double sum = 0, mx = 0;
-      size_t cnt = 0, bi = 0;
+      size_t cnt = 0, bi = 0, mx_at = 0;
       for (size_t k = 0; k < nr; k++)
         if (isfinite(tot[g * nr + k])) {
           sum += tot[g * nr + k];
           cnt++;
-          if (tot[g * nr + k] > mx) mx = tot[g * nr + k];
+          if (tot[g * nr + k] > mx) mx = tot[g * nr + k], mx_at = k / group;
         }
       double mean = cnt ? sum / (double)cnt : NAN;
       double gx = SLEFT + gw * (double)g + gw * 0.1;
@@ -725,6 +726,13 @@ int rp_chart_imbalance(struct rp_model *m, struct rp_svg *out) {
             v = tot[g * nr + k];
             at = k;
           }
+        if (nr <= 16 && bw >= 9) { /* rank numbers under the bars while they fit */
+          fputs("<text class=\"tl\" text-anchor=\"middle\" x=\"", o);
+          rp_px(o, gx + ((double)bi + 0.5) * bw);
+          fputs("\" y=\"", o);
+          rp_px(o, top + ph + 10);
+          fprintf(o, "\" font-size=\"8\">%lld</text>", (long long)f->ranks[k0]);
+        }
         if (!isfinite(v) || (log && v <= 0)) continue;
         double y = rp_axis_map(&ya, v, top + ph, top);
         c.used[gi] = 1;
@@ -768,18 +776,19 @@ int rp_chart_imbalance(struct rp_model *m, struct rp_svg *out) {
         char a[48];
         rp_fmt_dur(a, sizeof a, mean);
         rp_xml(o, a);
+        double xm = gx + ((double)mx_at + 0.5) * bw;
         fputs("</title></line><path class=\"maxmark\" d=\"M", o);
-        rp_px(o, (gx + x1) / 2 - 4);
+        rp_px(o, xm - 4);
         fputc(' ', o);
         rp_px(o, yx - 9);
         fputs(" h8 l-4 6 z\"/><text class=\"tl\" text-anchor=\"middle\" x=\"", o);
-        rp_px(o, (gx + x1) / 2);
+        rp_px(o, xm);
         fputs("\" y=\"", o);
         rp_px(o, yx - 11);
         fprintf(o, "\">max ×%.2f</text>", mean > 0 ? mx / mean : 1.0);
       }
     }
-    region_labels(o, m, gl, ng, SLEFT, gw, top + ph);
+    region_labels(o, m, gl, ng, SLEFT, gw, top + ph + (nr <= 16 && bw >= 9 ? 10 : 0));
     fputs("<line class=\"axis\" x1=\"", o);
     rp_px(o, SLEFT);
     fputs("\" x2=\"", o);

@@ -1,0 +1,2 @@
+# report --help: usage, charts, options and examples
+"$SP" report --help
