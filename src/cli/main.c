@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "cli/commands.h"
+#include "output/filters.h"
 #include "scope_profiler.h"
 
 static const struct sp_cli_command commands[] = {
@@ -28,6 +29,9 @@ static void usage(FILE *out) {
 }
 
 int main(int argc, char **argv) {
+  /* Files written with lzf or zstd open without HDF5_PLUGIN_PATH: the
+   * library's own filters are registered for every command. */
+  sp__filters_register();
   if (argc < 2) {
     usage(stderr);
     return 2;
