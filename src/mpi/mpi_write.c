@@ -362,11 +362,12 @@ static void job_head(hid_t file, const struct sp_mpi_layout *L, const struct sp_
 
 /*====== direct ======*/
 
+/* Serial access to the job's file: the token (or the collective close
+ * before rank 0 reopens it) already makes access exclusive, and flock only
+ * fails on shared filesystems that lack it. */
 static hid_t direct_fapl(void) {
   hid_t fapl = sp__h5_file_access();
 #if H5_VERSION_GE(1, 10, 7)
-  /* The token already makes access exclusive; flock only fails on shared
-   * filesystems that lack it. */
   H5Pset_file_locking(fapl, 0, 1);
 #endif
   return fapl;
@@ -528,7 +529,7 @@ static sp_status write_parallel(const struct sp_run *run, const struct sp_config
   if (rank == 0) {
     failed = st != SP_OK;
     hid_t f0 = -1;
-    hid_t fa = sp__h5_file_access();
+    hid_t fa = direct_fapl();
     H5E_BEGIN_TRY {
       if (!failed) f0 = H5Fopen(name, H5F_ACC_RDWR, fa);
       if (f0 >= 0) {
