@@ -14,6 +14,7 @@
 #include "h5util.h"
 #include "probes/probe.h"
 #include "scope_profiler.h"
+#include "scope_profiler/reader.h"
 #include "scope_profiler/results.h"
 
 static sp_manager *setup_with(const char *const *overrides) {
@@ -653,6 +654,64 @@ SP_TEST(exit_hook_finalizes_forgotten_run) {
   waitpid(pid, &st, 0);
   ASSERT(WIFEXITED(st) && WEXITSTATUS(st) == 0);
   ASSERT_EQ(h5_region_events("forgot.h5", "forgotten"), 9);
+}
+
+/*====== Our reader on our files ======*/
+
+/* What finalize writes, read back through our reader, both from the file and
+ * from the in-memory results: same regions, counts, events and statistics
+ * as the raw HDF5 datasets say. */
+SP_TEST(reader_reads_what_finalize_wrote) {
+  const char *ov[] = {"file_path=readback.h5", NULL};
+  sp_manager *m = setup_with(ov);
+  sp_region outer = sp_region_intern("outer"), inner = sp_region_intern("inner");
+  for (int i = 0; i < 7; i++) {
+    sp_region_begin(m, outer);
+    for (int j = 0; j < 3; j++) {
+      sp_region_begin(m, inner);
+      busy(2000 + 500 * j);
+      sp_region_end(m, inner);
+    }
+    sp_region_end(m, outer);
+  }
+  sp_results *mem = NULL, *file = NULL;
+  ASSERT_OK(sp_manager_finalize(m, &(sp_finalize_args){.return_results = 1}, &mem));
+  ASSERT_OK(sp_results_open("readback.h5", &file));
+  sp_results *both[2] = {mem, file};
+  for (int w = 0; w < 2; w++) {
+    sp_results *r = both[w];
+    ASSERT_EQ(sp_results_schema(r), 2);
+    ASSERT_STR_EQ(sp_results_layout(r), "columnar");
+    ASSERT_EQ(sp_results_num_regions(r), 2);
+    ASSERT_EQ(sp_results_num_events(r), 28);
+    ASSERT_STR_EQ(sp_results_display_label(r), "readback");
+    size_t io, ii;
+    ASSERT_OK(sp_results_find_region(r, "outer", &io));
+    ASSERT_OK(sp_results_find_region(r, "inner", &ii));
+    sp_region_stats so, si;
+    ASSERT_OK(sp_results_region_stats(r, io, NULL, SP_STATS_OWN | SP_STATS_PERCENTILES, &so));
+    ASSERT_OK(sp_results_region_stats(r, ii, NULL, SP_STATS_OWN, &si));
+    ASSERT_EQ(so.count, 7);
+    ASSERT_EQ(si.count, 21);
+    sp_events ev;
+    ASSERT_OK(sp_results_events(r, ii, 0, &ev));
+    ASSERT_EQ(ev.count, 21);
+    int64_t tot = 0;
+    for (size_t k = 0; k < ev.count; k++) tot += ev.end_ns[k] - ev.start_ns[k];
+    ASSERT_EQ(si.total_ns, tot);
+    sp_events_free(&ev);
+    ASSERT(so.has_own && si.has_own);
+    ASSERT_EQ(si.own_ns, si.total_ns);
+    ASSERT_EQ(so.own_ns, so.total_ns - si.total_ns);
+    ASSERT(so.has_percentiles);
+    ASSERT(so.min_ns <= so.p50_ns && so.p50_ns <= so.max_ns);
+  }
+  sp_results_free(mem);
+  sp_results_free(file);
+  /* and the raw datasets agree with the reader (opened once the reader is
+   * done: HDF5 refuses a second open with different access properties) */
+  ASSERT_EQ(h5_region_events("readback.h5", "inner"), 21);
+  sp_manager_destroy(m);
 }
 
 /*====== fork ======*/
