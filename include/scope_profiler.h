@@ -58,9 +58,11 @@ SP_API const char *sp_version_string(void);
 typedef struct sp_manager sp_manager;
 typedef struct sp_results sp_results; /* scope_profiler/results.h */
 
-/* The process-wide default manager. */
-SP_API extern struct sp_manager sp__default_manager;
-#define SP_DEFAULT (&sp__default_manager)
+/* The process-wide default manager. Exported as a pointer, not as the
+ * object: executables copy-relocate exported data, and a pointer's size
+ * never changes, so the manager's layout stays private to the library. */
+SP_API extern struct sp_manager *const sp__default;
+#define SP_DEFAULT (sp__default)
 
 /** Create an independent manager (not yet set up). NULL when out of memory or
  * when SP__MAX_MANAGERS managers are alive (sp_last_error() says which). */

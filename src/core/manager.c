@@ -22,13 +22,15 @@
 #include "output/output.h"
 #include "scope_profiler/results.h"
 
-SP_API struct sp_manager sp__default_manager = {
+static struct sp_manager sp__default_manager = {
     .hot = {SP__STATE_OFF, 0, 0},
     .lock = PTHREAD_MUTEX_INITIALIZER,
     .fin_lock = PTHREAD_MUTEX_INITIALIZER,
     .is_default = 1,
     .async_col = -1,
 };
+
+SP_API struct sp_manager *const sp__default = &sp__default_manager;
 
 const struct sp_mpi_ops *sp__mpi_ops;
 
