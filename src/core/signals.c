@@ -8,6 +8,11 @@
  * default action is re-raised, an ignored signal stays ignored, and a handler
  * of the application's was already called (chained) by our handler.
  *
+ * Under MPI the watcher cannot finalize (finalize is collective, and the
+ * other ranks are being killed too): each rank spills instead, to
+ * <file_path>.rank<R>.spill, and `scope-profiler recover` makes one file per
+ * rank of them.
+ *
  * Fatal signals (SIGSEGV, SIGBUS, SIGFPE, SIGABRT, SIGILL; `crash_spill`):
  * HDF5 cannot run in a signal handler, so the handler writes the raw
  * per-thread buffers to <file_path>.spill with write(2) (spill.c), restores
@@ -15,6 +20,8 @@
  * into the HDF5 file. SIGKILL cannot be caught: nothing survives it.
  */
 #include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
 #include <fcntl.h>
 #include <pthread.h>
 #include <signal.h>
@@ -24,6 +31,7 @@
 
 #include "common/error.h"
 #include "core/core.h"
+#include "core/mpi_hooks.h"
 #include "core/spill.h"
 
 static pthread_mutex_t sig_lock = PTHREAD_MUTEX_INITIALIZER;
@@ -86,6 +94,16 @@ static void on_fatal(int sig, siginfo_t *si, void *uc) {
   errno = saved;
 }
 
+/* The rank from the launcher's environment: no MPI call from this thread. */
+static int launcher_rank(void) {
+  static const char *const vars[] = {"OMPI_COMM_WORLD_RANK", "PMIX_RANK", "PMI_RANK", "MV2_COMM_WORLD_RANK"};
+  for (size_t i = 0; i < sizeof vars / sizeof vars[0]; i++) {
+    const char *v = getenv(vars[i]);
+    if (v && *v) return atoi(v);
+  }
+  return (int)getpid();
+}
+
 static void *watch(void *unused) {
   (void)unused;
   for (;;) {
@@ -102,8 +120,14 @@ static void *watch(void *unused) {
       __atomic_store_n(&m->hot.state, SP__STATE_OFF, __ATOMIC_RELEASE);
       struct timespec ts = {0, 2000000};
       nanosleep(&ts, NULL);
-      sp_finalize_args fa = {0};
-      (void)sp_manager_finalize(m, &fa, NULL);
+      if (sp__mpi_ops && sp__mpi_ops->in_use()) {
+        char path[4200];
+        snprintf(path, sizeof path, "%s.rank%d.spill", m->cfg.file_path, launcher_rank());
+        sp__spill_write_to(m, sig, path);
+      } else {
+        sp_finalize_args fa = {0};
+        (void)sp_manager_finalize(m, &fa, NULL);
+      }
       sp__manager_publish_state(m);
     }
     const struct sigaction *o = &old_action[sig];

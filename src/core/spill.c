@@ -63,9 +63,11 @@ static void put_str(struct out *o, const char *s) {
   put(o, s, n);
 }
 
-int sp__spill_write(struct sp_manager *m, int sig) {
-  if (!m->spill_path[0] || !m->have_cfg) return -1;
-  int fd = open(m->spill_path, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0644);
+int sp__spill_write(struct sp_manager *m, int sig) { return sp__spill_write_to(m, sig, m->spill_path); }
+
+int sp__spill_write_to(struct sp_manager *m, int sig, const char *path) {
+  if (!path || !path[0] || !m->have_cfg) return -1;
+  int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0644);
   if (fd < 0) return -1;
   struct out o = {fd, 0};
   uint64_t tick1;

@@ -8,6 +8,7 @@
 
 /* Async-signal-safe: write m's raw buffers to m->spill_path; 0 on success. */
 int sp__spill_write(struct sp_manager *m, int sig);
+int sp__spill_write_to(struct sp_manager *m, int sig, const char *path);
 
 /* Turn a spill file into an HDF5 file at out_path (NULL: the crashed run's
  * file_path); the path written goes to `written`. */
