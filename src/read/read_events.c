@@ -98,6 +98,11 @@ sp_status sp__row_read(sp_results *r, size_t row, uint64_t first, size_t n, int6
       }
     }
   }
+  if (st == SP_OK && w->clock_offset) /* onto rank 0's clock (read_open.c) */
+    for (size_t i = 0; i < n; i++) {
+      if (start) start[i] += w->clock_offset;
+      if (end) end[i] += w->clock_offset;
+    }
   if (st == SP_OK && start && end)
     for (size_t i = 0; i < n; i++)
       if (end[i] < start[i])

@@ -44,6 +44,7 @@ struct sp__rrow {
   struct sp__summary sum;
   int own_known;          /* own was rebuilt from the call tree */
   int64_t own;
+  int64_t clock_offset;   /* ns added to this rank's times to put them on rank 0's clock */
 };
 
 struct sp__meta {

@@ -635,6 +635,39 @@ static sp_status open_events(sp_results *r, hid_t root) {
   return st;
 }
 
+/* MPI jobs store each rank's clock offset to rank 0, measured at finalize
+ * (/ranks/clock_offsets_ns, indexed by rank). Every absolute time the reader
+ * hands out (events, first start, last end) is moved onto rank 0's clock,
+ * so the timelines of ranks on different nodes line up; durations are
+ * unchanged. A file without the table, or a rank outside it, gets 0. */
+static sp_status load_clock_offsets(sp_results *r, hid_t root) {
+  if (H5Lexists(root, "ranks", H5P_DEFAULT) <= 0) return SP_OK;
+  hid_t g = H5Gopen2(root, "ranks", H5P_DEFAULT);
+  if (g < 0) return SP_OK;
+  if (H5Lexists(g, "clock_offsets_ns", H5P_DEFAULT) <= 0) {
+    H5Gclose(g);
+    return SP_OK;
+  }
+  hid_t ds = -1;
+  hsize_t n = 0;
+  sp_status st = open_column(r, g, "ranks", "clock_offsets_ns", 1, H5T_INTEGER, &ds, &n);
+  int64_t *off = st == SP_OK ? malloc((n ? n : 1) * sizeof *off) : NULL;
+  if (st == SP_OK && !off) st = sp__set_error(SP_ERR_NO_MEMORY, "out of memory");
+  if (st == SP_OK) st = read_column(r, ds, H5T_NATIVE_INT64, off, (size_t)n, "/ranks/clock_offsets_ns");
+  if (ds >= 0) H5Dclose(ds);
+  H5Gclose(g);
+  for (size_t i = 0; st == SP_OK && i < r->nrows; i++) {
+    struct sp__rrow *w = &r->rows[i];
+    w->clock_offset = w->rank >= 0 && (hsize_t)w->rank < n ? off[w->rank] : 0;
+    if (w->has_summary && w->sum.count > 0) {
+      w->sum.start_minimum += w->clock_offset;
+      w->sum.end_maximum += w->clock_offset;
+    }
+  }
+  free(off);
+  return st;
+}
+
 static sp_status open_schema2(sp_results *r, hid_t root) {
   sp_status st = SP_OK;
   /* layout */
@@ -813,6 +846,7 @@ static sp_status open_schema2(sp_results *r, hid_t root) {
   sp__free_strings(texts, texts ? nrows : 0);
   sp__free_strings(tags, tags ? nrows : 0);
   free(sums);
+  if (st == SP_OK) st = load_clock_offsets(r, root);
   return st;
 }
 
