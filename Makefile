@@ -10,7 +10,7 @@ CMAKE_FLAGS ?=
 all: build
 
 deps:
-	@scripts/install-deps.sh
+	@scripts/install-deps.sh --with-browser
 
 configure: deps
 	@cmake -S . -B $(BUILD) -DCMAKE_INSTALL_PREFIX=$(PREFIX) $(CMAKE_FLAGS) >/dev/null

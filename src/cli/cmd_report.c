@@ -63,7 +63,7 @@ static const char *const help_text =
     "examples:\n"
     "  scope-profiler report profile.h5 -o report\n"
     "  scope-profiler report 'runs/*.h5' -o scaling --x num_ranks --metrics avg,total\n"
-    "  scope-profiler report a.h5 b.h5 --label before after --x label -o cmp\n"
+    "  scope-profiler report gcc.h5 clang.h5 --label gcc clang --x compiler -o cmp\n"
     "  scope-profiler report big.h5 -o rep --ranks 0-3 --exclude mpi_\n"
     "\n"
     "exit status: 0 success, 2 usage or input error.\n";
@@ -316,7 +316,29 @@ int sp_cmd_report(int argc, char **argv) {
     if ((rc = rp_load_table(&m, &m.files[i], CMD))) goto out_prog;
   }
   prog.label = "drawing";
-  int crc = rp_chart_gantt(&m, &charts[C_GANTT]);
+  int crc = 0;
+  if (m.nregions == 0) {
+    /* upstream's words; the page and the statistics JSON are still written */
+    fprintf(stderr, "scope-profiler report: warning: No regions matched the selected filters.\n");
+    static const char *const ids[C_COUNT] = {"gantt", "flame_chart", "flame_graph", "timeseries",
+                                             "durations_avg", "durations_min", "durations_max",
+                                             "durations_total", "speedup", "efficiency",
+                                             "imbalance"};
+    for (size_t k = 0; k < C_COUNT && !crc; k++) {
+      if (k >= C_DUR0 && k < C_DUR0 + RP_NMETRICS) {
+        int used = 0;
+        for (size_t j = 0; j < ro.nmetrics; j++) used |= (size_t)ro.metrics[j] == k - C_DUR0;
+        if (!used) continue;
+      }
+      snprintf(charts[k].id, sizeof charts[k].id, "%s", ids[k]);
+      snprintf(charts[k].file, sizeof charts[k].file, "%s.svg", ids[k]);
+      charts[k].title = strdup(ids[k]);
+      charts[k].why = strdup("No regions matched the selected filters.");
+      if (!charts[k].title || !charts[k].why) crc = -1;
+    }
+    goto drawn;
+  }
+  crc = rp_chart_gantt(&m, &charts[C_GANTT]);
   if (!crc) crc = rp_chart_flame(&m, &charts[C_FLAME]);
   if (!crc) crc = rp_chart_flamegraph(&m, &charts[C_FGRAPH]);
   if (!crc) crc = rp_chart_timeseries(&m, &charts[C_TS]);
@@ -324,6 +346,7 @@ int sp_cmd_report(int argc, char **argv) {
     crc = rp_chart_durations(&m, ro.metrics[k], &charts[C_DUR0 + k]);
   if (!crc) crc = rp_chart_scaling(&m, CMD, &charts[C_SPEEDUP], &charts[C_EFF]);
   if (!crc) crc = rp_chart_imbalance(&m, &charts[C_IMB]);
+drawn:
   if (crc) {
     rc = crc < 0 ? sp_cli_error(CMD, "out of memory") : crc;
     goto out_prog;

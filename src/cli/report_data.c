@@ -99,7 +99,7 @@ int rp_load_file(struct rp_model *m, struct rp_file *f, const char *cmd) {
   sp_results *r = f->r;
   f->has_events = sp_results_has_events(r);
   if (sp_results_min_start(r, &f->origin) != SP_OK)
-    return sp_cli_error(cmd, "%s: %s", f->path, sp_last_error());
+    return sp_cli_error(cmd, "%s", sp_last_error());
   size_t nr = sp_results_num_ranks(r), nreg = sp_results_num_regions(r);
   f->ranks = malloc((nr ? nr : 1) * sizeof *f->ranks);
   f->regs = calloc(nreg ? nreg : 1, sizeof *f->regs);
@@ -113,7 +113,7 @@ int rp_load_file(struct rp_model *m, struct rp_file *f, const char *cmd) {
     if (!sp_filter_match_region(m->f, sp_results_region_name(r, i))) continue;
     sp_region_stats s;
     if (sp_results_region_stats(r, i, m->f, 0, &s) != SP_OK)
-      return sp_cli_error(cmd, "%s: %s", f->path, sp_last_error());
+      return sp_cli_error(cmd, "%s", sp_last_error());
     if (s.ranks == 0 || s.count == 0) continue;
     f->regs[f->nregs].region = i;
     f->regs[f->nregs].s = s;
@@ -271,7 +271,7 @@ int rp_load_events(struct rp_model *m, struct rp_file *f, const char *cmd) {
     for (uint64_t done = 0; done < info.count && !rc;) {
       size_t k = info.count - done < SLICE ? (size_t)(info.count - done) : SLICE;
       if (sp_results_row_read(r, w, done, k, st, en, NULL, NULL, threads ? th : NULL) != SP_OK) {
-        rc = sp_cli_error(cmd, "%s: %s", f->path, sp_last_error());
+        rc = sp_cli_error(cmd, "%s", sp_last_error());
         break;
       }
       for (size_t j = 0; j < k && !rc; j++) {
@@ -466,6 +466,123 @@ static int flame_panel(struct rp_model *m, struct rp_file *f, int64_t rank, cons
   return rc;
 }
 
+/* The call-path tree of one rank straight from the recorded call and parent
+ * ids, for ranks that get no flame chart: a hash from id to call instead of
+ * sorting every call (which dominates sp_results_call_stack on large files).
+ * It accepts exactly the ids the reader's nesting accepts (unique, parent on
+ * the same thread and sorting before the child by start, longer first, then
+ * id) and builds the same tree; anything else (no ids, async tasks, a
+ * dangling or duplicated id) returns 0 and the caller uses the reader.
+ * Returns 1 when done, 0 to fall back, -1 out of memory, -2 a read error. */
+static int ids_tree(struct rp_model *m, struct rp_file *f, int64_t rank, struct tmap *t,
+                    size_t *tcap) {
+  sp_results *r = f->r;
+  if (!sp_results_has_call_ids(r) || sp_results_has_tasks(r)) return 0;
+  size_t nrows = sp_results_num_rows(r);
+  uint64_t total = 0;
+  for (size_t w = 0; w < nrows; w++) {
+    sp_row_info info;
+    if (sp_results_row_info(r, w, &info) == SP_OK && info.rank == rank) total += info.count;
+  }
+  if (total > ((uint64_t)1 << 31)) return 0;
+  size_t n = (size_t)total, ns = 16;
+  while (ns < 2 * n) ns *= 2;
+  int64_t *id = malloc((n ? n : 1) * sizeof *id), *pid = malloc((n ? n : 1) * sizeof *pid);
+  int64_t *st = malloc((n ? n : 1) * sizeof *st), *en = malloc((n ? n : 1) * sizeof *en);
+  int64_t *th = malloc((n ? n : 1) * sizeof *th);
+  uint32_t *reg = malloc((n ? n : 1) * sizeof *reg), *slot = malloc(ns * sizeof *slot);
+  int64_t *node = malloc((n ? n : 1) * sizeof *node);
+  size_t *stack = malloc((n ? n : 1) * sizeof *stack), nreg = sp_results_num_regions(r);
+  unsigned char *keep = malloc(nreg ? nreg : 1);
+  int rc = id && pid && st && en && th && reg && slot && node && stack && keep ? 1 : -1;
+  for (size_t i = 0; rc == 1 && i < nreg; i++)
+    keep[i] = (unsigned char)sp_filter_match_region(m->f, sp_results_region_name(r, i));
+  size_t at = 0;
+  int threads = sp_results_has_threads(r);
+  for (size_t w = 0; w < nrows && rc == 1; w++) {
+    sp_row_info info;
+    if (sp_results_row_info(r, w, &info) != SP_OK || info.rank != rank || !info.count) continue;
+    for (uint64_t done = 0; done < info.count && rc == 1;) {
+      size_t k = info.count - done < SLICE ? (size_t)(info.count - done) : SLICE;
+      if (sp_results_row_read(r, w, done, k, st + at, en + at, id + at, pid + at,
+                              threads ? th + at : NULL) != SP_OK) {
+        rc = -2;
+        break;
+      }
+      for (size_t j = 0; j < k; j++) {
+        reg[at + j] = (uint32_t)info.region;
+        if (!threads) th[at + j] = -1;
+      }
+      done += k;
+      at += k;
+      sp_cli_progress_cb(m->prog, at, n);
+    }
+  }
+  /* id -> call: open addressing, UINT32_MAX = empty */
+  for (size_t i = 0; rc == 1 && i < ns; i++) slot[i] = UINT32_MAX;
+  for (size_t i = 0; rc == 1 && i < n; i++) {
+    if (id[i] < 0) {
+      rc = 0;
+      break;
+    }
+    size_t h = (size_t)mix(id[i], 0) & (ns - 1);
+    while (slot[h] != UINT32_MAX && id[slot[h]] != id[i]) h = (h + 1) & (ns - 1);
+    if (slot[h] != UINT32_MAX) rc = 0; /* duplicated id */
+    slot[h] = (uint32_t)i;
+  }
+  /* pid[i] becomes the parent's index (or -1), checked as the reader checks */
+  for (size_t i = 0; rc == 1 && i < n; i++) {
+    if (pid[i] < 0) {
+      pid[i] = -1;
+      continue;
+    }
+    size_t h = (size_t)mix(pid[i], 0) & (ns - 1);
+    while (slot[h] != UINT32_MAX && id[slot[h]] != pid[i]) h = (h + 1) & (ns - 1);
+    if (slot[h] == UINT32_MAX) {
+      rc = 0;
+      break;
+    }
+    size_t p = slot[h];
+    int before = st[p] < st[i] || (st[p] == st[i] && (en[p] > en[i] ||
+                                                      (en[p] == en[i] && id[p] < id[i])));
+    if (!before || th[p] != th[i]) {
+      rc = 0;
+      break;
+    }
+    pid[i] = (int64_t)p;
+  }
+  /* node[c]: the tree node of a kept call; for a dropped call its nearest
+   * kept ancestor's node (-1: none); -2 while unknown */
+  for (size_t i = 0; rc == 1 && i < n; i++) node[i] = -2;
+  for (size_t i = 0; rc == 1 && i < n; i++) {
+    size_t top = 0, c = i;
+    while (node[c] == -2) {
+      stack[top++] = c;
+      if (pid[c] < 0) break;
+      c = (size_t)pid[c];
+    }
+    while (top > 0 && rc == 1) {
+      c = stack[--top];
+      int64_t pn = pid[c] < 0 ? -1 : node[pid[c]];
+      if (!keep[reg[c]]) {
+        node[c] = pn;
+        continue;
+      }
+      size_t x;
+      if (tnode(f, t, tcap, pn, reg[c], &x)) rc = -1;
+      else node[c] = (int64_t)x;
+    }
+  }
+  for (size_t i = 0; rc == 1 && i < n; i++) {
+    if (!keep[reg[i]]) continue;
+    f->tree[node[i]].count++;
+    f->tree[node[i]].total_ns += en[i] - st[i];
+  }
+  free(id), free(pid), free(st), free(en), free(th), free(reg), free(slot), free(node), free(stack);
+  free(keep);
+  return rc;
+}
+
 int rp_load_flame(struct rp_model *m, struct rp_file *f, const char *cmd) {
   if (!f->has_events || f->nregs == 0 || f->nranks == 0) return 0;
   int64_t *want = NULL;
@@ -485,10 +602,17 @@ int rp_load_flame(struct rp_model *m, struct rp_file *f, const char *cmd) {
   sp_results_set_progress(f->r, sp_cli_progress_cb, m->prog);
   for (size_t i = 0; i < f->nranks && !rc; i++) {
     int64_t rank = f->ranks[i];
+    int drawn = all ? 1 : want ? rank_in(want, nwant, rank) : i == 0;
+    if (!drawn) {
+      int fast = ids_tree(m, f, rank, &t, &tcap);
+      if (fast == -1) rc = oom(cmd);
+      if (fast == -2) rc = sp_cli_error(cmd, "%s", sp_last_error());
+      if (fast) continue; /* 0: the ids were refused before any node was added */
+    }
     sp_call *c = NULL;
     size_t n = 0, ov = 0;
     if (sp_results_call_stack(f->r, rank, m->f, &c, &n, &ov) != SP_OK) {
-      rc = sp_cli_error(cmd, "%s: %s", f->path, sp_last_error());
+      rc = sp_cli_error(cmd, "%s", sp_last_error());
       break;
     }
     f->overlaps += ov;
@@ -504,7 +628,6 @@ int rp_load_flame(struct rp_model *m, struct rp_file *f, const char *cmd) {
       f->tree[node_of[k]].total_ns += c[k].end_ns - c[k].start_ns;
     }
     free(node_of);
-    int drawn = all ? 1 : want ? rank_in(want, nwant, rank) : i == 0;
     if (!rc && drawn && flame_panel(m, f, rank, c, n, ov)) rc = oom(cmd);
     free(c);
   }
@@ -521,7 +644,7 @@ int rp_load_table(struct rp_model *m, struct rp_file *f, const char *cmd) {
   for (size_t k = 0; k < f->nregs; k++) {
     if (sp_results_region_stats(f->r, f->regs[k].region, m->f, flags, &f->regs[k].s) != SP_OK) {
       sp_results_set_progress(f->r, NULL, NULL);
-      return sp_cli_error(cmd, "%s: %s", f->path, sp_last_error());
+      return sp_cli_error(cmd, "%s", sp_last_error());
     }
   }
   sp_results_set_progress(f->r, NULL, NULL);

@@ -132,7 +132,11 @@ def main():
         else:
             fail("the page's script never reported ready")
         title = d.js("return document.title;")
-        print(f"ok: loaded {os.path.basename(a.report)} from file:// (title: {title})")
+        load_ms = d.js("var n=performance.getEntriesByType('navigation')[0];"
+                       "return n ? Math.round(n.loadEventEnd - n.startTime) : -1;")
+        size = os.path.getsize(a.report)
+        print(f"ok: loaded {os.path.basename(a.report)} from file:// (title: {title}; "
+              f"{size / 1e6:.2f} MB, load event after {load_ms} ms)")
 
         charts = d.js("""
           return [].map.call(document.querySelectorAll('svg.chart'), function(c) {

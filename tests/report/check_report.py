@@ -158,6 +158,17 @@ def call_paths(p, keep, ranks):
     return totals
 
 
+def labels_of(profs, given):
+    """The report's file labels: given, or metadata label, or stem; repeats "x (2)"."""
+    out = []
+    for i, p in enumerate(profs):
+        base = given[i] if given else (p.meta.get("label") or
+                                       os.path.splitext(os.path.basename(p.path))[0])
+        n = sum(1 for q in out if q == base or q.startswith(base + " ("))
+        out.append(f"{base} ({n + 1})" if n else base)
+    return out
+
+
 def bars_of(root):
     return [e for e in root.iter() if "bar" in (e.get("class") or "").split()]
 
@@ -255,8 +266,18 @@ def main():
                  for p in profs]
         rsel = [set(p.ranks) if sel is None else set(p.ranks) & sel for p in profs]
         if stem in ("gantt", "timeseries"):
-            want = sum(len([c for c in p.calls(k, r) if c[0] in k])
-                       for p, k, r in zip(profs, keeps, rsel) if p.has_events)
+            # lanes past the limit are dropped by whole ranks, as the note says
+            shown = [re.match(r"(.*): (?:lanes|calls) of (\d+) of \d+ ranks shown", n)
+                     for n in notes]
+            limit = {mm.group(1): int(mm.group(2)) for mm in shown if mm}
+            want = 0
+            for p, k, r, lab in zip(profs, keeps, rsel, labels_of(profs, a.labels)):
+                if p.has_events:
+                    rr = set(sorted(r)[:limit[lab]]) if lab in limit else r
+                    want += len([c for c in p.calls(k, rr) if c[0] in k])
+                    if lab in limit:
+                        desc += f", {limit[lab]} of {len(r)} ranks"
+
             got = covered(bars)
             if got != want:
                 fail(f"{stem}: marks cover {got} calls, the files have {want}")
@@ -310,7 +331,15 @@ def main():
                 tot = [t[1] for t in tot if t]
                 pos = [v for v in tot if v > 0]
                 log = bool(pos) and max(pos) / min(pos) > 50
-                want += len([v for v in tot if not log or v > 0])
+                grouped = [n for n in notes if "ranks per bar" in n]
+                if grouped:  # ranks grouped: one bar per group that ran the region
+                    g = int(re.search(r": (\d+) ranks per bar", grouped[0]).group(1))
+                    rs = sorted(r)
+                    want += sum(1 for reg in k for j in range(0, len(rs), g)
+                                if any(p.summary_stats(reg, {x}) for x in rs[j:j + g]))
+                    desc += f", {g} ranks per bar"
+                else:
+                    want += len([v for v in tot if not log or v > 0])
             if len(bars) != want:
                 fail(f"imbalance: {len(bars)} bars, expected {want} (region, rank) totals")
             line(stem, desc + " = (region, rank) pairs")

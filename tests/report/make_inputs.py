@@ -12,6 +12,7 @@ Small inputs (all deterministic):
               io on rank 0 only, a worker thread on rank 0, rank 3 slow in solve
   scale_1/2/4.h5  the same program on 1, 2 and 4 ranks (strong scaling);
               metadata "variant" = "c", "a", "b" for the categorical x order
+  ranks64.h5  64 ranks x 3 regions x 2 steps, for the lane and bar limits
   lod.h5      one rank, 6000 short calls of "tick" in one lane plus a parent,
               so the Gantt lane has more calls than pixel columns
   names.h5    25 regions with names that need escaping (<, &, quotes,
@@ -171,6 +172,16 @@ def small(out):
         write(os.path.join(out, f"scale_{ranks}.h5"), NAMES,
               program(ranks, steps=3, worker=False, scale=1.0 / ranks),
               meta(ranks, f"scale_{ranks}", variant=variant))
+    run = Run()
+    for r in range(64):
+        t = BASE + r * US
+        for k in range(2):
+            a = run.call(0, r, t, t + (300 + 5 * r) * US)
+            run.call(1, r, t + 10 * US, t + (200 + 3 * (r % 8)) * US, a)
+            run.call(2, r, t + (250 + r) * US, t + (290 + r) * US, a)
+            t += 400 * US
+    write(os.path.join(out, "ranks64.h5"), ["outer", "compute", "exchange"], run,
+          meta(64, "ranks64"), threads=False)
     run = Run()
     top = run.call(0, 0, BASE, BASE + 6000 * 20 * US + 10 * US)
     for i in range(6000):
