@@ -1,0 +1,12 @@
+# profiles that point outside themselves: an external link to another (valid)
+# profile and one to itself, and a dataset whose bytes are stored in a local
+# file. Nothing outside the profile may be opened or printed.
+source "$SP_SRC/tests/cli/hostile/common.bash"
+cp "$HOSTILE"/external_*.h5 "$HOSTILE/valid.h5" .
+echo "PRIVATE KEY MATERIAL" > secret.txt
+probe external_link.h5 external_link_self.h5 external_storage.h5
+if "$SP" inspect external_storage.h5 2>&1 | grep -q PRIVATE; then
+  echo "secret.txt was read and printed"
+else
+  echo "secret.txt was not read"
+fi
