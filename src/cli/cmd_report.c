@@ -310,6 +310,7 @@ int sp_cmd_report(int argc, char **argv) {
   for (size_t i = 0; i < m.nfiles; i++)
     if ((rc = rp_load_file(&m, &m.files[i], CMD))) goto out_prog;
   if ((rc = rp_assign_regions(&m, CMD))) goto out_prog;
+  for (size_t i = 0; i < m.nfiles; i++) m.ptotal += rp_work(&m, &m.files[i]);
   for (size_t i = 0; i < m.nfiles; i++) {
     if ((rc = rp_load_events(&m, &m.files[i], CMD))) goto out_prog;
     if ((rc = rp_load_flame(&m, &m.files[i], CMD))) goto out_prog;
@@ -419,7 +420,6 @@ out:
   for (size_t i = 0; i < m.nregions; i++) free(m.regions[i].name);
   free(m.regions);
   free(m.all_ranks);
-  sp_cli_strs_free(&m.warnings);
   free(html);
   free(json);
   sp_filter_free(f);

@@ -202,7 +202,7 @@ int rp_chart_gantt(struct rp_model *m, struct rp_svg *out) {
       }
       for (size_t i = a; i < b; i++) {
         struct rp_lane *l = &f->lanes[i];
-        rp_marks_fold(&l->m, f->origin, f->end - f->origin, cols, 0);
+        rp_marks_fold(&l->m, f->origin, f->end - f->origin, cols);
         for (size_t k = 0; k < l->m.n; k++) {
           const struct rp_mark *mk = &l->m.v[k];
           if (mk->n > 1) {
@@ -316,7 +316,7 @@ int rp_chart_flame(struct rp_model *m, struct rp_svg *out) {
       }
       for (size_t i = 0; i < fp->nrows; i++) {
         struct rp_frow *w = &fp->rows[i];
-        rp_marks_fold(&w->m, f->origin, f->end - f->origin, cols, 0);
+        rp_marks_fold(&w->m, f->origin, f->end - f->origin, cols);
         for (size_t k = 0; k < w->m.n; k++) {
           const struct rp_mark *mk = &w->m.v[k];
           if (mk->n > 1) {
@@ -545,7 +545,7 @@ int rp_chart_timeseries(struct rp_model *m, struct rp_svg *out) {
                     f->ngantt_ranks, f->nranks);
     double lo = INFINITY, hi = 0;
     for (size_t s = 0; s < f->nseries; s++) {
-      rp_marks_fold(&f->series[s].m, f->origin, f->end - f->origin, cols, 1);
+      rp_marks_fold(&f->series[s].m, f->origin, f->end - f->origin, cols);
       for (size_t k = 0; k < f->series[s].m.n; k++) {
         const struct rp_mark *mk = &f->series[s].m.v[k];
         double a = (double)mk->dmin / 1e9, b = (double)mk->dmax / 1e9;

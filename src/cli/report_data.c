@@ -20,6 +20,28 @@
 
 static int oom(const char *cmd) { return sp_cli_error(cmd, "out of memory"); }
 
+/* Progress of one operation (the reader's or ours) on the report's single
+ * bar: events done so far in earlier operations plus this one's. */
+static void progress(void *ctx, uint64_t done, uint64_t total) {
+  struct rp_model *m = ctx;
+  (void)total;
+  sp_cli_progress_cb(m->prog, m->pdone + done, m->ptotal > m->pdone + done ? m->ptotal
+                                                                            : m->pdone + done);
+}
+
+uint64_t rp_work(const struct rp_model *m, const struct rp_file *f) {
+  if (!f->has_events) return 0;
+  uint64_t kept = 0, all = 0;
+  for (size_t w = 0; w < sp_results_num_rows(f->r); w++) {
+    sp_row_info info;
+    if (sp_results_row_info(f->r, w, &info) != SP_OK || !sp_filter_match_rank(m->f, info.rank))
+      continue;
+    all += info.count;
+    if (f->gidx[info.region] != SIZE_MAX) kept += info.count;
+  }
+  return kept + all + kept; /* Gantt pass, call stacks, percentiles */
+}
+
 static int push_mark(struct rp_marks *m, const struct rp_mark *k) {
   if (m->n == m->cap) {
     size_t cap = m->cap ? m->cap * 2 : 16;
@@ -60,8 +82,7 @@ static int add_call(struct rp_marks *m, const struct rp_mark *k, int lod, int64_
   return push_mark(m, k);
 }
 
-void rp_marks_fold(struct rp_marks *m, int64_t origin, int64_t span, size_t cols, int series) {
-  (void)series;
+void rp_marks_fold(struct rp_marks *m, int64_t origin, int64_t span, size_t cols) {
   if (m->n <= cols || cols == 0) return;
   double bw = (double)(span > 0 ? span : 1) / (double)cols;
   size_t k = 0;
@@ -315,12 +336,13 @@ int rp_load_events(struct rp_model *m, struct rp_file *f, const char *cmd) {
       }
       done += k;
       done_all += k;
-      sp_cli_progress_cb(m->prog, done_all, total);
+      progress(m, done_all, total);
     }
   }
   free(st);
   free(en);
   free(th);
+  m->pdone += total;
   if (!rc && f->nlanes) {
     /* lanes: by rank, then region in order of first call, then thread */
     for (size_t i = 0; i < f->nlanes; i++) f->lanes[i].region = order[f->lanes[i].region];
@@ -515,7 +537,7 @@ static int ids_tree(struct rp_model *m, struct rp_file *f, int64_t rank, struct 
       }
       done += k;
       at += k;
-      sp_cli_progress_cb(m->prog, at, n);
+      progress(m, at, n);
     }
   }
   /* id -> call: open addressing, UINT32_MAX = empty */
@@ -599,15 +621,24 @@ int rp_load_flame(struct rp_model *m, struct rp_file *f, const char *cmd) {
   size_t tcap = 0;
   int rc = 0;
   m->prog->label = "building call trees";
-  sp_results_set_progress(f->r, sp_cli_progress_cb, m->prog);
+  sp_results_set_progress(f->r, progress, m);
   for (size_t i = 0; i < f->nranks && !rc; i++) {
     int64_t rank = f->ranks[i];
     int drawn = all ? 1 : want ? rank_in(want, nwant, rank) : i == 0;
+    uint64_t rank_events = 0;
+    for (size_t w = 0; w < sp_results_num_rows(f->r); w++) {
+      sp_row_info info;
+      if (sp_results_row_info(f->r, w, &info) == SP_OK && info.rank == rank)
+        rank_events += info.count;
+    }
     if (!drawn) {
       int fast = ids_tree(m, f, rank, &t, &tcap);
       if (fast == -1) rc = oom(cmd);
       if (fast == -2) rc = sp_cli_error(cmd, "%s", sp_last_error());
-      if (fast) continue; /* 0: the ids were refused before any node was added */
+      if (fast) {
+        m->pdone += rank_events;
+        continue;
+      } /* 0: the ids were refused before any node was added */
     }
     sp_call *c = NULL;
     size_t n = 0, ov = 0;
@@ -630,6 +661,7 @@ int rp_load_flame(struct rp_model *m, struct rp_file *f, const char *cmd) {
     free(node_of);
     if (!rc && drawn && flame_panel(m, f, rank, c, n, ov)) rc = oom(cmd);
     free(c);
+    m->pdone += rank_events;
   }
   sp_results_set_progress(f->r, NULL, NULL);
   free(t.slots);
@@ -640,12 +672,14 @@ int rp_load_flame(struct rp_model *m, struct rp_file *f, const char *cmd) {
 int rp_load_table(struct rp_model *m, struct rp_file *f, const char *cmd) {
   unsigned flags = SP_STATS_OWN | (f->has_events ? SP_STATS_PERCENTILES : 0u);
   m->prog->label = "percentiles";
-  sp_results_set_progress(f->r, sp_cli_progress_cb, m->prog);
+  sp_results_set_progress(f->r, progress, m);
   for (size_t k = 0; k < f->nregs; k++) {
+    uint64_t calls = f->has_events ? f->regs[k].s.count : 0;
     if (sp_results_region_stats(f->r, f->regs[k].region, m->f, flags, &f->regs[k].s) != SP_OK) {
       sp_results_set_progress(f->r, NULL, NULL);
       return sp_cli_error(cmd, "%s", sp_last_error());
     }
+    m->pdone += calls;
   }
   sp_results_set_progress(f->r, NULL, NULL);
   return 0;

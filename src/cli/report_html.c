@@ -74,10 +74,16 @@ static const char *const page_js[] = {
     " var h=parseFloat(g.getAttribute('data-y0'))+y+6;c.setAttribute('height',h);"
     "c.setAttribute('viewBox','0 0 '+c.getAttribute('width')+' '+h);}\n",
     "function selectRank(r){charts.forEach(function(c){var mode=c.getAttribute('data-rankmode');\n",
-    " if(mode==='1'){var blks=[].slice.call(c.querySelectorAll('.blocks > .blk'));"
+    " if(mode==='1'){var g=c.querySelector('.blocks'),old=g.querySelector('.rank-missing');"
+    "if(old)g.removeChild(old);\n",
+    "  var blks=[].slice.call(c.querySelectorAll('.blocks > .blk'));"
     "var has=blks.some(function(b){return b.getAttribute('data-rank')===r;});\n",
     "  blks.forEach(function(b){var br=b.getAttribute('data-rank');b.style.display=(r==='all'||"
-    "br===null||!has||br===r)?'':'none';});relayout(c);}\n",
+    "br===null||br===r)?'':'none';});\n",
+    "  if(r!=='all'&&!has){var m=el('g',{'class':'blk rank-missing','data-h':24});"
+    "m.appendChild(el('text',{'class':'note',x:10,y:16},'rank '+r+' is not drawn in this chart "
+    "(see --ranks, --flame-ranks, --max-bars)'));g.insertBefore(m,g.firstChild);}\n",
+    "  relayout(c);}\n",
     " else if(mode==='2'){[].forEach.call(c.querySelectorAll('.bar[data-rank]'),function(e){"
     "e.style.display=(r==='all'||e.getAttribute('data-rank')===r)?'':'none';});}\n",
     " else if(mode==='3'){[].forEach.call(c.querySelectorAll('.bar[data-rank]'),function(e){"

@@ -146,7 +146,7 @@ struct rp_model {
   int64_t *all_ranks;        /* union of the files' selected ranks */
   size_t nall_ranks;
   struct sp_cli_progress *prog;
-  struct sp_cli_strs warnings; /* printed on stderr by the command */
+  uint64_t pdone, ptotal;    /* one progress bar over every phase, in events */
 };
 
 #define RP_MAX_DEPTH 64
@@ -163,10 +163,11 @@ int rp_assign_regions(struct rp_model *m, const char *cmd); /* global regions, c
 int rp_load_events(struct rp_model *m, struct rp_file *f, const char *cmd); /* Gantt, series */
 int rp_load_flame(struct rp_model *m, struct rp_file *f, const char *cmd); /* stacks, tree */
 int rp_load_table(struct rp_model *m, struct rp_file *f, const char *cmd); /* percentiles, own */
+uint64_t rp_work(const struct rp_model *m, const struct rp_file *f); /* events the above read */
 void rp_free_file(struct rp_file *f);
 /* Re-bucket marks so that there are at most `cols` pixel columns over
  * [origin, origin + span): marks starting in the same column merge. */
-void rp_marks_fold(struct rp_marks *m, int64_t origin, int64_t span, size_t cols, int series);
+void rp_marks_fold(struct rp_marks *m, int64_t origin, int64_t span, size_t cols);
 size_t rp_global_region(const struct rp_model *m, const char *name);
 
 /* ---- SVG -------------------------------------------------------------------------- */
