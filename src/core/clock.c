@@ -102,8 +102,12 @@ struct sp_clock_map sp__clock_map(uint64_t tick0, int64_t ns0, uint64_t tick1, i
   }
   /* Over a second or more the run's own span gives a better rate than the
    * start-up calibration (and follows any slow drift between the clocks). */
-  if (ns1 - ns0 >= 1000000000 && tick1 > tick0)
-    c.mult = (uint64_t)((double)(ns1 - ns0) / (double)(tick1 - tick0) * 4294967296.0);
+  if (ns1 > ns0 && (uint64_t)ns1 - (uint64_t)ns0 >= 1000000000u && tick1 > tick0) {
+    double mult = (double)((uint64_t)ns1 - (uint64_t)ns0) / (double)(tick1 - tick0) * 4294967296.0;
+    /* Anchors read back from a spill file may be corrupt: a rate far from
+     * the calibration is not the clock's. */
+    if (mult > (double)calib_mult / 2 && mult < (double)calib_mult * 2) c.mult = (uint64_t)mult;
+  }
   return c;
 }
 

@@ -18,6 +18,7 @@
  */
 #include <errno.h>
 #include <fcntl.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -157,6 +158,41 @@ static char *get_str(struct in *i) {
   return s;
 }
 
+/* A spill is outside data: its times feed conversions and int64 ns sums
+ * that trust in-process values. Ticks more than TICK_REACH from the run's
+ * start tick, or call durations adding up to 2^62 ns (146 years), would
+ * overflow them; a real run is years and a century away from either. */
+#define TICK_REACH (UINT64_C(1) << 56)
+
+static int near_start(uint64_t t, uint64_t tick0) {
+  return (t >= tick0 ? t - tick0 : tick0 - t) < TICK_REACH;
+}
+
+/* An event that ended must end after it starts, near the run; otherwise it
+ * is dropped like a call of an unknown region. Adds its duration to *spent. */
+static void check_event(struct sp__event *ev, uint64_t tick0, uint64_t *spent) {
+  if (!ev->end) return;
+  if (ev->end < ev->start || !near_start(ev->start, tick0) || !near_start(ev->end, tick0) ||
+      __builtin_add_overflow(*spent, ev->end - ev->start, spent)) {
+    ev->region = 0;
+    ev->end = 0;
+  }
+}
+
+/* An accumulator whose fields contradict each other is dropped (count 0). */
+static void check_agg(struct sp__agg *a, uint64_t tick0, uint64_t *spent) {
+  if (!a->count) return;
+  int64_t reach = (int64_t)TICK_REACH;
+  int ok = a->min >= 0 && a->min <= a->max && a->max <= a->total && a->total < reach &&
+           a->excl > -reach && a->excl < reach && a->first >= 0 && a->first <= a->max &&
+           a->last >= 0 && a->last <= a->max && a->shift > -reach && a->shift < reach &&
+           near_start(a->start_min, tick0) && near_start(a->last_start, tick0) &&
+           near_start(a->end_max, tick0) && isfinite(a->s1) && isfinite(a->s2) &&
+           fabs(a->s1) < 1e30 && a->s2 >= 0 && a->s2 < 1e60 &&
+           !__builtin_add_overflow(*spent, (uint64_t)a->total, spent);
+  if (!ok) a->count = 0;
+}
+
 sp_status sp__spill_recover(const char *spill, const char *out_path, char *written, size_t written_len) {
   FILE *f = fopen(spill, "rb");
   if (!f) return sp__set_error(SP_ERR_IO, "cannot open spill file %s: %s", spill, strerror(errno));
@@ -205,6 +241,8 @@ sp_status sp__spill_recover_mem(const void *data, size_t len, const char *spill,
   if (in.bad || nset > 4096) {
     return sp__set_error(SP_ERR_FORMAT, "%s: truncated or corrupt spill header", spill);
   }
+  if (tick1 < tick0 || ns0 < 0 || ns1 < ns0 || ns1 >= (INT64_C(1) << 62) || tick1 - tick0 >= TICK_REACH)
+    return sp__set_error(SP_ERR_FORMAT, "%s: the clock anchors in the spill header are corrupt", spill);
   /* The run's settings, replayed as overrides so recovery resolves the
    * same configuration (file_path can be redirected with out_path). */
   char **ov = calloc((size_t)nset + 2, sizeof *ov);
@@ -255,6 +293,7 @@ sp_status sp__spill_recover_mem(const void *data, size_t len, const char *spill,
   }
   uint32_t nthreads = get_u32(&in);
   sp_thread_rec **tail = &m->threads;
+  uint64_t spent = 0; /* ticks of all calls recovered */
   for (uint32_t k = 0; k < nthreads && !in.bad; k++) {
     const unsigned char *mark = in.p;
     uint32_t index = get_u32(&in), tid = get_u32(&in);
@@ -281,6 +320,7 @@ sp_status sp__spill_recover_mem(const void *data, size_t len, const char *spill,
       uint32_t rid = t->hot.ev[e].region;
       t->hot.ev[e].region = rid <= nreg ? idmap[rid] : 0;
       if (!t->hot.ev[e].region) t->hot.ev[e].end = 0; /* unknown region: drop the call */
+      check_event(&t->hot.ev[e], tick0, &spent);
     }
     uint32_t acc_cap = get_u32(&in);
     if (!in.bad && acc_cap <= (uint64_t)(in.end - in.p) / sizeof(struct sp__agg)) {
@@ -293,8 +333,10 @@ sp_status sp__spill_recover_mem(const void *data, size_t len, const char *spill,
       t->hot.acc = calloc(need, sizeof *t->hot.acc);
       t->hot.acc_cap = t->hot.acc ? need : 0;
       if (t->hot.acc) sp__agg_reset(t->hot.acc, need);
-      for (uint32_t id = 1; acc && t->hot.acc && id < acc_cap && id <= nreg; id++)
+      for (uint32_t id = 1; acc && t->hot.acc && id < acc_cap && id <= nreg; id++) {
+        check_agg(&acc[id], tick0, &spent);
         if (idmap[id] && acc[id].count) t->hot.acc[idmap[id]] = acc[id];
+      }
       free(acc);
     }
     *tail = t;
@@ -305,6 +347,12 @@ sp_status sp__spill_recover_mem(const void *data, size_t len, const char *spill,
    * threads that are complete, and say so. */
   char endm[8] = {0};
   int complete = !in.bad && get(&in, endm, 8) == 0 && memcmp(endm, SPILL_END, 8) == 0;
+  struct sp_clock_map cm = sp__clock_map(tick0, ns0, tick1, ns1);
+  if ((double)spent * (double)cm.mult / 4294967296.0 >= 0x1p62) {
+    st = sp__set_error(SP_ERR_FORMAT, "%s: the calls in the spill add up to an impossible duration; "
+                       "the file is corrupt", spill);
+    goto done;
+  }
   m->run_tick0 = tick0;
   m->run_ns0 = ns0;
   m->cfg.start_time_ns = start_ns;
