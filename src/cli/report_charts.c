@@ -67,7 +67,7 @@ static void panel_title(FILE *o, const char *label, int64_t rank, const char *wh
 /* A drawn call or merged column. */
 static void bar(FILE *o, struct rp_chart *c, const struct rp_model *m, const struct rp_file *f,
                 const struct rp_mark *k, double x, double y, double w, double h, int64_t rank,
-                int64_t thread, const char *data_rank) {
+                int64_t thread) {
   size_t g = f->gidx[k->region];
   c->used[g] = 1;
   c->bars++;
@@ -80,12 +80,16 @@ static void bar(FILE *o, struct rp_chart *c, const struct rp_model *m, const str
   fputs("\" height=\"", o);
   rp_px(o, h);
   fputc('"', o);
+  if (w < 1) { /* drawn one pixel wide; the page keeps it one screen pixel when zoomed */
+    fputs(" data-w=\"", o);
+    rp_px(o, w > 0.01 ? w : 0.01);
+    fputc('"', o);
+  }
   if (k->n > 1 && k->e > k->s) {
     double busy = (double)k->sum / (double)(k->e - k->s);
     fprintf(o, " fill-opacity=\"%.2f\"", 0.35 + 0.65 * (busy > 1 ? 1 : busy));
   }
-  rp_mark_attrs(o, m, f, k, data_rank ? -1 : rank);
-  if (data_rank) fprintf(o, " data-rank=\"%s\"", data_rank);
+  rp_mark_attrs(o, m, f, k, rank);
   if (thread >= 0) fprintf(o, " data-thread=\"%lld\"", (long long)thread);
   fputc('>', o);
   rp_mark_title(o, m, f, k, rank, thread, NULL);
@@ -211,7 +215,7 @@ int rp_chart_gantt(struct rp_model *m, struct rp_svg *out) {
           }
           double x0 = xpos(f, mk->s, pw), x1 = xpos(f, mk->e, pw);
           bar(o, &c, m, f, mk, x0, (double)(i - a) * LANE_H + 2, x1 - x0, LANE_H - 4, l->rank,
-              l->thread, NULL);
+              l->thread);
         }
       }
       fputs("</svg>", o);
@@ -325,7 +329,7 @@ int rp_chart_flame(struct rp_model *m, struct rp_svg *out) {
           }
           double x0 = xpos(f, mk->s, pw), x1 = xpos(f, mk->e, pw);
           bar(o, &c, m, f, mk, x0, (double)i * LANE_H + 1, x1 - x0, LANE_H - 2, fp->rank,
-              w->thread, NULL);
+              w->thread);
         }
       }
       fputs("</svg><g class=\"flabels\">", o);
@@ -489,7 +493,13 @@ int rp_chart_flamegraph(struct rp_model *m, struct rp_svg *out) {
       rp_px(o, (double)g.depth[i] * LANE_H + 1);
       fputs("\" width=\"", o);
       rp_px(o, g.w[i] < 1 ? 1 : g.w[i]);
-      fprintf(o, "\" height=\"%g\" data-region=\"", LANE_H - 2);
+      fprintf(o, "\" height=\"%g\"", LANE_H - 2);
+      if (g.w[i] < 1) {
+        fputs(" data-w=\"", o);
+        rp_px(o, g.w[i]);
+        fputc('"', o);
+      }
+      fputs(" data-region=\"", o);
       rp_xml(o, m->regions[gi].name);
       fprintf(o, "\" data-ri=\"%zu\" data-rank=\"all\" data-start=\"%.9g\" data-dur=\"%.6g\" "
                  "data-calls=\"%llu\" data-depth=\"%u\"><title>",
@@ -592,9 +602,9 @@ int rp_chart_timeseries(struct rp_model *m, struct rp_svg *out) {
           merged_calls += mk->n;
           merged_bars++;
           double x1 = RP_LEFT + xpos(f, mk->e, pw);
-          bar(o, &c, m, f, &shown, x - 1, y0 - 1, (x1 - x) + 2, (y1 - y0) + 2, sr->rank, -1, NULL);
+          bar(o, &c, m, f, &shown, x - 1, y0 - 1, (x1 - x) + 2, (y1 - y0) + 2, sr->rank, -1);
         } else {
-          bar(o, &c, m, f, &shown, x - 1.5, y0 - 1.5, 3, 3, sr->rank, -1, NULL);
+          bar(o, &c, m, f, &shown, x - 1.5, y0 - 1.5, 3, 3, sr->rank, -1);
         }
       }
     }

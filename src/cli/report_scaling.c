@@ -194,7 +194,7 @@ int rp_chart_durations(struct rp_model *m, int metric, struct rp_svg *out) {
       if (x > 0 && x < lo) lo = x;
       if (x > hi) hi = x;
     }
-  int log = hi > 0 && isfinite(lo) && hi / lo > 1000;
+  int log = hi > 0 && isfinite(lo) && hi / lo > 100;
   struct rp_axis ya;
   /* on a log scale the smallest bar still needs a visible height */
   rp_axis_value(&ya, log ? lo / 5 : 0, hi > 0 ? hi : 1e-9, log, 1);

@@ -454,11 +454,11 @@ static void legend(struct rp_chart *c, const struct rp_model *m) {
   for (size_t i = 0; c->used && i < c->nused; i++) any += c->used[i];
   if (!any) return;
   double x = 10, y = 0, rowh = 18, maxw = c->width - 10;
-  FILE *tmp_buf_o;
+  FILE *lo;
   char *tb = NULL;
   size_t tl = 0;
-  tmp_buf_o = open_memstream(&tb, &tl);
-  if (!tmp_buf_o) return;
+  lo = open_memstream(&tb, &tl);
+  if (!lo) return;
   for (size_t i = 0; i < c->nused; i++) {
     if (!c->used[i]) continue;
     size_t w = sp_cli_width(m->regions[i].name);
@@ -467,24 +467,24 @@ static void legend(struct rp_chart *c, const struct rp_model *m) {
       x = 10;
       y += rowh;
     }
-    fprintf(tmp_buf_o, "<g class=\"li\" data-ri=\"%zu\" data-region=\"", i);
-    rp_xml(tmp_buf_o, m->regions[i].name);
-    fprintf(tmp_buf_o, "\"><rect class=\"sw r%zu\" x=\"", i);
-    rp_px(tmp_buf_o, x);
-    fputs("\" y=\"", tmp_buf_o);
-    rp_px(tmp_buf_o, y + 4);
-    fputs("\" width=\"11\" height=\"11\"/><text x=\"", tmp_buf_o);
-    rp_px(tmp_buf_o, x + 15);
-    fputs("\" y=\"", tmp_buf_o);
-    rp_px(tmp_buf_o, y + 13.5);
-    fputs("\">", tmp_buf_o);
-    rp_xml_clip(tmp_buf_o, m->regions[i].name, 40);
-    fputs("</text><title>", tmp_buf_o);
-    rp_xml(tmp_buf_o, m->regions[i].name);
-    fputs(" (click to highlight everywhere)</title></g>", tmp_buf_o);
+    fprintf(lo, "<g class=\"li\" data-ri=\"%zu\" data-region=\"", i);
+    rp_xml(lo, m->regions[i].name);
+    fprintf(lo, "\"><rect class=\"sw r%zu\" x=\"", i);
+    rp_px(lo, x);
+    fputs("\" y=\"", lo);
+    rp_px(lo, y + 4);
+    fputs("\" width=\"11\" height=\"11\"/><text x=\"", lo);
+    rp_px(lo, x + 15);
+    fputs("\" y=\"", lo);
+    rp_px(lo, y + 13.5);
+    fputs("\">", lo);
+    rp_xml_clip(lo, m->regions[i].name, 40);
+    fputs("</text><title>", lo);
+    rp_xml(lo, m->regions[i].name);
+    fputs(" (click to highlight everywhere)</title></g>", lo);
     x += iw;
   }
-  fclose(tmp_buf_o);
+  fclose(lo);
   double h = y + rowh + 8;
   rp_block_begin(c, h, -1, "legend");
   if (tb) fwrite(tb, 1, tl, c->body);

@@ -319,7 +319,7 @@ def main():
                     cnt, tot, lo, hi = p.summary_stats(p.names.index(n), r)
                     vals.append({"avg": tot / cnt, "min": lo, "max": hi, "total": tot}[metric])
             pos = [v for v in vals if v > 0]
-            log = bool(pos) and max(pos) / min(pos) > 1000
+            log = bool(pos) and max(pos) / min(pos) > 100
             want = len([v for v in vals if not log or v > 0])
             if len(bars) != want:
                 fail(f"{stem}: {len(bars)} bars, expected {want}")
