@@ -90,7 +90,7 @@ static void drop_inherited(struct sp_manager *m) {
     t->hot.nopen = 0;
     sp__agg_reset(t->hot.acc, t->hot.acc_cap);
   }
-  memset(m->calls_done, 0, m->calls_done_cap * sizeof *m->calls_done);
+  if (m->calls_done) memset(m->calls_done, 0, m->calls_done_cap * sizeof *m->calls_done);
   m->forked_child = 0;
 }
 
