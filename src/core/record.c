@@ -286,20 +286,33 @@ static int opt_in_disabled(struct sp_manager *m, sp_thread_rec *t, uint32_t r) {
   return d == 2;
 }
 
-SP_API int sp__begin_slow(void *mv, uint32_t r) {
-  struct sp_manager *m = mv;
-  if (m->hot.state == SP__STATE_OFF) return 0;
+/* What both slow paths do first: the calling thread's record, the region id
+ * without its opt-in bit; NULL (with the status in *rc) for a call to ignore
+ * (off, disabled opt-in region) or refuse (no memory, invalid handle). */
+static sp_thread_rec *slow_entry(struct sp_manager *m, uint32_t r, uint32_t *id, int *rc) {
+  *rc = 0;
+  if (m->hot.state == SP__STATE_OFF) return NULL;
   sp_thread_rec *t = sp__thread_attach(m);
   if (!t) {
     __atomic_fetch_add(&m->problems.dropped_events, 1, __ATOMIC_RELAXED);
-    return SP_ERR_NO_MEMORY;
+    *rc = SP_ERR_NO_MEMORY;
+    return NULL;
   }
-  uint32_t id = r & ~SP__REGION_SLOW_BIT;
-  if (id == 0 || !sp__region_info(id)) {
+  *id = r & ~SP__REGION_SLOW_BIT;
+  if (*id == 0 || !sp__region_info(*id)) {
     t->invalid_regions++;
-    return SP_ERR_INVALID_ARGUMENT;
+    *rc = SP_ERR_INVALID_ARGUMENT;
+    return NULL;
   }
-  if (opt_in_disabled(m, t, r)) return 0;
+  return opt_in_disabled(m, t, r) ? NULL : t;
+}
+
+SP_API int sp__begin_slow(void *mv, uint32_t r) {
+  struct sp_manager *m = mv;
+  int rc;
+  uint32_t id;
+  sp_thread_rec *t = slow_entry(m, r, &id, &rc);
+  if (!t) return rc;
   if (m->cfg.aggregation_mode) {
     if (t->hot.nopen == t->hot.open_cap && sp__thread_grow_open(t) != 0) {
       t->dropped_events++;
@@ -350,15 +363,10 @@ SP_API int sp__begin_slow(void *mv, uint32_t r) {
 SP_API int sp__end_slow(void *mv, uint32_t r) {
   struct sp_manager *m = mv;
   uint64_t now = sp__ticks();
-  if (m->hot.state == SP__STATE_OFF) return 0;
-  sp_thread_rec *t = sp__thread_attach(m);
-  if (!t) return SP_ERR_NO_MEMORY;
-  uint32_t id = r & ~SP__REGION_SLOW_BIT;
-  if (id == 0 || !sp__region_info(id)) {
-    t->invalid_regions++;
-    return SP_ERR_INVALID_ARGUMENT;
-  }
-  if (opt_in_disabled(m, t, r)) return 0;
+  int rc;
+  uint32_t id;
+  sp_thread_rec *t = slow_entry(m, r, &id, &rc);
+  if (!t) return rc;
   if (m->cfg.aggregation_mode) {
     if (t->hot.nopen == 0) {
       t->unmatched_ends++;

@@ -460,6 +460,24 @@ static int write_piece(int64_t ds, int u32, uint64_t off, uint64_t n, const void
   return sp__h5_write_slice(ds, u32, off, n, data);
 }
 
+#define FILL_BATCH 4096 /* calls written per HDF5 call when assembling */
+
+/* Write a batch of merged calls (columns o[0..3], thread ids, probe
+ * columns) at event offset `off`; -1 on an HDF5 error. */
+static int flush_out(const struct fill_ctx *f, const int64_t *ds, size_t nds, uint64_t off, uint64_t nout,
+                     int64_t *const o[4], const uint32_t *othr, const int64_t *ocols) {
+  int ncols = f->m->probe_ncols, rc = 0;
+  for (int k = 0; k < 4; k++) rc |= write_piece(ds[k], 0, off, nout, o[k]);
+  size_t x = 4;
+  if (f->track_threads) rc |= write_piece(ds[x++], 1, off, nout, othr);
+  int64_t tmp[FILL_BATCH];
+  for (int p = 0; p < ncols && x < nds; p++, x++) {
+    for (uint64_t k = 0; k < nout; k++) tmp[k] = ocols[k * (uint64_t)ncols + (uint64_t)p];
+    rc |= write_piece(ds[x], 0, off, nout, tmp);
+  }
+  return rc ? -1 : 0;
+}
+
 /* Writes every row: the row's segments, one cursor per thread, merged by
  * start time, converted with the run's final clock map, 1024 at a time;
  * the statistics come out of the same pass. */
@@ -469,11 +487,10 @@ static sp_status fill(void *ctx, const int64_t *ds, size_t nds) {
   struct sp_run *run = f->run;
   int ncols = f->m->probe_ncols;
   sp_status st = SP_OK;
-  enum { OUT = 4096 };
   int64_t *o[4];
-  for (int k = 0; k < 4; k++) o[k] = malloc(OUT * sizeof **o);
-  uint32_t *othr = malloc(OUT * sizeof *othr);
-  int64_t *ocols = ncols ? malloc((size_t)OUT * (size_t)ncols * sizeof *ocols) : NULL;
+  for (int k = 0; k < 4; k++) o[k] = malloc(FILL_BATCH * sizeof **o);
+  uint32_t *othr = malloc(FILL_BATCH * sizeof *othr);
+  int64_t *ocols = ncols ? malloc((size_t)FILL_BATCH * (size_t)ncols * sizeof *ocols) : NULL;
   const struct seg **rowsegs = malloc((s->nsegs + 1) * sizeof *rowsegs);
   struct cursor *cur = NULL;
   if (!o[0] || !o[1] || !o[2] || !o[3] || !othr || (ncols && !ocols) || !rowsegs) goto oom;
@@ -550,32 +567,11 @@ static sp_status fill(void *ctx, const int64_t *ds, size_t nds) {
       mean += delta / (double)done;
       m2 += delta * ((double)d - mean);
       if (++c->at == c->have && cursor_fill(s, c, ncols) < 0) st = SP_ERR_IO;
-      if (nout == OUT) {
-        uint64_t off = row->offset + done - nout;
-        for (int k = 0; k < 4; k++)
-          if (write_piece(ds[k], 0, off, nout, o[k]) != 0) st = SP_ERR_IO;
-        size_t x = 4;
-        if (f->track_threads && write_piece(ds[x++], 1, off, nout, othr) != 0) st = SP_ERR_IO;
-        for (int p = 0; p < ncols && x < nds; p++, x++) {
-          int64_t tmp[OUT];
-          for (uint64_t k = 0; k < nout; k++) tmp[k] = ocols[k * (uint64_t)ncols + (uint64_t)p];
-          if (write_piece(ds[x], 0, off, nout, tmp) != 0) st = SP_ERR_IO;
-        }
-        nout = 0;
-      }
+      if (nout == FILL_BATCH && flush_out(f, ds, nds, row->offset + done - nout, nout, o, othr, ocols) != 0) st = SP_ERR_IO;
+      if (nout == FILL_BATCH) nout = 0;
     }
-    if (nout && st == SP_OK) {
-      uint64_t off = row->offset + done - nout;
-      for (int k = 0; k < 4; k++)
-        if (write_piece(ds[k], 0, off, nout, o[k]) != 0) st = SP_ERR_IO;
-      size_t x = 4;
-      if (f->track_threads && write_piece(ds[x++], 1, off, nout, othr) != 0) st = SP_ERR_IO;
-      for (int p = 0; p < ncols && x < nds; p++, x++) {
-        int64_t tmp[OUT];
-        for (uint64_t k = 0; k < nout; k++) tmp[k] = ocols[k * (uint64_t)ncols + (uint64_t)p];
-        if (write_piece(ds[x], 0, off, nout, tmp) != 0) st = SP_ERR_IO;
-      }
-    }
+    if (nout && st == SP_OK && flush_out(f, ds, nds, row->offset + done - nout, nout, o, othr, ocols) != 0)
+      st = SP_ERR_IO;
     su->mean = mean;
     su->m2 = m2;
     for (size_t c = 0; c < ncur; c++) free(cur[c].cols);
