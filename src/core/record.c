@@ -99,17 +99,19 @@ sp__int_fn sp__find_int_fn(const char *name) {
   return p ? fn : NULL;
 }
 
+/* Resolved lazily and without linking OpenMP: present only when the
+ * program itself uses it. Threads attach concurrently: look up once. */
+static sp__int_fn omp_in_parallel_fn, omp_thread_num_fn;
+static pthread_once_t omp_lookup_once = PTHREAD_ONCE_INIT;
+
+static void omp_lookup(void) {
+  omp_in_parallel_fn = sp__find_int_fn("omp_in_parallel");
+  omp_thread_num_fn = sp__find_int_fn("omp_get_thread_num");
+}
+
 static int omp_thread_num(void) {
-  /* Resolved lazily and without linking OpenMP: present only when the
-   * program itself uses it. */
-  static sp__int_fn in_parallel, thread_num;
-  static int looked;
-  if (!looked) {
-    in_parallel = sp__find_int_fn("omp_in_parallel");
-    thread_num = sp__find_int_fn("omp_get_thread_num");
-    looked = 1;
-  }
-  if (in_parallel && thread_num && in_parallel()) return thread_num();
+  pthread_once(&omp_lookup_once, omp_lookup);
+  if (omp_in_parallel_fn && omp_thread_num_fn && omp_in_parallel_fn()) return omp_thread_num_fn();
   return -1;
 }
 

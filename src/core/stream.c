@@ -325,13 +325,19 @@ uint64_t sp__stream_live_limit(const struct sp_manager *m) {
 
 int sp__stream_handoff(struct sp_manager *m, sp_thread_rec *t) {
   if (m->async_col >= 0 || (sp__mpi_ops && sp__mpi_ops->in_use())) return -1;
-  if (!m->stream) {
+  /* Threads fill their buffers at once: the stream is opened by the first,
+   * published with release and seen with acquire by the rest. */
+  struct sp_stream *s = __atomic_load_n(&m->stream, __ATOMIC_ACQUIRE);
+  if (!s) {
     pthread_mutex_lock(&m->lock);
-    if (!m->stream) m->stream = stream_open(m);
+    s = m->stream;
+    if (!s) {
+      s = stream_open(m);
+      __atomic_store_n(&m->stream, s, __ATOMIC_RELEASE);
+    }
     pthread_mutex_unlock(&m->lock);
-    if (!m->stream) return -1;
+    if (!s) return -1;
   }
-  struct sp_stream *s = m->stream;
   size_t ncols = (size_t)m->probe_ncols;
   uint64_t cap = t->hot.cap;
   struct sp__event *fresh = __atomic_exchange_n(&t->spare, NULL, __ATOMIC_ACQUIRE);
@@ -401,7 +407,17 @@ int sp__stream_handoff(struct sp_manager *m, sp_thread_rec *t) {
 
 /*====== Finalize ======*/
 
-int sp__stream_active(const struct sp_manager *m) { return m->stream != NULL && m->stream->nsegs + m->stream->blocks > 0; }
+int sp__stream_active(const struct sp_manager *m) {
+  struct sp_stream *s = __atomic_load_n(&m->stream, __ATOMIC_ACQUIRE);
+  if (!s) return 0;
+  /* A block queued or in the writer's hands counts too. The writer changes
+   * nsegs and blocks outside the lock only while busy, so they are read
+   * only once it is idle. */
+  pthread_mutex_lock(&s->mu);
+  int active = s->head || s->busy || s->nsegs + s->blocks > 0;
+  pthread_mutex_unlock(&s->mu);
+  return active;
+}
 
 /* Hand over every thread's buffer and wait until the writer is idle. */
 static sp_status drain(struct sp_manager *m) {
