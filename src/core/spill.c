@@ -179,18 +179,23 @@ static void check_event(struct sp__event *ev, uint64_t tick0, uint64_t *spent) {
   }
 }
 
-/* An accumulator whose fields contradict each other is dropped (count 0). */
-static void check_agg(struct sp__agg *a, uint64_t tick0, uint64_t *spent) {
+/* An accumulator whose fields contradict each other is dropped (count 0).
+ * Adds its time to *spent and its calls to *calls (the file's int64 counts
+ * must hold their sum). */
+static void check_agg(struct sp__agg *a, uint64_t tick0, uint64_t *spent, uint64_t *calls) {
   if (!a->count) return;
   int64_t reach = (int64_t)TICK_REACH;
+  uint64_t sum;
   int ok = a->min >= 0 && a->min <= a->max && a->max <= a->total && a->total < reach &&
            a->excl > -reach && a->excl < reach && a->first >= 0 && a->first <= a->max &&
            a->last >= 0 && a->last <= a->max && a->shift > -reach && a->shift < reach &&
            near_start(a->start_min, tick0) && near_start(a->last_start, tick0) &&
            near_start(a->end_max, tick0) && isfinite(a->s1) && isfinite(a->s2) &&
            fabs(a->s1) < 1e30 && a->s2 >= 0 && a->s2 < 1e60 &&
+           !__builtin_add_overflow(*calls, a->count, &sum) && sum < (UINT64_C(1) << 62) &&
            !__builtin_add_overflow(*spent, (uint64_t)a->total, spent);
-  if (!ok) a->count = 0;
+  if (ok) *calls = sum;
+  else a->count = 0;
 }
 
 sp_status sp__spill_recover(const char *spill, const char *out_path, char *written, size_t written_len) {
@@ -293,7 +298,7 @@ sp_status sp__spill_recover_mem(const void *data, size_t len, const char *spill,
   }
   uint32_t nthreads = get_u32(&in);
   sp_thread_rec **tail = &m->threads;
-  uint64_t spent = 0; /* ticks of all calls recovered */
+  uint64_t spent = 0, calls = 0; /* ticks of the calls recovered; count of the aggregated ones */
   for (uint32_t k = 0; k < nthreads && !in.bad; k++) {
     const unsigned char *mark = in.p;
     uint32_t index = get_u32(&in), tid = get_u32(&in);
@@ -334,7 +339,7 @@ sp_status sp__spill_recover_mem(const void *data, size_t len, const char *spill,
       t->hot.acc_cap = t->hot.acc ? need : 0;
       if (t->hot.acc) sp__agg_reset(t->hot.acc, need);
       for (uint32_t id = 1; acc && t->hot.acc && id < acc_cap && id <= nreg; id++) {
-        check_agg(&acc[id], tick0, &spent);
+        check_agg(&acc[id], tick0, &spent, &calls);
         if (idmap[id] && acc[id].count) t->hot.acc[idmap[id]] = acc[id];
       }
       free(acc);
