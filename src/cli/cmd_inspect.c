@@ -33,8 +33,9 @@ static const char *const help_text =
     "  --sort KEY             total (default), calls, avg, min, max, first, last,\n"
     "                         std, p50, p95, p99, imbalance, own or name\n"
     "  --columns COL...       region, ranks, calls, total, avg, min, max, first,\n"
-    "                         last, std, p50, p95, p99, imbalance, own\n"
-    "                         (default: region ranks calls total avg)\n"
+    "                         last, std, p50, p95, p99, imbalance, own, ovh\n"
+    "                         (default: region ranks calls total avg, and ovh\n"
+    "                         for files that measured the profiler's overhead)\n"
     "  --tree                 the call tree with % of the session and (own) rows\n"
     "  --source NAME...       print where a region is declared and its source\n"
     "  --json                 print region_statistics.json to stdout\n"
@@ -47,6 +48,8 @@ static const char *const help_text =
     "\n"
     "imbalance = slowest rank's total / mean rank total (ranks with the region);\n"
     "own = inclusive time minus the time of direct children.\n"
+    "ovh = % of the region's time that is profiler overhead (calls x the cost of\n"
+    "one begin/end pair measured at setup); \"!\" marks calls under 20x that cost.\n"
     "p50/p95/p99 read the region's events; the other columns use summary rows.\n"
     "\n"
     "examples:\n"
@@ -61,15 +64,15 @@ static const char *const help_text =
 
 enum col {
   C_REGION, C_RANKS, C_CALLS, C_TOTAL, C_AVG, C_MIN, C_MAX, C_FIRST, C_LAST, C_STD,
-  C_P50, C_P95, C_P99, C_IMBALANCE, C_OWN, C_NAME, C_COUNT
+  C_P50, C_P95, C_P99, C_IMBALANCE, C_OWN, C_OVH, C_NAME, C_COUNT
 };
 static const char *const col_names[] = {"region", "ranks", "calls", "total", "avg", "min",
                                         "max", "first", "last", "std", "p50", "p95", "p99",
-                                        "imbalance", "own", "name"};
+                                        "imbalance", "own", "ovh", "name"};
 static const char *const col_heads[] = {"region", "ranks", "calls", "total [s]", "avg [s]",
                                         "min [s]", "max [s]", "first [s]", "last [s]", "std [s]",
                                         "p50 [s]", "p95 [s]", "p99 [s]", "imbalance", "own [s]",
-                                        "region"};
+                                        "ovh %", "region"};
 
 static int col_index(const char *name) {
   for (int i = 0; i < C_COUNT; i++)
@@ -80,6 +83,7 @@ static int col_index(const char *name) {
 struct row {
   const char *name;
   sp_region_stats s;
+  double ovh_ns; /* the file's measured profiler cost per call; NaN unknown */
 };
 
 /* Value of a column for sorting and printing; NaN when unknown. */
@@ -101,6 +105,11 @@ static double col_value(const struct row *r, int c) {
   case C_P99: return s->has_percentiles ? s->p99_ns : NAN;
   case C_IMBALANCE: return s->imbalance;
   case C_OWN: return s->has_own ? (double)s->own_ns : NAN;
+  /* share of the region's time spent in the profiler: its calls times the
+   * cost of one begin/end pair measured at setup */
+  case C_OVH:
+    if (empty || isnan(r->ovh_ns) || s->total_ns <= 0) return NAN;
+    return fmin(100.0, 100.0 * (double)s->count * r->ovh_ns / (double)s->total_ns);
   default: return NAN;
   }
 }
@@ -112,6 +121,8 @@ static void col_text(const struct row *r, int c, char *buf, size_t size) {
   else if (c == C_RANKS) snprintf(buf, size, "%zu", r->s.ranks);
   else if (c == C_CALLS) snprintf(buf, size, "%llu", (unsigned long long)r->s.count);
   else if (c == C_IMBALANCE) snprintf(buf, size, "%.2f", v);
+  /* "!": calls so short that the profiler's cost is a large part of them */
+  else if (c == C_OVH) snprintf(buf, size, "%.1f%s", v, r->s.mean_ns < 20 * r->ovh_ns ? "!" : "");
   else sp_cli_fmt_seconds(buf, size, v);
 }
 
@@ -182,11 +193,22 @@ static void print_metadata(sp_results *r, int full) {
 }
 
 static int print_table(sp_results *r, const sp_filter *f, const int *cols, size_t ncols,
-                       unsigned flags) {
+                       unsigned flags, int auto_ovh) {
   size_t nreg = sp_results_num_regions(r);
   struct row *rows = calloc(nreg ? nreg : 1, sizeof *rows);
   if (!rows) return sp_cli_error(CMD, "out of memory");
   size_t n = 0;
+  const sp_metadata_entry *ovh = sp_results_metadata(r, "overhead_ns_per_call");
+  double ovh_ns = ovh && (ovh->kind == SP_VALUE_FLOAT || ovh->kind == SP_VALUE_INT)
+                      ? (ovh->kind == SP_VALUE_FLOAT ? ovh->f : (double)ovh->i)
+                      : NAN;
+  /* The default columns gain "ovh %" for files that measured their overhead. */
+  int cols_ovh[C_COUNT * 2 + 1];
+  if (auto_ovh && !isnan(ovh_ns) && ncols < C_COUNT * 2) {
+    memcpy(cols_ovh, cols, ncols * sizeof *cols);
+    cols_ovh[ncols++] = C_OVH;
+    cols = cols_ovh;
+  }
   struct sp_cli_progress prog;
   sp_cli_progress_start(&prog, "reading events");
   sp_results_set_progress(r, sp_cli_progress_cb, &prog);
@@ -202,6 +224,7 @@ static int print_table(sp_results *r, const sp_filter *f, const int *cols, size_
     if (s.ranks == 0) continue; /* not on the selected ranks */
     rows[n].name = name;
     rows[n].s = s;
+    rows[n].ovh_ns = ovh_ns;
     n++;
   }
   sp_cli_progress_end(&prog);
@@ -472,7 +495,7 @@ int sp_cmd_inspect(int argc, char **argv) {
     if (c < 0 || c == C_NAME) {
       rc = sp_cli_usage_error(CMD,
                               "unknown column '%s'; use region, ranks, calls, total, avg, min, "
-                              "max, first, last, std, p50, p95, p99, imbalance or own",
+                              "max, first, last, std, p50, p95, p99, imbalance, own or ovh",
                               o.columns.v[i]);
       goto out;
     }
@@ -532,7 +555,7 @@ int sp_cmd_inspect(int argc, char **argv) {
     if (o.quiet && files.n > 1) printf("file: %s\n", files.v[i]); /* which table is which */
     if (o.quiet && o.metadata_only) print_metadata(rs[i], o.full);
     if (o.metadata_only) continue;
-    if ((rc = o.tree ? print_tree(rs[i], f) : print_table(rs[i], f, cols, ncols, flags))) goto out;
+    if ((rc = o.tree ? print_tree(rs[i], f) : print_table(rs[i], f, cols, ncols, flags, o.columns.n == 0))) goto out;
   }
 out:
   fflush(stdout);
