@@ -177,15 +177,22 @@ sp_status sp__h5_write_file(const struct sp_run *run, const struct sp_config *cf
   char *tmp = NULL;
   if ((st = sp__h5_tmp_create(path, &tmp)) != SP_OK) return st;
 
+  /* HDF5 opens the file by name: with H5F_ACC_TRUNC it would follow a
+   * symlink planted at the reserved name and overwrite its target. Free the
+   * name and let HDF5 create it with O_CREAT|O_EXCL instead, which never
+   * follows a symlink (a planted one makes the create fail) and applies the
+   * umask itself. */
+  unlink(tmp);
   hid_t fapl = sp__h5_file_access();
   struct writer w = {.cfg = cfg};
-  H5E_BEGIN_TRY { w.file = H5Fcreate(tmp, H5F_ACC_TRUNC, H5P_DEFAULT, fapl); }
+  H5E_BEGIN_TRY { w.file = H5Fcreate(tmp, H5F_ACC_EXCL, H5P_DEFAULT, fapl); }
   H5E_END_TRY;
   H5Pclose(fapl);
   if (w.file < 0) {
     unlink(tmp);
     free(tmp);
-    return sp__set_error(SP_ERR_IO, "HDF5 could not create %s; check the directory is writable", path);
+    return sp__set_error(SP_ERR_IO, "HDF5 could not create a temporary file beside %s (directory not "
+                         "writable, disk full, or its name was taken meanwhile); nothing was written", path);
   }
   H5E_BEGIN_TRY { write_run(&w, run); }
   H5E_END_TRY;
