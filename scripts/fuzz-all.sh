@@ -102,6 +102,9 @@ export UBSAN_OPTIONS=${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1}
 # HDF5 a buffer too small); for a leak, when every leaked block was
 # allocated inside libhdf5. The one blind spot, a vlen read we forget to
 # reclaim, is covered by the unit tests under ASan (scripts/sanitize.sh).
+runtime='interceptor|__asan|__sanitizer|__ubsan|__lsan|libc\.so|fuzzer::|libFuzzer'
+runtime+='| in (malloc|calloc|realloc|free|strdup|strndup|posix_memalign|aligned_alloc) '
+runtime+='|[( ](abort|raise|__pthread_kill)'
 hdf5_or_ours() {
   local report
   report=$(ASAN_OPTIONS="$ASAN_OPTIONS:fast_unwind_on_malloc=0" \
@@ -111,20 +114,19 @@ hdf5_or_ours() {
   fi
   # the buffer overrun: whose code allocated it (the first frame past malloc)
   if sed -n '/allocated by thread/,/^$/p' <<< "$report" |
-     awk '/^ +#[0-9]+ / && !/interceptor|__asan|malloc|calloc|realloc/ { print; exit }' |
+     awk -v rt="$runtime" '/^ +#[0-9]+ / && $0 !~ rt { print; exit }' |
      grep -qv libhdf5; then
     echo ours; return
   fi
   if grep -q "LeakSanitizer" <<< "$report"; then
     # one verdict per leaked block: the first frame past the allocator
-    awk '/leak of/ { want = 1; next }
-         want && /^ +#[0-9]+ / && !/interceptor|__asan|malloc|calloc|realloc/ {
+    awk -v rt="$runtime" '/leak of/ { want = 1; next }
+         want && /^ +#[0-9]+ / && $0 !~ rt {
            print (/libhdf5/ ? "hdf5" : "ours"); want = 0 }' <<< "$report" | sort -u |
       awk '{ v[$1] = 1 } END { print (("ours" in v) || !("hdf5" in v)) ? "ours" : "hdf5 (leak)" }'
     return
   fi
-  grep -E '^ +#[0-9]+ ' <<< "$report" |
-    grep -vE 'interceptor|__asan|__sanitizer|__ubsan|libc\.so|fuzzer::|libFuzzer|[( ](abort|raise|__pthread_kill)' |
+  grep -E '^ +#[0-9]+ ' <<< "$report" | grep -vE "$runtime" |
     awk 'NR == 1 && !/libhdf5/ { print "ours"; exit }
          /libhdf5/ && $3 == "in" { print "hdf5 " $4; exit }
          !/libhdf5/ { print "hdf5 ?"; exit }
