@@ -37,15 +37,20 @@ unit_tests() { # names of the unit-test executables, from the sources
   for f in "$root"/tests/unit/test-*.c; do basename "$f" .c; done
 }
 
-configure() { # configure BUILD SANITIZERS
-  cmake -S "$root" -B "$1" -DCMAKE_C_COMPILER=clang -DCMAKE_BUILD_TYPE=RelWithDebInfo \
-    -DSP_SANITIZE="$2" -DSP_BUILD_BENCH=OFF > "$1.log" 2>&1 || { tail -n 20 "$1.log"; return 1; }
+configure() { # configure BUILD SANITIZERS [cmake flags...]
+  local b=$1 san=$2
+  shift 2
+  mkdir -p "$b"
+  cmake -S "$root" -B "$b" -DCMAKE_C_COMPILER=clang -DCMAKE_BUILD_TYPE=RelWithDebInfo \
+    -DSP_SANITIZE="$san" -DSP_BUILD_BENCH=OFF "$@" > "$b/sanitize.log" 2>&1 ||
+    { tail -n 20 "$b/sanitize.log"; return 1; }
 }
 
 build() { # build BUILD TARGET...
   local b=$1
   shift
-  cmake --build "$b" -j "$jobs" --target "$@" >> "$b.log" 2>&1 || { tail -n 30 "$b.log"; return 1; }
+  cmake --build "$b" -j "$jobs" --target "$@" >> "$b/sanitize.log" 2>&1 ||
+    { tail -n 30 "$b/sanitize.log"; return 1; }
 }
 
 # Cases that cannot hold under a sanitizer, with the reason; their other
@@ -87,15 +92,13 @@ check() {
 
 run_asan() {
   local b="$dir/build-asan" t fail=0
-  mkdir -p "$b.lsan"
+  local l="$b/lsan"
+  mkdir -p "$l"
   # Forked test cases end with _exit(): see tests/faults/lsan_exit.c.
-  clang -c -fsanitize=address -O1 "$root/tests/faults/lsan_exit.c" -o "$b.lsan/lsan_exit.o" &&
-    ar rcs "$b.lsan/liblsan_exit.a" "$b.lsan/lsan_exit.o" || return 1
-  cmake -S "$root" -B "$b" -DCMAKE_C_COMPILER=clang -DCMAKE_BUILD_TYPE=RelWithDebInfo \
-    -DSP_SANITIZE=address,undefined -DSP_BUILD_BENCH=OFF \
-    -DCMAKE_EXE_LINKER_FLAGS="-Wl,--wrap=_exit" \
-    -DCMAKE_C_STANDARD_LIBRARIES="$b.lsan/liblsan_exit.a" > "$b.log" 2>&1 ||
-    { tail -n 20 "$b.log"; return 1; }
+  clang -c -fsanitize=address -O1 "$root/tests/faults/lsan_exit.c" -o "$l/lsan_exit.o" &&
+    ar rcs "$l/liblsan_exit.a" "$l/lsan_exit.o" || return 1
+  configure "$b" address,undefined -DCMAKE_EXE_LINKER_FLAGS="-Wl,--wrap=_exit" \
+    -DCMAKE_C_STANDARD_LIBRARIES="$l/liblsan_exit.a" || return 1
   mapfile -t tests < <(unit_tests)
   build "$b" "${tests[@]}" scope-profiler sim || return 1
   # Not the library's leaks: the h5util.h string lists two tests read back
@@ -103,8 +106,8 @@ run_asan() {
   # ucontext_tasks_nest_and_await); and the OpenMP runtime's thread-pool
   # memory in a child forked from a process whose OpenMP threads ran (the
   # threads are gone, so nothing points at it any more).
-  printf 'leak:h5_strings\nleak:libomp.so\nleak:libgomp.so\n' > "$b.lsan/suppressions"
-  export LSAN_OPTIONS="suppressions=$b.lsan/suppressions:print_suppressions=0"
+  printf 'leak:h5_strings\nleak:libomp.so\nleak:libgomp.so\n' > "$l/suppressions"
+  export LSAN_OPTIONS="suppressions=$l/suppressions:print_suppressions=0"
   export ASAN_OPTIONS="detect_leaks=1:halt_on_error=1:abort_on_error=0:detect_stack_use_after_return=1:check_initialization_order=1"
   export UBSAN_OPTIONS="halt_on_error=1:print_stacktrace=1"
   export SP_TEST_TIMEOUT_MULTIPLIER=5
