@@ -227,7 +227,8 @@ sp_region sp_region_intern_ex(const char *name, const char *file, int line, cons
     /* First source wins, but a name first seen without one gets it now. */
     struct sp_region_info *ri = (struct sp_region_info *)sp__region_info(id);
     if (ri && !ri->file && file) {
-      ri->func = sp__strdup(func);
+      /* A function name already there stays: lock-free readers may hold it. */
+      if (!ri->func) ri->func = sp__strdup(func);
       ri->line = line;
       ri->file = sp__strdup(file);
     }
