@@ -18,6 +18,10 @@ struct hier {
   size_t cap_rows, cap_names;
   /* name -> region index, open addressing; sized to a power of two */
   size_t *slots, nslots;
+  /* addresses of the groups walked so far (open addressing, 0 = empty): a
+   * group reached twice through hard links would make the walk exponential */
+  haddr_t *seen;
+  size_t nseen, cap_seen;
   int64_t rank;
   int nrank_groups;
   sp_status st;
@@ -184,6 +188,35 @@ static sp_status add_region(struct hier *h, hid_t g, const char *name, const cha
   return SP_OK;
 }
 
+/* 1 when the group at `addr` was walked before; else remembers it. */
+static int seen_before(struct hier *h, haddr_t addr, int *oom) {
+  if ((h->nseen + 1) * 2 > h->cap_seen) {
+    size_t cap = h->cap_seen ? h->cap_seen * 2 : 256;
+    haddr_t *t = calloc(cap, sizeof *t);
+    if (!t) {
+      *oom = 1;
+      return 0;
+    }
+    for (size_t i = 0; i < h->cap_seen; i++) {
+      if (!h->seen[i]) continue;
+      size_t k = (size_t)(h->seen[i] * 0x9e3779b97f4a7c15ull) & (cap - 1);
+      while (t[k]) k = (k + 1) & (cap - 1);
+      t[k] = h->seen[i];
+    }
+    free(h->seen);
+    h->seen = t;
+    h->cap_seen = cap;
+  }
+  size_t k = (size_t)(addr * 0x9e3779b97f4a7c15ull) & (h->cap_seen - 1);
+  while (h->seen[k]) {
+    if (h->seen[k] == addr) return 1;
+    k = (k + 1) & (h->cap_seen - 1);
+  }
+  h->seen[k] = addr;
+  h->nseen++;
+  return 0;
+}
+
 struct walk {
   struct hier *h;
   const char *prefix; /* region name so far; "" at regions/ */
@@ -206,6 +239,22 @@ static herr_t walk_cb(hid_t g, const char *name, const H5L_info_t *info, void *d
   if (oi.type != H5O_TYPE_GROUP) return 0;
   char *full = w->prefix[0] ? sp__asprintf("%s/%s", w->prefix, name) : sp__strdup(name);
   char *path = sp__asprintf("%s/%s", w->path, name);
+  int oom = 0;
+  if (oi.addr && seen_before(w->h, oi.addr, &oom)) {
+    w->h->st = sp__set_error(SP_ERR_FORMAT,
+                             "%s: the group %s is linked from more than one place (a link cycle "
+                             "or shared subgroups); a profile's groups form a tree",
+                             w->h->r->path ? w->h->r->path : "image", path ? path : name);
+    free(full);
+    free(path);
+    return -1;
+  }
+  if (oom) {
+    w->h->st = sp__set_error(SP_ERR_NO_MEMORY, "out of memory");
+    free(full);
+    free(path);
+    return -1;
+  }
   hid_t c = H5Gopen2(g, name, H5P_DEFAULT);
   if (!full || !path || c < 0) {
     w->h->st = c < 0 ? sp__set_error(SP_ERR_FORMAT, "cannot open group %s", path ? path : name)
@@ -277,6 +326,7 @@ sp_status sp__open_hierarchical(sp_results *r) {
   int has_meta = H5Lexists(root, "metadata", H5P_DEFAULT) > 0;
   H5Gclose(root);
   free(h.slots);
+  free(h.seen);
   if (h.st != SP_OK) return h.st;
   if (rc < 0)
     return sp__set_error(SP_ERR_FORMAT, "%s: cannot list the root group",

@@ -147,6 +147,18 @@ def main():
                 g.create_dataset("end_times", data=np.array([15], np.int64))
             g["again"] = g
             g["more"] = g
+    # Hierarchical layout: 28 groups in a chain, each linking the next twice,
+    # with events at the end: no cycle, but 2^27 paths to walk (and as many
+    # regions to name) for a reader that does not notice shared groups.
+    with h5py.File(p("dag_hard.h5"), "w", libver="earliest") as f:
+        f.create_group("metadata")
+        chain = [f.create_group("rank0/regions/l0")] + [f.create_group(f"pool/l{i}")
+                                                        for i in range(1, 28)]
+        for a, b in zip(chain, chain[1:]):
+            a["x"] = b
+            a["y"] = b
+        chain[-1].create_dataset("start_times", data=np.array([10], np.int64))
+        chain[-1].create_dataset("end_times", data=np.array([15], np.int64))
     print("hostile files written to", OUT)
 
 
