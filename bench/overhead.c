@@ -99,6 +99,7 @@ static sp_region thread_regions[2];
 static long thread_pairs;
 static pthread_barrier_t go, done;
 static int stop_workers;
+static int workers_raw; /* 1: the threads time raw rdtsc pairs (their baseline) */
 static pthread_t workers[2];
 static int workers_up;
 
@@ -107,11 +108,14 @@ static void *thread_body(void *arg) {
     pthread_barrier_wait(&go);
     if (stop_workers) return NULL;
     sp_region r = thread_regions[(intptr_t)arg];
-    for (long i = 0; i < thread_pairs; i++) {
-      sp_region_begin(mgr, r);
-      BARRIER();
-      sp_region_end(mgr, r);
-    }
+    if (workers_raw)
+      loop_rdtsc(thread_pairs);
+    else
+      for (long i = 0; i < thread_pairs; i++) {
+        sp_region_begin(mgr, r);
+        BARRIER();
+        sp_region_end(mgr, r);
+      }
     pthread_barrier_wait(&done);
   }
 }
@@ -219,6 +223,9 @@ int main(int argc, char **argv) {
   res[n++] = measure("disabled opt-in tag", loop_tagged, pairs, reps, 1, 1);
   thread_regions[0] = reg;
   thread_regions[1] = reg2;
+  workers_raw = 1;
+  res[n++] = measure("2 threads, rdtsc pairs (per thread)", two_threads, pairs, reps, 1, 0);
+  workers_raw = 0;
   res[n++] = measure("2 threads, own regions (per thread)", two_threads, pairs, reps, 1, 1);
   thread_regions[1] = reg;
   res[n++] = measure("2 threads, one shared region (per thread)", two_threads, pairs, reps, 1, 1);
