@@ -197,8 +197,9 @@ SP__INLINE int sp__agg_end(void *m, const struct sp__hot *h, uint32_t r) {
 SP__INLINE int sp__begin(void *m, uint32_t r) {
   const struct sp__hot *h = (const struct sp__hot *)m;
   uint32_t state = sp__state(h);
+  /* Off first: a deactivated run pays one compare and one branch. */
+  if (state == SP__STATE_OFF) return 0;
   if (SP__UNLIKELY(state != SP__STATE_TIMELINE || (r & SP__REGION_SLOW_BIT) || r == 0)) {
-    if (state == SP__STATE_OFF) return 0;
     if ((r & SP__REGION_SLOW_BIT) && sp__optin_off(h, r)) return 0;
     if (state == SP__STATE_AGGREGATE && !(r & SP__REGION_SLOW_BIT) && r) return sp__agg_begin(m, h, r);
     return sp__begin_slow(m, r);
@@ -220,8 +221,8 @@ SP__INLINE int sp__begin(void *m, uint32_t r) {
 SP__INLINE int sp__end(void *m, uint32_t r) {
   const struct sp__hot *h = (const struct sp__hot *)m;
   uint32_t state = sp__state(h);
+  if (state == SP__STATE_OFF) return 0;
   if (SP__UNLIKELY(state != SP__STATE_TIMELINE || (r & SP__REGION_SLOW_BIT))) {
-    if (state == SP__STATE_OFF) return 0;
     if ((r & SP__REGION_SLOW_BIT) && sp__optin_off(h, r)) return 0;
     if (state == SP__STATE_AGGREGATE && !(r & SP__REGION_SLOW_BIT) && r) return sp__agg_end(m, h, r);
     return sp__end_slow(m, r);
