@@ -123,7 +123,7 @@ hdf5_or_ours() {
     awk -v rt="$runtime" '/leak of/ { want = 1; next }
          want && /^ +#[0-9]+ / && $0 !~ rt {
            print (/libhdf5/ ? "hdf5" : "ours"); want = 0 }' <<< "$report" | sort -u |
-      awk '{ v[$1] = 1 } END { print (("ours" in v) || !("hdf5" in v)) ? "ours" : "hdf5 (leak)" }'
+      awk '{ v[$1] = 1 } END { print (("ours" in v) || !("hdf5" in v)) ? "ours" : "hdf5 a leak" }'
     return
   fi
   grep -E '^ +#[0-9]+ ' <<< "$report" | grep -vE "$runtime" |
