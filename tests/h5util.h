@@ -63,6 +63,11 @@ static inline char **h5_strings(const char *file, const char *dset, long long *n
   return v;
 }
 
+static inline void h5_strings_free(char **v, long long n) {
+  for (long long i = 0; v && i < n; i++) free(v[i]);
+  free(v);
+}
+
 /* Index of a region name in /region_table/names, or -1. */
 static inline long long h5_region_index(const char *file, const char *name) {
   long long n;

@@ -150,6 +150,7 @@ SP_TEST(ucontext_tasks_nest_and_await) {
     }
   free(task); free(await); free(cid); free(pid); free(s); free(e); free(ids); free(off); free(cnt);
   free(steps); free(awaiting);
+  h5_strings_free(names, k);
   sp_manager_destroy(m);
 }
 

@@ -633,6 +633,7 @@ SP_TEST(source_location_recorded) {
     }
   ASSERT(found);
   free(ids); free(lines);
+  h5_strings_free(files, k);
   sp_manager_destroy(m);
 }
 

@@ -269,6 +269,7 @@ SP_TEST(thread_table_cpu_time_matches_work) {
   ASSERT_GT(tids[0], 0);
   ASSERT_STR_EQ(names[0], "cpu-worker");
   free(cpu); free(tids);
+  h5_strings_free(names, k);
   sp_manager_destroy(tm);
 }
 
@@ -309,6 +310,7 @@ SP_TEST(opt_in_tags_enabled_by_setting) {
     else ASSERT_STR_EQ(tags[i], "[]");
   }
   free(ids);
+  h5_strings_free(tags, k);
 }
 
 SP_TEST(opt_in_tags_enabled_by_environment) {
@@ -375,6 +377,8 @@ SP_TEST(region_source_captured) {
   }
   ASSERT_EQ(seen, 2);
   free(ids); free(lines);
+  h5_strings_free(texts, k);
+  h5_strings_free(files, k);
   sp_manager_destroy(tm);
 }
 
@@ -387,6 +391,7 @@ SP_TEST(source_text_empty_without_capture) {
   char **texts = h5_strings("nosource.h5", "/rank_region_index/source_texts", &k);
   ASSERT_EQ(k, 1);
   ASSERT_STR_EQ(texts[0], "");
+  h5_strings_free(texts, k);
   sp_manager_destroy(tm);
 }
 
