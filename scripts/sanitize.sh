@@ -101,12 +101,10 @@ run_asan() {
     -DCMAKE_C_STANDARD_LIBRARIES="$l/liblsan_exit.a" || return 1
   mapfile -t tests < <(unit_tests)
   build "$b" "${tests[@]}" scope-profiler sim || return 1
-  # Not the library's leaks: the h5util.h string lists two tests read back
-  # and do not free (test-modes region_source_captured, test-async
-  # ucontext_tasks_nest_and_await); and the OpenMP runtime's thread-pool
-  # memory in a child forked from a process whose OpenMP threads ran (the
-  # threads are gone, so nothing points at it any more).
-  printf 'leak:h5_strings\nleak:libomp.so\nleak:libgomp.so\n' > "$l/suppressions"
+  # Not the library's leaks: the OpenMP runtime's thread-pool memory in a
+  # child forked from a process whose OpenMP threads ran (the threads are
+  # gone, so nothing points at it any more).
+  printf 'leak:libomp.so\nleak:libgomp.so\n' > "$l/suppressions"
   export LSAN_OPTIONS="suppressions=$l/suppressions:print_suppressions=0"
   export ASAN_OPTIONS="detect_leaks=1:halt_on_error=1:abort_on_error=0:detect_stack_use_after_return=1:check_initialization_order=1"
   export UBSAN_OPTIONS="halt_on_error=1:print_stacktrace=1"
