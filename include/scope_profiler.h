@@ -278,11 +278,13 @@ SP__INLINE int sp_end(sp_region r) { return sp__end(SP_DEFAULT, r); }
 #    error "scope-profiler's scoped macros need __attribute__((cleanup)); use sp_region_begin/sp_region_end"
 #  endif
 #  define SP__CLEANUP(fn) __attribute__((cleanup(fn)))
+/* The scope variable is only there for its cleanup: clang would call it unused. */
+#  define SP__UNUSED __attribute__((unused))
 #  define SP__SITE(var, name, tags, kind) \
      static sp_site var = {(name), __FILE__, __func__, __LINE__, (kind), (tags), 0}
 #  define SP__REGION_IMPL(mgr, name, tags, kind, n)                       \
      SP__SITE(SP__CAT(sp__site_, n), name, tags, kind);                     \
-     sp_scope SP__CAT(sp__scope_, n) SP__CLEANUP(sp_scope_cleanup) =       \
+     sp_scope SP__CAT(sp__scope_, n) SP__CLEANUP(sp_scope_cleanup) SP__UNUSED = \
          sp_scope_begin((mgr), sp_site_region(&SP__CAT(sp__site_, n)))
 /** Declare, as a statement, a region that ends when the enclosing block is
  * left by any path (return, break, goto, end of block). */

@@ -35,6 +35,7 @@
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "common/error.h"
 #include "core/summary.h"
@@ -390,8 +391,9 @@ static sp_status write_direct(const struct sp_run *run, const struct sp_config *
     if (st == SP_OK) {
       snprintf(tok.tmp, sizeof tok.tmp, "%s", tmp);
       hid_t f = -1;
+      unlink(tmp); /* created afresh with O_EXCL: never through a planted symlink */
       H5E_BEGIN_TRY {
-        f = H5Fcreate(tmp, H5F_ACC_TRUNC, H5P_DEFAULT, fapl);
+        f = H5Fcreate(tmp, H5F_ACC_EXCL, H5P_DEFAULT, fapl);
         if (f >= 0) {
           job_head(f, L, &run->meta, &failed);
           job_create(f, L, cfg, W_NUMERIC | W_STRINGS, &failed);
@@ -467,6 +469,7 @@ static sp_status write_parallel(const struct sp_run *run, const struct sp_config
     st = sp__h5_tmp_create(path, &tmp);
     if (st == SP_OK && strlen(tmp) >= sizeof name) st = sp__set_error(SP_ERR_LIMIT, "MPI: the output path %s is too long", path);
     if (st == SP_OK) snprintf(name, sizeof name, "%s", tmp);
+    if (st == SP_OK) unlink(tmp); /* the collective create below makes it with O_EXCL */
   }
   st = verdict(st);
   if (st != SP_OK) {
@@ -481,7 +484,7 @@ static sp_status write_parallel(const struct sp_run *run, const struct sp_config
   H5Pset_all_coll_metadata_ops(fapl, 1);
   H5Pset_coll_metadata_write(fapl, 1);
   hid_t f = -1;
-  H5E_BEGIN_TRY { f = H5Fcreate(name, H5F_ACC_TRUNC, H5P_DEFAULT, fapl); }
+  H5E_BEGIN_TRY { f = H5Fcreate(name, H5F_ACC_EXCL, H5P_DEFAULT, fapl); }
   H5E_END_TRY;
   H5Pclose(fapl);
   int bad = f < 0, anybad = 0;

@@ -137,9 +137,9 @@ sp_status sp__h5_tmp_create(const char *path, char **tmp_out) {
     free(tmp);
     return st;
   }
-  mode_t um = umask(0);
-  umask(um);
-  if (fchmod(fd, 0666 & ~um) != 0) { /* mkstemp's 0600 would hide the file from the group */ }
+  /* Only the name is reserved: callers remove it and let HDF5 create the
+   * file with O_EXCL, which applies the umask (no umask(0) dance that would
+   * race with other threads). */
   close(fd);
   *tmp_out = tmp;
   return SP_OK;

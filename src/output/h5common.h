@@ -29,8 +29,9 @@ void sp__h5_attr_strlist(hid_t obj, const char *name, char **list, int *failed);
 /* Root attributes (schema, storage_layout) and the /metadata group. */
 void sp__h5_write_head(hid_t file, const char *layout, const struct sp_meta *meta, int *failed);
 
-/* Creates the exclusive temporary sibling of `path` (".NAME.tmp.XXXXXX",
- * O_EXCL, mode from the umask) and returns its name in *tmp (malloc'd). */
+/* Reserves an exclusive temporary sibling name of `path`
+ * (".NAME.tmp.XXXXXX", created with O_EXCL) and returns it in *tmp
+ * (malloc'd). Callers remove it and create the file with H5F_ACC_EXCL. */
 sp_status sp__h5_tmp_create(const char *path, char **tmp);
 /* fsync a written file by name; 0 on success. */
 int sp__h5_fsync_path(const char *path);
