@@ -11,7 +11,10 @@
  * and renamed over the destination, so a failure leaves no partial file and
  * the previous file at that path intact.
  */
+#include <errno.h>
+#include <fcntl.h>
 #include <hdf5.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -171,9 +174,58 @@ static void write_run(struct writer *w, const struct sp_run *run) {
 
 static sp_status validate_filters(const struct sp_config *cfg) { return sp__filters_check(cfg); }
 
+/* Files up to this size are built in memory by HDF5 and written out by us:
+ * an I/O error (a full disk) then happens outside HDF5, which 1.10 cannot
+ * recover from (a file whose close failed crashes it at exit). Larger runs,
+ * and bounded-memory ones, are written by HDF5 directly. */
+#define SP_IMAGE_MAX ((uint64_t)256 << 20)
+
+static uint64_t estimated_size(const struct sp_run *run) {
+  return (uint64_t)run->nevents * (32 + 8 * (uint64_t)run->nextra) + (uint64_t)run->nrows * 512 + (1u << 20);
+}
+
+static sp_status write_image_file(const struct sp_run *run, const struct sp_config *cfg, const char *path) {
+  void *image = NULL;
+  size_t size = 0;
+  sp_status st = sp__h5_write_image(run, cfg, &image, &size);
+  if (st != SP_OK) return st;
+  char *tmp = NULL;
+  if ((st = sp__h5_tmp_create(path, &tmp)) != SP_OK) {
+    free(image);
+    return st;
+  }
+  /* Created afresh with O_EXCL: never through a symlink planted at the name,
+   * and with the mode the umask gives. */
+  unlink(tmp);
+  int fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0666);
+  int failed = fd < 0;
+  const char *p = image;
+  for (size_t left = size; !failed && left;) {
+    ssize_t w = write(fd, p, left);
+    if (w < 0 && errno == EINTR) continue;
+    if (w <= 0) failed = 1;
+    else {
+      p += w;
+      left -= (size_t)w;
+    }
+  }
+  if (fd >= 0 && close(fd) != 0) failed = 1;
+  free(image);
+  if (failed && fd < 0) {
+    int e = errno;
+    free(tmp);
+    return sp__set_error(SP_ERR_IO,
+                         "could not create the temporary file for %s: %s (something appeared at its name, "
+                         "e.g. a planted symlink); nothing was written through it",
+                         path, strerror(e));
+  }
+  return sp__h5_publish(tmp, path, failed);
+}
+
 sp_status sp__h5_write_file(const struct sp_run *run, const struct sp_config *cfg, const char *path) {
   sp_status st = validate_filters(cfg);
   if (st != SP_OK) return st;
+  if (!run->fill_events && estimated_size(run) <= SP_IMAGE_MAX) return write_image_file(run, cfg, path);
   char *tmp = NULL;
   if ((st = sp__h5_tmp_create(path, &tmp)) != SP_OK) return st;
 
