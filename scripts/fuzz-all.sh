@@ -148,7 +148,7 @@ for t in "${targets[@]}"; do
   inputs=$(find "$out/corpus/$t" -type f | wc -l)
   if [[ $t == reader ]]; then
     # fork mode: judge every saved crash and timeout; only ours fail the run
-    hdf5=0
+    hdf5=0 ours=0
     for a in "$out"/crash-reader-{crash,timeout,leak,oom}-*; do
       [[ -e $a ]] || continue
       verdict=$(hdf5_or_ours "$a")
@@ -161,11 +161,17 @@ for t in "${targets[@]}"; do
         mkdir -p "$out/hdf5-bugs" && mv "$a" "$out/hdf5-bugs/"
       else
         echo "  OURS: $a"
-        rc=1
+        ours=1
       fi
     done
-    # after ignored failures libFuzzer exits with the last one's code
-    [[ $rc -eq 98 || $rc -eq 99 || $rc -eq 71 ]] && rc=0
+    # In fork mode the parent exits with the status of the last child that
+    # failed (98/99 from our exit codes, 134 when ASan aborted it, 71, ...),
+    # whatever the verdicts above. The run itself went well when the parent
+    # wrapped up in order ("INFO: exiting:"); every failure it saw is an
+    # artifact judged above, so only a parent that died without wrapping up
+    # keeps its status.
+    grep -q '^INFO: exiting: ' "$log" && rc=0
+    [[ $ours -eq 1 ]] && rc=1
     execs=$(grep -oE '^#[0-9]+' "$log" | tail -n 1 | tr -d '#')
     [[ $hdf5 -gt 0 ]] && echo "  $hdf5 input(s) crash or hang inside HDF5 itself: kept in $out/hdf5-bugs"
   fi

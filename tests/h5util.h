@@ -6,11 +6,33 @@
 
 #include <hdf5.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+static inline long long h5_attr_i64(const char *file, const char *obj, const char *name);
+static inline int64_t *h5_schema3_events(const char *file, int column, long long *n);
+
+/* Schema 3 stores /events/{start_times,end_times,call_ids,parent_ids}
+ * coded; asked for one of them, h5_len and h5_i64 decode it (below), so the
+ * tests read either schema the same way. -1: not one of them. */
+static inline int h5_coded_column(const char *file, const char *dset) {
+  static const char *const plain[] = {"/events/start_times", "/events/end_times",
+                                      "/events/call_ids", "/events/parent_ids"};
+  for (int c = 0; c < 4; c++)
+    if (strcmp(dset, plain[c]) == 0) return h5_attr_i64(file, "/", "scope_profiler_schema") == 3 ? c : -1;
+  return -1;
+}
+
+static inline long long h5_raw_len(const char *file, const char *dset);
+
 /* Number of elements of a 1-D dataset, or -1. */
 static inline long long h5_len(const char *file, const char *dset) {
+  if (h5_coded_column(file, dset) >= 0) return h5_raw_len(file, "/events/start_gaps");
+  return h5_raw_len(file, dset);
+}
+
+static inline long long h5_raw_len(const char *file, const char *dset) {
   H5Eset_auto2(H5E_DEFAULT, NULL, NULL); /* a missing dataset is an answer, not noise */
   hid_t f = H5Fopen(file, H5F_ACC_RDONLY, H5P_DEFAULT);
   if (f < 0) return -1;
@@ -30,14 +52,22 @@ static inline long long h5_len(const char *file, const char *dset) {
   return n;
 }
 
+static inline void *h5_read_as(const char *file, const char *dset, hid_t mtype, long long *n);
+
 /* A whole 1-D integer dataset converted to int64 (malloc'd), or NULL. */
 static inline int64_t *h5_i64(const char *file, const char *dset, long long *n) {
-  *n = h5_len(file, dset);
+  int c = h5_coded_column(file, dset);
+  if (c >= 0) return h5_schema3_events(file, c, n);
+  return h5_read_as(file, dset, H5T_NATIVE_INT64, n);
+}
+
+static inline void *h5_read_as(const char *file, const char *dset, hid_t mtype, long long *n) {
+  *n = h5_raw_len(file, dset);
   if (*n < 0) return NULL;
   int64_t *v = malloc(((size_t)*n + 1) * sizeof *v);
   hid_t f = H5Fopen(file, H5F_ACC_RDONLY, H5P_DEFAULT);
   hid_t d = H5Dopen2(f, dset, H5P_DEFAULT);
-  if (*n && H5Dread(d, H5T_NATIVE_INT64, H5S_ALL, H5S_ALL, H5P_DEFAULT, v) < 0) {
+  if (*n && H5Dread(d, mtype, H5S_ALL, H5S_ALL, H5P_DEFAULT, v) < 0) {
     free(v);
     v = NULL;
   }
@@ -138,6 +168,70 @@ static inline long long h5_attr_i64(const char *file, const char *obj, const cha
   }
   H5Fclose(f);
   return v;
+}
+
+/* Decodes one of schema 3's event quantities (0 start, 1 end, 2 call id,
+ * 3 parent id) for the whole file, straight from docs/file-format.md and
+ * independently of the library's reader: whole columns, rows from the index,
+ * the overflow lists applied, running sums from the row bases. */
+static inline int64_t *h5_schema3_events(const char *file, int column, long long *n) {
+  static const char *const coded[] = {"start_gaps", "durations", "call_id_gaps", "parent_offsets"};
+  long long k = 0, kk = 0, len[4] = {0, 0, 0, 0};
+  uint64_t *u[4] = {NULL, NULL, NULL, NULL};
+  int64_t *t[4] = {NULL, NULL, NULL, NULL};
+  int have[4] = {0, 0, 0, 0};
+  for (int c = 0; c < 4; c++) {
+    char path[96];
+    snprintf(path, sizeof path, "/events/%s", coded[c]);
+    u[c] = h5_read_as(file, path, H5T_NATIVE_UINT64, &len[c]);
+    if (!u[c]) continue;
+    /* true values; INT64_MIN marks "no parent" */
+    t[c] = malloc(((size_t)len[c] + 1) * sizeof *t[c]);
+    for (long long i = 0; i < len[c]; i++)
+      t[c][i] = c < 2 ? (int64_t)u[c][i]
+              : c == 3 && u[c][i] == 0 ? INT64_MIN
+                                        : (int64_t)((u[c][i] >> 1) ^ (0 - (u[c][i] & 1)));
+    long long ni, nv;
+    snprintf(path, sizeof path, "/events/%s_overflow_index", coded[c]);
+    int64_t *oi = h5_i64(file, path, &ni);
+    snprintf(path, sizeof path, "/events/%s_overflow_values", coded[c]);
+    int64_t *ov = h5_i64(file, path, &nv);
+    for (long long j = 0; oi && ov && j < ni && j < nv; j++) t[c][oi[j]] = ov[j];
+    free(oi);
+    free(ov);
+    have[c] = 1;
+  }
+  *n = len[0];
+  int64_t *offs = h5_i64(file, "/rank_region_index/event_offsets", &k);
+  int64_t *cnts = h5_i64(file, "/rank_region_index/event_counts", &kk);
+  int64_t *sb = h5_i64(file, "/rank_region_index/start_bases", &kk);
+  int64_t *cb = h5_i64(file, "/rank_region_index/call_id_bases", &kk);
+  int64_t *out = NULL;
+  if (have[0] && have[1] && offs && cnts && sb && cb && (column < 2 || (have[2] && have[3]))) {
+    out = malloc(((size_t)*n + 1) * sizeof *out);
+    for (long long r = 0; r < k; r++) {
+      uint64_t s = (uint64_t)sb[r], id = (uint64_t)cb[r];
+      for (int64_t i = offs[r]; i < offs[r] + cnts[r]; i++) {
+        s += (uint64_t)t[0][i];
+        if (column >= 2) id += (uint64_t)t[2][i];
+        switch (column) {
+        case 0: out[i] = (int64_t)s; break;
+        case 1: out[i] = (int64_t)(s + (uint64_t)t[1][i]); break;
+        case 2: out[i] = (int64_t)id; break;
+        default: out[i] = t[3][i] == INT64_MIN ? -1 : (int64_t)(id - (uint64_t)t[3][i]); break;
+        }
+      }
+    }
+  }
+  for (int c = 0; c < 4; c++) {
+    free(u[c]);
+    free(t[c]);
+  }
+  free(offs);
+  free(cnts);
+  free(sb);
+  free(cb);
+  return out;
 }
 
 #endif

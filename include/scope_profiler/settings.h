@@ -98,6 +98,8 @@
   X(finalize_on_exit, NONE, finalize_on_exit, BOOL, 1, 0, 1, "", \
     "Write a run the program did not finalize when the process exits (not under MPI, where finalize is collective).") \
   X(max_buffer_bytes, NONE, max_buffer_bytes, INT, INT64_C(1) << 30, INT64_C(1) << 20, INT64_MAX, "", \
-    "Memory budget for recorded events; past it, full buffers are streamed to a staging file by a writer thread and merged at finalize.")
+    "Memory budget for recorded events; past it, full buffers are streamed to a staging file by a writer thread and merged at finalize.") \
+  X(hdf5_schema, HDF5, schema, INT, 3, 2, 3, "", \
+    "File schema: 3 stores each call as delta-coded narrow integers (about a third of the bytes); 2 stores four int64 per call for readers of schema 2. MPI jobs and runs that streamed past max_buffer_bytes write 2.")
 
 #endif

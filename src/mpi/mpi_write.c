@@ -328,7 +328,7 @@ static void write_strs(hid_t g, const char *name, const char *const *v, size_t n
 /* Rank 0's share: root attributes, /metadata, the region table and /ranks
  * (clock offsets, host names). Serial HDF5 only (strings). */
 static void job_head(hid_t file, const struct sp_mpi_layout *L, const struct sp_meta *meta, int *failed) {
-  sp__h5_write_head(file, L->layout, meta, failed);
+  sp__h5_write_head(file, 2, L->layout, meta, failed);
   hid_t rt = group(file, "region_table");
   if (rt < 0) {
     *failed = 1;

@@ -96,8 +96,9 @@ void sp__h5_attr_strlist(hid_t obj, const char *name, char **list, int *failed) 
   H5Tclose(t);
 }
 
-void sp__h5_write_head(hid_t file, const char *layout, const struct sp_meta *meta, int *failed) {
-  int64_t schema = 2;
+void sp__h5_write_head(hid_t file, int schema_version, const char *layout, const struct sp_meta *meta,
+                       int *failed) {
+  int64_t schema = schema_version;
   sp__h5_attr_num(file, "scope_profiler_schema", H5T_STD_I64LE, H5T_NATIVE_INT64, &schema, failed);
   sp__h5_attr_str(file, "storage_layout", layout, failed);
   hid_t g = H5Gcreate2(file, "metadata", H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT);

@@ -27,7 +27,8 @@ void sp__h5_attr_num(hid_t obj, const char *name, hid_t ftype, hid_t mtype, cons
 void sp__h5_attr_strlist(hid_t obj, const char *name, char **list, int *failed);
 
 /* Root attributes (schema, storage_layout) and the /metadata group. */
-void sp__h5_write_head(hid_t file, const char *layout, const struct sp_meta *meta, int *failed);
+void sp__h5_write_head(hid_t file, int schema_version, const char *layout, const struct sp_meta *meta,
+                       int *failed);
 
 /* Reserves an exclusive temporary sibling name of `path`
  * (".NAME.tmp.XXXXXX", created with O_EXCL) and returns it in *tmp

@@ -1,6 +1,7 @@
-/* h5write.c - writes a run as an HDF5 file in schema 2 ("columnar").
+/* h5write.c - writes a run as an HDF5 file in schema 3 (the default:
+ * delta-coded event columns, delta.c) or schema 2 ("columnar", hdf5_schema=2).
  *
- * Layout (docs/file-format.md): root attributes scope_profiler_schema=2 and
+ * Layout (docs/file-format.md): root attributes scope_profiler_schema and
  * storage_layout; /metadata (attributes only); /region_table/names; the
  * rank_region_index datasets with one row per (rank, region); the events
  * datasets with all events as row slices. Small runs get exact-size contiguous datasets;
@@ -15,11 +16,13 @@
 #include <fcntl.h>
 #include <hdf5.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
 #include "common/error.h"
+#include "output/delta.h"
 #include "output/filters.h"
 #include "output/h5common.h"
 #include "output/output.h"
@@ -28,6 +31,8 @@ struct writer {
   hid_t file;
   const struct sp_config *cfg;
   int failed;
+  int schema;              /* 2, or 3 with `delta` encoded */
+  struct sp_delta delta;
 };
 
 static void check(struct writer *w, herr_t rc) {
@@ -68,6 +73,27 @@ static void write_column(struct writer *w, hid_t g, const struct sp_column *c, s
     write_array(w, g, c->name, H5T_STD_I64LE, H5T_NATIVE_INT64, n, c->data, is_event);
 }
 
+/* Schema 3's four coded columns (delta.c), each in its chosen width, and
+ * for a column with values that did not fit, <name>_overflow_index (u64,
+ * ascending event numbers) and <name>_overflow_values (their true int64
+ * values). */
+static void write_delta_columns(struct writer *w, hid_t ev, size_t n) {
+  for (int c = 0; c < SP_DELTA_NCOLS; c++) {
+    const struct sp_delta_col *d = &w->delta.col[c];
+    hid_t ft = d->width == 1 ? H5T_STD_U8LE : d->width == 2 ? H5T_STD_U16LE
+             : d->width == 4 ? H5T_STD_U32LE : H5T_STD_U64LE;
+    hid_t mt = d->width == 1 ? H5T_NATIVE_UINT8 : d->width == 2 ? H5T_NATIVE_UINT16
+             : d->width == 4 ? H5T_NATIVE_UINT32 : H5T_NATIVE_UINT64;
+    write_array(w, ev, d->name, ft, mt, n, d->data, 1);
+    if (!d->nov) continue;
+    char name[64];
+    snprintf(name, sizeof name, "%s_overflow_index", d->name);
+    write_array(w, ev, name, H5T_STD_U64LE, H5T_NATIVE_UINT64, d->nov, d->ov_index, 0);
+    snprintf(name, sizeof name, "%s_overflow_values", d->name);
+    write_array(w, ev, name, H5T_STD_I64LE, H5T_NATIVE_INT64, d->nov, d->ov_value, 0);
+  }
+}
+
 /* The event columns. A run streamed through a staging file (bounded memory)
  * has no arrays: its datasets are created full-size and its filler writes
  * them piece by piece, updating the rows' statistics as it goes, which is
@@ -98,19 +124,37 @@ static void write_events(struct writer *w, const struct sp_run *run) {
     H5Gclose(ev);
     return;
   }
-  write_array(w, ev, "start_times", H5T_STD_I64LE, H5T_NATIVE_INT64, n, run->start, 1);
-  write_array(w, ev, "end_times", H5T_STD_I64LE, H5T_NATIVE_INT64, n, run->end, 1);
-  write_array(w, ev, "call_ids", H5T_STD_I64LE, H5T_NATIVE_INT64, n, run->call_id, 1);
-  write_array(w, ev, "parent_ids", H5T_STD_I64LE, H5T_NATIVE_INT64, n, run->parent_id, 1);
+  if (w->schema == 3) {
+    write_delta_columns(w, ev, n);
+  } else {
+    write_array(w, ev, "start_times", H5T_STD_I64LE, H5T_NATIVE_INT64, n, run->start, 1);
+    write_array(w, ev, "end_times", H5T_STD_I64LE, H5T_NATIVE_INT64, n, run->end, 1);
+    write_array(w, ev, "call_ids", H5T_STD_I64LE, H5T_NATIVE_INT64, n, run->call_id, 1);
+    write_array(w, ev, "parent_ids", H5T_STD_I64LE, H5T_NATIVE_INT64, n, run->parent_id, 1);
+  }
   for (size_t i = 0; i < run->nextra; i++) write_column(w, ev, &run->extra[i], n, 1);
   H5Gclose(ev);
 
 }
 
+static void write_run_body(struct writer *w, const struct sp_run *run);
+
 static void write_run(struct writer *w, const struct sp_run *run) {
+  /* A streamed run's datasets are created before its events are known, so
+   * no width can be chosen for them: it stays schema 2. */
+  w->schema = run->fill_events || !w->cfg || w->cfg->hdf5_schema == 2 ? 2 : 3;
+  if (w->schema == 3 && sp__delta_encode(run, &w->delta) != SP_OK) {
+    w->failed = 1;
+    return;
+  }
+  write_run_body(w, run);
+  if (w->schema == 3) sp__delta_free(&w->delta);
+}
+
+static void write_run_body(struct writer *w, const struct sp_run *run) {
   if (run->fill_events) write_events(w, run);
   hid_t root = w->file;
-  sp__h5_write_head(root, run->layout, &run->meta, &w->failed);
+  sp__h5_write_head(root, w->schema, run->layout, &run->meta, &w->failed);
 
   hid_t rt = H5Gcreate2(root, "region_table", H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT);
   write_strings(w, rt, "names", run->nnames, (const char **)run->names);
@@ -153,6 +197,10 @@ static void write_run(struct writer *w, const struct sp_run *run) {
     hid_t st = sp__h5_summary_type();
     write_array(w, ri, "summary_statistics", st, st, k, sum, 0);
     H5Tclose(st);
+    if (w->schema == 3) {
+      write_array(w, ri, "start_bases", H5T_STD_I64LE, H5T_NATIVE_INT64, k, w->delta.start_bases, 0);
+      write_array(w, ri, "call_id_bases", H5T_STD_I64LE, H5T_NATIVE_INT64, k, w->delta.call_id_bases, 0);
+    }
     if (strcmp(run->layout, "aggregate") == 0)
       write_array(w, ri, "aggregate_counts", H5T_STD_I64LE, H5T_NATIVE_INT64, k, i64c, 0);
     H5Gclose(ri);
@@ -260,7 +308,12 @@ sp_status sp__h5_write_image(const struct sp_run *run, const struct sp_config *c
   hid_t fapl = sp__h5_file_access();
   H5Pset_fapl_core(fapl, 1 << 20, 0); /* memory only, nothing touches disk */
   struct writer w = {.cfg = cfg};
-  H5E_BEGIN_TRY { w.file = H5Fcreate("scope_profiler_results.h5", H5F_ACC_TRUNC, H5P_DEFAULT, fapl); }
+  /* A name of its own: HDF5 would refuse (or share) a second in-memory
+   * file of the same name created while another is open. */
+  static _Atomic unsigned long serial;
+  char name[64];
+  snprintf(name, sizeof name, "scope_profiler_results-%lu.h5", ++serial);
+  H5E_BEGIN_TRY { w.file = H5Fcreate(name, H5F_ACC_TRUNC, H5P_DEFAULT, fapl); }
   H5E_END_TRY;
   H5Pclose(fapl);
   if (w.file < 0) return sp__set_error(SP_ERR_IO, "HDF5 could not create an in-memory file");

@@ -22,14 +22,14 @@ void sp__progress(sp_results *r, uint64_t add) {
   if (r->progress) r->progress(r->progress_ctx, r->progress_done, r->progress_total);
 }
 
-static sp_status read_slice(sp_results *r, hid_t ds, uint64_t offset, size_t n, int64_t *out,
-                            const char *what) {
+static sp_status read_slice_as(sp_results *r, hid_t ds, hid_t memtype, uint64_t offset, size_t n,
+                               void *out, const char *what) {
   hid_t fs = H5Dget_space(ds);
   hsize_t off[1] = {offset}, cnt[1] = {n};
   hid_t ms = H5Screate_simple(1, cnt, NULL);
   herr_t rc = -1;
   if (fs >= 0 && ms >= 0 && H5Sselect_hyperslab(fs, H5S_SELECT_SET, off, NULL, cnt, NULL) >= 0)
-    rc = H5Dread(ds, H5T_NATIVE_INT64, ms, fs, H5P_DEFAULT, out);
+    rc = H5Dread(ds, memtype, ms, fs, H5P_DEFAULT, out);
   if (fs >= 0) H5Sclose(fs);
   if (ms >= 0) H5Sclose(ms);
   if (rc < 0)
@@ -38,6 +38,122 @@ static sp_status read_slice(sp_results *r, hid_t ds, uint64_t offset, size_t n, 
                          "compression filter this HDF5 lacks)",
                          r->path ? r->path : "<image>", what, (unsigned long long)offset, n);
   return SP_OK;
+}
+
+static void fill_minus_one(int64_t *v, size_t n) {
+  if (v)
+    for (size_t i = 0; i < n; i++) v[i] = -1;
+}
+
+static sp_status read_slice(sp_results *r, hid_t ds, uint64_t offset, size_t n, int64_t *out,
+                            const char *what) {
+  return read_slice_as(r, ds, H5T_NATIVE_INT64, offset, n, out, what);
+}
+
+/* ---- schema 3 ---------------------------------------------------------------
+ * Each row's calls are coded against the previous call of the row
+ * (src/output/delta.c): start gaps, durations, zigzag call-id steps and
+ * zigzag distances back to the parent (0 = none). Starts and call ids are
+ * running sums from the row's bases; each row keeps where its sums stand, so
+ * reading a row front to back in pieces (what every caller does) decodes each
+ * value once, and a jump back restarts the row. Sums wrap like the writer's
+ * differences, so any value round-trips and a corrupt one cannot overflow. */
+
+#define NO_PARENT INT64_MIN
+
+static const char *const coded_name[] = {"/events/start_gaps", "/events/durations",
+                                         "/events/call_id_gaps", "/events/parent_offsets"};
+
+static int64_t unzigzag(uint64_t u) { return (int64_t)((u >> 1) ^ ((uint64_t)0 - (u & 1))); }
+static int64_t wrap_add(int64_t a, int64_t b) { return (int64_t)((uint64_t)a + (uint64_t)b); }
+
+/* True values of coded column c for events [off, off+n): the stored codes,
+ * then the listed values of those that did not fit. */
+static sp_status coded(sp_results *r, int c, hid_t ds, uint64_t off, size_t n, int64_t *out) {
+  sp_status st = read_slice_as(r, ds, H5T_NATIVE_UINT64, off, n, out, coded_name[c]);
+  if (st != SP_OK) return st;
+  for (size_t i = 0; i < n; i++) {
+    uint64_t u = (uint64_t)out[i];
+    out[i] = c < 2 ? (int64_t)u : c == 3 && u == 0 ? NO_PARENT : unzigzag(u);
+  }
+  const struct sp__overflow *o = &r->overflow[c];
+  size_t lo = 0, hi = o->n;
+  while (lo < hi) {
+    size_t mid = lo + (hi - lo) / 2;
+    if (o->index[mid] < off) lo = mid + 1;
+    else hi = mid;
+  }
+  for (; lo < o->n && o->index[lo] - off < n; lo++) out[o->index[lo] - off] = o->value[lo];
+  return SP_OK;
+}
+
+/* Running sums of column c (0: starts, 2: call ids) for the row's events
+ * [first, first+n) into out, moving the row's cursor. */
+static sp_status running(sp_results *r, struct sp__rrow *w, int c, uint64_t first, size_t n,
+                         int64_t *out) {
+  hid_t ds = c == 0 ? r->ds_start : r->ds_call;
+  uint64_t *next = c == 0 ? &w->start_next : &w->call_next;
+  int64_t *acc = c == 0 ? &w->start_acc : &w->call_acc;
+  if (first < *next) {
+    *next = 0;
+    *acc = c == 0 ? w->start_base : w->call_base;
+  }
+  sp_status st = SP_OK;
+  if (first > *next) { /* skip ahead, summing what lies between */
+    size_t cap = first - *next < BLOCK ? (size_t)(first - *next) : BLOCK;
+    int64_t *tmp = malloc(cap * sizeof *tmp);
+    if (!tmp) return sp__set_error(SP_ERR_NO_MEMORY, "out of memory");
+    while (st == SP_OK && *next < first) {
+      size_t k = first - *next < cap ? (size_t)(first - *next) : cap;
+      st = coded(r, c, ds, w->offset + *next, k, tmp);
+      for (size_t i = 0; st == SP_OK && i < k; i++) *acc = wrap_add(*acc, tmp[i]);
+      if (st == SP_OK) *next += k;
+    }
+    free(tmp);
+  }
+  if (st == SP_OK) st = coded(r, c, ds, w->offset + first, n, out);
+  if (st != SP_OK) {
+    *next = 0; /* unknown: restart next time */
+    *acc = c == 0 ? w->start_base : w->call_base;
+    return st;
+  }
+  for (size_t i = 0; i < n; i++) out[i] = *acc = wrap_add(*acc, out[i]);
+  *next = first + n;
+  return SP_OK;
+}
+
+static sp_status row_read_coded(sp_results *r, struct sp__rrow *w, uint64_t first, size_t n,
+                                int64_t *start, int64_t *end, int64_t *call, int64_t *parent) {
+  int64_t *own_start = NULL, *own_call = NULL;
+  if (end && !start && !(start = own_start = malloc(n * sizeof *start)))
+    return sp__set_error(SP_ERR_NO_MEMORY, "out of memory");
+  int ids = r->ds_call >= 0 && r->ds_parent >= 0;
+  if (ids && parent && !call && !(call = own_call = malloc(n * sizeof *call))) {
+    free(own_start);
+    return sp__set_error(SP_ERR_NO_MEMORY, "out of memory");
+  }
+  sp_status st = SP_OK;
+  if (start) st = running(r, w, 0, first, n, start);
+  if (st == SP_OK && end) {
+    st = coded(r, 1, r->ds_end, w->offset + first, n, end);
+    for (size_t i = 0; st == SP_OK && i < n; i++) end[i] = wrap_add(start[i], end[i]);
+  }
+  if (st == SP_OK && call) {
+    if (ids) st = running(r, w, 2, first, n, call);
+    else fill_minus_one(call, n);
+  }
+  if (st == SP_OK && parent) {
+    if (ids) {
+      st = coded(r, 3, r->ds_parent, w->offset + first, n, parent);
+      for (size_t i = 0; st == SP_OK && i < n; i++)
+        parent[i] = parent[i] == NO_PARENT ? -1 : (int64_t)((uint64_t)call[i] - (uint64_t)parent[i]);
+    } else {
+      fill_minus_one(parent, n);
+    }
+  }
+  free(own_start);
+  free(own_call);
+  return st;
 }
 
 static sp_status read_hier_slice(sp_results *r, const struct sp__rrow *w, const char *name,
@@ -53,14 +169,22 @@ static sp_status read_hier_slice(sp_results *r, const struct sp__rrow *w, const 
   return st;
 }
 
-static void fill_minus_one(int64_t *v, size_t n) {
-  if (v)
-    for (size_t i = 0; i < n; i++) v[i] = -1;
+static sp_status read_threads(sp_results *r, uint64_t off, size_t n, int64_t *thread) {
+  if (r->ds_thread < 0) {
+    fill_minus_one(thread, n);
+    return SP_OK;
+  }
+  sp_status st = read_slice(r, r->ds_thread, off, n, thread, "/events/thread_ids");
+  /* an unsigned column marks "no thread" with its all-ones value */
+  if (st == SP_OK && r->thread_u32)
+    for (size_t i = 0; i < n; i++)
+      if (thread[i] == 0xFFFFFFFFll) thread[i] = -1;
+  return st;
 }
 
 sp_status sp__row_read(sp_results *r, size_t row, uint64_t first, size_t n, int64_t *start,
                        int64_t *end, int64_t *call, int64_t *parent, int64_t *thread) {
-  const struct sp__rrow *w = &r->rows[row];
+  struct sp__rrow *w = &r->rows[row];
   if (first > w->count || n > w->count - first)
     return sp__set_error(SP_ERR_INVALID_ARGUMENT,
                          "events [%llu, +%zu) are outside the %llu events of region '%s' rank %lld",
@@ -74,6 +198,10 @@ sp_status sp__row_read(sp_results *r, size_t row, uint64_t first, size_t n, int6
     fill_minus_one(call, n);
     fill_minus_one(parent, n);
     fill_minus_one(thread, n);
+  } else if (r->delta) {
+    uint64_t off = w->offset + first;
+    st = row_read_coded(r, w, first, n, start, end, call, parent);
+    if (st == SP_OK && thread) st = read_threads(r, off, n, thread);
   } else {
     uint64_t off = w->offset + first;
     if (start) st = read_slice(r, r->ds_start, off, n, start, "/events/start_times");
@@ -86,17 +214,7 @@ sp_status sp__row_read(sp_results *r, size_t row, uint64_t first, size_t n, int6
       if (r->ds_parent >= 0) st = read_slice(r, r->ds_parent, off, n, parent, "/events/parent_ids");
       else fill_minus_one(parent, n);
     }
-    if (st == SP_OK && thread) {
-      if (r->ds_thread >= 0) {
-        st = read_slice(r, r->ds_thread, off, n, thread, "/events/thread_ids");
-        /* an unsigned column marks "no thread" with its all-ones value */
-        if (st == SP_OK && r->thread_u32)
-          for (size_t i = 0; i < n; i++)
-            if (thread[i] == 0xFFFFFFFFll) thread[i] = -1;
-      } else {
-        fill_minus_one(thread, n);
-      }
-    }
+    if (st == SP_OK && thread) st = read_threads(r, off, n, thread);
   }
   if (st == SP_OK && w->clock_offset) /* onto rank 0's clock (read_open.c) */
     for (size_t i = 0; i < n; i++) {

@@ -45,6 +45,19 @@ struct sp__rrow {
   int own_known;          /* own was rebuilt from the call tree */
   int64_t own;
   int64_t clock_offset;   /* ns added to this rank's times to put them on rank 0's clock */
+  /* schema 3: the row's first start and call id, and where sequential
+   * decoding stands (next event to decode, running value before it) */
+  int64_t start_base, call_base;
+  uint64_t start_next, call_next;
+  int64_t start_acc, call_acc;
+};
+
+/* Schema 3: the events of one coded column whose true value is listed
+ * beside it (ascending event numbers). */
+struct sp__overflow {
+  uint64_t *index;
+  int64_t *value;
+  size_t n;
 };
 
 struct sp__meta {
@@ -81,6 +94,10 @@ struct sp_results {
   uint64_t nevents;
   hid_t ds_start, ds_end, ds_call, ds_parent, ds_thread, ds_task; /* H5I_INVALID_HID: absent */
   int thread_u32;
+  /* schema 3: ds_start..ds_parent hold start_gaps, durations, call_id_gaps
+   * and parent_offsets, decoded by read_events.c */
+  int delta;
+  struct sp__overflow overflow[4];
 
   sp_progress_fn progress;
   void *progress_ctx;

@@ -586,6 +586,47 @@ static sp_status read_summaries(sp_results *r, hid_t grp, hsize_t nrows, struct 
   return SP_OK;
 }
 
+/* Schema 3: the values of coded column `name` that did not fit its width,
+ * <name>_overflow_index (ascending event numbers) and _values (true values),
+ * read whole: they are few by construction. */
+static sp_status load_overflow(sp_results *r, hid_t g, const char *name, hsize_t nevents,
+                               struct sp__overflow *out) {
+  char iname[64], vname[64];
+  snprintf(iname, sizeof iname, "%s_overflow_index", name);
+  snprintf(vname, sizeof vname, "%s_overflow_values", name);
+  hid_t di = H5I_INVALID_HID, dv = H5I_INVALID_HID;
+  hsize_t ni = 0, nv = 0;
+  sp_status st = open_column(r, g, "events", iname, 0, H5T_INTEGER, &di, &ni);
+  if (st == SP_OK) st = open_column(r, g, "events", vname, di >= 0, H5T_INTEGER, &dv, &nv);
+  if (st == SP_OK && (di < 0) != (dv < 0))
+    st = sp__set_error(SP_ERR_FORMAT, "%s: /events/%s exists without /events/%s", FILE_NAME(r),
+                       vname, iname);
+  if (st == SP_OK && di >= 0 && (ni != nv || ni > nevents))
+    st = sp__set_error(SP_ERR_FORMAT,
+                       "%s: /events/%s has %llu entries and %s %llu, for %llu events; they must "
+                       "be equally long and no longer than the events",
+                       FILE_NAME(r), iname, (unsigned long long)ni, vname, (unsigned long long)nv,
+                       (unsigned long long)nevents);
+  if (st == SP_OK && di >= 0 && ni > 0) {
+    out->index = malloc(ni * sizeof *out->index);
+    out->value = malloc(ni * sizeof *out->value);
+    if (!out->index || !out->value) st = sp__set_error(SP_ERR_NO_MEMORY, "out of memory");
+    if (st == SP_OK) st = read_column(r, di, H5T_NATIVE_UINT64, out->index, (size_t)ni, iname);
+    if (st == SP_OK) st = read_column(r, dv, H5T_NATIVE_INT64, out->value, (size_t)ni, vname);
+    if (st == SP_OK) out->n = (size_t)ni;
+    for (size_t i = 0; st == SP_OK && i < out->n; i++)
+      if (out->index[i] >= nevents || (i > 0 && out->index[i] <= out->index[i - 1]))
+        st = sp__set_error(SP_ERR_FORMAT,
+                           "%s: /events/%s must hold ascending event numbers below %llu "
+                           "(entry %zu is %llu)",
+                           FILE_NAME(r), iname, (unsigned long long)nevents, i,
+                           (unsigned long long)out->index[i]);
+  }
+  if (di >= 0) H5Dclose(di);
+  if (dv >= 0) H5Dclose(dv);
+  return st;
+}
+
 /* The /events columns: checked for type and length, opened, never read. */
 static sp_status open_events(sp_results *r, hid_t root) {
   hsize_t n = 0, len = 0;
@@ -598,27 +639,31 @@ static sp_status open_events(sp_results *r, hid_t root) {
     return sp__set_error(SP_ERR_FORMAT, "%s: /events is not a group", FILE_NAME(r));
   hid_t g = H5Gopen2(root, "events", H5P_DEFAULT);
   if (g < 0) return sp__set_error(SP_ERR_FORMAT, "%s: cannot open /events", FILE_NAME(r));
-  sp_status st = open_column(r, g, "events", "start_times", !r->aggregate, H5T_INTEGER,
-                             &r->ds_start, &n);
+  /* schema 3 stores the same four quantities coded (read_events.c) */
+  static const char *const names2[] = {"start_times", "end_times", "call_ids", "parent_ids"};
+  static const char *const names3[] = {"start_gaps", "durations", "call_id_gaps", "parent_offsets"};
+  const char *const *name = r->delta ? names3 : names2;
+  sp_status st = open_column(r, g, "events", name[0], !r->aggregate, H5T_INTEGER, &r->ds_start, &n);
   if (st == SP_OK)
-    st = open_column(r, g, "events", "end_times", !r->aggregate && n > 0, H5T_INTEGER,
-                     &r->ds_end, &len);
+    st = open_column(r, g, "events", name[1], !r->aggregate && n > 0, H5T_INTEGER, &r->ds_end, &len);
   if (st == SP_OK && r->ds_end >= 0 && len != n)
-    st = sp__set_error(SP_ERR_FORMAT,
-                       "%s: /events/end_times has %llu values but start_times has %llu",
-                       FILE_NAME(r), (unsigned long long)len, (unsigned long long)n);
+    st = sp__set_error(SP_ERR_FORMAT, "%s: /events/%s has %llu values but %s has %llu",
+                       FILE_NAME(r), name[1], (unsigned long long)len, name[0],
+                       (unsigned long long)n);
   if (st == SP_OK && n > SP__MAX_EVENTS)
     st = sp__set_error(SP_ERR_FORMAT, "%s: /events claims %llu events, beyond what a profile holds",
                        FILE_NAME(r), (unsigned long long)n);
-  static const char *const optional[] = {"call_ids", "parent_ids", "thread_ids", "task_ids"};
+  const char *optional[] = {name[2], name[3], "thread_ids", "task_ids"};
   hid_t *slots[] = {&r->ds_call, &r->ds_parent, &r->ds_thread, &r->ds_task};
   for (int i = 0; i < 4 && st == SP_OK; i++) {
     st = open_column(r, g, "events", optional[i], 0, H5T_INTEGER, slots[i], &len);
     if (st == SP_OK && *slots[i] >= 0 && len != n)
-      st = sp__set_error(SP_ERR_FORMAT, "%s: /events/%s has %llu values but start_times has %llu",
-                         FILE_NAME(r), optional[i], (unsigned long long)len,
+      st = sp__set_error(SP_ERR_FORMAT, "%s: /events/%s has %llu values but %s has %llu",
+                         FILE_NAME(r), optional[i], (unsigned long long)len, name[0],
                          (unsigned long long)n);
   }
+  for (int i = 0; i < 4 && st == SP_OK && r->delta; i++)
+    st = load_overflow(r, g, names3[i], n, &r->overflow[i]);
   if (st == SP_OK && r->ds_thread >= 0) {
     hid_t tt = H5Dget_type(r->ds_thread);
     r->thread_u32 = H5Tget_sign(tt) == H5T_SGN_NONE && H5Tget_size(tt) == 4;
@@ -750,6 +795,13 @@ static sp_status open_schema2(sp_results *r, hid_t root) {
   if (st == SP_OK)
     st = index_column(r, g, "aggregate_counts", r->aggregate, nrows, H5T_NATIVE_INT64,
                       (void **)&agg);
+  int64_t *start_bases = NULL, *call_bases = NULL;
+  if (st == SP_OK && r->delta)
+    st = index_column(r, g, "start_bases", !r->aggregate, nrows, H5T_NATIVE_INT64,
+                      (void **)&start_bases);
+  if (st == SP_OK && r->delta)
+    st = index_column(r, g, "call_id_bases", !r->aggregate, nrows, H5T_NATIVE_INT64,
+                      (void **)&call_bases);
   if (st == SP_OK) st = index_strings(r, g, "source_files", nrows, &files);
   if (st == SP_OK) st = index_strings(r, g, "source_texts", nrows, &texts);
   if (st == SP_OK) st = index_strings(r, g, "tags", nrows, &tags);
@@ -792,6 +844,8 @@ static sp_status open_schema2(sp_results *r, hid_t root) {
     w->rank = ranks[i];
     w->offset = offsets[i];
     w->count = counts[i];
+    w->start_base = w->start_acc = start_bases ? start_bases[i] : 0;
+    w->call_base = w->call_acc = call_bases ? call_bases[i] : -1;
     w->source_line = lines ? lines[i] : -1;
     w->exclusive = excl ? excl[i] : -1;
     w->source_file = files ? files[i] : sp__strdup("");
@@ -842,6 +896,8 @@ static sp_status open_schema2(sp_results *r, hid_t root) {
   free(lines);
   free(excl);
   free(agg);
+  free(start_bases);
+  free(call_bases);
   sp__free_strings(files, files ? nrows : 0);
   sp__free_strings(texts, texts ? nrows : 0);
   sp__free_strings(tags, tags ? nrows : 0);
@@ -939,10 +995,10 @@ static sp_status load(sp_results *r) {
     else if (v < 1)
       st = sp__set_error(SP_ERR_FORMAT, "%s: invalid scope_profiler_schema %lld", FILE_NAME(r),
                          (long long)v);
-    else if (v > 2)
+    else if (v > 3)
       st = sp__set_error(SP_ERR_FORMAT,
                          "%s: written with file schema %lld; this reader understands schemas 1 "
-                         "and 2. Upgrade scope-profiler to read it",
+                         "to 3. Upgrade scope-profiler to read it",
                          FILE_NAME(r), (long long)v);
     else
       r->schema = (int)v;
@@ -963,7 +1019,8 @@ static sp_status load(sp_results *r) {
   }
   H5Gclose(root);
   if (st != SP_OK) return st;
-  if (r->schema == 2) {
+  if (r->schema >= 2) {
+    r->delta = r->schema == 3;
     root = H5Gopen2(r->file, "/", H5P_DEFAULT);
     st = open_schema2(r, root);
     H5Gclose(root);
@@ -1069,7 +1126,12 @@ sp_status sp_results_open_image(const void *image, size_t size, sp_results **out
       H5Pset_file_image(fapl, (void *)image, size) < 0)
     st = sp__set_error(SP_ERR_NO_MEMORY, "cannot set up an HDF5 in-memory file");
   if (st == SP_OK) {
-    r->file = H5Fopen("scope-profiler-image.h5", H5F_ACC_RDONLY, fapl);
+    /* HDF5 hands back an already open file of the same name instead of
+     * opening this image, so every image gets a name of its own. */
+    static _Atomic unsigned long serial;
+    char name[64];
+    snprintf(name, sizeof name, "scope-profiler-image-%lu.h5", ++serial);
+    r->file = H5Fopen(name, H5F_ACC_RDONLY, fapl);
     if (r->file < 0)
       st = sp__set_error(SP_ERR_FORMAT, "the in-memory image is not a valid HDF5 file");
     else st = load(r);
@@ -1087,6 +1149,10 @@ void sp_results_free(sp_results *r) {
     if (*ds[i] >= 0) H5Dclose(*ds[i]);
   if (r->file >= 0) H5Fclose(r->file);
   sp__h5_quiet_end(&q);
+  for (int i = 0; i < 4; i++) {
+    free(r->overflow[i].index);
+    free(r->overflow[i].value);
+  }
   for (size_t i = 0; i < r->nmeta; i++) {
     struct sp__meta *m = &r->meta[i];
     free(m->key);

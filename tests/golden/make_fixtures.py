@@ -286,9 +286,9 @@ def hostile():
     with h5py.File(p("hostile_lengths.h5"), "a") as f:
         del f["events/end_times"]
         f["events"].create_dataset("end_times", data=np.array([15], dtype=np.int64))
-    write_schema2(p("hostile_schema3.h5"), ["solve"], base, {})
-    with h5py.File(p("hostile_schema3.h5"), "a") as f:
-        f.attrs["scope_profiler_schema"] = np.int64(3)
+    write_schema2(p("hostile_schema4.h5"), ["solve"], base, {})
+    with h5py.File(p("hostile_schema4.h5"), "a") as f:
+        f.attrs["scope_profiler_schema"] = np.int64(4)
     write_schema2(p("hostile_summary.h5"), ["solve"], base, {})
     with h5py.File(p("hostile_summary.h5"), "a") as f:
         s = f["rank_region_index/summary_statistics"][...]

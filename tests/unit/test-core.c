@@ -587,7 +587,7 @@ SP_TEST(metadata_minimal_is_private) {
   char *label = h5_attr_str("meta.h5", "/metadata", "label");
   ASSERT_STR_EQ(label, "meta"); /* default: the file stem */
   free(label);
-  ASSERT_EQ(h5_attr_i64("meta.h5", "/", "scope_profiler_schema"), 2);
+  ASSERT_EQ(h5_attr_i64("meta.h5", "/", "scope_profiler_schema"), 3);
   char *layout = h5_attr_str("meta.h5", "/", "storage_layout");
   ASSERT_STR_EQ(layout, "columnar");
   free(layout);
@@ -681,7 +681,7 @@ SP_TEST(reader_reads_what_finalize_wrote) {
   sp_results *both[2] = {mem, file};
   for (int w = 0; w < 2; w++) {
     sp_results *r = both[w];
-    ASSERT_EQ(sp_results_schema(r), 2);
+    ASSERT_EQ(sp_results_schema(r), 3);
     ASSERT_STR_EQ(sp_results_layout(r), "columnar");
     ASSERT_EQ(sp_results_num_regions(r), 2);
     ASSERT_EQ(sp_results_num_events(r), 28);

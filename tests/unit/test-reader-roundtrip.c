@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/core.h"
 #include "harness.h"
 #include "scope_profiler.h"
 #include "scope_profiler/reader.h"
@@ -33,8 +34,8 @@ static void record(sp_manager *m) {
   }
 }
 
-static void check(sp_results *r) {
-  ASSERT_EQ(sp_results_schema(r), 2);
+static void check(sp_results *r, int schema) {
+  ASSERT_EQ(sp_results_schema(r), schema);
   ASSERT_EQ(sp_results_num_ranks(r), 1);
   size_t outer = region_of(r, "outer"), inner = region_of(r, "inner"), leaf = region_of(r, "leaf");
   sp_region_stats so, si, sl;
@@ -83,10 +84,10 @@ SP_TEST(finalize_image_and_file_read_back_alike) {
   ASSERT_OK(sp_manager_finalize(m, &fin, &mem));
   ASSERT(mem != NULL);
   ASSERT(sp_results_path(mem) == NULL);
-  check(mem);
+  check(mem, 3);
   sp_results *file = NULL;
   ASSERT_OK(sp_results_open("roundtrip.h5", &file));
-  check(file);
+  check(file, 3);
   /* same numbers from the image and from the file */
   for (size_t i = 0; i < sp_results_num_regions(file); i++) {
     const char *name = sp_results_region_name(file, i);
@@ -100,6 +101,60 @@ SP_TEST(finalize_image_and_file_read_back_alike) {
   sp_results_free(mem);
   sp_results_free(file);
   sp_manager_destroy(m);
+}
+
+/* One recording (manual clock, so it can be repeated exactly) written in
+ * each schema: every event, id and parent reads back the same. */
+static sp_results *recorded(const char *schema) {
+  setenv("SCOPE_PROFILER_CLOCK", "manual", 1);
+  sp_manager *m = sp_manager_create();
+  ASSERT(m != NULL);
+  const char *ov[] = {"file_path=same.h5", schema, NULL};
+  sp_setup_args a = {.overrides = ov};
+  ASSERT_OK(sp_manager_setup(m, &a));
+  sp_region outer = sp_region_intern("outer"), inner = sp_region_intern("inner");
+  for (int i = 0; i < 3000; i++) {
+    sp_region_begin(m, outer);
+    sp__clock_manual_advance(1000 + (uint64_t)(i * 7919 % 300));
+    for (int k = 0; k < 1 + i % 3; k++) {
+      sp_region_begin(m, inner);
+      sp__clock_manual_advance(100 + (uint64_t)(i % 11));
+      sp_region_end(m, inner);
+    }
+    sp_region_end(m, outer);
+  }
+  sp_results *r = NULL;
+  ASSERT_OK(sp_manager_finalize(m, &(sp_finalize_args){.return_results = 1}, &r));
+  sp_manager_destroy(m);
+  return r;
+}
+
+SP_TEST(schema2_and_schema3_read_back_alike) {
+  sp_results *two = recorded("hdf5_schema=2"), *three = recorded("hdf5_schema=3");
+  ASSERT_EQ(sp_results_schema(two), 2);
+  ASSERT_EQ(sp_results_schema(three), 3);
+  ASSERT_EQ(sp_results_num_events(two), sp_results_num_events(three));
+  ASSERT_GT(sp_results_num_events(three), 8000);
+  int64_t t2, t3;
+  ASSERT_OK(sp_results_min_start(two, &t2));
+  ASSERT_OK(sp_results_min_start(three, &t3));
+  for (size_t i = 0; i < sp_results_num_regions(two); i++) {
+    sp_events a, b;
+    ASSERT_OK(sp_results_events(two, i, 0, &a));
+    ASSERT_OK(sp_results_events(three, region_of(three, sp_results_region_name(two, i)), 0, &b));
+    ASSERT_EQ(a.count, b.count);
+    for (size_t k = 0; k < a.count; k++) {
+      /* the manual clock runs on across the two recordings */
+      ASSERT_EQ(a.start_ns[k] - t2, b.start_ns[k] - t3);
+      ASSERT_EQ(a.end_ns[k] - t2, b.end_ns[k] - t3);
+      ASSERT_EQ(a.call_ids[k], b.call_ids[k]);
+      ASSERT_EQ(a.parent_ids[k], b.parent_ids[k]);
+    }
+    sp_events_free(&a);
+    sp_events_free(&b);
+  }
+  sp_results_free(two);
+  sp_results_free(three);
 }
 
 int main(int c, char **v) { return sp_test_main(c, v); }

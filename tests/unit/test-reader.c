@@ -520,7 +520,7 @@ SP_TEST(hostile_files_are_format_errors) {
   expect_format_error(FIX("hostile_region_id.h5"), "names region 7");
   expect_format_error(FIX("hostile_huge.h5"), "claims");
   expect_format_error(FIX("hostile_lengths.h5"), "end_times has 1 values");
-  expect_format_error(FIX("hostile_schema3.h5"), "Upgrade scope-profiler");
+  expect_format_error(FIX("hostile_schema4.h5"), "Upgrade scope-profiler");
   expect_format_error(FIX("hostile_summary.h5"), "inconsistent");
   expect_format_error(FIX("hostile_foreign.h5"), "not a scope-profiler profile");
 }

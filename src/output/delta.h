@@ -1,0 +1,37 @@
+/* delta.h - schema 3's event encoding: the four per-call columns of a run
+ * (start, end, call id, parent id) turned into small row-relative integers
+ * stored in the narrowest unsigned type that holds nearly all of them, with
+ * the few that do not fit listed beside them (docs/file-format.md,
+ * "Schema 3"). The reader decodes it in src/read/read_events.c.
+ */
+#ifndef SP_OUTPUT_DELTA_H
+#define SP_OUTPUT_DELTA_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "output/output.h"
+#include "scope_profiler/status.h"
+
+enum { SP_DELTA_NCOLS = 4 };
+
+struct sp_delta_col {
+  const char *name;      /* "start_gaps", "durations", "call_id_gaps", "parent_offsets" */
+  unsigned width;        /* bytes per stored value: 1, 2, 4 or 8 */
+  void *data;            /* nevents values of `width` bytes */
+  uint64_t *ov_index;    /* ascending event indices whose value did not fit */
+  int64_t *ov_value;     /* their true (decoded) values */
+  size_t nov;
+};
+
+struct sp_delta {
+  struct sp_delta_col col[SP_DELTA_NCOLS];
+  int64_t *start_bases;   /* per row: its first start (0 for an empty row) */
+  int64_t *call_id_bases; /* per row: its first call id (-1 for an empty row) */
+};
+
+/* Encode the in-memory event columns of `run` (not a fill_events run). */
+sp_status sp__delta_encode(const struct sp_run *run, struct sp_delta *out);
+void sp__delta_free(struct sp_delta *d);
+
+#endif
