@@ -70,6 +70,8 @@ printf '"%s"\n' scope_profiler_schema storage_layout columnar aggregate metadata
   names rank_region_index region_ids ranks event_offsets event_counts source_lines \
   exclusive_totals source_files source_texts tags summary_statistics aggregate_counts events \
   start_times end_times call_ids parent_ids thread_ids task_ids threads regions rank0 \
+  start_gaps durations call_id_gaps parent_offsets start_bases call_id_bases \
+  _overflow_index _overflow_values \
   > "$out/reader.dict"
 
 # Serial HDF5 1.10 crashes and loops forever on some corrupt files

@@ -119,10 +119,10 @@ static void job_create(hid_t file, const struct sp_mpi_layout *L, const struct s
     create_ds(ri, "summary_statistics", sum, k, -1, failed);
     if (strcmp(L->layout, "aggregate") == 0) create_ds(ri, "aggregate_counts", H5T_STD_I64LE, k, -1, failed);
     static const char *const cols[] = {"start_times", "end_times", "call_ids", "parent_ids"};
-    for (size_t i = 0; i < 4; i++) create_ds(ev, cols[i], H5T_STD_I64LE, n, sp__event_dcpl(cfg, n, 8), failed);
+    for (size_t i = 0; i < 4; i++) create_ds(ev, cols[i], H5T_STD_I64LE, n, sp__event_dcpl(cfg, n, 8, n, 2), failed);
     for (size_t i = 0; i < L->nextra; i++)
       create_ds(ev, L->extra[i].name, col_ftype(L->extra[i].type), n,
-                sp__event_dcpl(cfg, n, col_elem(L->extra[i].type)), failed);
+                sp__event_dcpl(cfg, n, col_elem(L->extra[i].type), n, 2), failed);
   }
   if (what & W_STRINGS && !*failed) {
     create_ds(ri, "source_files", st, k, -1, failed);

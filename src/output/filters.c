@@ -261,7 +261,7 @@ sp_status sp__filters_check(const struct sp_config *cfg) {
                        "gzip, lzf, zstd", c);
 }
 
-static enum method pick(const struct sp_config *cfg, size_t n, int *level) {
+static enum method pick(const struct sp_config *cfg, size_t n, int schema, int *level) {
   const char *c = cfg->hdf5_compression;
   int set = cfg->hdf5_compression_level != SP_INT_NONE;
   int lv = set ? (int)cfg->hdf5_compression_level : 0;
@@ -277,17 +277,18 @@ static enum method pick(const struct sp_config *cfg, size_t n, int *level) {
   }
   if (!strcmp(c, "auto") && n >= SP_AUTO_MIN_EVENTS && deflate_encoder()) {
     /* deflate, because every HDF5 reads it without a plugin. */
-    *level = set ? lv : SP_AUTO_DEFAULT_LEVEL;
+    *level = set ? lv : schema == 3 ? SP_AUTO_DEFAULT_LEVEL_SCHEMA3 : SP_AUTO_DEFAULT_LEVEL;
     return M_GZIP;
   }
   return M_NONE;
 }
 
-hid_t sp__event_dcpl(const struct sp_config *cfg, size_t nvalues, size_t elem_size) {
+hid_t sp__event_dcpl(const struct sp_config *cfg, size_t nvalues, size_t elem_size, size_t run_events,
+                     int schema) {
   hid_t dcpl = H5Pcreate(H5P_DATASET_CREATE);
   if (dcpl < 0 || !cfg || nvalues == 0 || elem_size == 0) return dcpl;
   int level = 0;
-  enum method m = pick(cfg, nvalues, &level);
+  enum method m = pick(cfg, run_events, schema, &level);
   if ((m == M_LZF || m == M_ZSTD) && sp__filters_register() != 0) {
     H5Pclose(dcpl);
     return H5I_INVALID_HID;

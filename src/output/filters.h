@@ -30,11 +30,15 @@
  * would write them. */
 #define SP_AUTO_MIN_EVENTS 65536
 
-/* Default levels when hdf5_compression_level is unset. auto is deflate at
- * level 1: 8% larger than level 4 for 30% less CPU (BENCHMARKS.md). */
+/* Default levels when hdf5_compression_level is unset. On schema 2's int64
+ * columns auto is deflate at level 1: 8% larger than level 4 for 30% less
+ * CPU. Schema 3's columns hold a quarter of the bytes, so level 4 there costs
+ * less CPU than level 1 on schema 2 and gives 4% smaller files
+ * (BENCHMARKS.md). */
 #define SP_GZIP_DEFAULT_LEVEL 4
 #define SP_ZSTD_DEFAULT_LEVEL 3
 #define SP_AUTO_DEFAULT_LEVEL 1
+#define SP_AUTO_DEFAULT_LEVEL_SCHEMA3 4
 
 /* The filter classes (H5Z_class2_t), also exported by the plugin modules. */
 extern const H5Z_class2_t sp__lzf_filter_class;
@@ -50,8 +54,11 @@ sp_status sp__filters_check(const struct sp_config *cfg);
 
 /* Dataset creation properties for an event column of `nvalues` elements of
  * `elem_size` bytes: contiguous, or chunked (hdf5_chunk_size, or compression),
- * byte-shuffled and filtered as configured. Negative on failure; the caller
+ * byte-shuffled and filtered as configured, in a file of `schema` for a run of
+ * `run_events` events (what "auto" judges, so that a run's small side
+ * datasets are compressed like its columns). Negative on failure; the caller
  * closes it with H5Pclose. */
-hid_t sp__event_dcpl(const struct sp_config *cfg, size_t nvalues, size_t elem_size);
+hid_t sp__event_dcpl(const struct sp_config *cfg, size_t nvalues, size_t elem_size, size_t run_events,
+                     int schema);
 
 #endif

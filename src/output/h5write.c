@@ -32,6 +32,7 @@ struct writer {
   const struct sp_config *cfg;
   int failed;
   int schema;              /* 2, or 3 with `delta` encoded */
+  size_t nevents;          /* the run's */
   struct sp_delta delta;
 };
 
@@ -41,7 +42,7 @@ static void check(struct writer *w, herr_t rc) {
 
 /* Dataset creation properties for an event column of n values (filters.c). */
 static hid_t event_dcpl(struct writer *w, size_t n, size_t elem) {
-  return sp__event_dcpl(w->cfg, n, elem);
+  return sp__event_dcpl(w->cfg, n, elem, w->nevents, w->schema);
 }
 
 static void write_array(struct writer *w, hid_t group, const char *name, hid_t ftype, hid_t mtype,
@@ -88,9 +89,9 @@ static void write_delta_columns(struct writer *w, hid_t ev, size_t n) {
     if (!d->nov) continue;
     char name[64];
     snprintf(name, sizeof name, "%s_overflow_index", d->name);
-    write_array(w, ev, name, H5T_STD_U64LE, H5T_NATIVE_UINT64, d->nov, d->ov_index, 0);
+    write_array(w, ev, name, H5T_STD_U64LE, H5T_NATIVE_UINT64, d->nov, d->ov_index, 1);
     snprintf(name, sizeof name, "%s_overflow_values", d->name);
-    write_array(w, ev, name, H5T_STD_I64LE, H5T_NATIVE_INT64, d->nov, d->ov_value, 0);
+    write_array(w, ev, name, H5T_STD_I64LE, H5T_NATIVE_INT64, d->nov, d->ov_value, 1);
   }
 }
 
@@ -143,6 +144,7 @@ static void write_run(struct writer *w, const struct sp_run *run) {
   /* A streamed run's datasets are created before its events are known, so
    * no width can be chosen for them: it stays schema 2. */
   w->schema = run->fill_events || !w->cfg || w->cfg->hdf5_schema == 2 ? 2 : 3;
+  w->nevents = run->nevents;
   if (w->schema == 3 && sp__delta_encode(run, &w->delta) != SP_OK) {
     w->failed = 1;
     return;

@@ -2,8 +2,9 @@
 # Compressed output read by programs that are not scope-profiler: the demo
 # simulation writes one file per hdf5_compression value; h5py reads gzip and
 # lzf natively (its built-in lzf filter) and zstd only through our plugin
-# (HDF5_PLUGIN_PATH=$SP_BUILD/hdf5-plugins); every file passes the full schema-2
-# check (summary rows recomputed from the decoded events) and has the same
+# (HDF5_PLUGIN_PATH=$SP_BUILD/hdf5-plugins); every file passes the full
+# check_profile.py check (summary rows recomputed from the events, decoded by
+# sp_events.py; schema 3, and one gzip file in schema 2) and has the same
 # structure as the uncompressed run (single-threaded, so the same calls, ids
 # and nesting); h5dump reads zstd and lzf through the plugins, and h5py's own
 # lzf file through ours.
@@ -30,19 +31,25 @@ run zstd zstd 60 128
 run auto_small auto 60
 run auto_big auto 1500
 run none_big none 1500
+SCOPE_PROFILER_HDF5_SCHEMA=2 run gzip2 gzip 60 128
 
-check() { "$SP_PYTHON" "$SP_SRC/tests/integration/check_schema2.py" "$@" --expect step=60; }
+check() { "$SP_PYTHON" "$SP_SRC/tests/integration/check_profile.py" "$@" --expect step=60; }
 check none.h5
 check gzip.h5
 check lzf.h5
 HDF5_PLUGIN_PATH="$plugins" check zstd.h5
 check auto_small.h5
-"$SP_PYTHON" "$SP_SRC/tests/integration/check_schema2.py" auto_big.h5 --expect step=1500
+check gzip2.h5
+"$SP_PYTHON" "$SP_SRC/tests/integration/check_profile.py" auto_big.h5 --expect step=1500
 
 cat > compare.py <<'EOF'
 import os, sys
 import h5py
 import numpy as np
+sys.path.insert(0, os.path.join(os.environ["SP_SRC"], "tests", "integration"))
+import sp_events
+
+CODED = sp_events.CODED
 
 def fail(msg):
     print("test_compression_h5py: " + msg, file=sys.stderr)
@@ -56,9 +63,9 @@ def structure(path):
         out = {"names": [n.decode() if isinstance(n, bytes) else n for n in f["region_table/names"][:]]}
         for k in ("region_ids", "event_offsets", "event_counts"):
             out[k] = f["rank_region_index/" + k][:]
-        for k in ("call_ids", "parent_ids"):
-            out[k] = f["events/" + k][:]
-        s, e = f["events/start_times"][:], f["events/end_times"][:]
+        ev = sp_events.events(f)
+        out["call_ids"], out["parent_ids"] = ev["call"], ev["parent"]
+        s, e = ev["start"], ev["end"]
         if not (e >= s).all():
             fail(path + ": an event ends before it starts")
         out["n"] = len(s)
@@ -68,14 +75,17 @@ which = sys.argv[1]
 if which == "native":
     ref = structure("none.h5")
     with h5py.File("none.h5", "r") as f:
-        d = f["events/start_times"]
+        d = f["events/start_gaps"]
         if d.chunks is not None or filters(d):
             fail("none.h5 should be contiguous and unfiltered: %r %r" % (d.chunks, filters(d)))
-    for name, want in (("gzip", "gzip"), ("lzf", "lzf")):
+    for name, want, cols in (("gzip", "gzip", CODED), ("lzf", "lzf", CODED),
+                             ("gzip2", "gzip", ("start_times", "end_times", "call_ids", "parent_ids"))):
         with h5py.File(name + ".h5", "r") as f:
-            for col in ("start_times", "end_times", "call_ids", "parent_ids"):
+            for col in cols:
                 d = f["events/" + col]
-                if d.compression != want or not d.shuffle or not d.chunks or d.chunks[0] > 128:
+                # byte-shuffle only where a value has several bytes
+                if (d.compression != want or d.shuffle != (d.dtype.itemsize > 1) or not d.chunks
+                        or d.chunks[0] > 128):
                     fail("%s.h5 %s: compression %r shuffle %r chunks %r" % (name, col, d.compression, d.shuffle, d.chunks))
                 if d.id.get_num_chunks() < 2:
                     fail("%s.h5 %s should span several chunks" % (name, col))
@@ -88,30 +98,34 @@ if which == "native":
     # (unless the system has a zstd plugin on HDF5's default path).
     with h5py.File("zstd.h5", "r") as f:
         try:
-            f["events/start_times"][:]
+            f["events/start_gaps"][:]
         except (OSError, ValueError):
             pass
         else:
             print("note: a system zstd plugin read zstd.h5 without HDF5_PLUGIN_PATH")
     with h5py.File("auto_small.h5", "r") as f:
-        d = f["events/start_times"]
+        d = f["events/start_gaps"]
         if d.chunks is not None or filters(d):
             fail("auto_small.h5 is below the threshold and must be plain")
     with h5py.File("auto_big.h5", "r") as f, h5py.File("none_big.h5", "r") as g:
-        d = f["events/start_times"]
-        if d.compression != "gzip" or not d.shuffle or len(d) < 65536:
-            fail("auto_big.h5 (%d events): compression %r shuffle %r" % (len(d), d.compression, d.shuffle))
-        for col in ("call_ids", "parent_ids"):
-            if not np.array_equal(f["events/" + col][:], g["events/" + col][:]):
+        d = f["events/start_gaps"]
+        if d.compression != "gzip" or len(d) < 65536:
+            fail("auto_big.h5 (%d events): compression %r" % (len(d), d.compression))
+        a, b = sp_events.events(f), sp_events.events(g)
+        for col in ("call", "parent"):
+            if not np.array_equal(a[col], b[col]):
                 fail("auto_big.h5 differs from the uncompressed run in " + col)
+        # schema 3's uncompressed columns are already narrow (2-4 bytes per
+        # value); deflate still has to halve them
         ratio = os.path.getsize("none_big.h5") / os.path.getsize("auto_big.h5")
-        if ratio < 3:
+        print("auto_big: %.2fx smaller than none_big" % ratio)
+        if ratio < 2:
             fail("auto compressed only %.1fx" % ratio)
 elif which == "plugin":
     ref = structure("none.h5")
     got = structure("zstd.h5")
     with h5py.File("zstd.h5", "r") as f:
-        d = f["events/start_times"]
+        d = f["events/start_gaps"]
         fl = filters(d)
         if "shuffle" not in fl or "32015" not in fl or not d.chunks or d.chunks[0] > 128:
             fail("zstd.h5 filters %r chunks %r" % (fl, d.chunks))
@@ -132,12 +146,12 @@ if command -v h5dump >/dev/null; then
   # h5dump prints the values as "(i): v, v, ..." rows (wrapped); the first five.
   first5() { sed -n '/DATA {/,/}/p' | grep -o '([0-9]*): .*' | sed 's/^([0-9]*): //; s/,/ /g' \
     | tr -s ' \n' '  ' | sed 's/^ *//' | cut -d' ' -f1-5; }
-  got=$(HDF5_PLUGIN_PATH="$plugins" h5dump -d /events/start_times -c 5 zstd.h5 | first5)
+  got=$(HDF5_PLUGIN_PATH="$plugins" h5dump -d /events/start_gaps -c 5 zstd.h5 | first5)
   want=$(cat zstd_start.txt)
   [ "$got" = "$want" ] || { echo "h5dump zstd.h5: '$got', h5py: '$want'"; exit 1; }
-  HDF5_PLUGIN_PATH="$plugins" h5dump -p -H -d /events/start_times zstd.h5 | grep -q 'FILTER_ID 32015' \
+  HDF5_PLUGIN_PATH="$plugins" h5dump -p -H -d /events/start_gaps zstd.h5 | grep -q 'FILTER_ID 32015' \
     || { echo "h5dump does not show filter 32015"; exit 1; }
-  HDF5_PLUGIN_PATH="$plugins" h5dump -d /events/call_ids lzf.h5 >/dev/null \
+  HDF5_PLUGIN_PATH="$plugins" h5dump -d /events/call_id_gaps lzf.h5 >/dev/null \
     || { echo "h5dump cannot read lzf.h5 through the plugin"; exit 1; }
   got=$(HDF5_PLUGIN_PATH="$plugins" h5dump -d /x -s 49995 -c 5 h5py_lzf.h5 | first5)
   want=$("$SP_PYTHON" -c 'print(" ".join(str(i * 1000003 + 17) for i in range(49995, 50000)))')

@@ -8,13 +8,13 @@ set -euo pipefail
 work=$(mktemp -d /tmp/sp-demo-XXXXXX); trap 'rm -rf "$work"' EXIT
 cd "$work"
 OMP_NUM_THREADS=3 "$SP_BUILD/examples/sim" --steps 12 --quiet
-"$SP_PYTHON" "$SP_SRC/tests/integration/check_schema2.py" profiling_data.h5 \
+"$SP_PYTHON" "$SP_SRC/tests/integration/check_profile.py" profiling_data.h5 \
   --expect step=12 --expect solve=12 --expect halo=12 --expect io=12 \
   --expect scope_profiler.session=1 --expect omp_kernel=36
 rm profiling_data.h5
 SCOPE_PROFILER_TRACK_THREADS=1 SCOPE_PROFILER_FILE_PATH=threads.h5 OMP_NUM_THREADS=2 \
   "$SP_BUILD/examples/sim" --steps 5 --quiet
-"$SP_PYTHON" "$SP_SRC/tests/integration/check_schema2.py" threads.h5 --threads --expect step=5
+"$SP_PYTHON" "$SP_SRC/tests/integration/check_profile.py" threads.h5 --threads --expect step=5
 "$SP_BUILD/examples/sim_disabled" --steps 3 --quiet
 if ls ./*.h5 2>/dev/null | grep -v threads.h5; then echo "the SP_DISABLE build wrote a file"; exit 1; fi
 echo "ok"

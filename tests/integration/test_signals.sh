@@ -42,7 +42,7 @@ for sig in SEGV BUS FPE ABRT; do
   "$cli" recover out.h5.spill || { echo "SIG$sig: recover failed"; fail=1; continue; }
   n=$(calls out.h5)
   if [[ "$n" != 300 ]]; then echo "SIG$sig: recovered file holds ${n:-no} work calls, expected 300"; fail=1; fi
-  "$SP_PYTHON" "$SP_SRC/tests/integration/check_schema2.py" out.h5 --expect work=300 || fail=1
+  "$SP_PYTHON" "$SP_SRC/tests/integration/check_profile.py" out.h5 --expect work=300 || fail=1
   "$SP_PYTHON" -c 'import h5py,sys; a=h5py.File("out.h5")["metadata"].attrs; sys.exit(0 if a["recovered_from_signal"]==int(sys.argv[1]) and a["recovery_complete"]==1 else 1)' "${num[$sig]}" \
     || { echo "SIG$sig: recovery metadata wrong"; fail=1; }
   echo "SIG$sig: exit $rc, spill recovered with $n calls"

@@ -1,6 +1,6 @@
 """Independent check of a job's scope-profiler file (schema 2, several ranks)
 with h5py + numpy; the multi-rank counterpart of
-tests/integration/check_schema2.py, whose checks assume one rank.
+tests/integration/check_profile.py, whose checks assume one rank.
 
   check_mpi.py FILE --ranks N [--job EVENTS] [--calls] [--sync] [--full]
                [--per-rank REGION=COUNT ...] [--parent REGION=PARENT ...]

@@ -40,7 +40,7 @@ write)
   cat summary.txt
   grep -q "scope-profiler summary: job ($np rank" summary.txt || { echo "no job summary"; exit 1; }
   check job.h5 --ranks "$np" --job 50 --sync --full
-  [ "$np" = 1 ] && "$SP_PYTHON" "$SP_SRC/tests/integration/check_schema2.py" job.h5
+  [ "$np" = 1 ] && "$SP_PYTHON" "$SP_SRC/tests/integration/check_profile.py" job.h5
   "$SP_BUILD/scope-profiler" inspect job.h5 > inspect.txt || { cat inspect.txt; exit 1; }
   cd "$out"
   SCOPE_PROFILER_OUTPUT_MODE=$mode SCOPE_PROFILER_FILE_PATH=job.h5 SCOPE_PROFILER_CLOCK=manual \

@@ -39,6 +39,9 @@ import xml.etree.ElementTree as ET
 import h5py
 import numpy as np
 
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "integration"))
+import sp_events  # noqa: E402  (decodes schema 3's event columns)
+
 SVG = "{http://www.w3.org/2000/svg}"
 failures = []
 
@@ -81,10 +84,17 @@ class Profile:
             self.meta = {k: (v.decode() if isinstance(v, bytes) else v)
                          for k, v in f["metadata"].attrs.items()}
             e = f["events"]
-            self.start = e["start_times"][...].astype(np.int64)
-            self.end = e["end_times"][...].astype(np.int64)
-            self.cid = e["call_ids"][...] if "call_ids" in e else None
-            self.pid = e["parent_ids"][...] if "parent_ids" in e else None
+            if int(f.attrs["scope_profiler_schema"]) == 3:
+                d = sp_events.events(f)  # schema 3: delta-coded columns
+                self.start, self.end = d["start"], d["end"]
+                has_ids = "call_id_gaps" in e and "parent_offsets" in e
+                self.cid = d["call"] if has_ids else None
+                self.pid = d["parent"] if has_ids else None
+            else:
+                self.start = e["start_times"][...].astype(np.int64)
+                self.end = e["end_times"][...].astype(np.int64)
+                self.cid = e["call_ids"][...] if "call_ids" in e else None
+                self.pid = e["parent_ids"][...] if "parent_ids" in e else None
             self.tid = e["thread_ids"][...].astype(np.int64) if "thread_ids" in e else None
             self.summary = g["summary_statistics"][...] if "summary_statistics" in g else None
             self.agg = g["aggregate_counts"][...] if "aggregate_counts" in g else None

@@ -1,9 +1,10 @@
-"""Independent check of a scope-profiler schema-2 file with h5py + numpy.
+"""Independent check of a scope-profiler schema-2 or schema-3 file with h5py +
+numpy (sp_events.py decodes schema 3's event columns).
 
 Verifies names, dtypes and shapes of every dataset upstream's readers use, the
 field order of summary_statistics, the consistency of row slices, call ids and
 parent ids, and recomputes every summary row and exclusive total from the
-events. Usage: check_schema2.py FILE [--expect REGION=COUNT ...] [--threads]
+events. Usage: check_profile.py FILE [--expect REGION=COUNT ...] [--threads]
 Exits non-zero with a message on the first violation.
 """
 import json
@@ -12,9 +13,11 @@ import sys
 import h5py
 import numpy as np
 
+import sp_events
+
 
 def fail(msg):
-    print("check_schema2: " + msg, file=sys.stderr)
+    print("check_profile: " + msg, file=sys.stderr)
     sys.exit(1)
 
 
@@ -28,8 +31,9 @@ def main():
             name, count = args[i + 1].rsplit("=", 1)
             expect[name] = int(count)
     f = h5py.File(path, "r")
-    if f.attrs["scope_profiler_schema"] != 2 or f.attrs["scope_profiler_schema"].dtype != np.int64:
-        fail("root attribute scope_profiler_schema must be int64 2")
+    schema = f.attrs["scope_profiler_schema"]
+    if schema not in (2, 3) or schema.dtype != np.int64:
+        fail("root attribute scope_profiler_schema must be int64 2 or 3")
     layout = f.attrs["storage_layout"]
     layout = layout.decode() if isinstance(layout, bytes) else layout
     if layout != "columnar":
@@ -59,12 +63,18 @@ def main():
     if list(st.dtype.names) != fields:
         fail("summary_statistics fields %s" % (st.dtype.names,))
     ev = f["events"]
-    n = ev["start_times"].shape[0]
-    for name in ("start_times", "end_times", "call_ids", "parent_ids"):
-        if ev[name].dtype != np.int64 or ev[name].shape != (n,):
-            fail("events/%s must be int64[%d]" % (name, n))
-    start, end = ev["start_times"][:], ev["end_times"][:]
-    cid, pid = ev["call_ids"][:], ev["parent_ids"][:]
+    if schema == 2:
+        n = ev["start_times"].shape[0]
+        for name in ("start_times", "end_times", "call_ids", "parent_ids"):
+            if ev[name].dtype != np.int64 or ev[name].shape != (n,):
+                fail("events/%s must be int64[%d]" % (name, n))
+    try:
+        decoded = sp_events.events(f)
+    except ValueError as e:
+        fail(str(e))
+    start, end = decoded["start"], decoded["end"]
+    cid, pid = decoded["call"], decoded["parent"]
+    n = len(start)
     offs, counts = rri["event_offsets"][:], rri["event_counts"][:]
     if counts.sum() != n:
         fail("event_counts sum %d != %d events" % (counts.sum(), n))
@@ -126,7 +136,7 @@ def main():
         t = f["threads"]
         if ev["thread_ids"][:].max() >= t["index"].shape[0]:
             fail("thread id outside the thread table")
-    print("%s: schema 2 ok, %d regions, %d rows, %d events" % (path, len(names), k, n))
+    print("%s: schema %d ok, %d regions, %d rows, %d events" % (path, schema, len(names), k, n))
 
 
 if __name__ == "__main__":
