@@ -126,6 +126,11 @@ struct sp_mpi_layout {
   size_t ntables;
   char **names; /* the region table: rank 0 only (NULL elsewhere) */
   size_t nnames;
+  /* schema 3 (mpi_write.c): the coded columns' agreed widths and the
+   * length of each overflow list over all ranks */
+  int schema;
+  unsigned width[4];
+  uint64_t nov[4];
 };
 
 /* Where one rank's part goes in the job's file. */
@@ -135,6 +140,7 @@ struct sp_mpi_place {
   size_t nnames;
   uint64_t *table_row0; /* per layout table */
   size_t ntables;
+  uint64_t ov0[4]; /* schema 3: where the rank's overflow entries start */
 };
 
 /* Rank 0's work: the layout and every part's place from the parts' shapes

@@ -1,5 +1,5 @@
-/* mpi_write.c - one schema-2 file for the whole job, and the job's results
- * and summary on rank 0.
+/* mpi_write.c - one schema-3 file (or schema 2, hdf5_schema=2) for the whole
+ * job, and the job's results and summary on rank 0.
  *
  * All writers share one plan (mpi_layout.c): the layout says which datasets
  * the file has and how long they are, each rank's place says where its rows,
@@ -40,6 +40,7 @@
 #include "common/error.h"
 #include "core/summary.h"
 #include "mpi/mpi_internal.h"
+#include "output/delta.h"
 #include "output/filters.h"
 #include "output/h5common.h"
 
@@ -97,6 +98,15 @@ static void create_ds(hid_t g, const char *name, hid_t ftype, uint64_t n, hid_t 
   if (space >= 0) H5Sclose(space);
 }
 
+static const char *const coded_names[SP_DELTA_NCOLS] = {"start_gaps", "durations", "call_id_gaps",
+                                                        "parent_offsets"};
+static hid_t coded_ftype(unsigned w) {
+  return w == 1 ? H5T_STD_U8LE : w == 2 ? H5T_STD_U16LE : w == 4 ? H5T_STD_U32LE : H5T_STD_U64LE;
+}
+static hid_t coded_mtype(unsigned w) {
+  return w == 1 ? H5T_NATIVE_UINT8 : w == 2 ? H5T_NATIVE_UINT16 : w == 4 ? H5T_NATIVE_UINT32 : H5T_NATIVE_UINT64;
+}
+
 static hid_t col_ftype(enum sp_col_type t) { return t == SP_COL_U32 ? H5T_STD_U32LE : H5T_STD_I64LE; }
 static hid_t col_mtype(enum sp_col_type t) { return t == SP_COL_U32 ? H5T_NATIVE_UINT32 : H5T_NATIVE_INT64; }
 static size_t col_elem(enum sp_col_type t) { return t == SP_COL_U32 ? 4 : 8; }
@@ -118,11 +128,26 @@ static void job_create(hid_t file, const struct sp_mpi_layout *L, const struct s
     create_ds(ri, "exclusive_totals", H5T_STD_I64LE, k, -1, failed);
     create_ds(ri, "summary_statistics", sum, k, -1, failed);
     if (strcmp(L->layout, "aggregate") == 0) create_ds(ri, "aggregate_counts", H5T_STD_I64LE, k, -1, failed);
-    static const char *const cols[] = {"start_times", "end_times", "call_ids", "parent_ids"};
-    for (size_t i = 0; i < 4; i++) create_ds(ev, cols[i], H5T_STD_I64LE, n, sp__event_dcpl(cfg, n, 8, n, 2), failed);
+    if (L->schema == 3) {
+      create_ds(ri, "start_bases", H5T_STD_I64LE, k, -1, failed);
+      create_ds(ri, "call_id_bases", H5T_STD_I64LE, k, -1, failed);
+      for (int c = 0; c < SP_DELTA_NCOLS; c++) {
+        create_ds(ev, coded_names[c], coded_ftype(L->width[c]), n, sp__event_dcpl(cfg, n, L->width[c], n, 3),
+                  failed);
+        if (!L->nov[c]) continue;
+        char name[64];
+        snprintf(name, sizeof name, "%s_overflow_index", coded_names[c]);
+        create_ds(ev, name, H5T_STD_U64LE, L->nov[c], sp__event_dcpl(cfg, L->nov[c], 8, n, 3), failed);
+        snprintf(name, sizeof name, "%s_overflow_values", coded_names[c]);
+        create_ds(ev, name, H5T_STD_I64LE, L->nov[c], sp__event_dcpl(cfg, L->nov[c], 8, n, 3), failed);
+      }
+    } else {
+      static const char *const cols[] = {"start_times", "end_times", "call_ids", "parent_ids"};
+      for (size_t i = 0; i < 4; i++) create_ds(ev, cols[i], H5T_STD_I64LE, n, sp__event_dcpl(cfg, n, 8, n, 2), failed);
+    }
     for (size_t i = 0; i < L->nextra; i++)
       create_ds(ev, L->extra[i].name, col_ftype(L->extra[i].type), n,
-                sp__event_dcpl(cfg, n, col_elem(L->extra[i].type), n, 2), failed);
+                sp__event_dcpl(cfg, n, col_elem(L->extra[i].type), n, L->schema), failed);
   }
   if (what & W_STRINGS && !*failed) {
     create_ds(ri, "source_files", st, k, -1, failed);
@@ -194,9 +219,42 @@ static void *filler(size_t n, enum sp_col_type t) {
   return d;
 }
 
+/* Schema 3: the part's coded columns, its overflow entries (event numbers
+ * made job-wide) and its rows' bases. Every rank takes part in every write,
+ * with nothing when it has nothing (collective I/O). */
+static void put_coded(hid_t file, const struct sp_mpi_layout *L, const struct sp_mpi_place *pl,
+                      const struct sp_run *part, const struct sp_delta *d, hid_t dxpl, int coll, int *failed) {
+  uint64_t n = d ? part->nevents : 0, k = d ? part->nrows : 0;
+  put(file, "rank_region_index/start_bases", H5T_NATIVE_INT64, pl->row0, k, d ? d->start_bases : NULL, L->nrows,
+      dxpl, coll, failed);
+  put(file, "rank_region_index/call_id_bases", H5T_NATIVE_INT64, pl->row0, k, d ? d->call_id_bases : NULL,
+      L->nrows, dxpl, coll, failed);
+  for (int c = 0; c < SP_DELTA_NCOLS; c++) {
+    char path[96];
+    snprintf(path, sizeof path, "events/%s", coded_names[c]);
+    put(file, path, coded_mtype(L->width[c]), pl->ev0, n, d ? d->col[c].data : NULL, L->nevents, dxpl, coll,
+        failed);
+    if (!L->nov[c]) continue;
+    size_t m = d ? d->col[c].nov : 0;
+    uint64_t *idx = malloc((m ? m : 1) * sizeof *idx);
+    if (!idx) {
+      *failed = 1;
+      m = 0;
+    }
+    for (size_t i = 0; i < m; i++) idx[i] = pl->ev0 + d->col[c].ov_index[i];
+    snprintf(path, sizeof path, "events/%s_overflow_index", coded_names[c]);
+    put(file, path, H5T_NATIVE_UINT64, pl->ov0[c], m, idx, L->nov[c], dxpl, coll, failed);
+    snprintf(path, sizeof path, "events/%s_overflow_values", coded_names[c]);
+    put(file, path, H5T_NATIVE_INT64, pl->ov0[c], m, d ? d->col[c].ov_value : NULL, L->nov[c], dxpl, coll,
+        failed);
+    free(idx);
+  }
+}
+
 /* One rank's part at its place in the job's file. */
 static void job_part(hid_t file, const struct sp_mpi_layout *L, const struct sp_mpi_place *pl,
-                     const struct sp_run *part, uint32_t rank, hid_t dxpl, unsigned what, int *failed) {
+                     const struct sp_run *part, const struct sp_delta *d, uint32_t rank, hid_t dxpl, unsigned what,
+                     int *failed) {
   int coll = dxpl != H5P_DEFAULT;
   size_t k = part->nrows, kk = k ? k : 1;
   if (what & W_NUMERIC) {
@@ -234,10 +292,14 @@ static void job_part(hid_t file, const struct sp_mpi_layout *L, const struct sp_
     free(ids), free(rk), free(offs), free(cnt), free(lines), free(excl), free(agg), free(sum);
 
     uint64_t e = pl->ev0, n = part->nevents, N = L->nevents;
-    put(file, "events/start_times", H5T_NATIVE_INT64, e, n, part->start, N, dxpl, coll, failed);
-    put(file, "events/end_times", H5T_NATIVE_INT64, e, n, part->end, N, dxpl, coll, failed);
-    put(file, "events/call_ids", H5T_NATIVE_INT64, e, n, part->call_id, N, dxpl, coll, failed);
-    put(file, "events/parent_ids", H5T_NATIVE_INT64, e, n, part->parent_id, N, dxpl, coll, failed);
+    if (L->schema == 3) {
+      put_coded(file, L, pl, part, d, dxpl, coll, failed);
+    } else {
+      put(file, "events/start_times", H5T_NATIVE_INT64, e, n, part->start, N, dxpl, coll, failed);
+      put(file, "events/end_times", H5T_NATIVE_INT64, e, n, part->end, N, dxpl, coll, failed);
+      put(file, "events/call_ids", H5T_NATIVE_INT64, e, n, part->call_id, N, dxpl, coll, failed);
+      put(file, "events/parent_ids", H5T_NATIVE_INT64, e, n, part->parent_id, N, dxpl, coll, failed);
+    }
     for (size_t i = 0; i < L->nextra; i++) {
       const struct sp_column *c = find_col(part->extra, part->nextra, L->extra[i].name);
       void *fill = c ? NULL : filler(n, L->extra[i].type);
@@ -328,7 +390,7 @@ static void write_strs(hid_t g, const char *name, const char *const *v, size_t n
 /* Rank 0's share: root attributes, /metadata, the region table and /ranks
  * (clock offsets, host names). Serial HDF5 only (strings). */
 static void job_head(hid_t file, const struct sp_mpi_layout *L, const struct sp_meta *meta, int *failed) {
-  sp__h5_write_head(file, 2, L->layout, meta, failed);
+  sp__h5_write_head(file, L->schema == 3 ? 3 : 2, L->layout, meta, failed);
   hid_t rt = group(file, "region_table");
   if (rt < 0) {
     *failed = 1;
@@ -375,7 +437,8 @@ static hid_t direct_fapl(void) {
 }
 
 static sp_status write_direct(const struct sp_run *run, const struct sp_config *cfg, const char *path,
-                              const struct sp_mpi_layout *L, const struct sp_mpi_place *mine) {
+                              const struct sp_mpi_layout *L, const struct sp_mpi_place *mine,
+                              const struct sp_delta *d) {
   MPI_Comm comm = sp__mpi.comm;
   int rank = sp__mpi.rank, size = sp__mpi.size;
   struct token tok;
@@ -397,7 +460,7 @@ static sp_status write_direct(const struct sp_run *run, const struct sp_config *
         if (f >= 0) {
           job_head(f, L, &run->meta, &failed);
           job_create(f, L, cfg, W_NUMERIC | W_STRINGS, &failed);
-          if (!failed) job_part(f, L, mine, run, 0, H5P_DEFAULT, W_NUMERIC | W_STRINGS, &failed);
+          if (!failed) job_part(f, L, mine, run, d, 0, H5P_DEFAULT, W_NUMERIC | W_STRINGS, &failed);
           if (H5Fclose(f) < 0) failed = 1;
         }
       }
@@ -427,7 +490,7 @@ static sp_status write_direct(const struct sp_run *run, const struct sp_config *
       H5E_BEGIN_TRY {
         f = H5Fopen(tok.tmp, H5F_ACC_RDWR, fapl);
         if (f >= 0) {
-          job_part(f, L, mine, run, (uint32_t)rank, H5P_DEFAULT, W_NUMERIC | W_STRINGS, &failed);
+          job_part(f, L, mine, run, d, (uint32_t)rank, H5P_DEFAULT, W_NUMERIC | W_STRINGS, &failed);
           if (H5Fclose(f) < 0) failed = 1;
         }
       }
@@ -454,9 +517,9 @@ static sp_status write_direct(const struct sp_run *run, const struct sp_config *
 
 static sp_status write_parallel(const struct sp_run *run, const struct sp_config *cfg, const char *path,
                                 const struct sp_mpi_layout *L, const struct sp_mpi_place *mine,
-                                const struct sp_mpi_place *all) {
+                                const struct sp_mpi_place *all, const struct sp_delta *d) {
 #ifndef H5_HAVE_PARALLEL
-  (void)run, (void)cfg, (void)path, (void)L, (void)mine, (void)all;
+  (void)run, (void)cfg, (void)path, (void)L, (void)mine, (void)all, (void)d;
   return verdict(sp__set_error(SP_ERR_UNSUPPORTED, "output_mode=\"parallel\" needs an HDF5 built with MPI; this "
                                "build has none: use output_mode=\"direct\""));
 #else
@@ -502,7 +565,7 @@ static sp_status write_parallel(const struct sp_run *run, const struct sp_config
       /* A failed create is a collective failure: skip the writes together. */
       int fc = failed, anyfc = 0;
       PMPI_Allreduce(&fc, &anyfc, 1, MPI_INT, MPI_MAX, comm);
-      if (!anyfc) job_part(f, L, mine, run, (uint32_t)rank, dxpl, W_NUMERIC, &failed);
+      if (!anyfc) job_part(f, L, mine, run, d, (uint32_t)rank, dxpl, W_NUMERIC, &failed);
       else failed = 1;
       if (H5Fclose(f) < 0) failed = 1;
     }
@@ -547,7 +610,7 @@ static sp_status write_parallel(const struct sp_run *run, const struct sp_config
             failed = 1;
             break;
           }
-          job_part(f0, L, &all[r], &part, (uint32_t)r, H5P_DEFAULT, W_STRINGS, &failed);
+          job_part(f0, L, &all[r], &part, NULL, (uint32_t)r, H5P_DEFAULT, W_STRINGS, &failed);
           sp__run_free(&part);
         }
         if (H5Fclose(f0) < 0) failed = 1;
@@ -634,6 +697,30 @@ static void unmaterialize(const struct sp_run *run, struct sp_run *use) {
   free(use->extra);
 }
 
+/* Schema 3 for a job: every rank's events are coded on that rank (rows
+ * never span ranks), in widths agreed from the summed counts, and each rank
+ * learns where its overflow entries start. Collective. */
+static sp_status plan_coding(const struct sp_run *run, const struct sp_config *cfg, struct sp_mpi_layout *L,
+                             struct sp_mpi_place *mine, struct sp_delta *d) {
+  MPI_Comm comm = sp__mpi.comm;
+  int want = cfg->hdf5_schema == 2 ? 2 : 3, agreed = 3;
+  PMPI_Allreduce(&want, &agreed, 1, MPI_INT, MPI_MIN, comm); /* one rank asking for 2 gets 2 */
+  L->schema = agreed;
+  if (agreed != 3) return SP_OK;
+  struct sp_delta_hist mineh, sum;
+  sp_status st = sp__delta_count(run, &mineh);
+  if (st != SP_OK) memset(&mineh, 0, sizeof mineh);
+  PMPI_Allreduce(mineh.n, sum.n, SP_DELTA_NCOLS * 4, MPI_UINT64_T, MPI_SUM, comm);
+  sp__delta_widths(&sum, L->width);
+  if (st == SP_OK) st = sp__delta_encode_widths(run, L->width, d);
+  uint64_t nov[SP_DELTA_NCOLS] = {0}, before[SP_DELTA_NCOLS] = {0};
+  for (int c = 0; st == SP_OK && c < SP_DELTA_NCOLS; c++) nov[c] = d->col[c].nov;
+  PMPI_Exscan(nov, before, SP_DELTA_NCOLS, MPI_UINT64_T, MPI_SUM, comm);
+  PMPI_Allreduce(nov, L->nov, SP_DELTA_NCOLS, MPI_UINT64_T, MPI_SUM, comm);
+  for (int c = 0; c < SP_DELTA_NCOLS; c++) mine->ov0[c] = sp__mpi.rank == 0 ? 0 : before[c];
+  return verdict(st);
+}
+
 sp_status sp__mpi_write(const struct sp_run *src, const struct sp_config *cfg, const char *path) {
   sp__mpi.last_write_ok = 0;
   sp_status st = sp__mpi_ready();
@@ -655,12 +742,18 @@ sp_status sp__mpi_write(const struct sp_run *src, const struct sp_config *cfg, c
     unmaterialize(src, &use);
     return st;
   }
+  struct sp_delta d;
+  memset(&d, 0, sizeof d);
+  st = plan_coding(run, cfg, &L, &mine, &d);
   const char *mode = sp__mpi.mode ? sp__mpi.mode : "direct";
-  if (strcmp(mode, "parallel") == 0) {
-    st = write_parallel(run, cfg, path, &L, &mine, all);
+  if (st != SP_OK) {
+    /* every rank learnt it from the verdict in plan_coding */
+  } else if (strcmp(mode, "parallel") == 0) {
+    st = write_parallel(run, cfg, path, &L, &mine, all, L.schema == 3 ? &d : NULL);
   } else {
-    st = verdict(write_direct(run, cfg, path, &L, &mine));
+    st = verdict(write_direct(run, cfg, path, &L, &mine, L.schema == 3 ? &d : NULL));
   }
+  sp__delta_free(&d);
   sp__mpi.last_write_ok = st == SP_OK;
   unmaterialize(src, &use);
   sp__mpi_layout_free(&L);
@@ -737,6 +830,28 @@ static sp_status gathered_image(const struct sp_run *run, const struct sp_config
     else st = sp__mpi_run_unpack(&rb, SP_PACK_ALL, &parts[r]);
   }
   if (st == SP_OK) st = sp__mpi_layout_build(parts, size, &L, places);
+  /* schema 3 as the job's file would have it: widths from every part's
+   * counts, overflow entries rank after rank */
+  struct sp_delta *deltas = calloc((size_t)size, sizeof *deltas);
+  if (!deltas && st == SP_OK) st = sp__set_error(SP_ERR_NO_MEMORY, "MPI: out of memory");
+  L.schema = cfg->hdf5_schema == 2 ? 2 : 3;
+  if (st == SP_OK && L.schema == 3) {
+    struct sp_delta_hist sum, h;
+    memset(&sum, 0, sizeof sum);
+    for (int r = 0; r < size && st == SP_OK; r++) {
+      st = sp__delta_count(&parts[r], &h);
+      for (int c = 0; st == SP_OK && c < SP_DELTA_NCOLS; c++)
+        for (int b = 0; b < 4; b++) sum.n[c][b] += h.n[c][b];
+    }
+    if (st == SP_OK) sp__delta_widths(&sum, L.width);
+    for (int r = 0; r < size && st == SP_OK; r++) {
+      st = sp__delta_encode_widths(&parts[r], L.width, &deltas[r]);
+      for (int c = 0; st == SP_OK && c < SP_DELTA_NCOLS; c++) {
+        places[r].ov0[c] = L.nov[c];
+        L.nov[c] += deltas[r].col[c].nov;
+      }
+    }
+  }
   if (st == SP_OK) {
     int failed = 0;
     hid_t fapl = sp__h5_file_access();
@@ -748,7 +863,8 @@ static sp_status gathered_image(const struct sp_run *run, const struct sp_config
         job_head(f, &L, &run->meta, &failed);
         job_create(f, &L, cfg, W_NUMERIC | W_STRINGS, &failed);
         for (int r = 0; r < size && !failed; r++)
-          job_part(f, &L, &places[r], &parts[r], (uint32_t)r, H5P_DEFAULT, W_NUMERIC | W_STRINGS, &failed);
+          job_part(f, &L, &places[r], &parts[r], L.schema == 3 ? &deltas[r] : NULL, (uint32_t)r, H5P_DEFAULT,
+                   W_NUMERIC | W_STRINGS, &failed);
         H5Fflush(f, H5F_SCOPE_GLOBAL);
         ssize_t n = failed ? -1 : H5Fget_file_image(f, NULL, 0);
         if (n > 0 && (*image = malloc((size_t)n)) && H5Fget_file_image(f, *image, (size_t)n) == n) *isize = (size_t)n;
@@ -766,6 +882,8 @@ static sp_status gathered_image(const struct sp_run *run, const struct sp_config
   }
   for (int r = 0; parts && r < size; r++) sp__run_free(&parts[r]);
   for (int r = 0; places && r < size; r++) sp__mpi_place_free(&places[r]);
+  for (int r = 0; deltas && r < size; r++) sp__delta_free(&deltas[r]);
+  free(deltas);
   free(parts);
   free(places);
   sp__mpi_layout_free(&L);

@@ -57,32 +57,63 @@ static void put(void *data, unsigned width, size_t i, uint64_t v) {
   }
 }
 
-static sp_status encode_col(const struct sp_run *run, const unsigned char *row_first, int c,
+/* Marks the first event of every row (the calls coded against the row's
+ * bases) and fills the bases; NULL when out of memory. */
+static unsigned char *row_starts(const struct sp_run *run, int64_t *start_bases, int64_t *call_id_bases) {
+  size_t n = run->nevents;
+  unsigned char *first = calloc(n ? n : 1, 1);
+  if (!first) return NULL;
+  if (n) first[0] = 1;
+  for (size_t r = 0; r < run->nrows; r++) {
+    const struct sp_row *w = &run->rows[r];
+    int has = w->count > 0 && w->offset < n && w->count <= n - w->offset;
+    if (start_bases) start_bases[r] = has ? run->start[w->offset] : 0;
+    if (call_id_bases) call_id_bases[r] = has ? run->call_id[w->offset] : -1;
+    if (has) first[w->offset] = 1;
+  }
+  return first;
+}
+
+sp_status sp__delta_count(const struct sp_run *run, struct sp_delta_hist *hist) {
+  memset(hist, 0, sizeof *hist);
+  unsigned char *first = row_starts(run, NULL, NULL);
+  if (!first) return sp__set_error(SP_ERR_NO_MEMORY, "out of memory encoding events for schema 3");
+  for (int c = 0; c < SP_DELTA_NCOLS; c++)
+    for (size_t i = 0; i < run->nevents; i++) {
+      int64_t v = true_value(run, c, i, first[i]);
+      uint64_t u = code_of(c, v);
+      hist->n[c][must_escape(run, c, i, v) ? 3 : u < 0xFFu ? 0 : u < 0xFFFFu ? 1 : u < 0xFFFFFFFFu ? 2 : 3]++;
+    }
+  free(first);
+  return SP_OK;
+}
+
+void sp__delta_widths(const struct sp_delta_hist *hist, unsigned widths[SP_DELTA_NCOLS]) {
+  static const unsigned w[] = {1, 2, 4};
+  for (int c = 0; c < SP_DELTA_NCOLS; c++) {
+    const uint64_t *h = hist->n[c];
+    uint64_t n = h[0] + h[1] + h[2] + h[3];
+    uint64_t fit = 0, best = 8 * n;
+    widths[c] = 8;
+    for (int k = 0; k < 3; k++) {
+      fit += h[k];
+      uint64_t cost = w[k] * n + 16 * (n - fit);
+      if (cost < best) {
+        best = cost;
+        widths[c] = w[k];
+      }
+    }
+  }
+}
+
+static sp_status encode_col(const struct sp_run *run, const unsigned char *row_first, int c, unsigned width,
                             struct sp_delta_col *out) {
   size_t n = run->nevents;
-  /* fits[k]: values whose code fits 1, 2, 4 bytes (below the all-ones
-   * escape), counted at the narrowest width */
-  size_t fits[3] = {0, 0, 0}, special = 0;
+  uint64_t limit = width == 8 ? UINT64_MAX : ((uint64_t)1 << (8 * width)) - 1;
+  size_t nov = 0;
   for (size_t i = 0; i < n; i++) {
     int64_t v = true_value(run, c, i, row_first[i]);
-    uint64_t u = code_of(c, v);
-    if (must_escape(run, c, i, v)) special++;
-    else if (u < 0xFFu) fits[0]++;
-    else if (u < 0xFFFFu) fits[1]++;
-    else if (u < 0xFFFFFFFFu) fits[2]++;
-  }
-  static const unsigned widths[] = {1, 2, 4, 8};
-  unsigned width = 8;
-  size_t nov = special, fit = 0;
-  uint64_t best = 8 * (uint64_t)n + 16 * (uint64_t)special;
-  for (int k = 0; k < 3; k++) {
-    fit += fits[k];
-    uint64_t cost = widths[k] * (uint64_t)n + 16 * (uint64_t)(n - fit);
-    if (cost < best) {
-      best = cost;
-      width = widths[k];
-      nov = n - fit;
-    }
+    nov += must_escape(run, c, i, v) || (width < 8 && code_of(c, v) >= limit);
   }
   out->name = col_names[c];
   out->width = width;
@@ -91,7 +122,6 @@ static sp_status encode_col(const struct sp_run *run, const unsigned char *row_f
   out->ov_value = malloc((nov ? nov : 1) * sizeof *out->ov_value);
   if (!out->data || !out->ov_index || !out->ov_value)
     return sp__set_error(SP_ERR_NO_MEMORY, "out of memory encoding %zu events for schema 3", n);
-  uint64_t limit = width == 8 ? UINT64_MAX : ((uint64_t)1 << (8 * width)) - 1;
   for (size_t i = 0; i < n; i++) {
     int64_t v = true_value(run, c, i, row_first[i]);
     uint64_t u = code_of(c, v);
@@ -106,30 +136,33 @@ static sp_status encode_col(const struct sp_run *run, const unsigned char *row_f
   return SP_OK;
 }
 
-sp_status sp__delta_encode(const struct sp_run *run, struct sp_delta *out) {
+sp_status sp__delta_encode_widths(const struct sp_run *run, const unsigned widths[SP_DELTA_NCOLS],
+                                  struct sp_delta *out) {
   memset(out, 0, sizeof *out);
-  size_t n = run->nevents, k = run->nrows;
-  unsigned char *row_first = calloc(n ? n : 1, 1);
+  size_t k = run->nrows;
   out->start_bases = malloc((k ? k : 1) * sizeof *out->start_bases);
   out->call_id_bases = malloc((k ? k : 1) * sizeof *out->call_id_bases);
-  if (!row_first || !out->start_bases || !out->call_id_bases) {
-    free(row_first);
+  unsigned char *first = out->start_bases && out->call_id_bases
+                             ? row_starts(run, out->start_bases, out->call_id_bases)
+                             : NULL;
+  if (!first) {
     sp__delta_free(out);
     return sp__set_error(SP_ERR_NO_MEMORY, "out of memory encoding events for schema 3");
   }
-  if (n) row_first[0] = 1;
-  for (size_t r = 0; r < k; r++) {
-    const struct sp_row *w = &run->rows[r];
-    int has = w->count > 0 && w->offset < n && w->count <= n - w->offset;
-    out->start_bases[r] = has ? run->start[w->offset] : 0;
-    out->call_id_bases[r] = has ? run->call_id[w->offset] : -1;
-    if (has) row_first[w->offset] = 1;
-  }
   sp_status st = SP_OK;
-  for (int c = 0; c < SP_DELTA_NCOLS && st == SP_OK; c++) st = encode_col(run, row_first, c, &out->col[c]);
-  free(row_first);
+  for (int c = 0; c < SP_DELTA_NCOLS && st == SP_OK; c++) st = encode_col(run, first, c, widths[c], &out->col[c]);
+  free(first);
   if (st != SP_OK) sp__delta_free(out);
   return st;
+}
+
+sp_status sp__delta_encode(const struct sp_run *run, struct sp_delta *out) {
+  struct sp_delta_hist hist;
+  unsigned widths[SP_DELTA_NCOLS];
+  sp_status st = sp__delta_count(run, &hist);
+  if (st != SP_OK) return st;
+  sp__delta_widths(&hist, widths);
+  return sp__delta_encode_widths(run, widths, out);
 }
 
 void sp__delta_free(struct sp_delta *d) {

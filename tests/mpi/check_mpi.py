@@ -1,4 +1,5 @@
-"""Independent check of a job's scope-profiler file (schema 2, several ranks)
+"""Independent check of a job's scope-profiler file (schema 3, or 2 with
+hdf5_schema=2; several ranks)
 with h5py + numpy; the multi-rank counterpart of
 tests/integration/check_profile.py, whose checks assume one rank.
 
@@ -22,8 +23,13 @@ Exits non-zero with a message on the first violation.
 import json
 import sys
 
+import os
+
 import h5py
 import numpy as np
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "integration"))
+import sp_events  # noqa: E402  (decodes schema 3's event columns)
 
 
 def fail(msg):
@@ -54,7 +60,7 @@ def check_rank_tree(rank, start, end, cid, pid):
 
 def check_file(path, nranks, args):
     f = h5py.File(path, "r")
-    if f.attrs["scope_profiler_schema"] != 2:
+    if f.attrs["scope_profiler_schema"] not in (2, 3):
         fail("scope_profiler_schema")
     meta = f["metadata"].attrs
     for key in ("mpi_size", "num_nodes", "total_cores", "mpi_library_version", "mpi_writer", "settings",
@@ -100,14 +106,18 @@ def check_file(path, nranks, args):
             fail("row %d starts at %d, expected %d (rows back to back, in order)" % (r, offs[r], pos))
         pos += counts[r]
     ev = f["events"]
-    n = ev["start_times"].shape[0]
+    try:
+        decoded = sp_events.events(f)
+    except ValueError as e:
+        fail(str(e))
+    n = len(decoded["start"])
     if pos != n:
         fail("rows cover %d events of %d" % (pos, n))
     for name in ev:
-        if ev[name].shape != (n,):
+        if not name.endswith(("_overflow_index", "_overflow_values")) and ev[name].shape != (n,):
             fail("events/%s has shape %s" % (name, ev[name].shape))
-    start, end = ev["start_times"][:], ev["end_times"][:]
-    cid, pid = ev["call_ids"][:], ev["parent_ids"][:]
+    start, end = decoded["start"], decoded["end"]
+    cid, pid = decoded["call"], decoded["parent"]
     if np.any(end < start):
         fail("an event ends before it starts")
     stats = rri["summary_statistics"][:]
@@ -199,7 +209,8 @@ def check_calls(f, names, ids, ranks, offs, counts, nranks):
     if "mpi_bytes_sent" not in ev or "mpi_bytes_received" not in ev:
         fail("events/mpi_bytes_sent and mpi_bytes_received missing")
     sent, recv = ev["mpi_bytes_sent"][:], ev["mpi_bytes_received"][:]
-    pid, cid = ev["parent_ids"][:], ev["call_ids"][:]
+    decoded = sp_events.events(f)
+    pid, cid = decoded["parent"], decoded["call"]
     tags = f["rank_region_index/tags"]
     # Expected (sent, received) per call on each rank; see mpi_calls.c.
     nd = 100 * 8
