@@ -2,9 +2,10 @@
  * metadata, filters, statistics, call trees and exporters.
  *
  * An sp_results (scope_profiler/results.h) is opened from a file or an
- * in-memory image. Three layouts are read: schema 2 "columnar" (ours and
- * upstream's Python/C writers), schema 2 "aggregate" (summary rows only, no
- * events) and upstream's older hierarchical layout (/rank<N>/regions/<name>).
+ * in-memory image. Three layouts are read: "columnar" (schema 3, ours, with
+ * delta-coded events; schema 2, ours and upstream's Python/C writers),
+ * "aggregate" (summary rows only, no events) and upstream's older
+ * hierarchical layout (/rank<N>/regions/<name>).
  * Opening validates the structure and reads only the small tables; events are
  * read lazily, slice by slice, when a caller asks for them. Summaries come from
  * the stored summary rows, so the summary of a ten-million-event file costs a

@@ -1,7 +1,7 @@
 /* scope_profiler/results.h - reading profiles back: the results type.
  *
  * sp_results is what finalize hands back in memory and what the reader returns
- * for a file: both come from the same schema-2 data (finalize builds an
+ * for a file: both come from the same file data (finalize builds an
  * in-memory HDF5 image and opens it through the reader), so there is one code
  * path for both. The rest of the reader API (statistics, filters, call trees)
  * is declared in scope_profiler/reader.h.
@@ -20,7 +20,7 @@ extern "C" {
 
 typedef struct sp_results sp_results;
 
-/** Open a profile file (schema 2, or upstream's older hierarchical layout).
+/** Open a profile file (schema 3 or 2, or upstream's older hierarchical layout).
  * A missing, corrupt, truncated or foreign file is an error, never a crash. */
 SP_API sp_status sp_results_open(const char *path, sp_results **out);
 

@@ -1,6 +1,7 @@
 /* cmd_recover.c - `scope-profiler recover SPILL [-o FILE]`: turn the spill
  * file a crashed run left beside its output (<file_path>.spill, written from
- * a fatal-signal handler) into a normal schema-2 HDF5 file. */
+ * a fatal-signal handler) into a normal HDF5 profile (schema 3 unless the
+ * run asked for 2). */
 #include <stdio.h>
 #include <string.h>
 

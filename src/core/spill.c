@@ -6,7 +6,7 @@
  * the writer needs that would otherwise allocate (the configuration as
  * key=value text, the spill path) is prepared at setup. Recovery rebuilds the
  * manager's threads and regions from the file and runs the same snapshot and
- * writer code as finalize, so a recovered file is a normal schema-2 file.
+ * writer code as finalize, so a recovered file is a normal profile file.
  *
  * Layout (native endianness, version 1): "SPSPILL1", u32 version, u32 signal,
  * the clock anchors of the run start and of the crash, u32 count + key=value

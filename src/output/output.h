@@ -1,4 +1,5 @@
-/* output.h - a finished run in the columnar shape of schema 2, as the core
+/* output.h - a finished run in the columnar shape of schema 2 (absolute
+ * int64 columns; the schema-3 writer codes them on the way out), as the core
  * hands it to the writers. The core builds it (src/core/snapshot.c); output/
  * writes it to a file or to an in-memory image and knows nothing of threads,
  * ticks or managers.
@@ -96,7 +97,8 @@ int sp__meta_strlist(struct sp_meta *m, const char *key, char **values, size_t n
 const struct sp_meta_item *sp__meta_get(const struct sp_meta *m, const char *key);
 void sp__meta_free(struct sp_meta *m);
 
-/* Write `run` as a schema-2 file at `path`: written to an exclusive temporary
+/* Write `run` as a schema-3 file (schema 2 with hdf5_schema=2, or for a
+ * fill_events run) at `path`: written to an exclusive temporary
  * sibling and renamed into place, so readers never see a partial file and a
  * failure leaves whatever was at `path` untouched. */
 sp_status sp__h5_write_file(const struct sp_run *run, const struct sp_config *cfg, const char *path);

@@ -8,8 +8,8 @@ Run with Debian's /usr/bin/python3 (h5py + numpy) from anywhere:
 The files are committed next to this script; regenerate them only when a
 fixture must change, and update the golden CLI outputs with it. Each fixture
 is described where it is built. They are laid out exactly as the writers lay
-files out (upstream's Python/C writers and ours, schema 2; upstream's older
-hierarchical layout), so reading them exercises the same code paths real
+files out (upstream's Python/C writers and ours, schemas 2 and 3; upstream's
+older hierarchical layout), so reading them exercises the same code paths real
 files do. The hostile_*.h5 files are deliberately broken in one way each.
 """
 import json
@@ -135,6 +135,65 @@ def write_schema2(path, names, calls, meta, layout="columnar", ids=True, threads
         e.create_dataset("parent_ids", data=np.array(pids[:n], dtype=np.int64), shape=(n,))
         if threads:
             e.create_dataset("thread_ids", data=np.array(tids[:n], dtype=np.uint32), shape=(n,))
+
+
+def recode_schema3(src, dst, widths):
+    """Copy a schema-2 fixture as schema 3 (docs/file-format.md), coded here
+    independently of the C writer. `widths` forces each coded column's width
+    in bytes, so that narrow ones push values into the overflow lists."""
+    import shutil
+    shutil.copyfile(src, dst)
+    zig = lambda v: (v << 1) ^ (v >> 63)
+    with h5py.File(dst, "a") as f:
+        f.attrs["scope_profiler_schema"] = np.int64(3)
+        g, e = f["rank_region_index"], f["events"]
+        start, end = e["start_times"][:], e["end_times"][:]
+        cid, pid = e["call_ids"][:], e["parent_ids"][:]
+        offs, cnts = g["event_offsets"][:], g["event_counts"][:]
+        n = len(start)
+        true = {c: [0] * n for c in ("start_gaps", "durations", "call_id_gaps", "parent_offsets")}
+        first = [False] * n
+        sb, cb = [], []
+        for o, c in zip(offs.tolist(), cnts.tolist()):
+            sb.append(int(start[o]) if c else 0)
+            cb.append(int(cid[o]) if c else -1)
+            for i in range(o, o + c):
+                first[i] = i == o
+                true["start_gaps"][i] = 0 if i == o else int(start[i] - start[i - 1])
+                true["durations"][i] = int(end[i] - start[i])
+                true["call_id_gaps"][i] = 0 if i == o else int(cid[i] - cid[i - 1])
+                true["parent_offsets"][i] = 0 if pid[i] == -1 else int(cid[i] - pid[i])
+        g.create_dataset("start_bases", data=np.array(sb, dtype=np.int64))
+        g.create_dataset("call_id_bases", data=np.array(cb, dtype=np.int64))
+        for name in ("start_times", "end_times", "call_ids", "parent_ids"):
+            del e[name]
+        for name, vals in true.items():
+            w = widths[name]
+            top = (1 << (8 * w)) - 1
+            codes, idx, listed = [], [], []
+            for i, v in enumerate(vals):
+                code = zig(v) & ((1 << 64) - 1) if name in ("call_id_gaps", "parent_offsets") \
+                    else v & ((1 << 64) - 1)
+                escape = name == "parent_offsets" and v == 0 and pid[i] != -1
+                if w < 8 and (code >= top or escape):
+                    codes.append(top)
+                    idx.append(i)
+                    listed.append(v)
+                else:
+                    codes.append(code)
+            e.create_dataset(name, data=np.array(codes, dtype="<u%d" % w))
+            if idx:
+                e.create_dataset(name + "_overflow_index", data=np.array(idx, dtype=np.uint64))
+                e.create_dataset(name + "_overflow_values", data=np.array(listed, dtype=np.int64))
+
+
+def multi_schema3():
+    """multi.h5 recoded as schema 3 with widths too narrow for many values
+    (1-byte gaps and durations of milliseconds), so nearly every time is an
+    overflow entry, and an 8-byte id column: the reader must give back
+    exactly what it reads from multi.h5."""
+    recode_schema3(os.path.join(OUT, "multi.h5"), os.path.join(OUT, "multi_schema3.h5"),
+                   {"start_gaps": 1, "durations": 2, "call_id_gaps": 8, "parent_offsets": 1})
 
 
 def C(region, rank, start, end, cid=-1, parent=-1, thread=0):
@@ -308,6 +367,7 @@ if __name__ == "__main__":
     compat_schema1()
     hier_nested()
     multi()
+    multi_schema3()
     aggregate()
     async_tasks()
     diff_pair()
