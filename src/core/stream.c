@@ -472,24 +472,27 @@ struct fill_ctx {
 };
 
 /* Write a batch of one column into its dataset (output/h5write.c). */
-static int write_piece(int64_t ds, int u32, uint64_t off, uint64_t n, const void *data) {
-  return sp__h5_write_slice(ds, u32, off, n, data);
+static int write_piece(int64_t ds, enum sp_slice_type type, uint64_t off, uint64_t n, const void *data) {
+  return sp__h5_write_slice(ds, type, off, n, data);
 }
 
 #define FILL_BATCH 4096 /* calls written per HDF5 call when assembling */
 
 /* Write a batch of merged calls (columns o[0..3], thread ids, probe
- * columns) at event offset `off`; -1 on an HDF5 error. */
+ * columns) at event offset `off`; -1 on an HDF5 error. With a cursor the
+ * four columns are coded for schema 3 first (in place: the batch is done). */
 static int flush_out(const struct fill_ctx *f, const int64_t *ds, size_t nds, uint64_t off, uint64_t nout,
-                     int64_t *const o[4], const uint32_t *othr, const int64_t *ocols) {
+                     int64_t *const o[4], const uint32_t *othr, const int64_t *ocols,
+                     struct sp_delta_cursor *coded) {
   int ncols = f->m->probe_ncols, rc = 0;
-  for (int k = 0; k < 4; k++) rc |= write_piece(ds[k], 0, off, nout, o[k]);
+  if (coded) sp__delta_code_piece(coded, o[0], o[1], o[2], o[3], nout);
+  for (int k = 0; k < 4; k++) rc |= write_piece(ds[k], coded ? SP_SLICE_U64 : SP_SLICE_I64, off, nout, o[k]);
   size_t x = 4;
-  if (f->track_threads) rc |= write_piece(ds[x++], 1, off, nout, othr);
+  if (f->track_threads) rc |= write_piece(ds[x++], SP_SLICE_U32, off, nout, othr);
   int64_t tmp[FILL_BATCH];
   for (int p = 0; p < ncols && x < nds; p++, x++) {
     for (uint64_t k = 0; k < nout; k++) tmp[k] = ocols[k * (uint64_t)ncols + (uint64_t)p];
-    rc |= write_piece(ds[x], 0, off, nout, tmp);
+    rc |= write_piece(ds[x], SP_SLICE_I64, off, nout, tmp);
   }
   return rc ? -1 : 0;
 }
@@ -497,7 +500,7 @@ static int flush_out(const struct fill_ctx *f, const int64_t *ds, size_t nds, ui
 /* Writes every row: the row's segments, one cursor per thread, merged by
  * start time, converted with the run's final clock map, 1024 at a time;
  * the statistics come out of the same pass. */
-static sp_status fill(void *ctx, const int64_t *ds, size_t nds) {
+static sp_status fill(void *ctx, const int64_t *ds, size_t nds, int coded) {
   struct fill_ctx *f = ctx;
   struct sp_stream *s = f->m->stream;
   struct sp_run *run = f->run;
@@ -549,6 +552,9 @@ static sp_status fill(void *ctx, const int64_t *ds, size_t nds) {
     su->maximum = su->end_maximum = INT64_MIN;
     double mean = 0, m2 = 0;
     uint64_t done = 0, nout = 0;
+    struct sp_delta_cursor dc;
+    memset(&dc, 0, sizeof dc);
+    struct sp_delta_cursor *code = coded ? &dc : NULL;
     int64_t last_start = INT64_MIN;
     while (st == SP_OK) {
       /* the cursor with the earliest start (few threads: a scan is fine) */
@@ -583,11 +589,14 @@ static sp_status fill(void *ctx, const int64_t *ds, size_t nds) {
       mean += delta / (double)done;
       m2 += delta * ((double)d - mean);
       if (++c->at == c->have && cursor_fill(s, c, ncols) < 0) st = SP_ERR_IO;
-      if (nout == FILL_BATCH && flush_out(f, ds, nds, row->offset + done - nout, nout, o, othr, ocols) != 0) st = SP_ERR_IO;
+      if (nout == FILL_BATCH && flush_out(f, ds, nds, row->offset + done - nout, nout, o, othr, ocols, code) != 0)
+        st = SP_ERR_IO;
       if (nout == FILL_BATCH) nout = 0;
     }
-    if (nout && st == SP_OK && flush_out(f, ds, nds, row->offset + done - nout, nout, o, othr, ocols) != 0)
+    if (nout && st == SP_OK && flush_out(f, ds, nds, row->offset + done - nout, nout, o, othr, ocols, code) != 0)
       st = SP_ERR_IO;
+    row->start_base = dc.any ? dc.start_base : 0;
+    row->call_id_base = dc.any ? dc.call_base : -1;
     su->mean = mean;
     su->m2 = m2;
     for (size_t c = 0; c < ncur; c++) free(cur[c].cols);

@@ -658,7 +658,7 @@ static sp_status materialize(const struct sp_run *run, struct sp_run *use) {
       if (ds[i] < 0) failed = 1;
     }
     H5Sclose(space);
-    if (f < 0 || failed || run->fill_events(run->fill_ctx, ds, nd) != SP_OK) failed = 1;
+    if (f < 0 || failed || run->fill_events(run->fill_ctx, ds, nd, 0) != SP_OK) failed = 1;
     int64_t **base[4] = {&use->start, &use->end, &use->call_id, &use->parent_id};
     for (size_t i = 0; !failed && i < nd; i++) {
       int u32 = i >= 4 && run->extra[i - 4].type == SP_COL_U32;

@@ -165,6 +165,24 @@ sp_status sp__delta_encode(const struct sp_run *run, struct sp_delta *out) {
   return sp__delta_encode_widths(run, widths, out);
 }
 
+void sp__delta_code_piece(struct sp_delta_cursor *c, int64_t *start, int64_t *end, int64_t *call,
+                          int64_t *parent, size_t n) {
+  for (size_t i = 0; i < n; i++) {
+    int64_t s = start[i], id = call[i], p = parent[i];
+    if (!c->any) {
+      c->any = 1;
+      c->start = c->start_base = s;
+      c->call = c->call_base = id;
+    }
+    start[i] = diff(s, c->start);
+    end[i] = diff(end[i], s);
+    call[i] = (int64_t)zigzag(diff(id, c->call));
+    parent[i] = p == -1 ? 0 : (int64_t)zigzag(diff(id, p));
+    c->start = s;
+    c->call = id;
+  }
+}
+
 void sp__delta_free(struct sp_delta *d) {
   for (int c = 0; c < SP_DELTA_NCOLS; c++) {
     free(d->col[c].data);

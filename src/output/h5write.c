@@ -104,21 +104,23 @@ static void write_events(struct writer *w, const struct sp_run *run) {
   hid_t ev = H5Gcreate2(root, "events", H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT);
   size_t n = run->nevents;
   if (run->fill_events) {
-    const char *base[] = {"start_times", "end_times", "call_ids", "parent_ids"};
+    static const char *const plain[] = {"start_times", "end_times", "call_ids", "parent_ids"};
+    static const char *const coded[] = {"start_gaps", "durations", "call_id_gaps", "parent_offsets"};
+    const char *const *base = w->schema == 3 ? coded : plain;
     size_t nd = 4 + run->nextra;
     hid_t *ds = calloc(nd, sizeof *ds);
     hsize_t dims = n;
     hid_t space = H5Screate_simple(1, &dims, NULL);
     for (size_t i = 0; ds && i < nd; i++) {
       int u32 = i >= 4 && run->extra[i - 4].type == SP_COL_U32;
-      hid_t ft = u32 ? H5T_STD_U32LE : H5T_STD_I64LE;
+      hid_t ft = u32 ? H5T_STD_U32LE : i < 4 && w->schema == 3 ? H5T_STD_U64LE : H5T_STD_I64LE;
       hid_t dcpl = event_dcpl(w, n, u32 ? 4 : 8);
       ds[i] = H5Dcreate2(ev, i < 4 ? base[i] : run->extra[i - 4].name, ft, space, H5P_DEFAULT, dcpl, H5P_DEFAULT);
       H5Pclose(dcpl);
       if (ds[i] < 0) w->failed = 1;
     }
     H5Sclose(space);
-    if (!ds || w->failed || run->fill_events(run->fill_ctx, ds, nd) != SP_OK) w->failed = 1;
+    if (!ds || w->failed || run->fill_events(run->fill_ctx, ds, nd, w->schema == 3) != SP_OK) w->failed = 1;
     for (size_t i = 0; ds && i < nd; i++)
       if (ds[i] > 0) H5Dclose(ds[i]);
     free(ds);
@@ -141,16 +143,16 @@ static void write_events(struct writer *w, const struct sp_run *run) {
 static void write_run_body(struct writer *w, const struct sp_run *run);
 
 static void write_run(struct writer *w, const struct sp_run *run) {
-  /* A streamed run's datasets are created before its events are known, so
-   * no width can be chosen for them: it stays schema 2. */
-  w->schema = run->fill_events || !w->cfg || w->cfg->hdf5_schema == 2 ? 2 : 3;
+  w->schema = !w->cfg || w->cfg->hdf5_schema == 2 ? 2 : 3;
   w->nevents = run->nevents;
-  if (w->schema == 3 && sp__delta_encode(run, &w->delta) != SP_OK) {
+  /* A streamed run's datasets are created before its events are known, so
+   * no width can be chosen: its filler codes them in 8 bytes (delta.c). */
+  if (w->schema == 3 && !run->fill_events && sp__delta_encode(run, &w->delta) != SP_OK) {
     w->failed = 1;
     return;
   }
   write_run_body(w, run);
-  if (w->schema == 3) sp__delta_free(&w->delta);
+  sp__delta_free(&w->delta);
 }
 
 static void write_run_body(struct writer *w, const struct sp_run *run) {
@@ -199,7 +201,21 @@ static void write_run_body(struct writer *w, const struct sp_run *run) {
     hid_t st = sp__h5_summary_type();
     write_array(w, ri, "summary_statistics", st, st, k, sum, 0);
     H5Tclose(st);
-    if (w->schema == 3) {
+    if (w->schema == 3 && run->fill_events) { /* the filler set them */
+      int64_t *bs = malloc(kk * sizeof *bs), *bc = malloc(kk * sizeof *bc);
+      for (size_t i = 0; bs && bc && i < k; i++) {
+        bs[i] = run->rows[i].start_base;
+        bc[i] = run->rows[i].call_id_base;
+      }
+      if (bs && bc) {
+        write_array(w, ri, "start_bases", H5T_STD_I64LE, H5T_NATIVE_INT64, k, bs, 0);
+        write_array(w, ri, "call_id_bases", H5T_STD_I64LE, H5T_NATIVE_INT64, k, bc, 0);
+      } else {
+        w->failed = 1;
+      }
+      free(bs);
+      free(bc);
+    } else if (w->schema == 3) {
       write_array(w, ri, "start_bases", H5T_STD_I64LE, H5T_NATIVE_INT64, k, w->delta.start_bases, 0);
       write_array(w, ri, "call_id_bases", H5T_STD_I64LE, H5T_NATIVE_INT64, k, w->delta.call_id_bases, 0);
     }
@@ -338,12 +354,13 @@ sp_status sp__h5_write_image(const struct sp_run *run, const struct sp_config *c
   return SP_OK;
 }
 
-int sp__h5_write_slice(int64_t dset, int u32, uint64_t off, uint64_t n, const void *data) {
+int sp__h5_write_slice(int64_t dset, enum sp_slice_type type, uint64_t off, uint64_t n, const void *data) {
   hsize_t start = off, count = n;
   hid_t fs = H5Dget_space(dset);
   H5Sselect_hyperslab(fs, H5S_SELECT_SET, &start, NULL, &count, NULL);
   hid_t ms = H5Screate_simple(1, &count, NULL);
-  herr_t rc = H5Dwrite(dset, u32 ? H5T_NATIVE_UINT32 : H5T_NATIVE_INT64, ms, fs, H5P_DEFAULT, data);
+  hid_t mt = type == SP_SLICE_U32 ? H5T_NATIVE_UINT32 : type == SP_SLICE_U64 ? H5T_NATIVE_UINT64 : H5T_NATIVE_INT64;
+  herr_t rc = H5Dwrite(dset, mt, ms, fs, H5P_DEFAULT, data);
   H5Sclose(ms);
   H5Sclose(fs);
   return rc < 0 ? -1 : 0;

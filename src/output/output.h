@@ -32,6 +32,9 @@ struct sp_row {
   char *tags_json;     /* "[]" */
   struct sp_summary stats;
   int64_t aggregate_count;
+  /* schema 3, set by a fill_events callback: the row's first start and call
+   * id (the writer computes them itself for in-memory runs) */
+  int64_t start_base, call_id_base;
 };
 
 /* An extra per-event column under /events (thread ids, probe values). */
@@ -82,10 +85,27 @@ struct sp_run {
   struct sp_meta meta;
   /* Bounded-memory runs: no event arrays; the writer creates the event
    * datasets (start, end, call ids, parent ids, then `extra` in order) with
-   * nevents values each and this callback fills them. hid_t is int64_t. */
-  sp_status (*fill_events)(void *ctx, const int64_t *dsets, size_t ndsets);
+   * nevents values each and this callback fills them. With `coded` the first
+   * four are schema 3's uint64 start_gaps, durations, call_id_gaps and
+   * parent_offsets, which the callback fills a row at a time through
+   * sp__delta_code_piece, setting each row's start_base and call_id_base.
+   * hid_t is int64_t. */
+  sp_status (*fill_events)(void *ctx, const int64_t *dsets, size_t ndsets, int coded);
   void *fill_ctx;
 };
+
+/* Schema 3 coding of a row's calls as they stream by (delta.c): the four
+ * arrays of n calls are replaced by their codes in 8-byte form (as
+ * `*_overflow`-free uint64 columns, so nothing is listed beside them). A
+ * cursor starts zeroed at each row and then holds the row's bases. A call
+ * cannot be its own parent, the one value 8-byte codes cannot express. */
+struct sp_delta_cursor {
+  int any;
+  int64_t start, call;           /* the previous call's */
+  int64_t start_base, call_base; /* the row's first call's */
+};
+void sp__delta_code_piece(struct sp_delta_cursor *c, int64_t *start, int64_t *end, int64_t *call,
+                          int64_t *parent, size_t n);
 
 void sp__run_free(struct sp_run *run);
 
@@ -104,8 +124,10 @@ void sp__meta_free(struct sp_meta *m);
 sp_status sp__h5_write_file(const struct sp_run *run, const struct sp_config *cfg, const char *path);
 
 /* Write n values of one event column at `off` into a dataset created by the
- * writer for a run with fill_events (u32: the thread_ids column). */
-int sp__h5_write_slice(int64_t dset, int u32, uint64_t off, uint64_t n, const void *data);
+ * writer for a run with fill_events; `data` holds int64, uint32 (the
+ * thread_ids column) or uint64 (schema 3's codes) values. */
+enum sp_slice_type { SP_SLICE_I64, SP_SLICE_U32, SP_SLICE_U64 };
+int sp__h5_write_slice(int64_t dset, enum sp_slice_type type, uint64_t off, uint64_t n, const void *data);
 
 /* The same file as an in-memory image (malloc'd; free() it). */
 sp_status sp__h5_write_image(const struct sp_run *run, const struct sp_config *cfg, void **image,

@@ -27,10 +27,11 @@ static int rank, fills;
 
 /* Writes the events into the datasets and the row's statistics into the
  * run, as a streamed run's filler does. */
-static sp_status fill(void *ctx, const int64_t *dsets, size_t n) {
+static sp_status fill(void *ctx, const int64_t *dsets, size_t n, int coded) {
   struct sp_run *run = ctx;
   fills++;
-  if (n != 4) return SP_ERR_INVALID_ARGUMENT;
+  /* the job writers read a streamed part into arrays (plain columns) */
+  if (n != 4 || coded) return SP_ERR_INVALID_ARGUMENT;
   int64_t *col = malloc(N * sizeof *col);
   if (!col) return SP_ERR_NO_MEMORY;
   for (size_t c = 0; c < 4; c++) {
