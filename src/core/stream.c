@@ -8,7 +8,7 @@
  * pass finalize uses, so ids, parents and exclusive time are identical),
  * groups the completed calls by region and appends them as segments to an
  * unlinked staging file beside the output. Finalize hands over what is left,
- * waits for the writer, and assembles the (schema-2) file from the segments a
+ * waits for the writer, and assembles the file from the segments a
  * row at a time (a k-way merge by start time across threads), so neither
  * side ever holds the run in memory.
  *
