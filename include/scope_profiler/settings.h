@@ -100,6 +100,6 @@
   X(max_buffer_bytes, NONE, max_buffer_bytes, INT, INT64_C(1) << 30, INT64_C(1) << 20, INT64_MAX, "", \
     "Memory budget for recorded events; past it, full buffers are streamed to a staging file by a writer thread and merged at finalize.") \
   X(hdf5_schema, HDF5, schema, INT, 3, 2, 3, "", \
-    "File schema: 3 stores each call as row-relative deltas in narrow integers (about a quarter of the bytes; 8-byte ones for a run that streamed past max_buffer_bytes); 2 stores four int64 per call, for readers of schema 2.")
+    "File schema: 3 stores each call as row-relative deltas in narrow integers (about a quarter of the bytes; 4-byte ones, half, for a run that streamed past max_buffer_bytes); 2 stores four int64 per call, for readers of schema 2.")
 
 #endif

@@ -478,15 +478,33 @@ static int write_piece(int64_t ds, enum sp_slice_type type, uint64_t off, uint64
 
 #define FILL_BATCH 4096 /* calls written per HDF5 call when assembling */
 
+/* Schema 3's coding state while a row streams out: the row's cursor, the
+ * batch's codes and the values that did not fit, appended to the overflow
+ * lists (the last 8 datasets) after each batch. */
+struct coding {
+  struct sp_delta_cursor cur;
+  uint32_t *codes[4];
+  struct sp_delta_lists lists;
+};
+
 /* Write a batch of merged calls (columns o[0..3], thread ids, probe
- * columns) at event offset `off`; -1 on an HDF5 error. With a cursor the
- * four columns are coded for schema 3 first (in place: the batch is done). */
+ * columns) at event offset `off`; -1 on an HDF5 error or out of memory.
+ * With `cd` the four columns are written coded for schema 3. */
 static int flush_out(const struct fill_ctx *f, const int64_t *ds, size_t nds, uint64_t off, uint64_t nout,
-                     int64_t *const o[4], const uint32_t *othr, const int64_t *ocols,
-                     struct sp_delta_cursor *coded) {
+                     int64_t *const o[4], const uint32_t *othr, const int64_t *ocols, struct coding *cd) {
   int ncols = f->m->probe_ncols, rc = 0;
-  if (coded) sp__delta_code_piece(coded, o[0], o[1], o[2], o[3], nout);
-  for (int k = 0; k < 4; k++) rc |= write_piece(ds[k], coded ? SP_SLICE_U64 : SP_SLICE_I64, off, nout, o[k]);
+  if (cd) {
+    if (sp__delta_code_piece(&cd->cur, o[0], o[1], o[2], o[3], nout, off, cd->codes, &cd->lists) != 0) return -1;
+    for (int k = 0; k < 4; k++) {
+      rc |= write_piece(ds[k], SP_SLICE_U32, off, nout, cd->codes[k]);
+      rc |= sp__h5_append(ds[nds - 8 + 2 * (size_t)k], SP_SLICE_U64, cd->lists.n[k], cd->lists.index[k]);
+      rc |= sp__h5_append(ds[nds - 7 + 2 * (size_t)k], SP_SLICE_I64, cd->lists.n[k], cd->lists.value[k]);
+      cd->lists.n[k] = 0;
+    }
+    nds -= 8;
+  } else {
+    for (int k = 0; k < 4; k++) rc |= write_piece(ds[k], SP_SLICE_I64, off, nout, o[k]);
+  }
   size_t x = 4;
   if (f->track_threads) rc |= write_piece(ds[x++], SP_SLICE_U32, off, nout, othr);
   int64_t tmp[FILL_BATCH];
@@ -512,6 +530,10 @@ static sp_status fill(void *ctx, const int64_t *ds, size_t nds, int coded) {
   int64_t *ocols = ncols ? malloc((size_t)FILL_BATCH * (size_t)ncols * sizeof *ocols) : NULL;
   const struct seg **rowsegs = malloc((s->nsegs + 1) * sizeof *rowsegs);
   struct cursor *cur = NULL;
+  struct coding cd;
+  memset(&cd, 0, sizeof cd);
+  for (int k = 0; coded && k < 4; k++)
+    if (!(cd.codes[k] = malloc(FILL_BATCH * sizeof *cd.codes[k]))) goto oom;
   if (!o[0] || !o[1] || !o[2] || !o[3] || !othr || (ncols && !ocols) || !rowsegs) goto oom;
   for (size_t r = 0; r < run->nrows && st == SP_OK; r++) {
     struct sp_row *row = &run->rows[r];
@@ -552,9 +574,8 @@ static sp_status fill(void *ctx, const int64_t *ds, size_t nds, int coded) {
     su->maximum = su->end_maximum = INT64_MIN;
     double mean = 0, m2 = 0;
     uint64_t done = 0, nout = 0;
-    struct sp_delta_cursor dc;
-    memset(&dc, 0, sizeof dc);
-    struct sp_delta_cursor *code = coded ? &dc : NULL;
+    memset(&cd.cur, 0, sizeof cd.cur);
+    struct coding *code = coded ? &cd : NULL;
     int64_t last_start = INT64_MIN;
     while (st == SP_OK) {
       /* the cursor with the earliest start (few threads: a scan is fine) */
@@ -595,8 +616,8 @@ static sp_status fill(void *ctx, const int64_t *ds, size_t nds, int coded) {
     }
     if (nout && st == SP_OK && flush_out(f, ds, nds, row->offset + done - nout, nout, o, othr, ocols, code) != 0)
       st = SP_ERR_IO;
-    row->start_base = dc.any ? dc.start_base : 0;
-    row->call_id_base = dc.any ? dc.call_base : -1;
+    row->start_base = cd.cur.any ? cd.cur.start_base : 0;
+    row->call_id_base = cd.cur.any ? cd.cur.call_base : -1;
     su->mean = mean;
     su->m2 = m2;
     for (size_t c = 0; c < ncur; c++) free(cur[c].cols);
@@ -611,6 +632,8 @@ out:
     free(cur);
   }
   for (int k = 0; k < 4; k++) free(o[k]);
+  for (int k = 0; k < 4; k++) free(cd.codes[k]);
+  sp__delta_lists_free(&cd.lists);
   free(othr);
   free(ocols);
   free(rowsegs);

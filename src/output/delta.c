@@ -30,8 +30,10 @@ static int64_t diff(int64_t a, int64_t b) { return (int64_t)((uint64_t)a - (uint
 static uint64_t zigzag(int64_t v) { return ((uint64_t)v << 1) ^ ((uint64_t)0 - ((uint64_t)v >> 63)); }
 
 /* The true value of column c for event i (first: the first event of its row)
- * and the unsigned code stored for it. */
-static int64_t true_value(const struct sp_run *run, int c, size_t i, int first) {
+ * and the unsigned code stored for it. The loops below inline these with a
+ * constant column, so the per-event work is a few instructions. */
+static inline __attribute__((always_inline)) int64_t true_value(const struct sp_run *run, int c, size_t i,
+                                                                 int first) {
   switch (c) {
   case 0: return first ? 0 : diff(run->start[i], run->start[i - 1]);
   case 1: return diff(run->end[i], run->start[i]);
@@ -40,15 +42,18 @@ static int64_t true_value(const struct sp_run *run, int c, size_t i, int first) 
   }
 }
 
-static uint64_t code_of(int c, int64_t v) { return c >= 2 ? zigzag(v) : (uint64_t)v; }
+static inline __attribute__((always_inline)) uint64_t code_of(int c, int64_t v) {
+  return c >= 2 ? zigzag(v) : (uint64_t)v;
+}
 
 /* A parent at distance 0 cannot be coded (0 means "no parent"): such a
  * value always goes to the overflow list. */
-static int must_escape(const struct sp_run *run, int c, size_t i, int64_t v) {
+static inline __attribute__((always_inline)) int must_escape(const struct sp_run *run, int c, size_t i,
+                                                              int64_t v) {
   return c == 3 && v == 0 && run->parent_id[i] != -1;
 }
 
-static void put(void *data, unsigned width, size_t i, uint64_t v) {
+static inline void put(void *data, unsigned width, size_t i, uint64_t v) {
   switch (width) {
   case 1: ((uint8_t *)data)[i] = (uint8_t)v; break;
   case 2: ((uint16_t *)data)[i] = (uint16_t)v; break;
@@ -74,16 +79,23 @@ static unsigned char *row_starts(const struct sp_run *run, int64_t *start_bases,
   return first;
 }
 
+static inline __attribute__((always_inline)) void count_col(const struct sp_run *run,
+                                                             const unsigned char *first, int c, uint64_t h[4]) {
+  for (size_t i = 0; i < run->nevents; i++) {
+    int64_t v = true_value(run, c, i, first[i]);
+    uint64_t u = code_of(c, v);
+    h[must_escape(run, c, i, v) ? 3 : u < 0xFFu ? 0 : u < 0xFFFFu ? 1 : u < 0xFFFFFFFFu ? 2 : 3]++;
+  }
+}
+
 sp_status sp__delta_count(const struct sp_run *run, struct sp_delta_hist *hist) {
   memset(hist, 0, sizeof *hist);
   unsigned char *first = row_starts(run, NULL, NULL);
   if (!first) return sp__set_error(SP_ERR_NO_MEMORY, "out of memory encoding events for schema 3");
-  for (int c = 0; c < SP_DELTA_NCOLS; c++)
-    for (size_t i = 0; i < run->nevents; i++) {
-      int64_t v = true_value(run, c, i, first[i]);
-      uint64_t u = code_of(c, v);
-      hist->n[c][must_escape(run, c, i, v) ? 3 : u < 0xFFu ? 0 : u < 0xFFFFu ? 1 : u < 0xFFFFFFFFu ? 2 : 3]++;
-    }
+  count_col(run, first, 0, hist->n[0]);
+  count_col(run, first, 1, hist->n[1]);
+  count_col(run, first, 2, hist->n[2]);
+  count_col(run, first, 3, hist->n[3]);
   free(first);
   return SP_OK;
 }
@@ -106,33 +118,54 @@ void sp__delta_widths(const struct sp_delta_hist *hist, unsigned widths[SP_DELTA
   }
 }
 
-static sp_status encode_col(const struct sp_run *run, const unsigned char *row_first, int c, unsigned width,
-                            struct sp_delta_col *out) {
-  size_t n = run->nevents;
-  uint64_t limit = width == 8 ? UINT64_MAX : ((uint64_t)1 << (8 * width)) - 1;
-  size_t nov = 0;
-  for (size_t i = 0; i < n; i++) {
-    int64_t v = true_value(run, c, i, row_first[i]);
-    nov += must_escape(run, c, i, v) || (width < 8 && code_of(c, v) >= limit);
+static int list_value(struct sp_delta_col *out, size_t *cap, size_t i, int64_t v) {
+  if (out->nov == *cap) {
+    size_t ncap = *cap ? *cap * 2 : 1024;
+    uint64_t *ix = realloc(out->ov_index, ncap * sizeof *ix);
+    if (ix) out->ov_index = ix;
+    int64_t *vx = ix ? realloc(out->ov_value, ncap * sizeof *vx) : NULL;
+    if (vx) out->ov_value = vx;
+    if (!ix || !vx) return -1;
+    *cap = ncap;
   }
-  out->name = col_names[c];
-  out->width = width;
-  out->data = malloc((n ? n : 1) * width);
-  out->ov_index = malloc((nov ? nov : 1) * sizeof *out->ov_index);
-  out->ov_value = malloc((nov ? nov : 1) * sizeof *out->ov_value);
-  if (!out->data || !out->ov_index || !out->ov_value)
-    return sp__set_error(SP_ERR_NO_MEMORY, "out of memory encoding %zu events for schema 3", n);
-  for (size_t i = 0; i < n; i++) {
-    int64_t v = true_value(run, c, i, row_first[i]);
+  out->ov_index[out->nov] = i;
+  out->ov_value[out->nov++] = v;
+  return 0;
+}
+
+/* One pass: each value stored in `width` bytes, or stored as the type's
+ * maximum and listed. */
+static inline __attribute__((always_inline)) int encode_loop(const struct sp_run *run,
+                                                              const unsigned char *first, int c,
+                                                              struct sp_delta_col *out) {
+  unsigned width = out->width;
+  uint64_t limit = width == 8 ? UINT64_MAX : ((uint64_t)1 << (8 * width)) - 1;
+  size_t cap = 0;
+  for (size_t i = 0; i < run->nevents; i++) {
+    int64_t v = true_value(run, c, i, first[i]);
     uint64_t u = code_of(c, v);
     if (must_escape(run, c, i, v) || (width < 8 && u >= limit)) {
       put(out->data, width, i, limit);
-      out->ov_index[out->nov] = i;
-      out->ov_value[out->nov++] = v;
+      if (list_value(out, &cap, i, v) != 0) return -1;
     } else {
       put(out->data, width, i, u);
     }
   }
+  return 0;
+}
+
+static sp_status encode_col(const struct sp_run *run, const unsigned char *row_first, int c, unsigned width,
+                            struct sp_delta_col *out) {
+  size_t n = run->nevents;
+  out->name = col_names[c];
+  out->width = width;
+  out->data = malloc((n ? n : 1) * width);
+  int rc = !out->data ? -1
+           : c == 0  ? encode_loop(run, row_first, 0, out)
+           : c == 1  ? encode_loop(run, row_first, 1, out)
+           : c == 2  ? encode_loop(run, row_first, 2, out)
+                     : encode_loop(run, row_first, 3, out);
+  if (rc != 0) return sp__set_error(SP_ERR_NO_MEMORY, "out of memory encoding %zu events for schema 3", n);
   return SP_OK;
 }
 
@@ -165,22 +198,50 @@ sp_status sp__delta_encode(const struct sp_run *run, struct sp_delta *out) {
   return sp__delta_encode_widths(run, widths, out);
 }
 
-void sp__delta_code_piece(struct sp_delta_cursor *c, int64_t *start, int64_t *end, int64_t *call,
-                          int64_t *parent, size_t n) {
+static int list_push(struct sp_delta_lists *l, int c, uint64_t i, int64_t v) {
+  if (l->n[c] == l->cap[c]) {
+    size_t ncap = l->cap[c] ? l->cap[c] * 2 : 256;
+    uint64_t *ix = realloc(l->index[c], ncap * sizeof *ix);
+    if (ix) l->index[c] = ix;
+    int64_t *vx = ix ? realloc(l->value[c], ncap * sizeof *vx) : NULL;
+    if (vx) l->value[c] = vx;
+    if (!ix || !vx) return -1;
+    l->cap[c] = ncap;
+  }
+  l->index[c][l->n[c]] = i;
+  l->value[c][l->n[c]++] = v;
+  return 0;
+}
+
+int sp__delta_code_piece(struct sp_delta_cursor *c, const int64_t *start, const int64_t *end,
+                         const int64_t *call, const int64_t *parent, size_t n, uint64_t first,
+                         uint32_t *const codes[4], struct sp_delta_lists *lists) {
   for (size_t i = 0; i < n; i++) {
-    int64_t s = start[i], id = call[i], p = parent[i];
     if (!c->any) {
       c->any = 1;
-      c->start = c->start_base = s;
-      c->call = c->call_base = id;
+      c->start = c->start_base = start[i];
+      c->call = c->call_base = call[i];
     }
-    start[i] = diff(s, c->start);
-    end[i] = diff(end[i], s);
-    call[i] = (int64_t)zigzag(diff(id, c->call));
-    parent[i] = p == -1 ? 0 : (int64_t)zigzag(diff(id, p));
-    c->start = s;
-    c->call = id;
+    int64_t v[4] = {diff(start[i], c->start), diff(end[i], start[i]), diff(call[i], c->call),
+                    parent[i] == -1 ? 0 : diff(call[i], parent[i])};
+    for (int k = 0; k < 4; k++) {
+      uint64_t u = k >= 2 ? zigzag(v[k]) : (uint64_t)v[k];
+      int escape = u >= 0xFFFFFFFFu || (k == 3 && v[k] == 0 && parent[i] != -1);
+      codes[k][i] = escape ? 0xFFFFFFFFu : (uint32_t)u;
+      if (escape && list_push(lists, k, first + i, v[k]) != 0) return -1;
+    }
+    c->start = start[i];
+    c->call = call[i];
   }
+  return 0;
+}
+
+void sp__delta_lists_free(struct sp_delta_lists *l) {
+  for (int k = 0; k < 4; k++) {
+    free(l->index[k]);
+    free(l->value[k]);
+  }
+  memset(l, 0, sizeof *l);
 }
 
 void sp__delta_free(struct sp_delta *d) {

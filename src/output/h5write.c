@@ -95,6 +95,25 @@ static void write_delta_columns(struct writer *w, hid_t ev, size_t n) {
   }
 }
 
+/* An empty, extendible overflow list of a coded column, which a streamed
+ * run's filler appends to (index: uint64; values: int64), filtered like the
+ * event columns. */
+static hid_t create_list(struct writer *w, hid_t ev, const char *column, int values) {
+  char name[64];
+  snprintf(name, sizeof name, "%s_overflow_%s", column, values ? "values" : "index");
+  hsize_t zero = 0, unlimited = H5S_UNLIMITED, chunk = 4096;
+  hid_t space = H5Screate_simple(1, &zero, &unlimited);
+  hid_t dcpl = sp__event_dcpl(w->cfg, (size_t)chunk, 8, w->nevents, w->schema);
+  if (dcpl >= 0 && H5Pget_layout(dcpl) != H5D_CHUNKED) H5Pset_chunk(dcpl, 1, &chunk);
+  hid_t ds = space >= 0 && dcpl >= 0
+                 ? H5Dcreate2(ev, name, values ? H5T_STD_I64LE : H5T_STD_U64LE, space, H5P_DEFAULT, dcpl, H5P_DEFAULT)
+                 : -1;
+  if (dcpl >= 0) H5Pclose(dcpl);
+  if (space >= 0) H5Sclose(space);
+  if (ds < 0) w->failed = 1;
+  return ds;
+}
+
 /* The event columns. A run streamed through a staging file (bounded memory)
  * has no arrays: its datasets are created full-size and its filler writes
  * them piece by piece, updating the rows' statistics as it goes, which is
@@ -107,22 +126,34 @@ static void write_events(struct writer *w, const struct sp_run *run) {
     static const char *const plain[] = {"start_times", "end_times", "call_ids", "parent_ids"};
     static const char *const coded[] = {"start_gaps", "durations", "call_id_gaps", "parent_offsets"};
     const char *const *base = w->schema == 3 ? coded : plain;
-    size_t nd = 4 + run->nextra;
+    size_t ncols = 4 + run->nextra, nd = ncols + (w->schema == 3 ? 8 : 0);
     hid_t *ds = calloc(nd, sizeof *ds);
     hsize_t dims = n;
     hid_t space = H5Screate_simple(1, &dims, NULL);
-    for (size_t i = 0; ds && i < nd; i++) {
-      int u32 = i >= 4 && run->extra[i - 4].type == SP_COL_U32;
-      hid_t ft = u32 ? H5T_STD_U32LE : i < 4 && w->schema == 3 ? H5T_STD_U64LE : H5T_STD_I64LE;
+    for (size_t i = 0; ds && i < ncols; i++) {
+      /* schema 3: the coded columns in 4 bytes, what does not fit listed */
+      int u32 = (i >= 4 && run->extra[i - 4].type == SP_COL_U32) || (i < 4 && w->schema == 3);
       hid_t dcpl = event_dcpl(w, n, u32 ? 4 : 8);
-      ds[i] = H5Dcreate2(ev, i < 4 ? base[i] : run->extra[i - 4].name, ft, space, H5P_DEFAULT, dcpl, H5P_DEFAULT);
+      ds[i] = H5Dcreate2(ev, i < 4 ? base[i] : run->extra[i - 4].name, u32 ? H5T_STD_U32LE : H5T_STD_I64LE,
+                         space, H5P_DEFAULT, dcpl, H5P_DEFAULT);
       H5Pclose(dcpl);
       if (ds[i] < 0) w->failed = 1;
     }
     H5Sclose(space);
+    for (size_t i = ncols; ds && i < nd; i++) ds[i] = create_list(w, ev, coded[(i - ncols) / 2], (i - ncols) % 2);
     if (!ds || w->failed || run->fill_events(run->fill_ctx, ds, nd, w->schema == 3) != SP_OK) w->failed = 1;
-    for (size_t i = 0; ds && i < nd; i++)
-      if (ds[i] > 0) H5Dclose(ds[i]);
+    for (size_t i = 0; ds && i < nd; i++) {
+      if (ds[i] <= 0) continue;
+      /* an empty overflow list is left out, as in-memory runs leave it */
+      hsize_t len = 0;
+      hid_t sp = i >= ncols ? H5Dget_space(ds[i]) : -1;
+      if (sp >= 0) H5Sget_simple_extent_dims(sp, &len, NULL);
+      if (sp >= 0) H5Sclose(sp);
+      char name[64] = "";
+      if (i >= ncols) H5Iget_name(ds[i], name, sizeof name);
+      H5Dclose(ds[i]);
+      if (i >= ncols && len == 0 && name[0] && H5Ldelete(w->file, name, H5P_DEFAULT) < 0) w->failed = 1;
+    }
     free(ds);
     H5Gclose(ev);
     return;
@@ -352,6 +383,18 @@ sp_status sp__h5_write_image(const struct sp_run *run, const struct sp_config *c
     return sp__set_error(SP_ERR_IO, "building the in-memory results failed (out of memory?)");
   }
   return SP_OK;
+}
+
+int sp__h5_append(int64_t dset, enum sp_slice_type type, uint64_t n, const void *data) {
+  if (n == 0) return 0;
+  hid_t fs = H5Dget_space(dset);
+  hsize_t len = 0;
+  int bad = fs < 0 || H5Sget_simple_extent_dims(fs, &len, NULL) < 0;
+  if (fs >= 0) H5Sclose(fs);
+  if (bad) return -1;
+  hsize_t grown = len + n;
+  if (H5Dset_extent(dset, &grown) < 0) return -1;
+  return sp__h5_write_slice(dset, type, len, n, data);
 }
 
 int sp__h5_write_slice(int64_t dset, enum sp_slice_type type, uint64_t off, uint64_t n, const void *data) {

@@ -86,26 +86,39 @@ struct sp_run {
   /* Bounded-memory runs: no event arrays; the writer creates the event
    * datasets (start, end, call ids, parent ids, then `extra` in order) with
    * nevents values each and this callback fills them. With `coded` the first
-   * four are schema 3's uint64 start_gaps, durations, call_id_gaps and
+   * four are schema 3's uint32 start_gaps, durations, call_id_gaps and
    * parent_offsets, which the callback fills a row at a time through
-   * sp__delta_code_piece, setting each row's start_base and call_id_base.
+   * sp__delta_code_piece, setting each row's start_base and call_id_base;
+   * after `extra` come 8 more: each coded column's overflow index and
+   * values, empty and extendible, which it appends to (sp__h5_append).
    * hid_t is int64_t. */
   sp_status (*fill_events)(void *ctx, const int64_t *dsets, size_t ndsets, int coded);
   void *fill_ctx;
 };
 
-/* Schema 3 coding of a row's calls as they stream by (delta.c): the four
- * arrays of n calls are replaced by their codes in 8-byte form (as
- * `*_overflow`-free uint64 columns, so nothing is listed beside them). A
- * cursor starts zeroed at each row and then holds the row's bases. A call
- * cannot be its own parent, the one value 8-byte codes cannot express. */
+/* Schema 3 coding of a row's calls as they stream by (delta.c), in 4-byte
+ * columns: the codes of n calls (event numbers first, first+1, ...) go to
+ * codes[0..3], the values that do not fit to the lists. A cursor starts
+ * zeroed at each row and then holds the row's bases. -1: out of memory. */
 struct sp_delta_cursor {
   int any;
   int64_t start, call;           /* the previous call's */
   int64_t start_base, call_base; /* the row's first call's */
 };
-void sp__delta_code_piece(struct sp_delta_cursor *c, int64_t *start, int64_t *end, int64_t *call,
-                          int64_t *parent, size_t n);
+struct sp_delta_lists {
+  uint64_t *index[4];
+  int64_t *value[4];
+  size_t n[4], cap[4];
+};
+int sp__delta_code_piece(struct sp_delta_cursor *c, const int64_t *start, const int64_t *end,
+                         const int64_t *call, const int64_t *parent, size_t n, uint64_t first,
+                         uint32_t *const codes[4], struct sp_delta_lists *lists);
+void sp__delta_lists_free(struct sp_delta_lists *l);
+
+enum sp_slice_type { SP_SLICE_I64, SP_SLICE_U32, SP_SLICE_U64 };
+
+/* Append n values to an extendible 1-D dataset the writer created. */
+int sp__h5_append(int64_t dset, enum sp_slice_type type, uint64_t n, const void *data);
 
 void sp__run_free(struct sp_run *run);
 
@@ -126,7 +139,6 @@ sp_status sp__h5_write_file(const struct sp_run *run, const struct sp_config *cf
 /* Write n values of one event column at `off` into a dataset created by the
  * writer for a run with fill_events; `data` holds int64, uint32 (the
  * thread_ids column) or uint64 (schema 3's codes) values. */
-enum sp_slice_type { SP_SLICE_I64, SP_SLICE_U32, SP_SLICE_U64 };
 int sp__h5_write_slice(int64_t dset, enum sp_slice_type type, uint64_t off, uint64_t n, const void *data);
 
 /* The same file as an in-memory image (malloc'd; free() it). */

@@ -125,6 +125,9 @@ SP_TEST(streamed_equals_in_memory) {
     for (int j = 0; j < 3; j++) {
       both_begin(leaf);
       sp__clock_manual_advance(1 + (uint64_t)((i * 31 + j) % 5));
+      /* now and then a call of 5 s: past 4-byte codes, so the streamed
+       * file lists its duration and the next start gap beside the columns */
+      if (i % 10000 == 5 && j == 1) sp__clock_manual_advance(UINT64_C(5000000000));
       both_end(leaf);
     }
     both_end(mid);
@@ -133,6 +136,12 @@ SP_TEST(streamed_equals_in_memory) {
   ASSERT_OK(sp_manager_finalize(a, NULL, NULL));
   ASSERT_OK(sp_manager_finalize(b, NULL, NULL));
   ASSERT_GT(h5_attr_i64("streamed.h5", "/metadata", "streamed_blocks"), 2);
+  ASSERT_EQ(h5_attr_i64("streamed.h5", "/", "scope_profiler_schema"), 3);
+  /* 6 long leaves, the 6 mids around them and the root */
+  ASSERT_EQ(h5_len("streamed.h5", "/events/durations_overflow_index"), 13);
+  /* the leaf and the mid after each long leaf */
+  ASSERT_EQ(h5_len("streamed.h5", "/events/start_gaps_overflow_index"), 12);
+  ASSERT_EQ(h5_len("streamed.h5", "/events/call_id_gaps_overflow_index"), -1); /* empty: left out */
   const char *cols[] = {"/events/start_times", "/events/end_times", "/events/call_ids", "/events/parent_ids",
                         "/rank_region_index/event_counts", "/rank_region_index/exclusive_totals"};
   for (size_t c = 0; c < sizeof cols / sizeof cols[0]; c++) {
