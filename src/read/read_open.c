@@ -607,6 +607,10 @@ static sp_status load_overflow(sp_results *r, hid_t g, const char *name, hsize_t
                        "be equally long and no longer than the events",
                        FILE_NAME(r), iname, (unsigned long long)ni, vname, (unsigned long long)nv,
                        (unsigned long long)nevents);
+  /* read whole, unlike the columns: their storage must really be there,
+   * or a made-up length would have us allocate and fill it */
+  if (st == SP_OK && di >= 0 && ni > 0) st = sp__check_storage(r, di, iname, ni, 1);
+  if (st == SP_OK && dv >= 0 && nv > 0) st = sp__check_storage(r, dv, vname, nv, 1);
   if (st == SP_OK && di >= 0 && ni > 0) {
     out->index = malloc(ni * sizeof *out->index);
     out->value = malloc(ni * sizeof *out->value);

@@ -355,6 +355,25 @@ SP_TEST(corrupt_overflow_lists_are_format_errors) {
   int64_t beyond = (int64_t)d.n;
   poke("bad.h5", "/events/start_gaps_overflow_index", &beyond, 1);
   ASSERT_EQ(sp_results_open("bad.h5", &r), SP_ERR_FORMAT);
+  /* lists claiming as many entries as there are events, never written: an
+   * error, not 2 x 160 KB of fill values (or 2 x 8 TB for a claim of 2^40) */
+  ASSERT_OK(write_file("bad.h5", &c, &d));
+  hid_t f = H5Fopen("bad.h5", H5F_ACC_RDWR, H5P_DEFAULT);
+  const char *lists[] = {"/events/durations_overflow_index", "/events/durations_overflow_values"};
+  for (int k = 0; k < 2; k++) {
+    ASSERT(H5Ldelete(f, lists[k], H5P_DEFAULT) >= 0);
+    hsize_t dims = d.n, chunk = 1024;
+    hid_t sp = H5Screate_simple(1, &dims, NULL), dcpl = H5Pcreate(H5P_DATASET_CREATE);
+    H5Pset_chunk(dcpl, 1, &chunk);
+    hid_t ds = H5Dcreate2(f, lists[k], k ? H5T_STD_I64LE : H5T_STD_U64LE, sp, H5P_DEFAULT, dcpl, H5P_DEFAULT);
+    ASSERT(ds >= 0);
+    H5Dclose(ds);
+    H5Pclose(dcpl);
+    H5Sclose(sp);
+  }
+  H5Fclose(f);
+  ASSERT_EQ(sp_results_open("bad.h5", &r), SP_ERR_FORMAT);
+  ASSERT_CONTAINS(sp_last_error(), "never fully written");
   drop(&d);
   sp__config_free(&c);
 }
