@@ -153,6 +153,20 @@ int sp__h5_fsync_path(const char *path) {
   return rc;
 }
 
+/* The rename itself reaches the disk only with its directory: after a power
+ * loss the path would otherwise still name the previous file. Best effort
+ * (some filesystems refuse fsync on a directory); the file is complete
+ * either way. */
+static void sync_directory(const char *path) {
+  char *pathcopy = sp__strdup(path);
+  int fd = pathcopy ? open(dirname(pathcopy), O_RDONLY | O_DIRECTORY | O_CLOEXEC) : -1;
+  if (fd >= 0) {
+    (void)fsync(fd);
+    close(fd);
+  }
+  free(pathcopy);
+}
+
 sp_status sp__h5_publish(char *tmp, const char *path, int failed) {
   if (!failed && sp__h5_fsync_path(tmp) != 0) failed = 1;
   if (failed) {
@@ -167,5 +181,6 @@ sp_status sp__h5_publish(char *tmp, const char *path, int failed) {
     return sp__set_error(SP_ERR_IO, "cannot publish %s: %s", path, strerror(e));
   }
   free(tmp);
+  sync_directory(path);
   return SP_OK;
 }

@@ -8,7 +8,9 @@
  *                       ones fail with ENOSPC (N=0: every write fails)
  *   FAILWRITE_FSYNC=1   fsync/fdatasync of a watched file fail with EIO
  *   FAILWRITE_LOG=FILE  append "open <flags in hex> <path>" for every open of
- *                       a watched path (to check O_CREAT comes with O_EXCL)
+ *                       a watched path (to check O_CREAT comes with O_EXCL),
+ *                       and "fsync file" or "fsync dir" for every fsync of
+ *                       a watched file or directory
  *   FAILWRITE_PLANT=T   the first time a watched dot-file (a temporary name)
  *                       is opened, replace whatever is at that path by a
  *                       symlink to T just before the open: the race an
@@ -83,20 +85,26 @@ static int under(int dirfd, const char *path) {
   return strncmp(abs, dir, dirlen) == 0 && (abs[dirlen] == '/' || abs[dirlen] == '\0');
 }
 
-static void log_open(const char *path, int flags) {
+static void log_line(const char *line) {
   if (!logpath) return;
   REAL(int (*)(const char *, int, ...), open);
   int fd = real_open(logpath, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
   if (fd < 0) return;
-  char line[PATH_MAX + 64];
-  int n = snprintf(line, sizeof line, "open %x %s\n", (unsigned)flags, path);
   REAL(ssize_t(*)(int, const void *, size_t), write);
-  if (n > 0) (void)real_write(fd, line, (size_t)n);
+  (void)real_write(fd, line, strlen(line));
   close(fd);
 }
 
-static int opened(int fd, int dirfd, const char *path) {
-  if (fd >= 0 && fd < MAX_FD) watched[fd] = (unsigned char)under(dirfd, path);
+static void log_open(const char *path, int flags) {
+  char line[PATH_MAX + 64];
+  snprintf(line, sizeof line, "open %x %s\n", (unsigned)flags, path);
+  log_line(line);
+}
+
+/* watched[fd]: 0 not watched, 1 a file, 2 a directory */
+static int opened(int fd, int dirfd, const char *path, int flags) {
+  if (fd >= 0 && fd < MAX_FD)
+    watched[fd] = (unsigned char)(under(dirfd, path) ? (flags & O_DIRECTORY ? 2 : 1) : 0);
   return fd;
 }
 
@@ -125,7 +133,7 @@ static mode_t mode_arg(int flags, va_list ap) {
     va_end(ap);                                                                   \
     before_open(AT_FDCWD, path, flags);                                           \
     REAL(int (*)(const char *, int, ...), name);                                  \
-    return opened(real_##name(path, flags, mode), AT_FDCWD, path);                \
+    return opened(real_##name(path, flags, mode), AT_FDCWD, path, flags);         \
   }
 #define OPENAT_LIKE(name)                                                         \
   int name(int dirfd, const char *path, int flags, ...) {                        \
@@ -135,7 +143,7 @@ static mode_t mode_arg(int flags, va_list ap) {
     va_end(ap);                                                                   \
     before_open(dirfd, path, flags);                                              \
     REAL(int (*)(int, const char *, int, ...), name);                             \
-    return opened(real_##name(dirfd, path, flags, mode), dirfd, path);            \
+    return opened(real_##name(dirfd, path, flags, mode), dirfd, path, flags);     \
   }
 OPEN_LIKE(open)
 OPEN_LIKE(open64)
@@ -189,6 +197,7 @@ ssize_t writev(int fd, const struct iovec *iov, int cnt) {
 
 int fsync(int fd) {
   REAL(int (*)(int), fsync);
+  if (fd >= 0 && fd < MAX_FD && watched[fd]) log_line(watched[fd] == 2 ? "fsync dir\n" : "fsync file\n");
   if (fail_fsync && fd >= 0 && fd < MAX_FD && watched[fd]) {
     errno = EIO;
     return -1;

@@ -105,13 +105,17 @@ published excl ok/out.h5
 exec 3<&-
 # every open that may create a file under ok/ carries O_EXCL (0x80 with
 # O_CREAT 0x40), and the final name is never opened for writing
+# the file reaches the disk before the rename, the rename with its directory
+[[ "$(grep '^fsync' open.log | tail -n 2 | tr '\n' ' ')" == "fsync file fsync dir " ]] ||
+  bad "not fsync file, then fsync dir: $(grep '^fsync' open.log | tr '\n' ' ')"
+grep -v '^fsync' open.log > opens.log
 while read -r _ flags path; do
   f=$((16#$flags))
   ((f & 64 && !(f & 128))) && bad "created without O_EXCL: $flags $path"
   [[ $path == */out.h5 ]] && ((f & 3)) && bad "final name opened for writing: $flags $path"
-done < open.log
-echo "success: temporary file created O_CREAT|O_EXCL ($(grep -c . open.log) opens logged), renamed over" \
-  "the old file; an open reader kept the old content"
+done < opens.log
+echo "success: temporary file created O_CREAT|O_EXCL ($(grep -c . opens.log) opens logged), synced," \
+  "renamed over the old file, directory synced; an open reader kept the old content"
 for m in 022 027 077; do
   rm -f ok/out.h5
   (umask "$m" && run "umask$m" "$app" ok/out.h5)
