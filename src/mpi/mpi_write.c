@@ -98,15 +98,6 @@ static void create_ds(hid_t g, const char *name, hid_t ftype, uint64_t n, hid_t 
   if (space >= 0) H5Sclose(space);
 }
 
-static const char *const coded_names[SP_DELTA_NCOLS] = {"start_gaps", "durations", "call_id_gaps",
-                                                        "parent_offsets"};
-static hid_t coded_ftype(unsigned w) {
-  return w == 1 ? H5T_STD_U8LE : w == 2 ? H5T_STD_U16LE : w == 4 ? H5T_STD_U32LE : H5T_STD_U64LE;
-}
-static hid_t coded_mtype(unsigned w) {
-  return w == 1 ? H5T_NATIVE_UINT8 : w == 2 ? H5T_NATIVE_UINT16 : w == 4 ? H5T_NATIVE_UINT32 : H5T_NATIVE_UINT64;
-}
-
 static hid_t col_ftype(enum sp_col_type t) { return t == SP_COL_U32 ? H5T_STD_U32LE : H5T_STD_I64LE; }
 static hid_t col_mtype(enum sp_col_type t) { return t == SP_COL_U32 ? H5T_NATIVE_UINT32 : H5T_NATIVE_INT64; }
 static size_t col_elem(enum sp_col_type t) { return t == SP_COL_U32 ? 4 : 8; }
@@ -132,13 +123,13 @@ static void job_create(hid_t file, const struct sp_mpi_layout *L, const struct s
       create_ds(ri, "start_bases", H5T_STD_I64LE, k, -1, failed);
       create_ds(ri, "call_id_bases", H5T_STD_I64LE, k, -1, failed);
       for (int c = 0; c < SP_DELTA_NCOLS; c++) {
-        create_ds(ev, coded_names[c], coded_ftype(L->width[c]), n, sp__event_dcpl(cfg, n, L->width[c], n, 3),
+        create_ds(ev, sp__delta_col_names[c], sp__h5_uint_type(L->width[c], 0), n, sp__event_dcpl(cfg, n, L->width[c], n, 3),
                   failed);
         if (!L->nov[c]) continue;
         char name[64];
-        snprintf(name, sizeof name, "%s_overflow_index", coded_names[c]);
+        snprintf(name, sizeof name, "%s_overflow_index", sp__delta_col_names[c]);
         create_ds(ev, name, H5T_STD_U64LE, L->nov[c], sp__event_dcpl(cfg, L->nov[c], 8, n, 3), failed);
-        snprintf(name, sizeof name, "%s_overflow_values", coded_names[c]);
+        snprintf(name, sizeof name, "%s_overflow_values", sp__delta_col_names[c]);
         create_ds(ev, name, H5T_STD_I64LE, L->nov[c], sp__event_dcpl(cfg, L->nov[c], 8, n, 3), failed);
       }
     } else {
@@ -231,8 +222,8 @@ static void put_coded(hid_t file, const struct sp_mpi_layout *L, const struct sp
       L->nrows, dxpl, coll, failed);
   for (int c = 0; c < SP_DELTA_NCOLS; c++) {
     char path[96];
-    snprintf(path, sizeof path, "events/%s", coded_names[c]);
-    put(file, path, coded_mtype(L->width[c]), pl->ev0, n, d ? d->col[c].data : NULL, L->nevents, dxpl, coll,
+    snprintf(path, sizeof path, "events/%s", sp__delta_col_names[c]);
+    put(file, path, sp__h5_uint_type(L->width[c], 1), pl->ev0, n, d ? d->col[c].data : NULL, L->nevents, dxpl, coll,
         failed);
     if (!L->nov[c]) continue;
     size_t m = d ? d->col[c].nov : 0;
@@ -242,9 +233,9 @@ static void put_coded(hid_t file, const struct sp_mpi_layout *L, const struct sp
       m = 0;
     }
     for (size_t i = 0; i < m; i++) idx[i] = pl->ev0 + d->col[c].ov_index[i];
-    snprintf(path, sizeof path, "events/%s_overflow_index", coded_names[c]);
+    snprintf(path, sizeof path, "events/%s_overflow_index", sp__delta_col_names[c]);
     put(file, path, H5T_NATIVE_UINT64, pl->ov0[c], m, idx, L->nov[c], dxpl, coll, failed);
-    snprintf(path, sizeof path, "events/%s_overflow_values", coded_names[c]);
+    snprintf(path, sizeof path, "events/%s_overflow_values", sp__delta_col_names[c]);
     put(file, path, H5T_NATIVE_INT64, pl->ov0[c], m, d ? d->col[c].ov_value : NULL, L->nov[c], dxpl, coll,
         failed);
     free(idx);

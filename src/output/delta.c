@@ -20,8 +20,8 @@
 
 #include "common/error.h"
 
-static const char *const col_names[SP_DELTA_NCOLS] = {"start_gaps", "durations", "call_id_gaps",
-                                                      "parent_offsets"};
+const char *const sp__delta_col_names[SP_DELTA_NCOLS] = {"start_gaps", "durations", "call_id_gaps",
+                                                        "parent_offsets"};
 
 /* Two's-complement differences: wrap instead of overflowing (signed overflow
  * is undefined), which the reader's wrapping sums undo exactly. */
@@ -48,9 +48,8 @@ static inline __attribute__((always_inline)) uint64_t code_of(int c, int64_t v) 
 
 /* A parent at distance 0 cannot be coded (0 means "no parent"): such a
  * value always goes to the overflow list. */
-static inline __attribute__((always_inline)) int must_escape(const struct sp_run *run, int c, size_t i,
-                                                              int64_t v) {
-  return c == 3 && v == 0 && run->parent_id[i] != -1;
+static inline __attribute__((always_inline)) int must_escape(int c, int64_t v, int64_t parent_id) {
+  return c == 3 && v == 0 && parent_id != -1;
 }
 
 static inline void put(void *data, unsigned width, size_t i, uint64_t v) {
@@ -84,7 +83,7 @@ static inline __attribute__((always_inline)) void count_col(const struct sp_run 
   for (size_t i = 0; i < run->nevents; i++) {
     int64_t v = true_value(run, c, i, first[i]);
     uint64_t u = code_of(c, v);
-    h[must_escape(run, c, i, v) ? 3 : u < 0xFFu ? 0 : u < 0xFFFFu ? 1 : u < 0xFFFFFFFFu ? 2 : 3]++;
+    h[must_escape(c, v, run->parent_id[i]) ? 3 : u < 0xFFu ? 0 : u < 0xFFFFu ? 1 : u < 0xFFFFFFFFu ? 2 : 3]++;
   }
 }
 
@@ -118,18 +117,19 @@ void sp__delta_widths(const struct sp_delta_hist *hist, unsigned widths[SP_DELTA
   }
 }
 
-static int list_value(struct sp_delta_col *out, size_t *cap, size_t i, int64_t v) {
-  if (out->nov == *cap) {
-    size_t ncap = *cap ? *cap * 2 : 1024;
-    uint64_t *ix = realloc(out->ov_index, ncap * sizeof *ix);
-    if (ix) out->ov_index = ix;
-    int64_t *vx = ix ? realloc(out->ov_value, ncap * sizeof *vx) : NULL;
-    if (vx) out->ov_value = vx;
+/* Appends (i, v) to an overflow list of *n entries, growing it. */
+static int push_pair(uint64_t **index, int64_t **value, size_t *n, size_t *cap, uint64_t i, int64_t v) {
+  if (*n == *cap) {
+    size_t ncap = *cap ? *cap * 2 : 256;
+    uint64_t *ix = realloc(*index, ncap * sizeof *ix);
+    if (ix) *index = ix;
+    int64_t *vx = ix ? realloc(*value, ncap * sizeof *vx) : NULL;
+    if (vx) *value = vx;
     if (!ix || !vx) return -1;
     *cap = ncap;
   }
-  out->ov_index[out->nov] = i;
-  out->ov_value[out->nov++] = v;
+  (*index)[*n] = i;
+  (*value)[(*n)++] = v;
   return 0;
 }
 
@@ -144,9 +144,9 @@ static inline __attribute__((always_inline)) int encode_loop(const struct sp_run
   for (size_t i = 0; i < run->nevents; i++) {
     int64_t v = true_value(run, c, i, first[i]);
     uint64_t u = code_of(c, v);
-    if (must_escape(run, c, i, v) || (width < 8 && u >= limit)) {
+    if (must_escape(c, v, run->parent_id[i]) || (width < 8 && u >= limit)) {
       put(out->data, width, i, limit);
-      if (list_value(out, &cap, i, v) != 0) return -1;
+      if (push_pair(&out->ov_index, &out->ov_value, &out->nov, &cap, i, v) != 0) return -1;
     } else {
       put(out->data, width, i, u);
     }
@@ -157,7 +157,7 @@ static inline __attribute__((always_inline)) int encode_loop(const struct sp_run
 static sp_status encode_col(const struct sp_run *run, const unsigned char *row_first, int c, unsigned width,
                             struct sp_delta_col *out) {
   size_t n = run->nevents;
-  out->name = col_names[c];
+  out->name = sp__delta_col_names[c];
   out->width = width;
   out->data = malloc((n ? n : 1) * width);
   int rc = !out->data ? -1
@@ -198,21 +198,6 @@ sp_status sp__delta_encode(const struct sp_run *run, struct sp_delta *out) {
   return sp__delta_encode_widths(run, widths, out);
 }
 
-static int list_push(struct sp_delta_lists *l, int c, uint64_t i, int64_t v) {
-  if (l->n[c] == l->cap[c]) {
-    size_t ncap = l->cap[c] ? l->cap[c] * 2 : 256;
-    uint64_t *ix = realloc(l->index[c], ncap * sizeof *ix);
-    if (ix) l->index[c] = ix;
-    int64_t *vx = ix ? realloc(l->value[c], ncap * sizeof *vx) : NULL;
-    if (vx) l->value[c] = vx;
-    if (!ix || !vx) return -1;
-    l->cap[c] = ncap;
-  }
-  l->index[c][l->n[c]] = i;
-  l->value[c][l->n[c]++] = v;
-  return 0;
-}
-
 int sp__delta_code_piece(struct sp_delta_cursor *c, const int64_t *start, const int64_t *end,
                          const int64_t *call, const int64_t *parent, size_t n, uint64_t first,
                          uint32_t *const codes[4], struct sp_delta_lists *lists) {
@@ -225,10 +210,11 @@ int sp__delta_code_piece(struct sp_delta_cursor *c, const int64_t *start, const 
     int64_t v[4] = {diff(start[i], c->start), diff(end[i], start[i]), diff(call[i], c->call),
                     parent[i] == -1 ? 0 : diff(call[i], parent[i])};
     for (int k = 0; k < 4; k++) {
-      uint64_t u = k >= 2 ? zigzag(v[k]) : (uint64_t)v[k];
-      int escape = u >= 0xFFFFFFFFu || (k == 3 && v[k] == 0 && parent[i] != -1);
+      uint64_t u = code_of(k, v[k]);
+      int escape = u >= 0xFFFFFFFFu || must_escape(k, v[k], parent[i]);
       codes[k][i] = escape ? 0xFFFFFFFFu : (uint32_t)u;
-      if (escape && list_push(lists, k, first + i, v[k]) != 0) return -1;
+      if (escape && push_pair(&lists->index[k], &lists->value[k], &lists->n[k], &lists->cap[k], first + i, v[k]) != 0)
+        return -1;
     }
     c->start = start[i];
     c->call = call[i];

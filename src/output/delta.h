@@ -15,6 +15,9 @@
 
 enum { SP_DELTA_NCOLS = 4 };
 
+/* The coded columns' dataset names under /events, in column order. */
+extern const char *const sp__delta_col_names[SP_DELTA_NCOLS];
+
 struct sp_delta_col {
   const char *name;      /* "start_gaps", "durations", "call_id_gaps", "parent_offsets" */
   unsigned width;        /* bytes per stored value: 1, 2, 4 or 8 */

@@ -24,6 +24,15 @@ hid_t sp__h5_str_type(void) {
   return t;
 }
 
+hid_t sp__h5_uint_type(unsigned bytes, int native) {
+  switch (bytes) {
+  case 1: return native ? H5T_NATIVE_UINT8 : H5T_STD_U8LE;
+  case 2: return native ? H5T_NATIVE_UINT16 : H5T_STD_U16LE;
+  case 4: return native ? H5T_NATIVE_UINT32 : H5T_STD_U32LE;
+  default: return native ? H5T_NATIVE_UINT64 : H5T_STD_U64LE;
+  }
+}
+
 hid_t sp__h5_summary_type(void) {
   hid_t t = H5Tcreate(H5T_COMPOUND, sizeof(struct sp_summary));
   H5Tinsert(t, "total", HOFFSET(struct sp_summary, total), H5T_STD_I64LE);

@@ -19,6 +19,10 @@
 hid_t sp__h5_str_type(void);
 /* The 11-field summary_statistics compound (docs/file-format.md). */
 hid_t sp__h5_summary_type(void);
+
+/* The unsigned integer type of `bytes` (1, 2, 4, 8) bytes: little-endian
+ * for a file, or the native one for memory. */
+hid_t sp__h5_uint_type(unsigned bytes, int native);
 /* File access properties: oldest format that holds what we write. */
 hid_t sp__h5_file_access(void);
 

@@ -81,11 +81,7 @@ static void write_column(struct writer *w, hid_t g, const struct sp_column *c, s
 static void write_delta_columns(struct writer *w, hid_t ev, size_t n) {
   for (int c = 0; c < SP_DELTA_NCOLS; c++) {
     const struct sp_delta_col *d = &w->delta.col[c];
-    hid_t ft = d->width == 1 ? H5T_STD_U8LE : d->width == 2 ? H5T_STD_U16LE
-             : d->width == 4 ? H5T_STD_U32LE : H5T_STD_U64LE;
-    hid_t mt = d->width == 1 ? H5T_NATIVE_UINT8 : d->width == 2 ? H5T_NATIVE_UINT16
-             : d->width == 4 ? H5T_NATIVE_UINT32 : H5T_NATIVE_UINT64;
-    write_array(w, ev, d->name, ft, mt, n, d->data, 1);
+    write_array(w, ev, d->name, sp__h5_uint_type(d->width, 0), sp__h5_uint_type(d->width, 1), n, d->data, 1);
     if (!d->nov) continue;
     char name[64];
     snprintf(name, sizeof name, "%s_overflow_index", d->name);
@@ -124,7 +120,7 @@ static void write_events(struct writer *w, const struct sp_run *run) {
   size_t n = run->nevents;
   if (run->fill_events) {
     static const char *const plain[] = {"start_times", "end_times", "call_ids", "parent_ids"};
-    static const char *const coded[] = {"start_gaps", "durations", "call_id_gaps", "parent_offsets"};
+    const char *const *coded = sp__delta_col_names;
     const char *const *base = w->schema == 3 ? coded : plain;
     size_t ncols = 4 + run->nextra, nd = ncols + (w->schema == 3 ? 8 : 0);
     hid_t *ds = calloc(nd, sizeof *ds);
