@@ -8,13 +8,32 @@
 # hdf5-mpich) and MPI instead of serial HDF5. The serial library never sees
 # mpi.h. Shared and static, installed, exported as
 # ScopeProfiler::scope_profiler_mpi(_static), with scope_profiler_mpi.pc.
+#
+# SP_MPI_FLAVOR picks the parallel HDF5 build: "auto" (Open MPI's, else
+# MPICH's), "openmpi" or "mpich". It must match the MPI that FindMPI finds:
+# with both installed, an MPICH build is
+#   cmake -DSP_MPI_FLAVOR=mpich -DMPI_C_COMPILER=mpicc.mpich \
+#         -DMPIEXEC_EXECUTABLE=/usr/bin/mpiexec.mpich ...
+set(SP_MPI_FLAVOR auto CACHE STRING "parallel HDF5 to build libscope_profiler_mpi on: auto, openmpi or mpich")
+set_property(CACHE SP_MPI_FLAVOR PROPERTY STRINGS auto openmpi mpich)
 find_package(MPI COMPONENTS C QUIET)
-pkg_check_modules(HDF5_MPI QUIET IMPORTED_TARGET hdf5-openmpi)
-set(SP_MPI_HDF5_PC hdf5-openmpi)
-if(NOT HDF5_MPI_FOUND)
-  pkg_check_modules(HDF5_MPI QUIET IMPORTED_TARGET hdf5-mpich)
-  set(SP_MPI_HDF5_PC hdf5-mpich)
+if(SP_MPI_FLAVOR STREQUAL "auto")
+  set(SP_MPI_HDF5_CANDIDATES hdf5-openmpi hdf5-mpich)
+elseif(SP_MPI_FLAVOR STREQUAL "openmpi" OR SP_MPI_FLAVOR STREQUAL "mpich")
+  set(SP_MPI_HDF5_CANDIDATES hdf5-${SP_MPI_FLAVOR})
+else()
+  message(FATAL_ERROR "SP_MPI_FLAVOR=${SP_MPI_FLAVOR}: use auto, openmpi or mpich")
 endif()
+# pkg_check_modules runs on every configure: it makes the imported target,
+# which is not cached.
+set(sp_hdf5_mpi_found FALSE)
+foreach(pc ${SP_MPI_HDF5_CANDIDATES})
+  if(NOT sp_hdf5_mpi_found)
+    pkg_check_modules(HDF5_MPI QUIET IMPORTED_TARGET ${pc})
+    set(SP_MPI_HDF5_PC ${pc})
+    set(sp_hdf5_mpi_found ${HDF5_MPI_FOUND})
+  endif()
+endforeach()
 set(SP_WITH_MPI_DEFAULT OFF)
 if(MPI_C_FOUND AND HDF5_MPI_FOUND)
   set(SP_WITH_MPI_DEFAULT ON)

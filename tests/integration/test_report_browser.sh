@@ -56,14 +56,19 @@ cd "$work/mpi4"
 
 echo "== (c) a real mpirun -np 4 run"
 sim_mpi="$SP_BUILD/examples/sim_mpi"
-if [[ -x "$sim_mpi" ]] && command -v mpirun >/dev/null; then
+# the launcher of the MPI sim_mpi was built with (CMake's MPIEXEC_EXECUTABLE)
+mpirun=${SP_MPIEXEC:-$(command -v mpirun || true)}
+if [[ -x "$sim_mpi" ]] && [[ -n "$mpirun" ]]; then
   mkdir "$work/mpirun"
   cd "$work/mpirun"
-  flags=(--oversubscribe)
-  [[ $(id -u) == 0 ]] && flags+=(--allow-run-as-root)
+  flags=()
+  if "$mpirun" --version 2>&1 | grep -qE "Open MPI|OpenRTE"; then
+    # Open MPI forwards only the variables -x names; MPICH forwards all
+    flags=(--oversubscribe -x SCOPE_PROFILER_FILE_PATH -x OMP_NUM_THREADS)
+    [[ $(id -u) == 0 ]] && flags+=(--allow-run-as-root)
+  fi
   SCOPE_PROFILER_FILE_PATH=mpi.h5 OMP_NUM_THREADS=1 \
-    mpirun "${flags[@]}" -np 4 -x SCOPE_PROFILER_FILE_PATH -x OMP_NUM_THREADS \
-    "$sim_mpi" --steps 10 --quiet
+    "$mpirun" "${flags[@]}" -np 4 "$sim_mpi" --steps 10 --quiet
   "$SP" report mpi.h5 -o report -q
   "$PY" "$SP_SRC/tests/report/check_report.py" report mpi.h5
   nranks=$(grep -o '<option value="[0-9]*">' report/report.html | wc -l)

@@ -42,7 +42,10 @@ int main(int argc, char **argv) {
     else if (!strcmp(argv[i], "--per-rank-file")) per_rank = 1;
     else if (!strcmp(argv[i], "--late") && i + 1 < argc) late = 1, late_file = atoi(argv[++i]);
   }
+  /* the launcher's view: Open MPI's variables, else MPICH (Hydra)'s */
   const char *lrank = getenv("OMPI_COMM_WORLD_RANK"), *lsize = getenv("OMPI_COMM_WORLD_SIZE");
+  if (!lrank) lrank = getenv("PMI_RANK");
+  if (!lsize) lsize = getenv("PMI_SIZE");
   int launch_size = lsize ? atoi(lsize) : 1, launch_rank = lrank ? atoi(lrank) : 0;
   char path[256], over[300];
   const char *base = getenv("SCOPE_PROFILER_FILE_PATH") ? getenv("SCOPE_PROFILER_FILE_PATH") : "detect.h5";

@@ -25,8 +25,10 @@ static long long bytes_to_0, calls_to_0;
 #define REAL(name) static __typeof__(&name) real_##name; \
   if (!real_##name) *(void **)&real_##name = dlsym(RTLD_NEXT, #name)
 
+/* The launcher's rank: Open MPI's variable, else MPICH (Hydra)'s. */
 static int me(void) {
   const char *r = getenv("OMPI_COMM_WORLD_RANK");
+  if (!r) r = getenv("PMI_RANK");
   return r ? atoi(r) : 0;
 }
 

@@ -22,10 +22,15 @@ set -euo pipefail
 [ -x "${SP_MPIEXEC:-}" ] || { echo "no mpirun"; exit 77; }
 
 mpirun=("$SP_MPIEXEC")
-if "$SP_MPIEXEC" --version 2>/dev/null | grep -q "Open MPI"; then
+# rank_env NAME VALUE: the launcher arguments that give every rank NAME=VALUE
+# (Open MPI forwards only what -x names; MPICH's Hydra takes -genv).
+if "$SP_MPIEXEC" --version 2>&1 | grep -qE "Open MPI|OpenRTE"; then
   # CI runs as root on two cores.
   mpirun+=(--oversubscribe --allow-run-as-root)
   export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OMPI_MCA_rmaps_base_oversubscribe=1
+  rank_env() { envargs=(-x "$1=$2"); }
+else
+  rank_env() { envargs=(-genv "$1" "$2"); }
 fi
 check() { "$SP_PYTHON" "$SP_SRC/tests/mpi/check_mpi.py" "$@"; }
 unset SCOPE_PROFILER_MPI
@@ -86,13 +91,14 @@ rank0)
   done
   events=20000 # per rank: 20000 calls, over 640 KB of event columns
   mkdir direct memory
+  rank_env LD_PRELOAD "$SP_MPI_BIN/librank0_shim.so"
   SP_SHIM_DIR=$PWD/direct SCOPE_PROFILER_OUTPUT_MODE=direct SCOPE_PROFILER_FILE_PATH=job.h5 \
-    "${mpirun[@]}" -x LD_PRELOAD="$SP_MPI_BIN/librank0_shim.so" -np "$np" "$SP_MPI_BIN/mpi_job" --events $events
+    "${mpirun[@]}" "${envargs[@]}" -np "$np" "$SP_MPI_BIN/mpi_job" --events $events
   check job.h5 --ranks "$np" --job $events
   # Control: results gathered in memory (no file) do pass through rank 0;
   # the shim must see them, or its silence above would prove nothing.
   SP_SHIM_DIR=$PWD/memory SCOPE_PROFILER_DEACTIVATE_FILE_OUTPUT=1 \
-    "${mpirun[@]}" -x LD_PRELOAD="$SP_MPI_BIN/librank0_shim.so" -np "$np" "$SP_MPI_BIN/mpi_job" --events $events
+    "${mpirun[@]}" "${envargs[@]}" -np "$np" "$SP_MPI_BIN/mpi_job" --events $events
   "$SP_PYTHON" - "$np" $events <<'EOF'
 import sys
 np_, events = int(sys.argv[1]), int(sys.argv[2])
@@ -124,16 +130,20 @@ install)
   cmake --install "$SP_BUILD" --prefix "$work/prefix" >/dev/null
   test -f "$work/prefix/include/scope_profiler/mpi.h"
   libdir=$(ls -d "$work"/prefix/lib*/ | head -1)
-  cmake -S "$SP_SRC/tests/mpi/install" -B "$work/cm" -DCMAKE_PREFIX_PATH="$work/prefix" >/dev/null
+  # the compiler wrapper of the launcher's MPI (Debian: mpiexec.mpich -> mpicc.mpich)
+  case "$SP_MPIEXEC" in *.mpich) sfx=.mpich ;; *.openmpi) sfx=.openmpi ;; *) sfx= ;; esac
+  mpicc=$(dirname "$SP_MPIEXEC")/mpicc$sfx
+  cmake -S "$SP_SRC/tests/mpi/install" -B "$work/cm" -DCMAKE_PREFIX_PATH="$work/prefix" \
+    -DMPI_C_COMPILER="$mpicc" >/dev/null
   cmake --build "$work/cm" >/dev/null
-  mpicc=$(dirname "$SP_MPIEXEC")/mpicc
   PKG_CONFIG_PATH="$libdir/pkgconfig" "$mpicc" -o "$work/consumer_mpi_pc" "$SP_SRC/tests/mpi/install/consumer_mpi.c" \
     $(PKG_CONFIG_PATH="$libdir/pkgconfig" pkg-config --cflags --libs scope_profiler_mpi)
   cd "$work"
   for exe in cm/consumer_mpi_shared cm/consumer_mpi_static consumer_mpi_pc; do
     name=$(basename $exe)
+    rank_env LD_LIBRARY_PATH "$libdir"
     LD_LIBRARY_PATH="$libdir" SCOPE_PROFILER_PROFILE_MPI_CALLS=1 SCOPE_PROFILER_FILE_PATH=$name.h5 \
-      "${mpirun[@]}" -x LD_LIBRARY_PATH -np 2 "$work/$exe"
+      "${mpirun[@]}" "${envargs[@]}" -np 2 "$work/$exe"
     check $name.h5 --ranks 2 --per-rank consumer=3 --per-rank MPI_Barrier=3 --parent MPI_Barrier=consumer
   done
   ;;
@@ -147,7 +157,8 @@ detect)
   SCOPE_PROFILER_FILE_PATH=launched.h5 "${mpirun[@]}" -np 2 "$SP_MPI_BIN/mpi_detect" --expect-mpi 1
   check launched.h5 --ranks 2
   # SCOPE_PROFILER_MPI=0 under a launcher: every process on its own.
-  SCOPE_PROFILER_MPI=0 SCOPE_PROFILER_FILE_PATH=own.h5 "${mpirun[@]}" -x SCOPE_PROFILER_MPI -np 2 \
+  rank_env SCOPE_PROFILER_MPI 0
+  SCOPE_PROFILER_MPI=0 SCOPE_PROFILER_FILE_PATH=own.h5 "${mpirun[@]}" "${envargs[@]}" -np 2 \
     "$SP_MPI_BIN/mpi_detect" --expect-mpi 0 --per-rank-file
   test -s own.h5.0.h5 && test -s own.h5.1.h5
   # SCOPE_PROFILER_MPI=1 without a launcher: a singleton job of one rank.
