@@ -75,6 +75,24 @@ int sp_cli_positional(struct sp_cli_args *a) {
   return !is_option(s);
 }
 
+int sp_cli_common_arg(struct sp_cli_args *a, const struct sp_cli_common *c) {
+  int m;
+  if (sp_cli_positional(a)) {
+    if (sp_cli_strs_push(c->files, a->argv[a->i])) return sp_cli_error(a->cmd, "out of memory");
+    return SP_CLI_TAKEN;
+  }
+  if (a->only_positionals) return SP_CLI_TAKEN; /* the "--" itself */
+  if (sp_cli_flag(a, "--help", "-h")) {
+    fputs(c->help, stdout);
+    return SP_CLI_HELP;
+  }
+  if ((m = sp_cli_list(a, "--include", "-i", c->include)) ||
+      (m = sp_cli_list(a, "--exclude", "-e", c->exclude)) ||
+      (m = sp_cli_list(a, "--ranks", "-r", c->ranks)))
+    return m < 0 ? 2 : SP_CLI_TAKEN;
+  return SP_CLI_OTHER;
+}
+
 int sp_cli_flag(struct sp_cli_args *a, const char *long_name, const char *short_name) {
   if (a->only_positionals) return 0;
   const char *s = a->argv[a->i];

@@ -50,6 +50,18 @@ int sp_cli_list(struct sp_cli_args *a, const char *long_name, const char *short_
 /* 1 when argv[i] is a positional argument (not an option). */
 int sp_cli_positional(struct sp_cli_args *a);
 
+/* What every read-side command's option loop shares: file arguments (after
+ * "--" too), --help, and the --include/--exclude/--ranks filter lists.
+ * Returns SP_CLI_TAKEN when argv[i] was one of them, SP_CLI_OTHER when it is
+ * the command's own, SP_CLI_HELP after printing `help` (exit 0), or 2 after
+ * printing an error. */
+enum { SP_CLI_OTHER = 0, SP_CLI_TAKEN = 1, SP_CLI_HELP = 3 };
+struct sp_cli_common {
+  const char *help;
+  struct sp_cli_strs *files, *include, *exclude, *ranks;
+};
+int sp_cli_common_arg(struct sp_cli_args *a, const struct sp_cli_common *c);
+
 /* Expand file arguments: patterns with *, ? or [ go through glob(3) (and a
  * "**" path component matches any number of directories); a pattern that
  * matches nothing is an error "No files matched pattern: X". Duplicates are

@@ -62,21 +62,15 @@ int sp_cmd_diff(int argc, char **argv) {
   int rc = 0, metric = SP_CLI_TOTAL;
   double threshold = 0;
   struct sp_cli_args a = {CMD, argc, argv, 1, 0};
+  const struct sp_cli_common common = {help_text, &pos, &inc, &exc, &ranks};
   for (; a.i < argc; a.i++) {
-    int m;
-    if (sp_cli_positional(&a)) {
-      sp_cli_strs_push(&pos, argv[a.i]);
-      continue;
-    }
-    if (a.only_positionals) continue;
-    if (sp_cli_flag(&a, "--help", "-h")) {
-      fputs(help_text, stdout);
+    int m = sp_cli_common_arg(&a, &common);
+    if (m == SP_CLI_TAKEN) continue;
+    if (m != SP_CLI_OTHER) {
+      rc = m == SP_CLI_HELP ? 0 : m;
       goto out;
     }
-    if ((m = sp_cli_list(&a, "--include", "-i", &inc)) ||
-        (m = sp_cli_list(&a, "--exclude", "-e", &exc)) ||
-        (m = sp_cli_list(&a, "--ranks", "-r", &ranks)) ||
-        (m = sp_cli_value(&a, "--metric", NULL, &metric_s)) ||
+    if ((m = sp_cli_value(&a, "--metric", NULL, &metric_s)) ||
         (m = sp_cli_value(&a, "--sort", NULL, &sort_s)) ||
         (m = sp_cli_value(&a, "--threshold", NULL, &threshold_s))) {
       if (m < 0) {

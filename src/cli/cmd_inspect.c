@@ -425,21 +425,12 @@ static int print_source(sp_results *r, const char *path, const char *name, int s
 
 static int parse(int argc, char **argv, struct opts *o) {
   struct sp_cli_args a = {CMD, argc, argv, 1, 0};
+  const struct sp_cli_common common = {help_text, &o->files, &o->include, &o->exclude, &o->ranks};
   for (; a.i < argc; a.i++) {
-    int m;
-    if (sp_cli_positional(&a)) {
-      if (sp_cli_strs_push(&o->files, argv[a.i])) return 2;
-      continue;
-    }
-    if (a.only_positionals) continue;
-    if (sp_cli_flag(&a, "--help", "-h")) {
-      fputs(help_text, stdout);
-      return -1;
-    }
-    if ((m = sp_cli_list(&a, "--include", "-i", &o->include)) ||
-        (m = sp_cli_list(&a, "--exclude", "-e", &o->exclude)) ||
-        (m = sp_cli_list(&a, "--ranks", "-r", &o->ranks)) ||
-        (m = sp_cli_list(&a, "--columns", NULL, &o->columns)) ||
+    int m = sp_cli_common_arg(&a, &common);
+    if (m == SP_CLI_TAKEN) continue;
+    if (m != SP_CLI_OTHER) return m == SP_CLI_HELP ? -1 : m;
+    if ((m = sp_cli_list(&a, "--columns", NULL, &o->columns)) ||
         (m = sp_cli_list(&a, "--source", NULL, &o->sources)) ||
         (m = sp_cli_value(&a, "--sort", NULL, &o->sort)) ||
         (m = sp_cli_value(&a, "--export-metadata", NULL, &o->export_metadata))) {

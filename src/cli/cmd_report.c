@@ -76,25 +76,16 @@ struct opts {
 
 static int parse(int argc, char **argv, struct opts *o) {
   struct sp_cli_args a = {CMD, argc, argv, 1, 0};
+  const struct sp_cli_common common = {help_text, &o->files, &o->include, &o->exclude, &o->ranks};
   for (; a.i < argc; a.i++) {
-    int m;
-    if (sp_cli_positional(&a)) {
-      if (sp_cli_strs_push(&o->files, argv[a.i])) return sp_cli_error(CMD, "out of memory");
-      continue;
-    }
-    if (a.only_positionals) continue;
-    if (sp_cli_flag(&a, "--help", "-h")) {
-      fputs(help_text, stdout);
-      return -1;
-    }
+    int m = sp_cli_common_arg(&a, &common);
+    if (m == SP_CLI_TAKEN) continue;
+    if (m != SP_CLI_OTHER) return m == SP_CLI_HELP ? -1 : m;
     if (sp_cli_flag(&a, "--quiet", "-q")) {
       o->quiet = 1;
       continue;
     }
-    if ((m = sp_cli_list(&a, "--include", "-i", &o->include)) ||
-        (m = sp_cli_list(&a, "--exclude", "-e", &o->exclude)) ||
-        (m = sp_cli_list(&a, "--ranks", "-r", &o->ranks)) ||
-        (m = sp_cli_list(&a, "--metrics", "-m", &o->metrics)) ||
+    if ((m = sp_cli_list(&a, "--metrics", "-m", &o->metrics)) ||
         (m = sp_cli_list(&a, "--label", NULL, &o->labels)) ||
         (m = sp_cli_value(&a, "--output", "-o", &o->out)) ||
         (m = sp_cli_value(&a, "--x", NULL, &o->x)) ||
