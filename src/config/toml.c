@@ -411,6 +411,28 @@ static sp_status finish_string(sp__buf *b, char **out, size_t *len) {
   return SP_OK;
 }
 
+/* One character of a string body that is neither its end nor a line break:
+ * an escape (basic strings only), a control character TOML forbids, or the
+ * character itself. */
+static sp_status string_char(parser *P, sp__buf *b, char q) {
+  char c = *P->p;
+  if (q == '"' && c == '\\') return escape(P, b);
+  if (is_control((unsigned char)c))
+    return bad_control(P, P->p, q == '"' ? "in a basic string" : "in a literal string");
+  sp__buf_putc(b, c);
+  P->p++;
+  return SP_OK;
+}
+
+/* The scanned text as the result, or the error with the text dropped. */
+static sp_status end_string(sp__buf *b, sp_status st, char **out, size_t *len) {
+  if (st) {
+    sp__buf_free(b);
+    return st;
+  }
+  return finish_string(b, out, len);
+}
+
 /* "basic" or 'literal' on one line; P->p is at the opening quote. */
 static sp_status single_line_string(parser *P, char **out, size_t *len) {
   const char *open = P->p;
@@ -424,28 +446,13 @@ static sp_status single_line_string(parser *P, char **out, size_t *len) {
                 q == '"' ? "basic" : "literal", q, q == '"' ? "\"\"\"" : "'''");
       break;
     }
-    char c = *P->p;
-    if (c == q) {
+    if (*P->p == q) {
       P->p++;
       break;
     }
-    if (q == '"' && c == '\\') {
-      st = escape(P, &b);
-      if (st) break;
-      continue;
-    }
-    if (is_control((unsigned char)c)) {
-      st = bad_control(P, P->p, q == '"' ? "in a basic string" : "in a literal string");
-      break;
-    }
-    sp__buf_putc(&b, c);
-    P->p++;
+    if ((st = string_char(P, &b, q))) break;
   }
-  if (st) {
-    sp__buf_free(&b);
-    return st;
-  }
-  return finish_string(&b, out, len);
+  return end_string(&b, st, out, len);
 }
 
 /* """multi-line basic""" or '''multi-line literal'''; P->p is at the first
@@ -504,22 +511,10 @@ static sp_status multi_line_string(parser *P, char **out, size_t *len) {
         }
         continue;
       }
-      st = escape(P, &b);
-      if (st) break;
-      continue;
     }
-    if (is_control((unsigned char)c)) {
-      st = bad_control(P, P->p, q == '"' ? "in a basic string" : "in a literal string");
-      break;
-    }
-    sp__buf_putc(&b, c);
-    P->p++;
+    if ((st = string_char(P, &b, q))) break;
   }
-  if (st) {
-    sp__buf_free(&b);
-    return st;
-  }
-  return finish_string(&b, out, len);
+  return end_string(&b, st, out, len);
 }
 
 /*====== Keys ======*/
