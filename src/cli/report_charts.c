@@ -109,27 +109,6 @@ static size_t cols_for(const struct rp_model *m, size_t rows) {
   return cols > pw ? pw : cols;
 }
 
-static int finish(struct rp_chart *c, const struct rp_model *m, struct rp_svg *out,
-                  const char *id, const char *file) {
-  snprintf(out->id, sizeof out->id, "%s", id);
-  snprintf(out->file, sizeof out->file, "%s", file);
-  out->title = strdup(c->title);
-  if (!out->title) {
-    rp_chart_discard(c);
-    return -1;
-  }
-  return rp_chart_end(c, m, &out->svg, &out->len);
-}
-
-static int not_drawn(struct rp_svg *out, const char *id, const char *file, const char *title,
-                     const char *why) {
-  snprintf(out->id, sizeof out->id, "%s", id);
-  snprintf(out->file, sizeof out->file, "%s", file);
-  out->title = strdup(title);
-  out->why = strdup(why);
-  return out->title && out->why ? 0 : -1;
-}
-
 static size_t files_with_events(const struct rp_model *m) {
   size_t n = 0;
   for (size_t i = 0; i < m->nfiles; i++) n += m->files[i].has_events && m->files[i].nregs;
@@ -141,7 +120,7 @@ static size_t files_with_events(const struct rp_model *m) {
 int rp_chart_gantt(struct rp_model *m, struct rp_svg *out) {
   const char *title = "Gantt chart: every call of every region, per rank";
   if (!files_with_events(m))
-    return not_drawn(out, "gantt", "gantt.svg", title,
+    return rp_svg_not_drawn(out, "gantt", "gantt.svg", title,
                      "no input stores individual calls (aggregate layout or no calls)");
   size_t nl = 0;
   for (size_t i = 0; i < m->nfiles; i++) nl += m->files[i].nlanes;
@@ -227,7 +206,7 @@ int rp_chart_gantt(struct rp_model *m, struct rp_svg *out) {
   merged_note(&c, merged_calls, merged_bars, "bars");
   rp_chart_note(&c, "Wheel: zoom, drag: pan, double-click: reset; click a bar to highlight its "
                     "region everywhere");
-  return finish(&c, m, out, "gantt", "gantt.svg");
+  return rp_svg_finish(&c, m, out, "gantt", "gantt.svg");
 }
 
 /* ---- flame chart ------------------------------------------------------------------------ */
@@ -249,7 +228,7 @@ static void flame_labels(FILE *o, const struct rp_model *m, const struct rp_file
 int rp_chart_flame(struct rp_model *m, struct rp_svg *out) {
   const char *title = "Flame chart: calls in time order, nested by call depth";
   if (!files_with_events(m))
-    return not_drawn(out, "flame_chart", "flame_chart.svg", title,
+    return rp_svg_not_drawn(out, "flame_chart", "flame_chart.svg", title,
                      "no input stores individual calls (aggregate layout or no calls)");
   size_t rows = 0;
   for (size_t i = 0; i < m->nfiles; i++)
@@ -347,7 +326,7 @@ int rp_chart_flame(struct rp_model *m, struct rp_svg *out) {
   merged_note(&c, merged_calls, merged_bars, "bars");
   rp_chart_note(&c, "Wheel: zoom, drag: pan, double-click: reset. Other ranks: --flame-ranks "
                     "SPEC or all");
-  return finish(&c, m, out, "flame_chart", "flame_chart.svg");
+  return rp_svg_finish(&c, m, out, "flame_chart", "flame_chart.svg");
 }
 
 /* ---- flame graph -------------------------------------------------------------------------- */
@@ -384,7 +363,7 @@ static void node_path(FILE *o, const struct rp_file *f, size_t i, int depth) {
 int rp_chart_flamegraph(struct rp_model *m, struct rp_svg *out) {
   const char *title = "Flame graph: call paths merged over the selected ranks, width = total time";
   if (!files_with_events(m))
-    return not_drawn(out, "flame_graph", "flame_graph.svg", title,
+    return rp_svg_not_drawn(out, "flame_graph", "flame_graph.svg", title,
                      "no input stores individual calls (aggregate layout or no calls)");
   double pw = RP_PLOT_W(m);
   struct rp_chart c;
@@ -528,7 +507,7 @@ int rp_chart_flamegraph(struct rp_model *m, struct rp_svg *out) {
   }
   rp_chart_note(&c, "Top row: outermost calls; below: their callees, widest first. Wheel: zoom, "
                     "drag: pan, double-click: reset");
-  return finish(&c, m, out, "flame_graph", "flame_graph.svg");
+  return rp_svg_finish(&c, m, out, "flame_graph", "flame_graph.svg");
 }
 
 /* ---- time series ------------------------------------------------------------------------ */
@@ -536,7 +515,7 @@ int rp_chart_flamegraph(struct rp_model *m, struct rp_svg *out) {
 int rp_chart_timeseries(struct rp_model *m, struct rp_svg *out) {
   const char *title = "Time series: duration of each call against wall time";
   if (!files_with_events(m))
-    return not_drawn(out, "timeseries", "timeseries.svg", title,
+    return rp_svg_not_drawn(out, "timeseries", "timeseries.svg", title,
                      "no input stores individual calls (aggregate layout or no calls)");
   size_t ns = 0;
   for (size_t i = 0; i < m->nfiles; i++) ns += m->files[i].nseries;
@@ -574,18 +553,7 @@ int rp_chart_timeseries(struct rp_model *m, struct rp_svg *out) {
     rp_block_begin(&c, h, -1, "panel");
     FILE *o = c.body;
     panel_title(o, f->label, -1, NULL);
-    for (size_t t = 0; t < ya.nticks; t++) {
-      double py = rp_axis_map(&ya, ya.ticks[t], PANEL_TITLE_H + ph, PANEL_TITLE_H);
-      fputs("<line class=\"gridline\" x1=\"", o);
-      rp_px(o, RP_LEFT);
-      fputs("\" x2=\"", o);
-      rp_px(o, RP_LEFT + pw);
-      fputs("\" y1=\"", o);
-      rp_px(o, py);
-      fputs("\" y2=\"", o);
-      rp_px(o, py);
-      fputs("\"/>", o);
-    }
+    rp_draw_ygrid(o, &ya, RP_LEFT, PANEL_TITLE_H, pw, ph);
     rp_draw_yaxis(o, &ya, RP_LEFT, PANEL_TITLE_H, ph, "call duration (log scale)");
     fputs("<g class=\"marks\">", o);
     for (size_t s = 0; s < f->nseries; s++) {
@@ -615,5 +583,5 @@ int rp_chart_timeseries(struct rp_model *m, struct rp_svg *out) {
   merged_note(&c, merged_calls, merged_bars, "range marks (shortest to longest call)");
   rp_chart_note(&c, "Warm-up shows as early outliers, drift as a trend; the rank selector keeps "
                     "one rank's calls");
-  return finish(&c, m, out, "timeseries", "timeseries.svg");
+  return rp_svg_finish(&c, m, out, "timeseries", "timeseries.svg");
 }

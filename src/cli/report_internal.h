@@ -231,6 +231,9 @@ void rp_region_css(FILE *o, const struct rp_model *m);
 /* Horizontal axis with ticks below a plot at (x, y), width w. */
 void rp_draw_xaxis(FILE *o, const struct rp_axis *a, double x, double y, double w,
                    const char *title);
+/* Horizontal grid lines across a plot at (x, y), w x h, one per tick of the
+ * vertical axis a. */
+void rp_draw_ygrid(FILE *o, const struct rp_axis *a, double x, double y, double w, double h);
 /* Vertical axis with ticks left of a plot at (x, y), height h. */
 void rp_draw_yaxis(FILE *o, const struct rp_axis *a, double x, double y, double h,
                    const char *title);
@@ -259,6 +262,14 @@ struct rp_svg {
   size_t len;
   char *why;              /* why it was not drawn */
 };
+
+/* Finish chart c as out (id, file name, title, SVG); 0 or -1 (no memory,
+ * the chart is freed either way). */
+int rp_svg_finish(struct rp_chart *c, const struct rp_model *m, struct rp_svg *out, const char *id,
+                  const char *file);
+/* out as a chart that does not apply, with the reason; 0 or -1. */
+int rp_svg_not_drawn(struct rp_svg *out, const char *id, const char *file, const char *title,
+                     const char *why);
 
 int rp_chart_gantt(struct rp_model *m, struct rp_svg *out);
 int rp_chart_flame(struct rp_model *m, struct rp_svg *out);

@@ -55,27 +55,6 @@ static size_t common_regions(const struct rp_model *m, size_t *out) {
   return n;
 }
 
-static int finish(struct rp_chart *c, const struct rp_model *m, struct rp_svg *out,
-                  const char *id, const char *file) {
-  snprintf(out->id, sizeof out->id, "%s", id);
-  snprintf(out->file, sizeof out->file, "%s", file);
-  out->title = strdup(c->title);
-  if (!out->title) {
-    rp_chart_discard(c);
-    return -1;
-  }
-  return rp_chart_end(c, m, &out->svg, &out->len);
-}
-
-static int not_drawn(struct rp_svg *out, const char *id, const char *file, const char *title,
-                     const char *why) {
-  snprintf(out->id, sizeof out->id, "%s", id);
-  snprintf(out->file, sizeof out->file, "%s", file);
-  out->title = strdup(title);
-  out->why = strdup(why);
-  return out->title && out->why ? 0 : -1;
-}
-
 /* Region names under a plot, rotated, clickable. */
 static void region_labels(FILE *o, const struct rp_model *m, const size_t *regs, size_t n,
                           double x0, double gw, double y) {
@@ -142,7 +121,7 @@ int rp_chart_durations(struct rp_model *m, int metric, struct rp_svg *out) {
   size_t n = common_regions(m, regs);
   if (n == 0) {
     free(regs);
-    return not_drawn(out, id, file, title, "no region is common to all inputs");
+    return rp_svg_not_drawn(out, id, file, title, "no region is common to all inputs");
   }
   double pw = (double)m->o->width - SLEFT - 24, ph = 300;
   struct rp_chart c;
@@ -211,18 +190,7 @@ int rp_chart_durations(struct rp_model *m, int metric, struct rp_svg *out) {
   FILE *o = c.body;
   double top = 14, gw = pw / (double)n;
   double bw = fmin(0.8 / (double)m->nfiles, 0.35) * gw;
-  for (size_t t = 0; t < ya.nticks; t++) {
-    double py = rp_axis_map(&ya, ya.ticks[t], top + ph, top);
-    fputs("<line class=\"gridline\" x1=\"", o);
-    rp_px(o, SLEFT);
-    fputs("\" x2=\"", o);
-    rp_px(o, SLEFT + pw);
-    fputs("\" y1=\"", o);
-    rp_px(o, py);
-    fputs("\" y2=\"", o);
-    rp_px(o, py);
-    fputs("\"/>", o);
-  }
+  rp_draw_ygrid(o, &ya, SLEFT, top, pw, ph);
   char ytitle[96];
   snprintf(ytitle, sizeof ytitle, "%s%s", metric_titles[metric], log ? " (log scale)" : "");
   rp_draw_yaxis(o, &ya, SLEFT, top, ph, ytitle);
@@ -276,7 +244,7 @@ int rp_chart_durations(struct rp_model *m, int metric, struct rp_svg *out) {
   rp_block_end(&c, h);
   if (m->nfiles > 1) file_legend(&c, m);
   free(regs);
-  return finish(&c, m, out, id, file);
+  return rp_svg_finish(&c, m, out, id, file);
 }
 
 /* ---- speedup and efficiency ---------------------------------------------------------------- */
@@ -425,18 +393,7 @@ static void draw_curves(struct rp_chart *c, const struct rp_model *m, const stru
                         size_t nk, int numeric, const struct curve *cv, size_t nc, double top,
                         double pw, double ph, const struct rp_axis *ya, int eff) {
   FILE *o = c->body;
-  for (size_t t = 0; t < ya->nticks; t++) {
-    double py = rp_axis_map(ya, ya->ticks[t], top + ph, top);
-    fputs("<line class=\"gridline\" x1=\"", o);
-    rp_px(o, SLEFT);
-    fputs("\" x2=\"", o);
-    rp_px(o, SLEFT + pw);
-    fputs("\" y1=\"", o);
-    rp_px(o, py);
-    fputs("\" y2=\"", o);
-    rp_px(o, py);
-    fputs("\"/>", o);
-  }
+  rp_draw_ygrid(o, ya, SLEFT, top, pw, ph);
   rp_draw_yaxis(o, ya, SLEFT, top, ph, eff ? "parallel efficiency" : "speedup");
   for (size_t k = 0; k < nc; k++) {
     const char *col = m->regions[cv[k].g].color;
@@ -498,8 +455,8 @@ int rp_chart_scaling(struct rp_model *m, const char *cmd, struct rp_svg *sp, str
   snprintf(et, sizeof et, "Strong scaling: parallel efficiency against %s", x_title(field));
   if (m->nfiles < 2) {
     const char *why = "scaling needs at least two input files (runs at different sizes)";
-    if (not_drawn(sp, "speedup", "speedup.svg", st, why)) return -1;
-    return not_drawn(ef, "efficiency", "efficiency.svg", et, why);
+    if (rp_svg_not_drawn(sp, "speedup", "speedup.svg", st, why)) return -1;
+    return rp_svg_not_drawn(ef, "efficiency", "efficiency.svg", et, why);
   }
   struct xkey *fx = calloc(m->nfiles, sizeof *fx), *keys = calloc(m->nfiles, sizeof *keys);
   size_t *regs = malloc((m->nregions ? m->nregions : 1) * sizeof *regs);
@@ -571,8 +528,8 @@ int rp_chart_scaling(struct rp_model *m, const char *cmd, struct rp_svg *sp, str
   if (nc == 0) {
     const char *why = "No valid speedup data could be computed (no region common to all files "
                       "has a positive mean duration at the baseline)";
-    if (not_drawn(sp, "speedup", "speedup.svg", st, why) ||
-        not_drawn(ef, "efficiency", "efficiency.svg", et, why))
+    if (rp_svg_not_drawn(sp, "speedup", "speedup.svg", st, why) ||
+        rp_svg_not_drawn(ef, "efficiency", "efficiency.svg", et, why))
       rc = -1;
     goto out;
   }
@@ -583,7 +540,7 @@ int rp_chart_scaling(struct rp_model *m, const char *cmd, struct rp_svg *sp, str
   struct rp_chart c;
   for (int which = 0; which < 2; which++) {
     if (which == 1 && (!numeric || keys[0].num <= 0)) {
-      if (not_drawn(ef, "efficiency", "efficiency.svg", et,
+      if (rp_svg_not_drawn(ef, "efficiency", "efficiency.svg", et,
                     numeric ? "efficiency needs a positive baseline x"
                             : "efficiency needs a numeric scaling field (--x num_ranks, num_nodes, "
                               "omp_num_threads or total_cores)"))
@@ -619,7 +576,7 @@ int rp_chart_scaling(struct rp_model *m, const char *cmd, struct rp_svg *sp, str
     rp_xml(c.body, x_title(field));
     fputs("</text>", c.body);
     rp_block_end(&c, h);
-    if ((rc = finish(&c, m, which ? ef : sp, which ? "efficiency" : "speedup",
+    if ((rc = rp_svg_finish(&c, m, which ? ef : sp, which ? "efficiency" : "speedup",
                      which ? "efficiency.svg" : "speedup.svg")))
       break;
   }
@@ -686,18 +643,7 @@ int rp_chart_imbalance(struct rp_model *m, struct rp_svg *out) {
     fputs("<text class=\"ptitle\" x=\"10\" y=\"15\">", o);
     rp_xml(o, f->label);
     fprintf(o, " — %zu ranks</text>", nr);
-    for (size_t t = 0; t < ya.nticks; t++) {
-      double py = rp_axis_map(&ya, ya.ticks[t], top + ph, top);
-      fputs("<line class=\"gridline\" x1=\"", o);
-      rp_px(o, SLEFT);
-      fputs("\" x2=\"", o);
-      rp_px(o, SLEFT + pw);
-      fputs("\" y1=\"", o);
-      rp_px(o, py);
-      fputs("\" y2=\"", o);
-      rp_px(o, py);
-      fputs("\"/>", o);
-    }
+    rp_draw_ygrid(o, &ya, SLEFT, top, pw, ph);
     rp_draw_yaxis(o, &ya, SLEFT, top, ph, log ? "total per rank (log scale)" : "total per rank");
     size_t *gl = malloc(ng * sizeof *gl);
     if (!gl) {
@@ -804,5 +750,5 @@ int rp_chart_imbalance(struct rp_model *m, struct rp_svg *out) {
   }
   rp_chart_note(&c, "max ×k = the slowest rank's total over the mean rank total (1.00 = "
                     "balanced); the rank selector dims the other ranks");
-  return finish(&c, m, out, "imbalance", "imbalance.svg");
+  return rp_svg_finish(&c, m, out, "imbalance", "imbalance.svg");
 }

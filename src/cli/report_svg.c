@@ -219,6 +219,21 @@ void rp_draw_xaxis(FILE *o, const struct rp_axis *a, double x, double y, double 
   fputs("</g>", o);
 }
 
+void rp_draw_ygrid(FILE *o, const struct rp_axis *a, double x, double y, double w, double h) {
+  for (size_t t = 0; t < a->nticks; t++) {
+    double py = rp_axis_map(a, a->ticks[t], y + h, y);
+    fputs("<line class=\"gridline\" x1=\"", o);
+    rp_px(o, x);
+    fputs("\" x2=\"", o);
+    rp_px(o, x + w);
+    fputs("\" y1=\"", o);
+    rp_px(o, py);
+    fputs("\" y2=\"", o);
+    rp_px(o, py);
+    fputs("\"/>", o);
+  }
+}
+
 void rp_draw_yaxis(FILE *o, const struct rp_axis *a, double x, double y, double h,
                    const char *title) {
   fputs("<g class=\"yaxis\"><line class=\"axis\" x1=\"", o);
@@ -550,4 +565,25 @@ int rp_chart_end(struct rp_chart *c, const struct rp_model *m, char **svg, size_
   *svg = out;
   *len = olen;
   return 0;
+}
+
+int rp_svg_finish(struct rp_chart *c, const struct rp_model *m, struct rp_svg *out, const char *id,
+                  const char *file) {
+  snprintf(out->id, sizeof out->id, "%s", id);
+  snprintf(out->file, sizeof out->file, "%s", file);
+  out->title = strdup(c->title);
+  if (!out->title) {
+    rp_chart_discard(c);
+    return -1;
+  }
+  return rp_chart_end(c, m, &out->svg, &out->len);
+}
+
+int rp_svg_not_drawn(struct rp_svg *out, const char *id, const char *file, const char *title,
+                     const char *why) {
+  snprintf(out->id, sizeof out->id, "%s", id);
+  snprintf(out->file, sizeof out->file, "%s", file);
+  out->title = strdup(title);
+  out->why = strdup(why);
+  return out->title && out->why ? 0 : -1;
 }
