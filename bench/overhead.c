@@ -5,7 +5,8 @@
  * Baselines: an empty loop, a raw rdtsc pair, a clock_gettime pair. Cases:
  * compiled out (SP_DISABLE), deactivated (deactivate_profiling), timeline
  * (the default recording mode), a handle-per-call vs a name interned each
- * call, nested regions 3 deep, a region whose opt-in tag is not enabled,
+ * call, the exported out-of-line begin/end (what bindings call), nested
+ * regions 3 deep, a region whose opt-in tag is not enabled,
  * track_threads, and aggregation mode. Each case is timed REPS times over N pairs;
  * the median is reported with min and max.
  *
@@ -61,6 +62,14 @@ static void loop_region(long n) {
     sp_region_begin(mgr, reg);
     BARRIER();
     sp_region_end(mgr, reg);
+  }
+}
+/* What bindings pay: the same pair through the exported out-of-line calls. */
+static void loop_region_fn(long n) {
+  for (long i = 0; i < n; i++) {
+    sp_region_begin_fn(mgr, reg);
+    BARRIER();
+    sp_region_end_fn(mgr, reg);
   }
 }
 static sp_region tagged;
@@ -207,7 +216,7 @@ int main(int argc, char **argv) {
   static const char *const thr[] = {"deactivate_file_output=1", "track_threads=1", NULL};
   sp_register_opt_in_tag("bench-opt-in");
   tagged = sp_region_intern_ex("bench.tagged", NULL, -1, NULL, "bench-opt-in");
-  struct result res[16];
+  struct result res[32];
   int n = 0;
   res[n++] = measure("empty loop", loop_empty, pairs, reps, 1, 0);
   res[n++] = measure("rdtsc pair", loop_rdtsc, pairs, reps, 1, 0);
@@ -218,6 +227,7 @@ int main(int argc, char **argv) {
   sp_manager_destroy(mgr);
   mgr = make_manager(on);
   res[n++] = measure("timeline", loop_region, pairs, reps, 1, 1);
+  res[n++] = measure("timeline, out-of-line calls (_fn)", loop_region_fn, pairs, reps, 1, 1);
   res[n++] = measure("timeline, interned name", loop_interned, pairs, reps, 1, 1);
   res[n++] = measure("timeline, nested 3 deep (per pair)", loop_nested3, pairs / 3, reps, 3, 1);
   res[n++] = measure("disabled opt-in tag", loop_tagged, pairs, reps, 1, 1);

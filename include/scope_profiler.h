@@ -148,6 +148,10 @@ typedef struct sp_site {
  * return its handle, or 0 with sp_last_error() set for an empty, too long or
  * invalid name. Thread-safe; a lookup of a known name takes no lock. */
 SP_API sp_region sp_region_intern(const char *name);
+/** Same, for a counted name of exactly `len` bytes that need not be
+ * NUL-terminated (Fortran character variables, Python bytes); a NUL byte
+ * inside the `len` bytes is an error. */
+SP_API sp_region sp_region_intern_n(const char *name, size_t len);
 /** Same, with source location and comma-separated tags (first definition of
  * a name wins). */
 SP_API sp_region sp_region_intern_ex(const char *name, const char *file, int line,
@@ -184,6 +188,13 @@ SP_API sp_status sp_register_opt_in_tag(const char *tag);
  * this thread: the call is counted and nothing recorded is changed). */
 SP__INLINE int sp_region_begin(sp_manager *m, sp_region r) { return sp__begin(m, r); }
 SP__INLINE int sp_region_end(sp_manager *m, sp_region r) { return sp__end(m, r); }
+
+/** The same two calls out of line, for callers that cannot inline C: Fortran
+ * bind(C) interfaces, Python ctypes/cffi, other FFIs, and programs that load
+ * the library with dlopen(). Identical semantics and return values (and a
+ * NULL manager returns SP_ERR_INVALID_ARGUMENT); they cost one call more. */
+SP_API int sp_region_begin_fn(sp_manager *m, sp_region r);
+SP_API int sp_region_end_fn(sp_manager *m, sp_region r);
 
 /* A scope token: closes exactly the call it opened. */
 typedef struct sp_scope {
@@ -256,6 +267,9 @@ SP_API void sp_resume(void);
 SP_API int sp_is_active(void);
 SP__INLINE int sp_begin(sp_region r) { return sp__begin(SP_DEFAULT, r); }
 SP__INLINE int sp_end(sp_region r) { return sp__end(SP_DEFAULT, r); }
+/** The default manager as a function (for FFIs that cannot read the
+ * exported data symbol behind SP_DEFAULT); never NULL. */
+SP_API sp_manager *sp_default_manager(void);
 
 /*====== Macros ======*/
 

@@ -4,8 +4,9 @@
  * any release. They are visible only so that sp_region_begin()/sp_region_end()
  * can be inlined into the caller, which is what keeps a begin/end pair close to
  * the cost of reading the clock twice. The slow-path symbols carry the layout
- * version (sp__begin_slow_v1), so a program compiled against a different layout
- * fails to link instead of misbehaving.
+ * version (sp__begin_slow_v2), so a program compiled against a different layout
+ * fails to link instead of misbehaving. Callers that cannot inline (bindings,
+ * other languages) use the out-of-line sp_region_begin_fn()/sp_region_end_fn().
  *
  * The hot path takes no lock, makes no syscall (the TSC is read in user
  * space), hashes no string, never prints and never allocates: anything unusual
@@ -36,7 +37,11 @@ extern "C" {
 #  define SP__TLS _Thread_local
 #endif
 
-/* Managers that can be live at once in one process (each holds a TLS slot). */
+/* Managers that can be live at once in one process (each holds a TLS slot).
+ * The library's whole thread-local block must stay small (<= 256 bytes):
+ * initial-exec TLS in a dlopen()ed library lives in glibc's small static-TLS
+ * surplus, and a larger block makes dlopen (Python's import, ctypes, cffi)
+ * fail with "cannot allocate memory in static TLS block". */
 #define SP__MAX_MANAGERS 16
 
 /* Manager states, read by every begin/end. */
@@ -94,7 +99,7 @@ struct sp__thread {
 struct sp__hot {
   uint32_t state;
   uint32_t slot; /* index into sp__tls */
-  uint64_t gen;  /* unique per manager lifetime; 0 never matches */
+  uint32_t gen;  /* unique per live manager lifetime; 0 never matches */
   /* Opt-in regions known to be disabled on this manager: one bit per region
    * id, set by the slow path once decided, so later calls of a disabled
    * region cost a load and a bit test. */
@@ -115,17 +120,20 @@ SP__INLINE int sp__optin_off(const struct sp__hot *h, uint32_t r) {
   return id < nbits && ((bits[id >> 6] >> (id & 63)) & 1);
 }
 
-struct sp__tls_entry {
-  struct sp__thread *t;
-  uint64_t gen;
+/* A thread's record on manager slot s is t[s], valid while gen[s] equals the
+ * manager's generation (a destroyed manager's records are freed, so the
+ * generation, not the pointer, is what is checked). 192 bytes. */
+struct sp__tls_block {
+  struct sp__thread *t[SP__MAX_MANAGERS];
+  uint32_t gen[SP__MAX_MANAGERS];
 };
 
-SP_API extern SP__TLS struct sp__tls_entry sp__tls[SP__MAX_MANAGERS];
+SP_API extern SP__TLS struct sp__tls_block sp__tls;
 SP_API extern int sp__clock_tsc; /* 1: invariant-TSC cycles, 0: CLOCK_MONOTONIC ns, 2: manual */
 SP_API extern uint64_t sp__manual_ticks; /* the manual clock (tests: deterministic time) */
 
-#define sp__begin_slow sp__begin_slow_v1
-#define sp__end_slow sp__end_slow_v1
+#define sp__begin_slow sp__begin_slow_v2
+#define sp__end_slow sp__end_slow_v2
 SP_API int sp__begin_slow(void *m, uint32_t r);
 SP_API int sp__end_slow(void *m, uint32_t r);
 
@@ -152,9 +160,8 @@ SP__INLINE uint32_t sp__state(const struct sp__hot *h) {
 }
 
 SP__INLINE int sp__agg_begin(void *m, const struct sp__hot *h, uint32_t r) {
-  struct sp__tls_entry *e = &sp__tls[h->slot];
-  struct sp__thread *t = e->t;
-  if (SP__UNLIKELY(e->gen != h->gen || t->nopen == t->open_cap)) return sp__begin_slow(m, r);
+  struct sp__thread *t = sp__tls.t[h->slot];
+  if (SP__UNLIKELY(sp__tls.gen[h->slot] != h->gen || t->nopen == t->open_cap)) return sp__begin_slow(m, r);
   struct sp__event *ev = &t->open[t->nopen++];
   ev->region = r;
   ev->end = 0;
@@ -164,9 +171,8 @@ SP__INLINE int sp__agg_begin(void *m, const struct sp__hot *h, uint32_t r) {
 
 SP__INLINE int sp__agg_end(void *m, const struct sp__hot *h, uint32_t r) {
   uint64_t now = sp__ticks();
-  struct sp__tls_entry *e = &sp__tls[h->slot];
-  struct sp__thread *t = e->t;
-  if (SP__UNLIKELY(e->gen != h->gen || t->nopen == 0)) return sp__end_slow(m, r);
+  struct sp__thread *t = sp__tls.t[h->slot];
+  if (SP__UNLIKELY(sp__tls.gen[h->slot] != h->gen || t->nopen == 0)) return sp__end_slow(m, r);
   struct sp__event *ev = &t->open[t->nopen - 1];
   if (SP__UNLIKELY(ev->region != r || r >= t->acc_cap)) return sp__end_slow(m, r);
   t->nopen--;
@@ -204,9 +210,8 @@ SP__INLINE int sp__begin(void *m, uint32_t r) {
     if (state == SP__STATE_AGGREGATE && !(r & SP__REGION_SLOW_BIT) && r) return sp__agg_begin(m, h, r);
     return sp__begin_slow(m, r);
   }
-  struct sp__tls_entry *e = &sp__tls[h->slot];
-  struct sp__thread *t = e->t;
-  if (SP__UNLIKELY(e->gen != h->gen || t->n == t->cap || t->depth == t->stack_cap))
+  struct sp__thread *t = sp__tls.t[h->slot];
+  if (SP__UNLIKELY(sp__tls.gen[h->slot] != h->gen || t->n == t->cap || t->depth == t->stack_cap))
     return sp__begin_slow(m, r);
   uint64_t i = t->n++;
   struct sp__event *ev = &t->ev[i];
@@ -228,9 +233,8 @@ SP__INLINE int sp__end(void *m, uint32_t r) {
     return sp__end_slow(m, r);
   }
   uint64_t now = sp__ticks();
-  struct sp__tls_entry *e = &sp__tls[h->slot];
-  struct sp__thread *t = e->t;
-  if (SP__UNLIKELY(e->gen != h->gen || t->depth == 0)) return sp__end_slow(m, r);
+  struct sp__thread *t = sp__tls.t[h->slot];
+  if (SP__UNLIKELY(sp__tls.gen[h->slot] != h->gen || t->depth == 0)) return sp__end_slow(m, r);
   uint64_t i = t->stack[t->depth - 1];
   if (SP__UNLIKELY(i & SP__GHOST_BIT)) return sp__end_slow(m, r);
   struct sp__event *ev = &t->ev[i];

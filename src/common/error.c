@@ -2,16 +2,42 @@
  *
  * Library calls never print. A failing setup or I/O call stores a message that
  * says what went wrong and how to fix it; callers read it with sp_last_error().
- * The buffer is thread-local so concurrent failures do not clobber each other.
+ * The buffer is per thread so concurrent failures do not clobber each other.
+ * It lives on the heap, reached through one thread-local pointer: the
+ * library's thread-local block must stay tiny for dlopen() (see detail.h).
  */
 #include "common/error.h"
 
+#include <pthread.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-static __thread char last_error[2048];
+#define SP__ERROR_BYTES 2048
+
+static __thread char *last_error;
+static pthread_key_t error_key;
+static pthread_once_t error_key_once = PTHREAD_ONCE_INIT;
+static int error_key_ok;
+
+static void free_error(void *p) {
+  free(p);
+  last_error = NULL;
+}
+static void make_error_key(void) { error_key_ok = pthread_key_create(&error_key, free_error) == 0; }
+
+/* The calling thread's buffer, made on first use; NULL when out of memory
+ * (the message is then lost and sp_last_error() says so). */
+static char *error_buf(void) {
+  if (last_error) return last_error;
+  pthread_once(&error_key_once, make_error_key);
+  char *b = calloc(1, SP__ERROR_BYTES);
+  if (!b) return NULL;
+  if (error_key_ok) pthread_setspecific(error_key, b);
+  last_error = b;
+  return b;
+}
 
 const char *sp_strerror(int status) {
   switch (status) {
@@ -35,27 +61,41 @@ const char *sp_status_name(int status) {
   return "SP_ERR_UNKNOWN";
 }
 
-const char *sp_last_error(void) { return last_error; }
+static __thread int error_lost; /* this thread lost a message to a failed allocation */
+
+const char *sp_last_error(void) {
+  if (last_error) return last_error;
+  return error_lost ? "out of memory (the error message could not be stored)" : "";
+}
 
 sp_status sp__set_error(sp_status status, const char *fmt, ...) {
+  char *b = error_buf();
+  if (!b) {
+    error_lost = 1;
+    return status;
+  }
   va_list ap;
   va_start(ap, fmt);
-  vsnprintf(last_error, sizeof last_error, fmt, ap);
+  vsnprintf(b, SP__ERROR_BYTES, fmt, ap);
   va_end(ap);
   return status;
 }
 
 void sp__prefix_error(const char *fmt, ...) {
-  char prefix[512], old[sizeof last_error];
+  char prefix[512], old[SP__ERROR_BYTES];
+  char *b = error_buf();
+  if (!b) return;
   va_list ap;
   va_start(ap, fmt);
   vsnprintf(prefix, sizeof prefix, fmt, ap);
   va_end(ap);
-  memcpy(old, last_error, sizeof old);
-  snprintf(last_error, sizeof last_error, "%.500s: %.1500s", prefix, old);
+  memcpy(old, b, sizeof old);
+  snprintf(b, SP__ERROR_BYTES, "%.500s: %.1500s", prefix, old);
 }
 
-void sp__clear_error(void) { last_error[0] = '\0'; }
+void sp__clear_error(void) {
+  if (last_error) last_error[0] = '\0';
+}
 
 char *sp__strdup(const char *s) { return s ? sp__strndup(s, strlen(s)) : NULL; }
 

@@ -32,6 +32,8 @@ static struct sp_manager sp__default_manager = {
 
 SP_API struct sp_manager *const sp__default = &sp__default_manager;
 
+sp_manager *sp_default_manager(void) { return &sp__default_manager; }
+
 const struct sp_mpi_ops *sp__mpi_ops;
 
 const char *sp_version_string(void) { return SP_VERSION_STRING; }
@@ -223,9 +225,10 @@ static double calibrate_overhead(struct sp_manager *m) {
   double best = -1;
   if (priv.hot.ev && priv.hot.stack && (!m->probe_ncols || priv.cols) && sp__thread_grow_open(&priv) == 0 &&
       sp__thread_grow_acc(&priv, r + 1) == 0) {
-    struct sp__tls_entry saved = sp__tls[m->hot.slot];
-    sp__tls[m->hot.slot].t = &priv.hot;
-    sp__tls[m->hot.slot].gen = m->hot.gen;
+    struct sp__thread *saved_t = sp__tls.t[m->hot.slot];
+    uint32_t saved_gen = sp__tls.gen[m->hot.slot];
+    sp__tls.t[m->hot.slot] = &priv.hot;
+    sp__tls.gen[m->hot.slot] = m->hot.gen;
     for (int rep = 0; rep < 3; rep++) { /* best of 3 */
       int64_t a = sp__mono_ns();
       for (int i = 0; i < N; i++) {
@@ -237,7 +240,8 @@ static double calibrate_overhead(struct sp_manager *m) {
       if (best < 0 || per < best) best = per;
       priv.hot.n = 0;
     }
-    sp__tls[m->hot.slot] = saved;
+    sp__tls.t[m->hot.slot] = saved_t;
+    sp__tls.gen[m->hot.slot] = saved_gen;
   }
   free(priv.hot.ev);
   free(priv.hot.stack);

@@ -20,16 +20,16 @@
 #include "core/core.h"
 #include "core/stream.h"
 
-SP_API SP__TLS struct sp__tls_entry sp__tls[SP__MAX_MANAGERS];
+SP_API SP__TLS struct sp__tls_block sp__tls;
 
 /*====== TLS slots ======*/
 
 static pthread_mutex_t slot_lock = PTHREAD_MUTEX_INITIALIZER;
 static struct {
   struct sp_manager *m;
-  uint64_t gen;
+  uint32_t gen;
 } slots[SP__MAX_MANAGERS];
-static uint64_t next_gen = 1;
+static uint32_t next_gen = 1;
 static pthread_key_t exit_key;
 static pthread_once_t exit_key_once = PTHREAD_ONCE_INIT;
 
@@ -48,6 +48,8 @@ int sp__slot_acquire(struct sp_manager *m) {
     }
   if (s >= 0) {
     slots[s].m = m;
+    /* 32 bits: a wrap needs 4e9 manager lifetimes; 0 stays "never". */
+    if (next_gen == 0) next_gen = 1;
     slots[s].gen = next_gen++;
     m->hot.slot = (uint32_t)s;
     m->hot.gen = slots[s].gen;
@@ -78,12 +80,12 @@ static void on_thread_exit(void *unused) {
   (void)unused;
   pthread_mutex_lock(&slot_lock);
   for (int s = 0; s < SP__MAX_MANAGERS; s++) {
-    if (!slots[s].m || sp__tls[s].gen != slots[s].gen || !sp__tls[s].t) continue;
-    sp_thread_rec *t = (sp_thread_rec *)sp__tls[s].t;
+    if (!slots[s].m || sp__tls.gen[s] != slots[s].gen || !sp__tls.t[s]) continue;
+    sp_thread_rec *t = (sp_thread_rec *)sp__tls.t[s];
     t->exited = 1;
     t->last_ns = sp__mono_ns();
     t->cpu_ns = thread_cpu_ns();
-    sp__tls[s].gen = 0;
+    sp__tls.gen[s] = 0;
   }
   pthread_mutex_unlock(&slot_lock);
 }
@@ -116,8 +118,8 @@ static int omp_thread_num(void) {
 }
 
 sp_thread_rec *sp__thread_attach(struct sp_manager *m) {
-  struct sp__tls_entry *e = &sp__tls[m->hot.slot];
-  if (e->gen == m->hot.gen && e->t) return (sp_thread_rec *)e->t;
+  uint32_t slot = m->hot.slot;
+  if (sp__tls.gen[slot] == m->hot.gen && sp__tls.t[slot]) return (sp_thread_rec *)sp__tls.t[slot];
   sp_thread_rec *t = calloc(1, sizeof *t);
   if (!t) return NULL;
   uint64_t cap = m->have_cfg && m->cfg.buffer_limit > 0 ? (uint64_t)m->cfg.buffer_limit : 1024;
@@ -160,8 +162,8 @@ sp_thread_rec *sp__thread_attach(struct sp_manager *m) {
   *tail = t; /* registration order = index order */
   pthread_mutex_unlock(&m->lock);
 
-  e->t = &t->hot;
-  e->gen = m->hot.gen;
+  sp__tls.t[slot] = &t->hot;
+  sp__tls.gen[slot] = m->hot.gen;
   return t;
 }
 
@@ -421,6 +423,13 @@ SP_API int sp__end_slow(void *mv, uint32_t r) {
   t->hot.depth--;
   return 0;
 }
+
+/*====== Out-of-line entry points (bindings, dlopen users) ======*/
+
+/* A NULL manager is refused rather than dereferenced: an FFI caller's null
+ * pointer must not take the program down. */
+SP_API int sp_region_begin_fn(sp_manager *m, sp_region r) { return m ? sp__begin(m, r) : SP_ERR_INVALID_ARGUMENT; }
+SP_API int sp_region_end_fn(sp_manager *m, sp_region r) { return m ? sp__end(m, r) : SP_ERR_INVALID_ARGUMENT; }
 
 /*====== Disabled opt-in regions, for the inlined path ======*/
 

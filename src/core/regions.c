@@ -165,15 +165,20 @@ static char **split_tags(const char *tags, size_t *n) {
   return out;
 }
 
-static sp_status validate_name(const char *name, size_t *len) {
-  *len = 0;
+/* A name of exactly len bytes (not necessarily NUL-terminated: Fortran and
+ * Python hand over counted strings). */
+static sp_status validate_name_n(const char *name, size_t len) {
   if (!name) return sp__set_error(SP_ERR_INVALID_ARGUMENT, "region name is NULL; pass a non-empty UTF-8 string");
-  *len = strnlen(name, MAX_NAME_BYTES + 1);
-  if (*len == 0) return sp__set_error(SP_ERR_INVALID_ARGUMENT, "region name is empty; give the region a name");
-  if (*len > MAX_NAME_BYTES)
+  if (len == 0) return sp__set_error(SP_ERR_INVALID_ARGUMENT, "region name is empty; give the region a name");
+  if (len > MAX_NAME_BYTES)
     return sp__set_error(SP_ERR_INVALID_ARGUMENT, "region name \"%.40s...\" is longer than %d bytes; shorten it",
                          name, MAX_NAME_BYTES);
-  if (!sp__utf8_valid(name, *len))
+  if (memchr(name, 0, len))
+    return sp__set_error(SP_ERR_INVALID_ARGUMENT,
+                         "region name contains a NUL byte within its %zu bytes; pass the name's length without "
+                         "the terminator or padding",
+                         len);
+  if (!sp__utf8_valid(name, len))
     return sp__set_error(SP_ERR_INVALID_ARGUMENT, "region name is not valid UTF-8; pass UTF-8 text");
   return SP_OK;
 }
@@ -186,10 +191,9 @@ static uint32_t with_slow_bit_locked(uint32_t id) {
   return yes ? id | SP__REGION_SLOW_BIT : id;
 }
 
-sp_region sp_region_intern_ex(const char *name, const char *file, int line, const char *func,
-                              const char *tags) {
-  size_t len;
-  if (validate_name(name, &len) != SP_OK) return 0;
+static sp_region intern(const char *name, size_t len, const char *file, int line, const char *func,
+                        const char *tags) {
+  if (validate_name_n(name, len) != SP_OK) return 0;
   uint64_t h = hash_bytes(name, len);
   uint32_t id = lookup(name, len, h);
   if (id && (!tags || !*tags)) { /* known name, nothing to merge: no lock */
@@ -239,11 +243,19 @@ sp_region sp_region_intern_ex(const char *name, const char *file, int line, cons
   return id;
 oom:
   pthread_mutex_unlock(&reg_lock);
-  sp__set_error(SP_ERR_NO_MEMORY, "out of memory while interning region \"%.60s\"", name);
+  sp__set_error(SP_ERR_NO_MEMORY, "out of memory while interning region \"%.*s\"", (int)(len < 60 ? len : 60), name);
   return 0;
 }
 
+sp_region sp_region_intern_ex(const char *name, const char *file, int line, const char *func,
+                              const char *tags) {
+  /* One byte past the limit is enough to tell "too long". */
+  return intern(name, name ? strnlen(name, MAX_NAME_BYTES + 1) : 0, file, line, func, tags);
+}
+
 sp_region sp_region_intern(const char *name) { return sp_region_intern_ex(name, NULL, -1, NULL, NULL); }
+
+sp_region sp_region_intern_n(const char *name, size_t len) { return intern(name, len, NULL, -1, NULL, NULL); }
 
 sp_region sp__site_register(sp_site *site) {
   sp_region id = sp_region_intern_ex(site->name, site->file, site->line, site->func, site->tags);

@@ -444,6 +444,45 @@ SP_TEST(region_names_validated_and_verbatim) {
   sp_manager_destroy(m);
 }
 
+SP_TEST(counted_names_and_out_of_line_calls) {
+  /* Counted names need no terminator: cut three out of one buffer. */
+  static const char buf[] = "alphabetagamma";
+  sp_region a = sp_region_intern_n(buf, 5), b = sp_region_intern_n(buf + 5, 4);
+  ASSERT_NE(a, 0);
+  ASSERT_NE(b, 0);
+  ASSERT_EQ(sp_region_intern("alpha"), a);
+  ASSERT_EQ(sp_region_intern_n("beta", 4), b);
+  ASSERT_STR_EQ(sp_region_name(b), "beta");
+  ASSERT_EQ(sp_region_intern_n("al\0pha", 6), 0);
+  ASSERT_CONTAINS(sp_last_error(), "NUL");
+  ASSERT_EQ(sp_region_intern_n(buf, 0), 0);
+  ASSERT_CONTAINS(sp_last_error(), "empty");
+  ASSERT_EQ(sp_region_intern_n(NULL, 3), 0);
+  char big[1025];
+  memset(big, 'y', sizeof big);
+  ASSERT_EQ(sp_region_intern_n(big, sizeof big), 0); /* 1025 bytes, no terminator anywhere */
+  ASSERT_CONTAINS(sp_last_error(), "1024");
+  ASSERT_NE(sp_region_intern_n(big, 1024), 0);
+  ASSERT_EQ(sp_region_intern_n("\xce", 1), 0); /* a cut UTF-8 sequence */
+
+  ASSERT(sp_default_manager() == SP_DEFAULT);
+  const char *ov[] = {"file_path=fn.h5", NULL};
+  sp_manager *m = setup_with(ov);
+  for (int i = 0; i < 10; i++) {
+    ASSERT_EQ(sp_region_begin_fn(m, a), 0);
+    ASSERT_EQ(sp_region_begin(m, b), 0); /* inline and out of line mix */
+    ASSERT_EQ(sp_region_end_fn(m, b), 0);
+    ASSERT_EQ(sp_region_end(m, a), 0);
+  }
+  ASSERT_EQ(sp_region_end_fn(m, a), SP_ERR_UNMATCHED_END);
+  ASSERT_EQ(sp_region_begin_fn(NULL, a), SP_ERR_INVALID_ARGUMENT);
+  ASSERT_EQ(sp_region_begin_fn(m, 0), SP_ERR_INVALID_ARGUMENT);
+  ASSERT_OK(sp_manager_finalize(m, NULL, NULL));
+  ASSERT_EQ(h5_region_events("fn.h5", "alpha"), 10);
+  ASSERT_EQ(h5_region_events("fn.h5", "beta"), 10);
+  sp_manager_destroy(m);
+}
+
 /*====== Threads ======*/
 
 #define NTHREADS 8
