@@ -11,6 +11,7 @@ pkgs=(
   libhdf5-openmpi-dev               # parallel HDF5 for output_mode=parallel
   libopenmpi-dev openmpi-bin        # MPI library target and mpirun tests
   libzstd-dev liblzf-dev            # zstd (32015) and lzf (32000) HDF5 filters
+  libdw-dev                         # DWARF lines for line profiles and recursive regions
   python3-h5py python3-numpy        # independent reader used by the tests
   clang libclang-rt-14-dev          # libFuzzer and TSan builds
   valgrind

@@ -1,0 +1,289 @@
+/* line_symbols.c - addresses to functions and lines (see line_symbols.h).
+ *
+ * With libdw: one Dwfl session over /proc/self/maps; an address gives its
+ * module, the ELF symbol around it, the line-table row for it, and the DWARF
+ * scopes that contain it. The scopes run from the innermost inlined
+ * subroutine out to the subprogram; walking them outward turns the line-table
+ * location into one frame per inlined function, each next frame's line being
+ * the DW_AT_call_line of the inlined call. Debug information is read lazily
+ * per module, so objects no sample touched cost nothing.
+ *
+ * Without libdw: dladdr, which knows exported symbols and objects only.
+ */
+#include "probes/line_symbols.h"
+
+#include <dlfcn.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#ifdef SP_WITH_LIBDW
+#  include <dwarf.h>
+#  include <elfutils/libdw.h>
+#  include <elfutils/libdwfl.h>
+#endif
+
+struct cache_slot {
+  uint64_t addr; /* 0 = empty (0 is never a code address) */
+  int found;
+  struct sp_sym sym;
+};
+
+struct sp_symbolizer {
+#ifdef SP_WITH_LIBDW
+  Dwfl *dwfl;
+#endif
+  struct cache_slot *slots;
+  size_t cap, used;
+};
+
+static const char unknown[] = "??";
+
+int sp__sym_have_lines(void) {
+#ifdef SP_WITH_LIBDW
+  return 1;
+#else
+  return 0;
+#endif
+}
+
+#ifdef SP_WITH_LIBDW
+/* No debuginfod: a finalize must not wait on the network. Separate debug
+ * files are still found through .gnu_debuglink and /usr/lib/debug. */
+static char *debuginfo_path = NULL;
+static const Dwfl_Callbacks callbacks = {
+    .find_elf = dwfl_linux_proc_find_elf,
+    .find_debuginfo = dwfl_standard_find_debuginfo,
+    .debuginfo_path = &debuginfo_path,
+};
+#endif
+
+sp_symbolizer *sp__sym_open(void) {
+  sp_symbolizer *s = calloc(1, sizeof *s);
+  if (!s) return NULL;
+  s->cap = 256;
+  s->slots = calloc(s->cap, sizeof *s->slots);
+  if (!s->slots) {
+    free(s);
+    return NULL;
+  }
+#ifdef SP_WITH_LIBDW
+  s->dwfl = dwfl_begin(&callbacks);
+  if (s->dwfl) {
+    /* A failure leaves the session without modules: lookups answer "??". */
+    if (dwfl_linux_proc_report(s->dwfl, getpid()) != 0 || dwfl_report_end(s->dwfl, NULL, NULL) != 0) {
+      dwfl_end(s->dwfl);
+      s->dwfl = NULL;
+    }
+  }
+#endif
+  return s;
+}
+
+void sp__sym_close(sp_symbolizer *s) {
+  if (!s) return;
+#ifdef SP_WITH_LIBDW
+  if (s->dwfl) dwfl_end(s->dwfl);
+#endif
+  free(s->slots);
+  free(s);
+}
+
+#ifdef SP_WITH_LIBDW
+/* The name of a subprogram or inlined subroutine (through its abstract
+ * origin), preferring the linkage name only when there is no plain one. */
+static const char *die_name(Dwarf_Die *d) {
+  const char *n = dwarf_diename(d);
+  if (n) return n;
+  Dwarf_Attribute a;
+  n = dwarf_formstring(dwarf_attr_integrate(d, DW_AT_linkage_name, &a));
+  return n ? n : unknown;
+}
+
+static int die_decl_line(Dwarf_Die *d) {
+  int line = 0;
+  return dwarf_decl_line(d, &line) == 0 ? line : 0;
+}
+
+static int is_function(Dwarf_Die *d) {
+  int tag = dwarf_tag(d);
+  return tag == DW_TAG_subprogram || tag == DW_TAG_inlined_subroutine;
+}
+
+/* Replace *d (an inlined subroutine) by the function it was inlined into:
+ * its nearest enclosing subprogram or inlined subroutine in the DIE tree.
+ * (dwarf_getscopes continues from the abstract definition instead, which
+ * would skip the caller.) 0 when there is none. */
+static int enclosing_function(Dwarf_Die *d) {
+  Dwarf_Die *chain = NULL;
+  int n = dwarf_getscopes_die(d, &chain), found = 0;
+  for (int j = 1; j < n && !found; j++) /* chain[0] is d itself */
+    if (is_function(&chain[j])) {
+      *d = chain[j];
+      found = 1;
+    }
+  free(chain);
+  return found;
+}
+
+/* The call site of an inlined subroutine, as a file of the unit's table and
+ * a line; 0 when the compiler did not say. */
+static int call_site(Dwarf_Die *cu, Dwarf_Die *inl, const char **file, int *line) {
+  Dwarf_Attribute a;
+  Dwarf_Word f = 0, l = 0;
+  if (!dwarf_attr(inl, DW_AT_call_file, &a) || dwarf_formudata(&a, &f) != 0) return 0;
+  if (!dwarf_attr(inl, DW_AT_call_line, &a) || dwarf_formudata(&a, &l) != 0) return 0;
+  Dwarf_Files *files;
+  size_t nfiles;
+  if (dwarf_getsrcfiles(cu, &files, &nfiles) != 0 || f >= nfiles) return 0;
+  *file = dwarf_filesrc(files, f, NULL, NULL);
+  *line = (int)l;
+  return 1;
+}
+
+static int resolve_dw(sp_symbolizer *s, uint64_t addr, struct sp_sym *out) {
+  if (!s->dwfl) return -1;
+  Dwfl_Module *mod = dwfl_addrmodule(s->dwfl, (Dwarf_Addr)addr);
+  if (!mod) return -1;
+  Dwarf_Addr start = 0;
+  const char *mname = dwfl_module_info(mod, NULL, &start, NULL, NULL, NULL, NULL, NULL);
+  out->module = mname;
+  out->module_offset = addr - start;
+  GElf_Off off = 0;
+  GElf_Sym sym;
+  const char *sname = dwfl_module_addrinfo(mod, (GElf_Addr)addr, &off, &sym, NULL, NULL, NULL);
+  if (sname) {
+    out->symbol = sname;
+    out->symbol_offset = off;
+  }
+
+  const char *file = NULL;
+  int line = 0;
+  Dwfl_Line *ln = dwfl_module_getsrc(mod, (Dwarf_Addr)addr);
+  if (ln) {
+    const char *f = dwfl_lineinfo(ln, NULL, &line, NULL, NULL, NULL);
+    if (f) file = f;
+    else line = 0;
+  }
+  Dwarf_Addr bias = 0;
+  Dwarf_Die *cu = dwfl_module_addrdie(mod, (Dwarf_Addr)addr, &bias);
+  Dwarf_Die *scopes = NULL, die;
+  int n = cu ? dwarf_getscopes(cu, (Dwarf_Addr)addr - bias, &scopes) : 0;
+  int have = 0;
+  for (int i = 0; i < n && !have; i++)
+    if (is_function(&scopes[i])) {
+      die = scopes[i];
+      have = 1;
+    }
+  free(scopes);
+  while (have && out->nframes < SP_SYM_MAX_FRAMES) {
+    struct sp_sym_frame *fr = &out->frames[out->nframes++];
+    fr->function = die_name(&die);
+    fr->file = file;
+    fr->line = line;
+    fr->decl_line = die_decl_line(&die);
+    if (dwarf_tag(&die) != DW_TAG_inlined_subroutine) break;
+    if (!call_site(cu, &die, &file, &line)) {
+      file = NULL;
+      line = 0;
+    }
+    have = enclosing_function(&die);
+  }
+  if (out->nframes == 0 && file) {
+    /* Lines but no scopes (assembly, stripped DIEs): one frame named by
+     * the symbol. */
+    struct sp_sym_frame *fr = &out->frames[out->nframes++];
+    fr->function = sname ? sname : unknown;
+    fr->file = file;
+    fr->line = line;
+    fr->decl_line = 0;
+  }
+  return 0;
+}
+#endif
+
+static int resolve_dladdr(uint64_t addr, struct sp_sym *out) {
+  Dl_info di;
+  if (!dladdr((void *)(uintptr_t)addr, &di) || !di.dli_fname) return -1;
+  out->module = di.dli_fname;
+  out->module_offset = addr - (uint64_t)(uintptr_t)di.dli_fbase;
+  if (di.dli_sname) {
+    out->symbol = di.dli_sname;
+    out->symbol_offset = addr - (uint64_t)(uintptr_t)di.dli_saddr;
+  }
+  return 0;
+}
+
+static int resolve(sp_symbolizer *s, uint64_t addr, struct sp_sym *out) {
+  memset(out, 0, sizeof *out);
+#ifdef SP_WITH_LIBDW
+  if (resolve_dw(s, addr, out) == 0) return 0;
+  memset(out, 0, sizeof *out);
+#else
+  (void)s;
+#endif
+  return resolve_dladdr(addr, out);
+}
+
+static uint64_t mix(uint64_t x) {
+  x ^= x >> 33;
+  x *= UINT64_C(0xff51afd7ed558ccd);
+  x ^= x >> 33;
+  return x;
+}
+
+static struct cache_slot *find_slot(struct cache_slot *slots, size_t cap, uint64_t addr) {
+  size_t i = (size_t)mix(addr) & (cap - 1);
+  while (slots[i].addr && slots[i].addr != addr) i = (i + 1) & (cap - 1);
+  return &slots[i];
+}
+
+static int grow(sp_symbolizer *s) {
+  size_t ncap = s->cap * 2;
+  struct cache_slot *n = calloc(ncap, sizeof *n);
+  if (!n) return -1;
+  for (size_t i = 0; i < s->cap; i++)
+    if (s->slots[i].addr) *find_slot(n, ncap, s->slots[i].addr) = s->slots[i];
+  free(s->slots);
+  s->slots = n;
+  s->cap = ncap;
+  return 0;
+}
+
+int sp__sym_lookup(sp_symbolizer *s, uint64_t addr, struct sp_sym *out) {
+  if (!addr) {
+    memset(out, 0, sizeof *out);
+    return -1;
+  }
+  struct cache_slot *c = find_slot(s->slots, s->cap, addr);
+  if (c->addr) {
+    *out = c->sym;
+    return c->found ? 0 : -1;
+  }
+  int rc = resolve(s, addr, out);
+  if ((s->used + 1) * 4 > s->cap * 3 && grow(s) != 0) return rc; /* uncached, still right */
+  c = find_slot(s->slots, s->cap, addr);
+  c->addr = addr;
+  c->found = rc == 0;
+  c->sym = *out;
+  s->used++;
+  return rc;
+}
+
+const char *sp__sym_function(sp_symbolizer *s, uint64_t fn, const char **file, int *line) {
+  struct sp_sym sym;
+  *file = NULL;
+  *line = 0;
+  if (sp__sym_lookup(s, fn, &sym) != 0) return NULL;
+  if (sym.nframes > 0) {
+    /* At a function's first instruction the innermost scope is the
+     * function itself (nothing is inlined before its prologue). */
+    const struct sp_sym_frame *fr = &sym.frames[sym.nframes - 1];
+    if (fr->function != unknown) {
+      *file = fr->file;
+      *line = fr->decl_line ? fr->decl_line : fr->line;
+      return fr->function;
+    }
+  }
+  return sym.symbol;
+}
