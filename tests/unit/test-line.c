@@ -1,12 +1,14 @@
-/* test-line.c - the libdw symboliser (src/probes/line_symbols.c): functions,
+/* test-line.c - the libdw symboliser (src/common/symbolize.c): functions,
  * files, lines and inlined frames of addresses in this very test program,
- * whose lines are known because they are in this file (__LINE__), and the
- * "??" answers for addresses in no object. */
+ * whose lines are known because they are in this file (__LINE__), in this
+ * process and offline (the executable added by path and load address), and
+ * the answers for addresses in no object. */
 #include <dlfcn.h>
+#include <link.h>
 #include <stdint.h>
 
+#include "common/symbolize.h"
 #include "harness.h"
-#include "probes/line_symbols.h"
 
 /* The address of the instruction at this point of the source, for the
  * line table to map back. */
@@ -38,6 +40,12 @@ __attribute__((noinline)) static uint64_t outer_pc(void) {
 }
 #endif
 
+static sp_symbolizer *self_symbolizer(void) {
+  sp_symbolizer *s = sp__sym_new();
+  if (s) ASSERT_EQ(sp__sym_add_self(s), 0);
+  return s;
+}
+
 static int ends_with(const char *s, const char *suffix) {
   size_t n = s ? strlen(s) : 0, m = strlen(suffix);
   return s && n >= m && strcmp(s + n - m, suffix) == 0;
@@ -45,7 +53,7 @@ static int ends_with(const char *s, const char *suffix) {
 
 SP_TEST(static_function_named_with_file_and_line) {
   if (!sp__sym_have_lines()) SKIP("built without libdw");
-  sp_symbolizer *s = sp__sym_open();
+  sp_symbolizer *s = self_symbolizer();
   ASSERT(s);
   const char *file = NULL;
   int line = 0;
@@ -53,7 +61,7 @@ SP_TEST(static_function_named_with_file_and_line) {
   ASSERT_STR_EQ(name, "static_target");
   ASSERT(ends_with(file, "test-line.c"));
   ASSERT_EQ(line, static_line);
-  sp__sym_close(s);
+  sp__sym_free(s);
 }
 
 SP_TEST(inlined_frames_in_order) {
@@ -62,7 +70,7 @@ SP_TEST(inlined_frames_in_order) {
 #else
   if (!sp__sym_have_lines()) SKIP("built without libdw");
   uint64_t pc = outer_pc();
-  sp_symbolizer *s = sp__sym_open();
+  sp_symbolizer *s = self_symbolizer();
   struct sp_sym sym;
   ASSERT_EQ(sp__sym_lookup(s, pc, &sym), 0);
   ASSERT_EQ(sym.nframes, 2);
@@ -81,12 +89,12 @@ SP_TEST(inlined_frames_in_order) {
   struct sp_sym again;
   ASSERT_EQ(sp__sym_lookup(s, pc, &again), 0);
   ASSERT_EQ(memcmp(&sym, &again, sizeof sym), 0);
-  sp__sym_close(s);
+  sp__sym_free(s);
 #endif
 }
 
 SP_TEST(address_in_no_object_is_unknown) {
-  sp_symbolizer *s = sp__sym_open();
+  sp_symbolizer *s = self_symbolizer();
   struct sp_sym sym;
   ASSERT_EQ(sp__sym_lookup(s, 0x10, &sym), -1);
   ASSERT(sym.module == NULL);
@@ -95,7 +103,7 @@ SP_TEST(address_in_no_object_is_unknown) {
   const char *file;
   int line;
   ASSERT(sp__sym_function(s, 0x10, &file, &line) == NULL);
-  sp__sym_close(s);
+  sp__sym_free(s);
 }
 
 SP_TEST(shared_library_symbol_without_lines) {
@@ -103,19 +111,19 @@ SP_TEST(shared_library_symbol_without_lines) {
    * module and the symbol are known. */
   void *p = dlsym(RTLD_DEFAULT, "getpid");
   ASSERT(p);
-  sp_symbolizer *s = sp__sym_open();
+  sp_symbolizer *s = self_symbolizer();
   struct sp_sym sym;
   ASSERT_EQ(sp__sym_lookup(s, (uint64_t)(uintptr_t)p, &sym), 0);
   ASSERT_CONTAINS(sym.module, "libc");
   ASSERT(sym.symbol && strstr(sym.symbol, "getpid"));
   ASSERT_EQ(sym.symbol_offset, 0);
   ASSERT_GT(sym.module_offset, 0);
-  sp__sym_close(s);
+  sp__sym_free(s);
 }
 
 SP_TEST(many_addresses_grow_the_cache) {
   if (!sp__sym_have_lines()) SKIP("built without libdw");
-  sp_symbolizer *s = sp__sym_open();
+  sp_symbolizer *s = self_symbolizer();
   uint64_t base = (uint64_t)(uintptr_t)&static_target;
   for (uint64_t i = 0; i < 2000; i++) {
     struct sp_sym sym;
@@ -124,7 +132,58 @@ SP_TEST(many_addresses_grow_the_cache) {
   struct sp_sym sym;
   ASSERT_EQ(sp__sym_lookup(s, base, &sym), 0);
   ASSERT_STR_EQ(sym.symbol, "static_target");
-  sp__sym_close(s);
+  sp__sym_free(s);
+}
+
+/* The main program's load bias and address range, as a capture would
+ * record them. */
+struct exe_range {
+  uint64_t base, start, end;
+};
+static int exe_cb(struct dl_phdr_info *info, size_t size, void *data) {
+  (void)size;
+  struct exe_range *r = data;
+  r->base = info->dlpi_addr;
+  r->start = UINT64_MAX;
+  for (int i = 0; i < info->dlpi_phnum; i++) {
+    const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
+    if (ph->p_type != PT_LOAD) continue;
+    uint64_t a = info->dlpi_addr + ph->p_vaddr;
+    if (a < r->start) r->start = a;
+    if (a + ph->p_memsz > r->end) r->end = a + ph->p_memsz;
+  }
+  return 1; /* the first entry is the executable */
+}
+
+SP_TEST(offline_module_by_path_and_base) {
+  struct exe_range r = {0, 0, 0};
+  dl_iterate_phdr(exe_cb, &r);
+  char exe[4096];
+  ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 1);
+  ASSERT_GT(n, 0);
+  exe[n] = 0;
+  sp_symbolizer *s = sp__sym_new();
+  uint64_t fn = (uint64_t)(uintptr_t)&static_target;
+  struct sp_sym sym;
+  ASSERT_EQ(sp__sym_lookup(s, fn, &sym), -1); /* nothing added yet */
+  int rc = sp__sym_add_module(s, exe, r.base, r.start, r.end);
+  ASSERT_EQ(sp__sym_lookup(s, fn, &sym), 0);  /* the miss was not kept */
+  ASSERT_STR_EQ(sym.module, exe);
+  ASSERT_EQ(sym.module_offset, fn - r.base);
+  if (sp__sym_have_lines()) {
+    ASSERT_EQ(rc, 0);
+    const char *file;
+    int line;
+    ASSERT_STR_EQ(sp__sym_function(s, fn, &file, &line), "static_target");
+    ASSERT_EQ(line, static_line);
+  }
+  /* A file that is not ELF still names its range. */
+  ASSERT_EQ(sp__sym_add_module(s, "/nonexistent/lib.so", 0x100000, 0x100000, 0x200000), -1);
+  ASSERT_EQ(sp__sym_lookup(s, 0x100010, &sym), 0);
+  ASSERT_STR_EQ(sym.module, "/nonexistent/lib.so");
+  ASSERT_EQ(sym.module_offset, 0x10);
+  ASSERT_EQ(sym.nframes, 0);
+  sp__sym_free(s);
 }
 
 int main(int argc, char **argv) { return sp_test_main(argc, argv); }

@@ -1,21 +1,27 @@
-/* line_symbols.c - addresses to functions and lines (see line_symbols.h).
+/* symbolize.c - addresses to functions and lines (see symbolize.h).
  *
- * With libdw: one Dwfl session over /proc/self/maps; an address gives its
- * module, the ELF symbol around it, the line-table row for it, and the DWARF
- * scopes that contain it. The scopes run from the innermost inlined
- * subroutine out to the subprogram; walking them outward turns the line-table
- * location into one frame per inlined function, each next frame's line being
- * the DW_AT_call_line of the inlined call. Debug information is read lazily
- * per module, so objects no sample touched cost nothing.
+ * With libdw: one Dwfl session holding the reported objects. An address
+ * gives its module, the ELF symbol around it, the line-table row for it and
+ * the innermost DWARF function scope containing it. From there the walk goes
+ * outward one function at a time: an inlined subroutine's call site
+ * (DW_AT_call_file/DW_AT_call_line) is the location inside the function it
+ * was inlined into, which is its nearest enclosing function DIE. Debug
+ * information is read lazily per module, so objects no address touched cost
+ * nothing. debuginfod is never asked: a finalize must not wait on the
+ * network; separate debug files are still found through .gnu_debuglink and
+ * /usr/lib/debug.
  *
- * Without libdw: dladdr, which knows exported symbols and objects only.
+ * Without libdw: dladdr for this process's addresses, and the reported
+ * module list for the rest.
  */
-#include "probes/line_symbols.h"
+#include "common/symbolize.h"
 
 #include <dlfcn.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
+
+#include "common/error.h"
 
 #ifdef SP_WITH_LIBDW
 #  include <dwarf.h>
@@ -29,10 +35,21 @@ struct cache_slot {
   struct sp_sym sym;
 };
 
+/* Objects added by path: their names and ranges even when the file cannot
+ * be read. */
+struct module {
+  char *path;
+  uint64_t base, start, end;
+};
+
 struct sp_symbolizer {
 #ifdef SP_WITH_LIBDW
   Dwfl *dwfl;
+  int reporting; /* modules were added since the last dwfl_report_end */
 #endif
+  int self;      /* this process's objects were added */
+  struct module *mods;
+  size_t nmods;
   struct cache_slot *slots;
   size_t cap, used;
 };
@@ -48,8 +65,6 @@ int sp__sym_have_lines(void) {
 }
 
 #ifdef SP_WITH_LIBDW
-/* No debuginfod: a finalize must not wait on the network. Separate debug
- * files are still found through .gnu_debuglink and /usr/lib/debug. */
 static char *debuginfo_path = NULL;
 static const Dwfl_Callbacks callbacks = {
     .find_elf = dwfl_linux_proc_find_elf,
@@ -58,40 +73,99 @@ static const Dwfl_Callbacks callbacks = {
 };
 #endif
 
-sp_symbolizer *sp__sym_open(void) {
+sp_symbolizer *sp__sym_new(void) {
   sp_symbolizer *s = calloc(1, sizeof *s);
   if (!s) return NULL;
   s->cap = 256;
   s->slots = calloc(s->cap, sizeof *s->slots);
-  if (!s->slots) {
-    free(s);
-    return NULL;
-  }
 #ifdef SP_WITH_LIBDW
   s->dwfl = dwfl_begin(&callbacks);
-  if (s->dwfl) {
-    /* A failure leaves the session without modules: lookups answer "??". */
-    if (dwfl_linux_proc_report(s->dwfl, getpid()) != 0 || dwfl_report_end(s->dwfl, NULL, NULL) != 0) {
-      dwfl_end(s->dwfl);
-      s->dwfl = NULL;
-    }
-  }
+  s->reporting = 1; /* a new session accepts reports */
 #endif
+  if (!s->slots) {
+    sp__sym_free(s);
+    return NULL;
+  }
   return s;
 }
 
-void sp__sym_close(sp_symbolizer *s) {
+void sp__sym_free(sp_symbolizer *s) {
   if (!s) return;
 #ifdef SP_WITH_LIBDW
   if (s->dwfl) dwfl_end(s->dwfl);
 #endif
+  for (size_t i = 0; i < s->nmods; i++) free(s->mods[i].path);
+  free(s->mods);
   free(s->slots);
   free(s);
 }
 
+/* New objects can answer addresses that missed before. */
+static void forget_cache(sp_symbolizer *s) {
+  memset(s->slots, 0, s->cap * sizeof *s->slots);
+  s->used = 0;
+}
+
 #ifdef SP_WITH_LIBDW
-/* The name of a subprogram or inlined subroutine (through its abstract
- * origin), preferring the linkage name only when there is no plain one. */
+static void begin_report(sp_symbolizer *s) {
+  if (!s->reporting) dwfl_report_begin_add(s->dwfl);
+  s->reporting = 1;
+}
+#endif
+
+int sp__sym_add_self(sp_symbolizer *s) {
+  forget_cache(s);
+  s->self = 1;
+#ifdef SP_WITH_LIBDW
+  if (!s->dwfl) return -1;
+  begin_report(s);
+  return dwfl_linux_proc_report(s->dwfl, getpid()) == 0 ? 0 : -1;
+#else
+  return 0;
+#endif
+}
+
+int sp__sym_add_module(sp_symbolizer *s, const char *path, uint64_t base, uint64_t start, uint64_t end) {
+  forget_cache(s);
+  struct module *m = realloc(s->mods, (s->nmods + 1) * sizeof *m);
+  if (!m) return -1;
+  s->mods = m;
+  char *p = sp__strdup(path);
+  if (!p) return -1;
+  s->mods[s->nmods++] = (struct module){p, base, start, end};
+#ifdef SP_WITH_LIBDW
+  if (!s->dwfl) return -1;
+  begin_report(s);
+  return dwfl_report_elf(s->dwfl, p, p, -1, (GElf_Addr)base, false) ? 0 : -1;
+#else
+  return -1;
+#endif
+}
+
+#ifdef SP_WITH_LIBDW
+static int is_function(Dwarf_Die *d) {
+  int tag = dwarf_tag(d);
+  return tag == DW_TAG_subprogram || tag == DW_TAG_inlined_subroutine;
+}
+
+/* Replace *d (an inlined subroutine) by the function it was inlined into:
+ * its nearest enclosing function DIE in the tree. (dwarf_getscopes goes on
+ * from the abstract definition instead, which would skip the caller.) 0 when
+ * there is none. */
+static int enclosing_function(Dwarf_Die *d) {
+  Dwarf_Die *chain = NULL;
+  int n = dwarf_getscopes_die(d, &chain), found = 0;
+  for (int j = 1; j < n && !found; j++) /* chain[0] is d itself */
+    if (is_function(&chain[j])) {
+      *d = chain[j];
+      found = 1;
+    }
+  free(chain);
+  return found;
+}
+
+/* The name of a function DIE (through its abstract origin), else its
+ * linkage name. */
 static const char *die_name(Dwarf_Die *d) {
   const char *n = dwarf_diename(d);
   if (n) return n;
@@ -105,29 +179,7 @@ static int die_decl_line(Dwarf_Die *d) {
   return dwarf_decl_line(d, &line) == 0 ? line : 0;
 }
 
-static int is_function(Dwarf_Die *d) {
-  int tag = dwarf_tag(d);
-  return tag == DW_TAG_subprogram || tag == DW_TAG_inlined_subroutine;
-}
-
-/* Replace *d (an inlined subroutine) by the function it was inlined into:
- * its nearest enclosing subprogram or inlined subroutine in the DIE tree.
- * (dwarf_getscopes continues from the abstract definition instead, which
- * would skip the caller.) 0 when there is none. */
-static int enclosing_function(Dwarf_Die *d) {
-  Dwarf_Die *chain = NULL;
-  int n = dwarf_getscopes_die(d, &chain), found = 0;
-  for (int j = 1; j < n && !found; j++) /* chain[0] is d itself */
-    if (is_function(&chain[j])) {
-      *d = chain[j];
-      found = 1;
-    }
-  free(chain);
-  return found;
-}
-
-/* The call site of an inlined subroutine, as a file of the unit's table and
- * a line; 0 when the compiler did not say. */
+/* The call site of an inlined subroutine; 0 when the compiler did not say. */
 static int call_site(Dwarf_Die *cu, Dwarf_Die *inl, const char **file, int *line) {
   Dwarf_Attribute a;
   Dwarf_Word f = 0, l = 0;
@@ -143,11 +195,14 @@ static int call_site(Dwarf_Die *cu, Dwarf_Die *inl, const char **file, int *line
 
 static int resolve_dw(sp_symbolizer *s, uint64_t addr, struct sp_sym *out) {
   if (!s->dwfl) return -1;
+  if (s->reporting) {
+    dwfl_report_end(s->dwfl, NULL, NULL);
+    s->reporting = 0;
+  }
   Dwfl_Module *mod = dwfl_addrmodule(s->dwfl, (Dwarf_Addr)addr);
   if (!mod) return -1;
   Dwarf_Addr start = 0;
-  const char *mname = dwfl_module_info(mod, NULL, &start, NULL, NULL, NULL, NULL, NULL);
-  out->module = mname;
+  out->module = dwfl_module_info(mod, NULL, &start, NULL, NULL, NULL, NULL, NULL);
   out->module_offset = addr - start;
   GElf_Off off = 0;
   GElf_Sym sym;
@@ -160,11 +215,7 @@ static int resolve_dw(sp_symbolizer *s, uint64_t addr, struct sp_sym *out) {
   const char *file = NULL;
   int line = 0;
   Dwfl_Line *ln = dwfl_module_getsrc(mod, (Dwarf_Addr)addr);
-  if (ln) {
-    const char *f = dwfl_lineinfo(ln, NULL, &line, NULL, NULL, NULL);
-    if (f) file = f;
-    else line = 0;
-  }
+  if (ln && !(file = dwfl_lineinfo(ln, NULL, &line, NULL, NULL, NULL))) line = 0;
   Dwarf_Addr bias = 0;
   Dwarf_Die *cu = dwfl_module_addrdie(mod, (Dwarf_Addr)addr, &bias);
   Dwarf_Die *scopes = NULL, die;
@@ -190,8 +241,7 @@ static int resolve_dw(sp_symbolizer *s, uint64_t addr, struct sp_sym *out) {
     have = enclosing_function(&die);
   }
   if (out->nframes == 0 && file) {
-    /* Lines but no scopes (assembly, stripped DIEs): one frame named by
-     * the symbol. */
+    /* Lines but no function DIE (assembly): one frame named by the symbol. */
     struct sp_sym_frame *fr = &out->frames[out->nframes++];
     fr->function = sname ? sname : unknown;
     fr->file = file;
@@ -202,9 +252,15 @@ static int resolve_dw(sp_symbolizer *s, uint64_t addr, struct sp_sym *out) {
 }
 #endif
 
-static int resolve_dladdr(uint64_t addr, struct sp_sym *out) {
+static int resolve_fallback(sp_symbolizer *s, uint64_t addr, struct sp_sym *out) {
+  for (size_t i = 0; i < s->nmods; i++)
+    if (addr >= s->mods[i].start && addr < s->mods[i].end) {
+      out->module = s->mods[i].path;
+      out->module_offset = addr - s->mods[i].base;
+      return 0;
+    }
   Dl_info di;
-  if (!dladdr((void *)(uintptr_t)addr, &di) || !di.dli_fname) return -1;
+  if (!s->self || !dladdr((void *)(uintptr_t)addr, &di) || !di.dli_fname) return -1;
   out->module = di.dli_fname;
   out->module_offset = addr - (uint64_t)(uintptr_t)di.dli_fbase;
   if (di.dli_sname) {
@@ -219,10 +275,8 @@ static int resolve(sp_symbolizer *s, uint64_t addr, struct sp_sym *out) {
 #ifdef SP_WITH_LIBDW
   if (resolve_dw(s, addr, out) == 0) return 0;
   memset(out, 0, sizeof *out);
-#else
-  (void)s;
 #endif
-  return resolve_dladdr(addr, out);
+  return resolve_fallback(s, addr, out);
 }
 
 static uint64_t mix(uint64_t x) {
@@ -251,10 +305,8 @@ static int grow(sp_symbolizer *s) {
 }
 
 int sp__sym_lookup(sp_symbolizer *s, uint64_t addr, struct sp_sym *out) {
-  if (!addr) {
-    memset(out, 0, sizeof *out);
-    return -1;
-  }
+  memset(out, 0, sizeof *out);
+  if (!addr) return -1;
   struct cache_slot *c = find_slot(s->slots, s->cap, addr);
   if (c->addr) {
     *out = c->sym;
@@ -276,8 +328,8 @@ const char *sp__sym_function(sp_symbolizer *s, uint64_t fn, const char **file, i
   *line = 0;
   if (sp__sym_lookup(s, fn, &sym) != 0) return NULL;
   if (sym.nframes > 0) {
-    /* At a function's first instruction the innermost scope is the
-     * function itself (nothing is inlined before its prologue). */
+    /* At a function's first instruction nothing is inlined yet: the
+     * outermost frame is the function itself. */
     const struct sp_sym_frame *fr = &sym.frames[sym.nframes - 1];
     if (fr->function != unknown) {
       *file = fr->file;
