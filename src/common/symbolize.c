@@ -14,6 +14,9 @@
  * Without libdw: dladdr for this process's addresses, and the reported
  * module list for the rest.
  */
+#ifndef _GNU_SOURCE
+#  define _GNU_SOURCE /* dladdr */
+#endif
 #include "common/symbolize.h"
 
 #include <dlfcn.h>
@@ -42,10 +45,26 @@ struct module {
   uint64_t base, start, end;
 };
 
+#ifdef SP_WITH_LIBDW
+/* Compilation units by address range, for objects without .debug_aranges
+ * (clang does not emit it by default, and libdw then finds no unit). */
+struct cu_range {
+  Dwarf_Addr lo, hi; /* [lo, hi) without the module's bias */
+  Dwarf_Die cu;
+};
+struct cu_index {
+  Dwfl_Module *mod;
+  struct cu_range *r;
+  size_t n;
+};
+#endif
+
 struct sp_symbolizer {
 #ifdef SP_WITH_LIBDW
   Dwfl *dwfl;
   int reporting; /* modules were added since the last dwfl_report_end */
+  struct cu_index *cuidx;
+  size_t ncuidx;
 #endif
   int self;      /* this process's objects were added */
   struct module *mods;
@@ -93,6 +112,8 @@ void sp__sym_free(sp_symbolizer *s) {
   if (!s) return;
 #ifdef SP_WITH_LIBDW
   if (s->dwfl) dwfl_end(s->dwfl);
+  for (size_t i = 0; i < s->ncuidx; i++) free(s->cuidx[i].r);
+  free(s->cuidx);
 #endif
   for (size_t i = 0; i < s->nmods; i++) free(s->mods[i].path);
   free(s->mods);
@@ -193,6 +214,60 @@ static int call_site(Dwarf_Die *cu, Dwarf_Die *inl, const char **file, int *line
   return 1;
 }
 
+static int cmp_range(const void *a, const void *b) {
+  const struct cu_range *x = a, *y = b;
+  return x->lo < y->lo ? -1 : x->lo > y->lo;
+}
+
+/* Every unit's address ranges, sorted; built once per module. */
+static struct cu_index *module_cu_index(sp_symbolizer *s, Dwfl_Module *mod) {
+  for (size_t i = 0; i < s->ncuidx; i++)
+    if (s->cuidx[i].mod == mod) return &s->cuidx[i];
+  struct cu_index *ni = realloc(s->cuidx, (s->ncuidx + 1) * sizeof *ni);
+  if (!ni) return NULL;
+  s->cuidx = ni;
+  struct cu_index *x = &s->cuidx[s->ncuidx++];
+  *x = (struct cu_index){mod, NULL, 0};
+  size_t cap = 0;
+  Dwarf_Addr bias;
+  for (Dwarf_Die *cu = dwfl_module_nextcu(mod, NULL, &bias); cu; cu = dwfl_module_nextcu(mod, cu, &bias)) {
+    Dwarf_Addr base, lo, hi;
+    ptrdiff_t off = 0;
+    while ((off = dwarf_ranges(cu, off, &base, &lo, &hi)) > 0) {
+      if (x->n == cap) {
+        size_t ncap = cap ? cap * 2 : 64;
+        struct cu_range *r = realloc(x->r, ncap * sizeof *r);
+        if (!r) return x; /* a partial index still answers what it holds */
+        x->r = r;
+        cap = ncap;
+      }
+      x->r[x->n++] = (struct cu_range){lo, hi, *cu};
+    }
+  }
+  qsort(x->r, x->n, sizeof *x->r, cmp_range);
+  return x;
+}
+
+static Dwarf_Die *find_cu(sp_symbolizer *s, Dwfl_Module *mod, Dwarf_Addr addr, Dwarf_Addr *bias) {
+  Dwarf_Die *cu = dwfl_module_addrdie(mod, addr, bias);
+  if (cu) return cu;
+  if (!dwfl_module_getdwarf(mod, bias)) return NULL;
+  struct cu_index *x = module_cu_index(s, mod);
+  if (!x) return NULL;
+  Dwarf_Addr a = addr - *bias;
+  size_t lo = 0, hi = x->n; /* the last range starting at or below a */
+  while (lo < hi) {
+    size_t mid = lo + (hi - lo) / 2;
+    if (x->r[mid].lo <= a) lo = mid + 1;
+    else hi = mid;
+  }
+  for (size_t i = lo; i-- > 0;) { /* ranges may nest: look back a little */
+    if (a >= x->r[i].lo && a < x->r[i].hi) return &x->r[i].cu;
+    if (lo - i > 8) break;
+  }
+  return NULL;
+}
+
 static int resolve_dw(sp_symbolizer *s, uint64_t addr, struct sp_sym *out) {
   if (!s->dwfl) return -1;
   if (s->reporting) {
@@ -214,10 +289,11 @@ static int resolve_dw(sp_symbolizer *s, uint64_t addr, struct sp_sym *out) {
 
   const char *file = NULL;
   int line = 0;
-  Dwfl_Line *ln = dwfl_module_getsrc(mod, (Dwarf_Addr)addr);
-  if (ln && !(file = dwfl_lineinfo(ln, NULL, &line, NULL, NULL, NULL))) line = 0;
   Dwarf_Addr bias = 0;
-  Dwarf_Die *cu = dwfl_module_addrdie(mod, (Dwarf_Addr)addr, &bias);
+  Dwarf_Die *cu = find_cu(s, mod, (Dwarf_Addr)addr, &bias);
+  Dwarf_Line *ln = cu ? dwarf_getsrc_die(cu, (Dwarf_Addr)addr - bias) : NULL;
+  if (ln && (file = dwarf_linesrc(ln, NULL, NULL)) && dwarf_lineno(ln, &line) != 0) file = NULL;
+  if (!file) line = 0;
   Dwarf_Die *scopes = NULL, die;
   int n = cu ? dwarf_getscopes(cu, (Dwarf_Addr)addr - bias, &scopes) : 0;
   int have = 0;
