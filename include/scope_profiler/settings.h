@@ -8,7 +8,7 @@
  *
  * SP_SETTINGS(X) expands X once per setting:
  *
- *   X(name, GROUP, short_name, TYPE, default, lo, hi, choices, doc)
+ *   X(name, GROUP, short_name, TYPE, default, lo, hi, choices, doc, STATUS)
  *
  *   name        flat name (the setup() keyword, the TOML key, the environment
  *               variable SCOPE_PROFILER_<NAME upper-cased>)
@@ -20,6 +20,11 @@
  *   lo, hi      bounds for INT (inclusive)
  *   choices     "|"-separated allowed values for ENUM, else ""
  *   doc         one line for --help and the docs
+ *   STATUS      READY, or PLANNED for a setting whose feature this build does
+ *               not have: setup then prints one warning naming the setting
+ *               when it is turned on (set to anything but its default), the
+ *               docs and --help mark it, and nothing else changes. The
+ *               change that makes the feature work flips its rows to READY.
  *
  * Rows are append-only within a major version: their position is the stable
  * setting number reported by sp_setting_count()/sp_setting_name().
@@ -34,72 +39,74 @@
 
 #define SP_SETTINGS(X) \
   X(file_path, NONE, file_path, STR, "profiling_data.h5", 0, 0, "", \
-    "Output HDF5 file. Relative paths are relative to the working directory.") \
+    "Output HDF5 file. Relative paths are relative to the working directory.", READY) \
   X(label, NONE, label, STR, NULL, 0, 0, "", \
-    "Short name for the run, stored as the `label` metadata attribute (default: the output file's stem).") \
+    "Short name for the run, stored as the `label` metadata attribute (default: the output file's stem).", READY) \
   X(use_likwid, NONE, use_likwid, BOOL, 0, 0, 1, "", \
-    "Bracket every region with LIKWID marker regions (run under likwid-perfctr -m).") \
+    "Bracket every region with LIKWID marker regions (run under likwid-perfctr -m).", PLANNED) \
   X(perf_events, NONE, perf_events, LIST, NULL, 0, 0, "", \
-    "Linux perf_event_open events counted per region (e.g. \"cycles,instructions\"); empty means off.") \
+    "Linux perf_event_open events counted per region (e.g. \"cycles,instructions\"); empty means off.", PLANNED) \
   X(use_line_profiler, NONE, use_line_profiler, BOOL, 0, 0, 1, "", \
-    "Line-level profiling of profiled functions (Python upstream: line_profiler).") \
+    "Line-level profiling of profiled functions (Python upstream: line_profiler).", PLANNED) \
   X(use_memray, MEMRAY, enabled, BOOL, 0, 0, 1, "", \
-    "Record process-wide allocations (C counterpart of upstream's Memray capture).") \
+    "Record process-wide allocations (C counterpart of upstream's Memray capture).", PLANNED) \
   X(memory_profile_path, MEMRAY, path, STR, NULL, 0, 0, "", \
-    "Allocation capture path, used while use_memray is on; default: file_path with its suffix replaced by .memray.bin.") \
+    "Allocation capture path, used while use_memray is on; default: file_path with its suffix replaced by .memray.bin.", PLANNED) \
   X(memray_native_traces, MEMRAY, native_traces, BOOL, 0, 0, 1, "", \
-    "Capture native stack frames with each allocation.") \
+    "Capture native stack frames with each allocation.", PLANNED) \
   X(memray_trace_python_allocators, MEMRAY, trace_python_allocators, BOOL, 0, 0, 1, "", \
-    "Trace the language runtime's own allocators (much larger traces, higher overhead).") \
+    "Trace the language runtime's own allocators (much larger traces, higher overhead).", PLANNED) \
   X(memray_follow_fork, MEMRAY, follow_fork, BOOL, 0, 0, 1, "", \
-    "Keep tracking allocations across fork().") \
+    "Keep tracking allocations across fork().", PLANNED) \
   X(deactivate_profiling, NONE, deactivate_profiling, BOOL, 0, 0, 1, "", \
-    "Master off switch: every region becomes a no-op and no file is written.") \
+    "Master off switch: every region becomes a no-op and no file is written.", READY) \
   X(use_nvtx, GPU, nvtx, BOOL, 0, 0, 1, "", \
-    "Emit NVTX ranges for NVIDIA Nsight tools around every region.") \
+    "Emit NVTX ranges for NVIDIA Nsight tools around every region.", PLANNED) \
   X(use_gpu_timing, GPU, timing, BOOL, 0, 0, 1, "", \
-    "Record CUDA-event elapsed device time per region call.") \
+    "Record CUDA-event elapsed device time per region call.", PLANNED) \
   X(gpu_timing_backend, GPU, backend, ENUM, "auto", 0, 0, "auto|cuda|callbacks", \
-    "CUDA-event backend: auto, cuda (runtime API) or callbacks (user-registered record/elapsed functions).") \
+    "CUDA-event backend: auto, cuda (runtime API) or callbacks (user-registered record/elapsed functions).", PLANNED) \
   X(gpu_sync_on_exit, GPU, sync_on_exit, BOOL, 0, 0, 1, "", \
-    "Synchronize the device at region exit (requires use_gpu_timing; removes CPU/GPU overlap).") \
+    "Synchronize the device at region exit (requires use_gpu_timing; removes CPU/GPU overlap).", PLANNED) \
   X(deactivate_file_output, NONE, deactivate_file_output, BOOL, 0, 0, 1, "", \
-    "Write no file at all; use with finalize returning results in memory.") \
+    "Write no file at all; use with finalize returning results in memory.", READY) \
   X(recursive_profile, NONE, recursive_profile, BOOL, 0, 0, 1, "", \
-    "Default for function-wrapping regions: also profile the functions they call.") \
+    "Default for function-wrapping regions: also profile the functions they call.", PLANNED) \
   X(aggregation_mode, NONE, aggregation_mode, BOOL, 0, 0, 1, "", \
-    "Keep only count, total, min, max and exclusive total per region; no timeline. Excludes line, GPU, NVTX and LIKWID profiling.") \
+    "Keep only count, total, min, max and exclusive total per region; no timeline. Excludes line, GPU, NVTX and LIKWID profiling.", READY) \
   X(profile_mpi_calls, NONE, profile_mpi_calls, BOOL, 0, 0, 1, "", \
-    "Record MPI calls as regions through the PMPI wrappers of libscope_profiler_mpi.") \
+    "Record MPI calls as regions through the PMPI wrappers of libscope_profiler_mpi.", READY) \
   X(track_threads, NONE, track_threads, BOOL, 0, 0, 1, "", \
-    "Record the thread each call ran on and write a per-rank thread table.") \
+    "Record the thread each call ran on and write a per-rank thread table.", READY) \
   X(track_async, NONE, track_async, BOOL, 0, 0, 1, "", \
-    "Record user-level tasks (coroutines, fibers) announced with sp_task_switch(); implies track_threads.") \
+    "Record user-level tasks (coroutines, fibers) announced with sp_task_switch(); implies track_threads.", READY) \
   X(capture_region_source, NONE, capture_region_source, BOOL, 0, 0, 1, "", \
-    "Store the source text of each region's block or function, read once per file at finalize.") \
+    "Store the source text of each region's block or function, read once per file at finalize.", READY) \
   X(metadata_detail, NONE, metadata_detail, ENUM, "minimal", 0, 0, "minimal|full", \
-    "How much environment metadata is recorded: minimal (no user, host or environment) or full.") \
+    "How much environment metadata is recorded: minimal (no user, host or environment) or full.", READY) \
   X(buffer_limit, NONE, buffer_limit, INT, 1024, 1, INT64_C(1) << 40, "", \
-    "Initial per-thread event buffer capacity; buffers double beyond it as needed.") \
+    "Initial per-thread event buffer capacity; buffers double beyond it as needed.", READY) \
   X(output_mode, NONE, output_mode, ENUM, "auto", 0, 0, "auto|direct|parallel", \
-    "MPI writer: direct (ownership token, serial HDF5), parallel (collective parallel HDF5) or auto.") \
+    "MPI writer: direct (ownership token, serial HDF5), parallel (collective parallel HDF5) or auto.", READY) \
   X(hdf5_compression, HDF5, compression, ENUM, NULL, 0, 0, "none|auto|gzip|lzf|zstd", \
-    "Compression filter for event datasets: none (same as unset), gzip, lzf, zstd, or auto (only runs big enough to repay it).") \
+    "Compression filter for event datasets: none (same as unset), gzip, lzf, zstd, or auto (only runs big enough to repay it).", READY) \
   X(hdf5_compression_level, HDF5, compression_level, INT, SP_INT_NONE, 0, 22, "", \
-    "Compression level, only with hdf5_compression: gzip 0-9, zstd 1-22, auto 1-9; lzf takes none.") \
+    "Compression level, only with hdf5_compression: gzip 0-9, zstd 1-22, auto 1-9; lzf takes none.", READY) \
   X(hdf5_chunk_size, HDF5, chunk_size, INT, SP_INT_NONE, 1, INT64_C(1) << 32, "", \
-    "Maximum events per dataset chunk; enables chunked partial reads even uncompressed.") \
+    "Maximum events per dataset chunk; enables chunked partial reads even uncompressed.", READY) \
   X(enable_tags, NONE, enable_tags, LIST, NULL, 0, 0, "", \
-    "Opt-in region tags to record (comma list); \"*\" enables every opt-in tag.") \
+    "Opt-in region tags to record (comma list); \"*\" enables every opt-in tag.", READY) \
   X(signals, NONE, signals, LIST, "SIGTERM,SIGINT,SIGXCPU,SIGUSR1", 0, 0, "", \
-    "Signals on which the run so far is written before the signal takes effect (e.g. a batch system's time limit); empty disables.") \
+    "Signals on which the run so far is written before the signal takes effect (e.g. a batch system's time limit); empty disables.", READY) \
   X(crash_spill, NONE, crash_spill, BOOL, 1, 0, 1, "", \
-    "On SIGSEGV, SIGBUS, SIGFPE, SIGABRT or SIGILL, write the raw buffers to <file_path>.spill for `scope-profiler recover`.") \
+    "On SIGSEGV, SIGBUS, SIGFPE, SIGABRT or SIGILL, write the raw buffers to <file_path>.spill for `scope-profiler recover`.", READY) \
   X(finalize_on_exit, NONE, finalize_on_exit, BOOL, 1, 0, 1, "", \
-    "Write a run the program did not finalize when the process exits (not under MPI, where finalize is collective).") \
+    "Write a run the program did not finalize when the process exits (not under MPI, where finalize is collective).", READY) \
   X(max_buffer_bytes, NONE, max_buffer_bytes, INT, INT64_C(1) << 30, INT64_C(1) << 20, INT64_MAX, "", \
-    "Memory budget for recorded events; past it, full buffers are streamed to a staging file by a writer thread and merged at finalize.") \
+    "Memory budget for recorded events; past it, full buffers are streamed to a staging file by a writer thread and merged at finalize.", READY) \
   X(hdf5_schema, HDF5, schema, INT, 3, 2, 3, "", \
-    "File schema: 3 stores each call as row-relative deltas in narrow integers (about a quarter of the bytes; 4-byte ones, half, for a run that streamed past max_buffer_bytes); 2 stores four int64 per call, for readers of schema 2.")
+    "File schema: 3 stores each call as row-relative deltas in narrow integers (about a quarter of the bytes; 4-byte ones, half, for a run that streamed past max_buffer_bytes); 2 stores four int64 per call, for readers of schema 2.", READY) \
+  X(quiet, NONE, quiet, BOOL, 0, 0, 1, "", \
+    "Print nothing on stderr: no warning about a setting this build cannot honour, and no line saying why a setup failed (the status and sp_last_error() still do).", READY)
 
 #endif

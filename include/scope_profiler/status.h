@@ -50,6 +50,23 @@ SP_API const char *sp_status_name(int status);
  * failing call. */
 SP_API const char *sp_last_error(void);
 
+/*====== Messages ======*/
+
+/* The library prints only at setup, and only two kinds of line: a warning
+ * for a setting this build cannot honour (it has no effect), and the reason
+ * a setup failed (profiling is then off for the run). Both go to stderr as
+ * one line each, "scope-profiler: warning: ..." / "scope-profiler: error:
+ * ...", unless the setting `quiet` is on. Bindings and programs that keep
+ * their own log can take them instead. */
+typedef enum sp_message_level { SP_MESSAGE_WARNING = 1, SP_MESSAGE_ERROR = 2 } sp_message_level;
+typedef void (*sp_message_fn)(sp_message_level level, const char *text, void *user);
+
+/** Send the library's messages to fn(level, text, user) instead of stderr;
+ * `text` has no prefix and no newline and is valid during the call. NULL
+ * restores the stderr default. Thread-safe; messages are never produced on
+ * the begin/end path. */
+SP_API void sp_set_message_handler(sp_message_fn fn, void *user);
+
 #ifdef __cplusplus
 }
 #endif

@@ -5,7 +5,10 @@
  *
  *   config check FILE.toml   exit 0 and "FILE.toml: valid", or exit 2 with
  *                            the precise error (file:line:column) on stderr;
- *                            the file is judged alone, without environment
+ *                            the file is judged alone, without environment,
+ *                            by exactly the checks setup makes (values, the
+ *                            rules between them, the output directory), and
+ *                            what setup would warn about is said on stderr
  *   config show [FILE.toml]  every resolved setting (defaults < FILE <
  *                            environment) as `name = value  (origin)`
  *   config docs              docs/configuration.md
@@ -35,8 +38,10 @@ static void usage(FILE *out) {
 static void help(void) {
   usage(stdout);
   fputs("\n"
-        "  check FILE.toml   validate a settings file on its own (environment ignored); prints\n"
-        "                    \"FILE.toml: valid\", or the error with file:line:column and exits 2\n"
+        "  check FILE.toml   validate a settings file on its own (environment ignored) with the\n"
+        "                    checks setup makes, including that file_path can be written from\n"
+        "                    here; prints \"FILE.toml: valid\" (and on stderr what setup would\n"
+        "                    warn about), or the error with file:line:column and exits 2\n"
         "  show [FILE.toml]  print every setting as it would resolve (defaults < FILE, else\n"
         "                    $SCOPE_PROFILER_CONFIG < environment) and where it came from\n"
         "  docs              print docs/configuration.md, generated from the settings table\n"
@@ -69,10 +74,13 @@ static int cmd_check(int argc, char **argv) {
   sp_setup_args args = {0};
   args.config_path = argv[2];
   struct sp_config c;
-  if (sp__config_resolve_ex(&c, &args, SP__RESOLVE_NO_ENV) != SP_OK) {
+  if (sp__config_for_setup(&c, &args, SP__RESOLVE_NO_ENV) != SP_OK) {
     report(argv[2]);
     return 2;
   }
+  /* What setup would warn about, said here too (on stderr: stdout stays
+   * the one-line verdict). */
+  sp__config_warn_unavailable(&c);
   sp__config_free(&c);
   printf("%s: valid\n", argv[2]);
   return 0;

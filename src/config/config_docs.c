@@ -12,6 +12,9 @@
 #include "config/config_buf.h"
 #include "config/settings_meta.h"
 
+/* How --help and the docs mark a setting whose feature this build lacks. */
+#define UNAVAILABLE "(Not available in this build: setup warns and ignores it.)"
+
 /* "integer 0-22", "integer >= 1", "one of none, auto, ...". */
 static void describe_type(sp__buf *b, const struct sp__setting *s, int markdown) {
   switch (s->type) {
@@ -85,7 +88,7 @@ char *sp__config_help_text(void) {
     describe_type(&b, s, 0);
     sp__buf_puts(&b, "; default ");
     describe_default(&b, s, 0);
-    sp__buf_printf(&b, "\n      %s\n", s->doc);
+    sp__buf_printf(&b, "\n      %s%s\n", s->status == SP__SS_PLANNED ? UNAVAILABLE " " : "", s->doc);
   }
   return sp__buf_take(&b);
 }
@@ -265,7 +268,37 @@ static const char *const md_intro[] = {
     "  to the output file's path with its suffix replaced by `.memray.bin`.\n"
     "- Post-processing names the run by `label`, or by the output file's stem when there is\n"
     "  no label.\n"
-    "- `file_path` must not be empty.\n"
+    "- `file_path` must not be empty, and unless nothing is written (`deactivate_profiling`,\n"
+    "  `deactivate_file_output`) its directory must exist and be writable and the path must\n"
+    "  not be a directory (`SP_ERR_IO`, at setup).\n"
+    "- `signals` may name only SIGTERM, SIGINT, SIGXCPU, SIGUSR1, SIGUSR2, SIGHUP, SIGQUIT,\n"
+    "  SIGALRM, SIGPIPE, SIGXFSZ and SIGVTALRM, with or without the `SIG` prefix\n"
+    "  (`SP_ERR_INVALID_VALUE`).\n"
+    "\n",
+    "## What setup says\n"
+    "\n"
+    "The library prints only at setup, one line on stderr for each of two things:\n"
+    "\n"
+    "- **A setup that fails** (a bad value in the environment, the TOML file or the options, a\n"
+    "  broken rule between settings, an output directory that does not exist or cannot be\n"
+    "  written, `file_path` naming a directory) prints\n"
+    "  `scope-profiler: error: setup failed, so this run records nothing: <what and how to fix>`\n"
+    "  and returns the error, so a program that never looks at setup's status (like the\n"
+    "  README's) still tells its user why no profile appeared. The program itself runs on.\n"
+    "- **A setting this build cannot honour** (marked *Not available in this build* in the\n"
+    "  table below), when it is set to anything but its default, prints one warning naming\n"
+    "  it, its value and where it was set, once per process and only on rank 0 of a launched\n"
+    "  job: `scope-profiler: warning: use_likwid = true (set by SCOPE_PROFILER_USE_LIKWID) is\n"
+    "  not available in this build and has no effect; ...`. The run is recorded as usual.\n"
+    "\n"
+    "Under a launcher (Open MPI, MPICH/Hydra, MVAPICH, PMIx) the line names the rank:\n"
+    "`scope-profiler (rank 3): error: ...`. `quiet = true` (`SCOPE_PROFILER_QUIET=1`) silences\n"
+    "both; it is honoured even when the setup fails elsewhere. A program with a log of its own\n"
+    "can take the lines instead with `sp_set_message_handler()`.\n"
+    "\n"
+    "`scope-profiler config check FILE.toml` makes exactly the checks setup makes (with the\n"
+    "environment ignored), including the output directory as seen from where it runs, and\n"
+    "prints the same warnings on stderr.\n"
     "\n",
     "## Settings\n"
     "\n"
@@ -290,6 +323,7 @@ char *sp__config_markdown(void) {
     sp__buf_puts(&b, " | ");
     describe_default(&b, s, 1);
     sp__buf_puts(&b, " | ");
+    if (s->status == SP__SS_PLANNED) sp__buf_puts(&b, "**" UNAVAILABLE "** ");
     md_cell(&b, s->doc);
     sp__buf_puts(&b, " |\n");
   }

@@ -34,6 +34,7 @@ struct sp_config {
   sp_origin origin[SP__NSETTINGS];
   char *text[SP__NSETTINGS];   /* each value rendered as text ("" unset) */
   char *display_label;         /* label, or the output file's stem */
+  char *config_file;           /* the TOML file read, NULL if none: messages name it */
   char *memory_profile_path_resolved; /* NULL unless use_memray */
   int64_t start_time_ns;       /* set by the manager at setup */
   int paused;                  /* mirrored by the manager */
@@ -60,6 +61,31 @@ sp_status sp__config_copy(struct sp_config *dst, const struct sp_config *src);
 /* The resolved settings as one JSON object text (malloc'd), written to the
  * output file's metadata as the attribute "settings". */
 char *sp__config_to_json(const struct sp_config *c);
+
+/* One warning for each setting this build cannot honour (status PLANNED in
+ * the table) that `c` turns on, i.e. sets to anything but its default; each
+ * setting warns at most once per process, on rank 0 of a launched job, and
+ * nothing is said when c->quiet or c->deactivate_profiling. Returns how many
+ * warnings it gave. */
+int sp__config_warn_unavailable(const struct sp_config *c);
+
+/* Whether `quiet` is on for a setup that could not be resolved: the value
+ * the layers give it on their own, each read leniently (a layer that fails
+ * to parse says nothing). Leaves sp_last_error() as it was. */
+int sp__config_quiet_hint(const sp_setup_args *args);
+
+/* The number of a termination signal the `signals` setting may name
+ * ("SIGTERM" or "TERM"), 0 for any other name. Validation and the handler
+ * installer both use it, so a name setup refuses is refused by
+ * `scope-profiler config check` too. */
+int sp__signal_from_name(const char *name);
+
+/* Resolve as setup does (sp__config_resolve_ex) and then check what setup
+ * checks before a run starts: that the output file can be written where
+ * file_path says (its directory exists and is writable, and file_path is not
+ * a directory), unless nothing will be written. `scope-profiler config check`
+ * calls exactly this, so it accepts what setup accepts. */
+sp_status sp__config_for_setup(struct sp_config *out, const sp_setup_args *args, unsigned flags);
 
 /* Extra tags from SCOPE_PROFILER_ENABLE_TAGS are already merged into
  * enable_tags by sp__config_resolve. 1 if `tag` is enabled (or "*" is). */

@@ -14,9 +14,16 @@
  * NULL-terminated arrays or NULL when empty. Building it reads the
  * environment and at most one file, and issues no MPI call.
  */
+#include <errno.h>
+#include <libgen.h>
+#include <signal.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
+#include "common/diag.h"
 #include "common/error.h"
 #include "config/config_buf.h"
 #include "config/settings_meta.h"
@@ -36,6 +43,7 @@ static const char *where(const struct sp_config *c, size_t i, const char *path, 
   case SP_ORIGIN_DEFAULT:
     return "by default";
   case SP_ORIGIN_FILE:
+    if (!path) path = c->config_file;
     snprintf(buf, size, "in %s", path ? path : "the config file");
     return buf;
   case SP_ORIGIN_OPTIONS:
@@ -269,6 +277,20 @@ static char *memray_default(const char *path) {
 
 /*====== Rules between settings ======*/
 
+int sp__signal_from_name(const char *name) {
+  static const struct {
+    const char *name;
+    int sig;
+  } map[] = {{"TERM", SIGTERM}, {"INT", SIGINT},   {"XCPU", SIGXCPU}, {"USR1", SIGUSR1},
+             {"USR2", SIGUSR2}, {"HUP", SIGHUP},   {"QUIT", SIGQUIT}, {"ALRM", SIGALRM},
+             {"PIPE", SIGPIPE}, {"XFSZ", SIGXFSZ}, {"VTALRM", SIGVTALRM}};
+  if (!name) return 0;
+  if (strncmp(name, "SIG", 3) == 0) name += 3;
+  for (size_t i = 0; i < sizeof map / sizeof map[0]; i++)
+    if (strcmp(map[i].name, name) == 0) return map[i].sig;
+  return 0;
+}
+
 static sp_status cross_checks(const struct sp_config *c, const char *path) {
   char w1[300], w2[300];
   if (c->aggregation_mode) {
@@ -313,6 +335,16 @@ static sp_status cross_checks(const struct sp_config *c, const char *path) {
       return sp__set_error(SP_ERR_INVALID_VALUE, "hdf5_compression_level %lld (set %s) is out of "
                            "range for auto, which may pick gzip or zstd; use 1-9", lv, lw);
   }
+  for (size_t k = 0; c->signals && c->signals[k]; k++)
+    if (!sp__signal_from_name(c->signals[k])) {
+      char q[96];
+      return sp__set_error(SP_ERR_INVALID_VALUE, "signals (set %s) names %s, which is not a "
+                           "termination signal this library handles; use SIGTERM, SIGINT, "
+                           "SIGXCPU, SIGUSR1, SIGUSR2, SIGHUP, SIGQUIT, SIGALRM, SIGPIPE, "
+                           "SIGXFSZ or SIGVTALRM (an empty list handles none)",
+                           where(c, SP__SET_signals, path, w1, sizeof w1),
+                           sp__quote(c->signals[k], q));
+    }
   if (!c->file_path || !*c->file_path)
     return sp__set_error(SP_ERR_INVALID_VALUE, "file_path (set %s) is empty; give the output "
                          "file a name, e.g. profiling_data.h5",
@@ -440,6 +472,7 @@ sp_status sp__config_resolve_ex(struct sp_config *out, const sp_setup_args *args
       if (!out->memory_profile_path_resolved) st = sp__set_error(SP_ERR_NO_MEMORY, "out of memory");
     }
   }
+  if (!st && path && !(out->config_file = sp__strdup(path))) st = sp__set_error(SP_ERR_NO_MEMORY, "out of memory");
   if (!st) {
     out->display_label = out->label && *out->label ? sp__strdup(out->label) : stem_of(out->file_path);
     if (!out->display_label) st = sp__set_error(SP_ERR_NO_MEMORY, "out of memory");
@@ -457,6 +490,44 @@ sp_status sp__config_resolve(struct sp_config *out, const sp_setup_args *args) {
   return sp__config_resolve_ex(out, args, 0);
 }
 
+/* The checks finalize would otherwise make only at the end of the run,
+ * when the profile is already lost. Under MPI every rank checks, since every
+ * rank may open the job's file. */
+static sp_status check_output(const struct sp_config *c) {
+  if (c->deactivate_profiling || c->deactivate_file_output) return SP_OK;
+  char w[300], *copy = sp__strdup(c->file_path);
+  if (!copy) return sp__set_error(SP_ERR_NO_MEMORY, "out of memory checking file_path");
+  const char *set = where(c, SP__SET_file_path, NULL, w, sizeof w);
+  const char *dir = dirname(copy);
+  struct stat sb;
+  sp_status st = SP_OK;
+  if (stat(c->file_path, &sb) == 0 && S_ISDIR(sb.st_mode)) {
+    st = sp__set_error(SP_ERR_IO, "file_path %s (set %s) is a directory; name a file inside it, "
+                       "e.g. %s/profiling_data.h5", c->file_path, set, c->file_path);
+  } else if (stat(dir, &sb) != 0) {
+    int e = errno;
+    st = sp__set_error(SP_ERR_IO, "the directory of file_path %s (set %s) cannot be used: %s: %s; "
+                       "%s", c->file_path, set, dir, strerror(e),
+                       e == ENOENT ? "create it first or choose another file_path"
+                                   : "choose another file_path");
+  } else if (!S_ISDIR(sb.st_mode)) {
+    st = sp__set_error(SP_ERR_IO, "file_path %s (set %s) needs %s to be a directory, but it is a "
+                       "file; choose another file_path", c->file_path, set, dir);
+  } else if (access(dir, W_OK | X_OK) != 0) {
+    int e = errno;
+    st = sp__set_error(SP_ERR_IO, "cannot create files in %s, the directory of file_path %s (set "
+                       "%s): %s; choose a writable file_path", dir, c->file_path, set, strerror(e));
+  }
+  free(copy);
+  return st;
+}
+
+sp_status sp__config_for_setup(struct sp_config *out, const sp_setup_args *args, unsigned flags) {
+  sp_status st = sp__config_resolve_ex(out, args, flags);
+  if (st == SP_OK && (st = check_output(out)) != SP_OK) sp__config_free(out);
+  return st;
+}
+
 void sp__config_free(struct sp_config *c) {
   if (!c) return;
   for (size_t i = 0; i < SP__NSETTINGS; i++) {
@@ -467,6 +538,7 @@ void sp__config_free(struct sp_config *c) {
     free(c->text[i]);
   }
   free(c->display_label);
+  free(c->config_file);
   free(c->memory_profile_path_resolved);
   memset(c, 0, sizeof *c);
 }
@@ -503,6 +575,8 @@ sp_status sp__config_copy(struct sp_config *dst, const struct sp_config *src) {
     if (src->text[i] && !dst->text[i]) ok = 0;
   }
   dst->display_label = src->display_label ? sp__strdup(src->display_label) : NULL;
+  dst->config_file = src->config_file ? sp__strdup(src->config_file) : NULL;
+  if (src->config_file && !dst->config_file) ok = 0;
   dst->memory_profile_path_resolved =
       src->memory_profile_path_resolved ? sp__strdup(src->memory_profile_path_resolved) : NULL;
   if ((src->display_label && !dst->display_label) ||
@@ -565,6 +639,76 @@ int sp__config_tag_enabled(const struct sp_config *c, const char *tag) {
   for (size_t i = 0; c->enable_tags && c->enable_tags[i]; i++)
     if (!strcmp(c->enable_tags[i], "*") || !strcmp(c->enable_tags[i], tag)) return 1;
   return 0;
+}
+
+/*====== Settings this build cannot honour ======*/
+
+/* The default as render_text() would write it. */
+static const char *default_text(const struct sp__setting *s, char buf[32]) {
+  switch (s->type) {
+  case SP__ST_BOOL:
+    return s->idef ? "true" : "false";
+  case SP__ST_INT:
+    if (s->idef == SP_INT_NONE) return "";
+    snprintf(buf, 32, "%lld", (long long)s->idef);
+    return buf;
+  default:
+    return s->sdef ? s->sdef : "";
+  }
+}
+
+int sp__config_warn_unavailable(const struct sp_config *c) {
+  /* A warning per setting and process: a program that sets up many runs
+   * hears it once. Identical on every rank of a job, so rank 0 says it. */
+  static unsigned char warned[SP__NSETTINGS];
+  if (!c || c->quiet || c->deactivate_profiling || sp__launcher_rank() > 0) return 0;
+  int n = 0;
+  for (size_t i = 0; i < SP__NSETTINGS; i++) {
+    const struct sp__setting *s = &sp__settings[i];
+    char buf[32], w[300];
+    if (s->status != SP__SS_PLANNED || c->origin[i] == SP_ORIGIN_DEFAULT || !c->text[i]) continue;
+    if (!strcmp(c->text[i], default_text(s, buf))) continue;
+    if (__atomic_exchange_n(&warned[i], 1, __ATOMIC_RELAXED)) continue;
+    sp__message(SP_MESSAGE_WARNING, "%s = %s (set %s) is not available in this build and has no "
+                "effect; unset it (or set quiet) to silence this warning", s->name, c->text[i],
+                where(c, i, NULL, w, sizeof w));
+    n++;
+  }
+  return n;
+}
+
+/* quiet from one text value; -1 when it is not a boolean. */
+static int quiet_word(const char *text) {
+  sp__value v;
+  if (!text || sp__parse_text(S_(quiet), "quiet", text, &v) != SP_OK) return -1;
+  return (int)v.i;
+}
+
+int sp__config_quiet_hint(const sp_setup_args *args) {
+  char saved[2048];
+  snprintf(saved, sizeof saved, "%s", sp_last_error());
+  const struct sp__setting *s = S_(quiet);
+  int q = 0;
+  sp__value v;
+  const char *path = args && args->config_path ? args->config_path : getenv(SP__ENV_PREFIX "CONFIG");
+  if (path && *path) {
+    sp_options f = SP_OPTIONS_INIT;
+    if (sp_load_profiling_config(path, &f) == SP_OK && sp__opt_get(&f, s, 0, &v)) q = (int)v.i;
+    sp_options_clear(&f);
+  }
+  if (args && args->options && sp__opt_get(args->options, s, 0, &v)) q = v.i != 0;
+  int e = quiet_word(getenv(SP__ENV_PREFIX "QUIET"));
+  if (e >= 0) q = e;
+  for (size_t k = 0; args && args->overrides && args->overrides[k]; k++) {
+    const char *item = args->overrides[k], *eq = strchr(item, '=');
+    while (*item == ' ' || *item == '\t') item++;
+    if (!eq || strncmp(item, "quiet", 5) != 0) continue;
+    const char *p = item + 5;
+    while (p < eq && (*p == ' ' || *p == '\t')) p++;
+    if (p == eq && (e = quiet_word(eq + 1)) >= 0) q = e;
+  }
+  sp__set_error(SP_OK, "%s", saved);
+  return q;
 }
 
 /*====== Public accessors ======*/

@@ -56,7 +56,10 @@
 #define SP__GOFF_GPU(s) offsetof(sp_options, gpu.s)
 #define SP__GOFF_HDF5(s) offsetof(sp_options, hdf5.s)
 
-#define SP__SETTING_ROW(n, G, s, T, def, lo_, hi_, ch, doc_)                                      \
+#define SP__STATUS_READY SP__SS_READY
+#define SP__STATUS_PLANNED SP__SS_PLANNED
+
+#define SP__SETTING_ROW(n, G, s, T, def, lo_, hi_, ch, doc_, st)                                  \
   {.name = #n,                                                                                   \
    .group = SP__GENUM_##G,                                                                       \
    .group_name = SP__GNAME_##G,                                                                  \
@@ -69,6 +72,7 @@
    .hi = (hi_),                                                                                  \
    .choices = ch,                                                                                \
    .doc = doc_,                                                                                  \
+   .status = SP__STATUS_##st,                                                                    \
    .flat_off = offsetof(sp_options, n),                                                          \
    .group_off = SP__GOFF_##G(s),                                                                 \
    .cfg_off = offsetof(struct sp_config, n)},

@@ -16,6 +16,8 @@
 
 typedef enum sp__stype { SP__ST_BOOL, SP__ST_INT, SP__ST_STR, SP__ST_ENUM, SP__ST_LIST } sp__stype;
 typedef enum sp__sgroup { SP__G_NONE, SP__G_MEMRAY, SP__G_GPU, SP__G_HDF5 } sp__sgroup;
+/* The STATUS column: whether this build has the setting's feature. */
+typedef enum sp__sstatus { SP__SS_READY, SP__SS_PLANNED } sp__sstatus;
 
 struct sp__setting {
   const char *name;       /* flat name */
@@ -29,6 +31,7 @@ struct sp__setting {
   int64_t lo, hi;         /* INT bounds, inclusive */
   const char *choices;    /* ENUM: "a|b|c" */
   const char *doc;
+  sp__sstatus status;
   size_t flat_off;        /* the flat field in sp_options */
   size_t group_off;       /* the group field in sp_options; 0 when ungrouped */
   size_t cfg_off;         /* the resolved field in struct sp_config */

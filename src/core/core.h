@@ -205,5 +205,9 @@ int sp__slot_acquire(struct sp_manager *m);
 void sp__slot_release(struct sp_manager *m);
 /* The state the inlined path should see for the manager's current flags. */
 void sp__manager_publish_state(struct sp_manager *m);
+/* sp_manager_setup; SP__SETUP_SILENT keeps it from printing (a failure or a
+ * warning), for callers that report on their own (spill recovery). */
+#define SP__SETUP_SILENT 1u
+sp_status sp__manager_setup_ex(struct sp_manager *m, const sp_setup_args *args, unsigned flags);
 
 #endif

@@ -11,6 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/diag.h"
 #include "common/error.h"
 #include "core/core.h"
 #include "core/metadata.h"
@@ -252,7 +253,7 @@ static double calibrate_overhead(struct sp_manager *m) {
   return best;
 }
 
-sp_status sp_manager_setup(sp_manager *m, const sp_setup_args *args) {
+static sp_status setup_run(sp_manager *m, const sp_setup_args *args) {
   if (!m) return sp__set_error(SP_ERR_INVALID_ARGUMENT, "sp_manager_setup: manager is NULL");
   sp__clock_init();
   pthread_once(&atfork_once, register_atfork);
@@ -262,7 +263,7 @@ sp_status sp_manager_setup(sp_manager *m, const sp_setup_args *args) {
                          "setup: a run is already active on this manager; finalize it first, or pass "
                          "replace=1 to discard it and start over");
   struct sp_config cfg;
-  sp_status st = sp__config_resolve(&cfg, args);
+  sp_status st = sp__config_for_setup(&cfg, args, 0);
   if (st != SP_OK) return st;
   if (m->is_default && m->hot.gen == 0) {
     if (sp__slot_acquire(m) < 0) {
@@ -314,6 +315,27 @@ sp_status sp_manager_setup(sp_manager *m, const sp_setup_args *args) {
   sp__manager_publish_state(m);
   m->overhead_ns = m->hot.state != SP__STATE_OFF && !m->paused ? calibrate_overhead(m) : -1;
   return SP_OK;
+}
+
+/* A program written like the README never looks at setup's status: a
+ * setup that fails must say so itself, or the run silently records
+ * nothing. */
+sp_status sp__manager_setup_ex(sp_manager *m, const sp_setup_args *args, unsigned flags) {
+  sp_status st = setup_run(m, args);
+  if (flags & SP__SETUP_SILENT) return st;
+  if (st == SP_OK) {
+    sp__config_warn_unavailable(&m->cfg);
+  } else if (!sp__config_quiet_hint(args)) {
+    sp__message(SP_MESSAGE_ERROR, "setup failed, %s: %s",
+                m && m->run_active ? "the run already active goes on unchanged"
+                                   : "so this run records nothing",
+                sp_last_error());
+  }
+  return st;
+}
+
+sp_status sp_manager_setup(sp_manager *m, const sp_setup_args *args) {
+  return sp__manager_setup_ex(m, args, 0);
 }
 
 static void collect_problems(struct sp_manager *m, uint64_t open_calls) {

@@ -43,19 +43,6 @@ static int watcher_running;
 
 static const int fatal_signals[] = {SIGSEGV, SIGBUS, SIGFPE, SIGABRT, SIGILL};
 
-int sp__signal_from_name(const char *name) {
-  static const struct {
-    const char *name;
-    int sig;
-  } map[] = {{"TERM", SIGTERM}, {"INT", SIGINT},   {"XCPU", SIGXCPU}, {"USR1", SIGUSR1},
-             {"USR2", SIGUSR2}, {"HUP", SIGHUP},   {"QUIT", SIGQUIT}, {"ALRM", SIGALRM},
-             {"PIPE", SIGPIPE}, {"XFSZ", SIGXFSZ}, {"VTALRM", SIGVTALRM}};
-  if (strncmp(name, "SIG", 3) == 0) name += 3;
-  for (size_t i = 0; i < sizeof map / sizeof map[0]; i++)
-    if (strcmp(map[i].name, name) == 0) return map[i].sig;
-  return 0;
-}
-
 static void chain(int sig, siginfo_t *si, void *uc) {
   const struct sigaction *o = &old_action[sig];
   if (o->sa_flags & SA_SIGINFO) {

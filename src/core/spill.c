@@ -274,7 +274,7 @@ sp_status sp__spill_recover_mem(const void *data, size_t len, const char *spill,
   }
   /* Resolve with the environment set aside: the crashed run's values win. */
   sp_setup_args args = {.overrides = (const char *const *)ov, .replace = 1};
-  if ((st = sp_manager_setup(m, &args)) != SP_OK) goto done;
+  if ((st = sp__manager_setup_ex(m, &args, SP__SETUP_SILENT)) != SP_OK) goto done;
   for (uint32_t id = 1; id <= nreg && !in.bad; id++) {
     char *name = get_str(&in), *file = get_str(&in);
     int line = (int)get_u32(&in);

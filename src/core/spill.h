@@ -21,7 +21,6 @@ sp_status sp__spill_recover_mem(const void *data, size_t len, const char *spill,
  * (once per signal per process, chaining what was there). */
 sp_status sp__signals_install(const struct sp_config *cfg);
 void sp__signals_after_fork_child(void);
-int sp__signal_from_name(const char *name);
 
 /* Finalize a manager rebuilt from a spill: end anchors from the spill, and
  * metadata saying the run was recovered. */

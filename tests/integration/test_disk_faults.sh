@@ -11,6 +11,9 @@
 # replaced or removed at the path during the run; and on success: temporary
 # files created with O_CREAT|O_EXCL, the published file's mode from the
 # umask, and a reader of the old file undisturbed by the atomic rename.
+# A path that cannot work from the start (a directory, an unwritable or
+# read-only directory) is refused by setup instead, before the run, with one
+# line on stderr; the same faults arising during the run reach finalize.
 # Cases that need root or mount namespaces say "skip" when unavailable.
 set -uo pipefail
 app="$SP_BUILD/tests/faults/app-faults"
@@ -34,13 +37,14 @@ run() {
 }
 
 # during NAME PATH CMD...: run the app on PATH and CMD while it waits between
-# setup and recording
+# setup and recording (the app under ${as_user[@]}, when set)
+as_user=()
 during() {
   local name=$1 path=$2 pid i
   shift 2
   rm -f fifo
   mkfifo fifo
-  "$app" "$path" --wait < fifo > "$name.out" 2> "$name.err" &
+  "${as_user[@]}" "$app" "$path" --wait < fifo > "$name.out" 2> "$name.err" &
   pid=$!
   exec 5> fifo
   for ((i = 0; i < 200; i++)); do grep -q ready "$name.out" && break; sleep 0.05; done
@@ -86,6 +90,21 @@ failed() {
   echo "$name: $(sed -n 's/^error: //p' "$name.out")"
 }
 
+# refused NAME DIR PREVIOUS PATTERN: setup refused the path before the run
+# (the program gets the status and its message matching PATTERN, and one line
+# on stderr says so), DIR/out.h5 still holds PREVIOUS, nothing was written.
+refused() {
+  local name=$1 dir=$2 prev=$3 pat=$4
+  grep -qE "^setup: .*($pat)" "$name.out" ||
+    bad "$name: setup did not refuse the path with '$pat': $(tr '\n' ' ' < "$name.out")"
+  [[ $(grep -c . "$name.err") == 1 ]] && grep -qE "^scope-profiler: error: setup failed.*($pat)" "$name.err" ||
+    bad "$name: stderr is not the one line saying why setup failed: $(head -c 300 "$name.err")"
+  if [[ $prev != - ]] && [[ "$(cat "$dir/out.h5" 2>/dev/null)" != "$prev" ]]; then
+    bad "$name: the previous file was not left intact"
+  fi
+  echo "$name: refused at setup: $(sed -n 's/^setup: //p' "$name.out")"
+}
+
 # published NAME PATH: finalize succeeded and PATH is a regular file holding
 # the 50 calls (through our reader)
 published() {
@@ -126,9 +145,10 @@ for m in 022 027 077; do
 done
 
 # ---- the output path is taken by something else ----------------------------
+# (setup refuses it; swapdir below is the same appearing during the run)
 mkdir isdir isdir/out.h5
 run isdir "$app" isdir/out.h5
-failed isdir isdir - "is a directory"
+refused isdir isdir - "is a directory"
 [[ -d isdir/out.h5 ]] || bad "isdir: the directory at the path was touched"
 
 mkdir dangling
@@ -157,29 +177,53 @@ failed planted planted PREVIOUS "could not create"
 [[ "$(cat victim.txt)" == VICTIM ]] || bad "planted: the writer wrote through a planted symlink"
 
 # ---- an unwritable directory -----------------------------------------------
-mkdir ro
+# Unwritable from the start, setup refuses it; made unwritable during the run
+# (rorun, robind), finalize fails cleanly.
+mkdir ro rorun
 echo PREVIOUS > ro/out.h5
+echo PREVIOUS > rorun/out.h5
 chmod 555 ro
 if [[ $(id -u) -ne 0 ]]; then
-  run ro "$app" ro/out.h5
-  failed ro ro PREVIOUS "cannot create the output file in directory ro: Permission denied"
+  as_user=()
 elif command -v setpriv > /dev/null && setpriv --reuid=65534 --regid=65534 --clear-groups \
      test -x "$app" 2> /dev/null; then
-  run ro setpriv --reuid=65534 --regid=65534 --clear-groups "$app" ro/out.h5
-  failed ro ro PREVIOUS "Permission denied"
+  as_user=(setpriv --reuid=65534 --regid=65534 --clear-groups)
+  chown 65534 rorun
 else
+  as_user=(skip)
   echo "skip: unwritable directory as another user (needs setpriv and a build nobody can run)"
 fi
-chmod 755 ro
+if [[ ${as_user[0]:-} != skip ]]; then
+  run ro "${as_user[@]}" "$app" ro/out.h5
+  refused ro ro PREVIOUS "cannot create files in ro.*Permission denied"
+  during rorun rorun/out.h5 chmod 555 rorun
+  failed rorun rorun PREVIOUS "cannot create the output file in directory rorun: Permission denied"
+fi
+as_user=()
+chmod 755 ro rorun
 mkdir robind
 echo PREVIOUS > robind/out.h5
 if unshare -m true 2> /dev/null; then
   unshare -m bash -c 'mount --bind robind robind && mount -o remount,bind,ro robind &&
     "$1" robind/out.h5 > robind.out 2> robind.err; echo $? > robind.rc' _ "$app"
   if [[ -s robind.rc ]]; then
-    failed robind robind PREVIOUS "Read-only file system"
+    refused robind robind PREVIOUS "Read-only file system"
   else
     echo "skip: read-only bind mount (mount refused)"
+  fi
+  mkdir robindrun
+  echo PREVIOUS > robindrun/out.h5
+  # remounted read-only while the program waits between setup and recording
+  unshare -m bash -c 'mount --bind robindrun robindrun || exit 0
+    mkfifo rbfifo; "$1" robindrun/out.h5 --wait < rbfifo > robindrun.out 2> robindrun.err &
+    pid=$!; exec 5> rbfifo
+    for ((i = 0; i < 200; i++)); do grep -q ready robindrun.out && break; sleep 0.05; done
+    mount -o remount,bind,ro robindrun; echo go >&5; exec 5>&-
+    wait "$pid"; echo $? > robindrun.rc' _ "$app"
+  if [[ -s robindrun.rc ]]; then
+    failed robindrun robindrun PREVIOUS "Read-only file system"
+  else
+    echo "skip: read-only bind mount during the run (mount refused)"
   fi
 else
   echo "skip: read-only bind mount (no mount namespace)"

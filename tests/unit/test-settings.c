@@ -1,0 +1,458 @@
+/* test-settings.c - what setup says about settings: one warning for every
+ * setting this build cannot honour when it is turned on (and none for one
+ * that is available), one line naming the setting and the fix when a setup
+ * fails, nothing under `quiet`; and the checks setup shares with
+ * `scope-profiler config check` (signal names, the output directory).
+ *
+ * The table-driven cases walk every row, so a row marked available that
+ * still warns, or a planned row whose warning disappeared, fails here
+ * without anyone having to list it. Each case runs in its own process
+ * (tests/harness.h), so the once-per-process warnings start fresh.
+ */
+#include <fcntl.h>
+
+#include "config/config_internal.h"
+#include "config/settings_meta.h"
+#include "core/core.h"
+#include "harness.h"
+
+extern char **environ;
+
+static void clean_env(void) {
+  for (int again = 1; again;) {
+    again = 0;
+    for (char **e = environ; *e; e++) {
+      if (strncmp(*e, "SCOPE_PROFILER_", 15) != 0 && strncmp(*e, "OMPI_COMM_WORLD_RANK", 20) != 0 &&
+          strncmp(*e, "PMI_RANK", 8) != 0 && strncmp(*e, "PMIX_RANK", 9) != 0)
+        continue;
+      char name[256];
+      snprintf(name, sizeof name, "%.*s", (int)strcspn(*e, "="), *e);
+      unsetenv(name);
+      again = 1;
+      break;
+    }
+  }
+}
+
+static void write_file(const char *path, const char *text) {
+  FILE *f = fopen(path, "w");
+  ASSERT(f);
+  fputs(text, f);
+  fclose(f);
+}
+
+/*====== Capturing messages ======*/
+
+#define MAXMSG 64
+static struct {
+  int n;
+  sp_message_level level[MAXMSG];
+  char text[MAXMSG][2048];
+} got;
+
+static void capture(sp_message_level level, const char *text, void *user) {
+  (void)user;
+  if (got.n < MAXMSG) {
+    got.level[got.n] = level;
+    snprintf(got.text[got.n], sizeof got.text[0], "%s", text);
+  }
+  got.n++;
+}
+
+static void listen(void) {
+  memset(&got, 0, sizeof got);
+  sp_set_message_handler(capture, NULL);
+}
+
+/* Messages that are about setting `name` ("name = ..."). */
+static int about(const char *name) {
+  int k = 0;
+  size_t n = strlen(name);
+  for (int i = 0; i < got.n && i < MAXMSG; i++)
+    if (!strncmp(got.text[i], name, n) && !strncmp(got.text[i] + n, " = ", 3)) k++;
+  return k;
+}
+
+static int unavailable_messages(void) {
+  int k = 0;
+  for (int i = 0; i < got.n && i < MAXMSG; i++)
+    if (strstr(got.text[i], "not available in this build")) k++;
+  return k;
+}
+
+/* A value of the setting other than its default, as override text. */
+static const char *on_value(const struct sp__setting *s, char buf[64]) {
+  switch (s->type) {
+  case SP__ST_BOOL:
+    return s->idef ? "false" : "true";
+  case SP__ST_INT:
+    snprintf(buf, 64, "%lld", (long long)(s->idef == s->lo ? s->hi : s->lo));
+    return buf;
+  case SP__ST_ENUM: {
+    /* the first choice that is not the default */
+    const char *p = s->choices;
+    while (*p) {
+      size_t len = strcspn(p, "|");
+      if (!s->sdef || strlen(s->sdef) != len || strncmp(p, s->sdef, len)) {
+        snprintf(buf, 64, "%.*s", (int)len, p);
+        return buf;
+      }
+      p += len + (p[len] == '|');
+    }
+    return "";
+  }
+  case SP__ST_STR:
+    return "x.h5";
+  case SP__ST_LIST:
+    return s->sdef && *s->sdef ? "SIGUSR2" : "cycles";
+  }
+  return "";
+}
+
+/* Set up a fresh manager with "name=value" (plus `extra`, when not NULL);
+ * returns setup's status. */
+static sp_status setup_with(const char *item, const char *extra) {
+  const char *ovr[] = {item, extra, NULL};
+  sp_setup_args a = {.overrides = ovr};
+  sp_manager *m = sp_manager_create();
+  ASSERT(m);
+  sp_status st = sp_manager_setup(m, &a);
+  sp_manager_destroy(m);
+  return st;
+}
+
+/*====== Settings this build cannot honour ======*/
+
+SP_TEST(planned_settings_are_the_features_not_built) {
+  /* Today's planned rows; a feature that lands flips its rows to READY. The
+   * count only guards against a row silently losing its status. */
+  int planned = 0;
+  for (size_t i = 0; i < SP__NSETTINGS; i++) planned += sp__settings[i].status == SP__SS_PLANNED;
+  ASSERT_GT(planned, 0);
+  ASSERT_EQ(sp__settings[SP__SET_file_path].status, SP__SS_READY);
+  ASSERT_EQ(sp__settings[SP__SET_aggregation_mode].status, SP__SS_READY);
+}
+
+SP_TEST(every_planned_setting_warns_once_at_setup) {
+  clean_env();
+  listen();
+  for (size_t i = 0; i < SP__NSETTINGS; i++) {
+    const struct sp__setting *s = &sp__settings[i];
+    if (s->status != SP__SS_PLANNED) continue;
+    char buf[64], item[160];
+    snprintf(item, sizeof item, "%s=%s", s->name, on_value(s, buf));
+    /* Two need another setting on to mean anything; that one comes earlier
+     * in the table, so it has had its own warning already. */
+    const char *extra = i == SP__SET_gpu_sync_on_exit       ? "use_gpu_timing=true"
+                        : i == SP__SET_memory_profile_path ? "use_memray=true"
+                                                            : NULL;
+    int before = about(s->name);
+    ASSERT_OK(setup_with(item, extra));
+    if (about(s->name) - before != 1) SP_FAIL_("%s: %d warnings, expected 1", item, about(s->name) - before);
+    for (int k = 0; k < got.n; k++) ASSERT_EQ(got.level[k], SP_MESSAGE_WARNING);
+  }
+  for (int k = 0; k < got.n; k++) {
+    ASSERT_CONTAINS(got.text[k], "not available in this build");
+    ASSERT_CONTAINS(got.text[k], "in the overrides");
+  }
+  /* Once per process: a second setup with every one of them is silent. */
+  int n = got.n;
+  for (size_t i = 0; i < SP__NSETTINGS; i++) {
+    const struct sp__setting *s = &sp__settings[i];
+    char buf[64], item[160];
+    if (s->status != SP__SS_PLANNED || i == SP__SET_gpu_sync_on_exit) continue;
+    snprintf(item, sizeof item, "%s=%s", s->name, on_value(s, buf));
+    ASSERT_OK(setup_with(item, NULL));
+  }
+  ASSERT_EQ(got.n, n);
+}
+
+SP_TEST(a_planned_setting_turned_on_by_hand_warns) {
+  /* The same through the resolved configuration alone, row by row, so no
+   * rule between settings can hide a row from the walk above. */
+  clean_env();
+  listen();
+  struct sp_config c;
+  ASSERT_OK(sp__config_resolve(&c, NULL));
+  for (size_t i = 0; i < SP__NSETTINGS; i++) {
+    const struct sp__setting *s = &sp__settings[i];
+    char buf[64];
+    const char *old = c.text[i];
+    sp_origin oo = c.origin[i];
+    c.text[i] = (char *)on_value(s, buf);
+    c.origin[i] = SP_ORIGIN_OPTIONS;
+    int before = got.n;
+    sp__config_warn_unavailable(&c);
+    int want = s->status == SP__SS_PLANNED;
+    if (got.n - before != want)
+      SP_FAIL_("%s (%s): %d warnings, expected %d", s->name,
+               want ? "planned" : "available", got.n - before, want);
+    if (want) ASSERT_CONTAINS(got.text[before], s->name);
+    c.text[i] = (char *)old;
+    c.origin[i] = oo;
+  }
+  sp__config_free(&c);
+}
+
+SP_TEST(available_settings_never_warn) {
+  clean_env();
+  listen();
+  int tried = 0;
+  for (size_t i = 0; i < SP__NSETTINGS; i++) {
+    const struct sp__setting *s = &sp__settings[i];
+    if (s->status != SP__SS_READY || i == SP__SET_quiet) continue;
+    char buf[64], item[160];
+    snprintf(item, sizeof item, "%s=%s", s->name, on_value(s, buf));
+    const char *extra = i == SP__SET_hdf5_compression_level ? "hdf5_compression=gzip" : NULL;
+    sp_status st = setup_with(item, extra);
+    if (st) SP_FAIL_("setup with %s failed: %s", item, sp_last_error());
+    tried++;
+    if (unavailable_messages()) SP_FAIL_("%s warns: %s", item, got.text[0]);
+  }
+  ASSERT_GT(tried, 15);
+  ASSERT_EQ(got.n, 0);
+}
+
+SP_TEST(a_setting_at_its_default_does_not_warn) {
+  clean_env();
+  listen();
+  ASSERT_OK(setup_with("use_likwid=false", "gpu_timing_backend=auto"));
+  ASSERT_OK(setup_with("perf_events=", "gpu.timing=false"));
+  ASSERT_EQ(got.n, 0);
+  ASSERT_OK(setup_with("gpu.backend=cuda", NULL));
+  ASSERT_EQ(got.n, 1);
+  ASSERT_CONTAINS(got.text[0], "gpu_timing_backend = cuda");
+}
+
+SP_TEST(the_warning_says_where_the_setting_came_from) {
+  clean_env();
+  listen();
+  setenv("SCOPE_PROFILER_USE_NVTX", "1", 1);
+  write_file("p.toml", "[profiling]\nuse_likwid = true\n");
+  sp_options o = SP_OPTIONS_INIT;
+  o.perf_events = "cycles,instructions";
+  sp_setup_args a = {.options = &o, .config_path = "p.toml"};
+  ASSERT_OK(sp_setup(&a));
+  ASSERT_EQ(got.n, 3);
+  ASSERT_EQ(about("use_nvtx"), 1);
+  ASSERT_EQ(about("use_likwid"), 1);
+  ASSERT_EQ(about("perf_events"), 1);
+  for (int k = 0; k < 3; k++) {
+    if (strstr(got.text[k], "use_nvtx")) ASSERT_CONTAINS(got.text[k], "set by SCOPE_PROFILER_USE_NVTX");
+    if (strstr(got.text[k], "use_likwid")) ASSERT_CONTAINS(got.text[k], "set in p.toml");
+    if (strstr(got.text[k], "perf_events")) {
+      ASSERT_CONTAINS(got.text[k], "perf_events = cycles,instructions");
+      ASSERT_CONTAINS(got.text[k], "set in the options");
+    }
+  }
+}
+
+SP_TEST(quiet_or_deactivated_runs_say_nothing) {
+  clean_env();
+  listen();
+  ASSERT_OK(setup_with("use_likwid=true", "quiet=true"));
+  ASSERT_OK(setup_with("use_memray=true", "deactivate_profiling=true"));
+  setenv("SCOPE_PROFILER_QUIET", "yes", 1);
+  ASSERT_OK(setup_with("use_nvtx=true", NULL));
+  ASSERT_EQ(got.n, 0);
+  /* not used up by the quiet setups: the next one that speaks warns */
+  unsetenv("SCOPE_PROFILER_QUIET");
+  ASSERT_OK(setup_with("use_likwid=true", NULL));
+  ASSERT_EQ(about("use_likwid"), 1);
+}
+
+SP_TEST(only_rank_zero_of_a_job_warns) {
+  clean_env();
+  listen();
+  setenv("OMPI_COMM_WORLD_RANK", "3", 1);
+  ASSERT_OK(setup_with("use_likwid=true", NULL));
+  ASSERT_EQ(got.n, 0);
+  setenv("OMPI_COMM_WORLD_RANK", "0", 1);
+  ASSERT_OK(setup_with("use_likwid=true", NULL));
+  ASSERT_EQ(got.n, 1);
+}
+
+/*====== A setup that fails says so ======*/
+
+SP_TEST(a_failed_setup_prints_one_line_naming_the_setting) {
+  clean_env();
+  listen();
+  setenv("SCOPE_PROFILER_BUFFER_LIMIT", "abc", 1);
+  sp_status st = sp_setup(NULL);
+  ASSERT_EQ(st, SP_ERR_INVALID_VALUE);
+  ASSERT_EQ(got.n, 1);
+  ASSERT_EQ(got.level[0], SP_MESSAGE_ERROR);
+  ASSERT_CONTAINS(got.text[0], "setup failed");
+  ASSERT_CONTAINS(got.text[0], "SCOPE_PROFILER_BUFFER_LIMIT");
+  ASSERT_CONTAINS(got.text[0], "fix or unset it");
+  /* the message for the program is still the setup's own */
+  ASSERT_CONTAINS(got.text[0], sp_last_error());
+  ASSERT(strstr(sp_last_error(), "setup failed") == NULL);
+  ASSERT_EQ(sp_is_active(), 0);
+
+  setenv("SCOPE_PROFILER_BUFFER_LIMIT", "64", 1);
+  setenv("SCOPE_PROFILER_OUTPUT_MODE", "Direct", 1);
+  ASSERT_EQ(sp_setup(NULL), SP_ERR_INVALID_VALUE);
+  ASSERT_EQ(got.n, 2);
+  ASSERT_CONTAINS(got.text[1], "SCOPE_PROFILER_OUTPUT_MODE");
+  ASSERT_CONTAINS(got.text[1], "write it in lowercase");
+}
+
+SP_TEST(a_bad_config_file_prints_its_line) {
+  clean_env();
+  listen();
+  write_file("bad.toml", "[profiling]\nbuffer_limit = \"big\"\n");
+  sp_setup_args a = {.config_path = "bad.toml"};
+  ASSERT_EQ(sp_setup(&a), SP_ERR_INVALID_VALUE);
+  ASSERT_EQ(got.n, 1);
+  ASSERT_CONTAINS(got.text[0], "bad.toml:2:16");
+  setenv("SCOPE_PROFILER_CONFIG", "missing.toml", 1);
+  ASSERT_EQ(sp_setup(NULL), SP_ERR_NOT_FOUND);
+  ASSERT_EQ(got.n, 2);
+  ASSERT_CONTAINS(got.text[1], "SCOPE_PROFILER_CONFIG");
+  ASSERT_CONTAINS(got.text[1], "missing.toml");
+}
+
+SP_TEST(quiet_from_any_layer_silences_a_failed_setup) {
+  clean_env();
+  listen();
+  setenv("SCOPE_PROFILER_BUFFER_LIMIT", "abc", 1);
+  const char *ovr[] = {" quiet = on", NULL};
+  sp_setup_args a = {.overrides = ovr};
+  ASSERT_EQ(sp_setup(&a), SP_ERR_INVALID_VALUE);
+  sp_options o = SP_OPTIONS_INIT;
+  o.quiet = 1;
+  sp_setup_args b = {.options = &o};
+  ASSERT_EQ(sp_setup(&b), SP_ERR_INVALID_VALUE);
+  write_file("q.toml", "[profiling]\nquiet = true\n");
+  sp_setup_args c = {.config_path = "q.toml"};
+  ASSERT_EQ(sp_setup(&c), SP_ERR_INVALID_VALUE);
+  ASSERT_EQ(got.n, 0);
+  /* the hint left the setup's message alone */
+  ASSERT_CONTAINS(sp_last_error(), "SCOPE_PROFILER_BUFFER_LIMIT");
+  /* a higher layer turning quiet off again wins */
+  setenv("SCOPE_PROFILER_QUIET", "0", 1);
+  ASSERT_EQ(sp_setup(&c), SP_ERR_INVALID_VALUE);
+  ASSERT_EQ(got.n, 1);
+}
+
+/* stderr of fn() run in a child, in buf. */
+static void stderr_of(void (*fn)(void), char *buf, size_t size) {
+  fflush(stderr);
+  int fd = open("stderr.txt", O_CREAT | O_TRUNC | O_WRONLY, 0600);
+  ASSERT(fd >= 0);
+  pid_t pid = fork();
+  if (pid == 0) {
+    dup2(fd, 2);
+    fn();
+    _exit(0);
+  }
+  int status;
+  waitpid(pid, &status, 0);
+  close(fd);
+  FILE *f = fopen("stderr.txt", "r");
+  size_t n = f ? fread(buf, 1, size - 1, f) : 0;
+  buf[n] = '\0';
+  if (f) fclose(f);
+}
+
+static void bad_env_setup(void) {
+  setenv("SCOPE_PROFILER_HDF5_SCHEMA", "7", 1);
+  setenv("SCOPE_PROFILER_USE_LIKWID", "1", 1);
+  (void)sp_setup(NULL);
+}
+
+static void planned_setup(void) {
+  setenv("SCOPE_PROFILER_USE_LIKWID", "1", 1);
+  (void)sp_setup(NULL);
+}
+
+SP_TEST(messages_go_to_stderr_as_one_line_each) {
+  clean_env();
+  char buf[4096];
+  stderr_of(bad_env_setup, buf, sizeof buf);
+  ASSERT_CONTAINS(buf, "scope-profiler: error: setup failed, so this run records nothing: ");
+  ASSERT_CONTAINS(buf, "SCOPE_PROFILER_HDF5_SCHEMA");
+  ASSERT_CONTAINS(buf, "between 2 and 3");
+  ASSERT(strchr(buf, '\n') == buf + strlen(buf) - 1);
+  stderr_of(planned_setup, buf, sizeof buf);
+  ASSERT_CONTAINS(buf, "scope-profiler: warning: use_likwid = true (set by "
+                       "SCOPE_PROFILER_USE_LIKWID) is not available in this build");
+  ASSERT(strchr(buf, '\n') == buf + strlen(buf) - 1);
+  setenv("PMI_RANK", "5", 1);
+  stderr_of(bad_env_setup, buf, sizeof buf);
+  ASSERT_CONTAINS(buf, "scope-profiler (rank 5): error: setup failed");
+  /* a handler, then NULL again: back to stderr */
+  listen();
+  sp_set_message_handler(NULL, NULL);
+  unsetenv("PMI_RANK");
+  stderr_of(planned_setup, buf, sizeof buf);
+  ASSERT_CONTAINS(buf, "scope-profiler: warning: use_likwid");
+  ASSERT_EQ(got.n, 0);
+}
+
+/*====== The checks setup and `config check` share ======*/
+
+/* Setup and the check config check runs fail alike, with one message. */
+static void both_refuse(const char *toml, sp_status want, const char *needle) {
+  write_file("c.toml", toml);
+  sp_setup_args a = {.config_path = "c.toml"};
+  struct sp_config c;
+  sp_status st = sp__config_for_setup(&c, &a, SP__RESOLVE_NO_ENV);
+  if (st != want) SP_FAIL_("check: status %d (%s), expected %d", st, sp_last_error(), want);
+  ASSERT_CONTAINS(sp_last_error(), needle);
+  char msg[2048];
+  snprintf(msg, sizeof msg, "%s", sp_last_error());
+  sp_manager *m = sp_manager_create();
+  ASSERT_EQ(sp_manager_setup(m, &a), want);
+  ASSERT_STR_EQ(sp_last_error(), msg);
+  ASSERT_EQ(sp_manager_is_active(m), 0);
+  sp_manager_destroy(m);
+}
+
+SP_TEST(unknown_signal_names_are_refused_by_check_and_setup) {
+  clean_env();
+  listen();
+  both_refuse("[profiling]\nsignals = [\"SIGTERM\", \"SIGFOO\"]\n", SP_ERR_INVALID_VALUE,
+              "signals (set in c.toml) names \"SIGFOO\"");
+  both_refuse("[profiling]\nsignals = \"TERM,KILL\"\n", SP_ERR_INVALID_VALUE, "\"KILL\"");
+  write_file("ok.toml", "[profiling]\nsignals = [\"TERM\", \"SIGUSR2\"]\n");
+  sp_setup_args a = {.config_path = "ok.toml"};
+  struct sp_config c;
+  ASSERT_OK(sp__config_for_setup(&c, &a, SP__RESOLVE_NO_ENV));
+  sp__config_free(&c);
+  ASSERT_EQ(sp__signal_from_name("SIGXCPU"), SIGXCPU);
+  ASSERT_EQ(sp__signal_from_name("USR1"), SIGUSR1);
+  ASSERT_EQ(sp__signal_from_name("SIGKILL"), 0);
+  ASSERT_EQ(sp__signal_from_name(""), 0);
+}
+
+SP_TEST(the_output_directory_is_checked_at_setup) {
+  clean_env();
+  listen();
+  both_refuse("[profiling]\nfile_path = \"no/such/dir/run.h5\"\n", SP_ERR_IO,
+              "no/such/dir: No such file or directory; create it first");
+  ASSERT_EQ(mkdir("out", 0700), 0);
+  both_refuse("[profiling]\nfile_path = \"out\"\n", SP_ERR_IO, "file_path out (set in c.toml) is a "
+              "directory; name a file inside it, e.g. out/profiling_data.h5");
+  both_refuse("[profiling]\nfile_path = \"out/\"\n", SP_ERR_IO, "is a directory");
+  write_file("plain", "x");
+  both_refuse("[profiling]\nfile_path = \"plain/run.h5\"\n", SP_ERR_IO, "plain");
+  if (geteuid() != 0) {
+    ASSERT_EQ(mkdir("ro", 0500), 0);
+    both_refuse("[profiling]\nfile_path = \"ro/run.h5\"\n", SP_ERR_IO, "cannot create files in ro");
+  }
+  /* A run that writes nothing does not need a directory. */
+  write_file("c.toml", "[profiling]\nfile_path = \"no/such/run.h5\"\ndeactivate_file_output = true\n");
+  sp_setup_args a = {.config_path = "c.toml"};
+  ASSERT_OK(sp_setup(&a));
+  /* ...and a good one passes and finalizes into place */
+  const char *ovr[] = {"file_path=out/run.h5", NULL};
+  sp_setup_args b = {.overrides = ovr, .replace = 1};
+  ASSERT_OK(sp_setup(&b));
+  ASSERT_OK(sp_finalize(NULL, NULL));
+  ASSERT(sp_test_file_exists("out/run.h5"));
+  ASSERT_EQ(got.n, 4 + (geteuid() != 0)); /* one line per refused setup */
+}
+
+int main(int argc, char **argv) { return sp_test_main(argc, argv); }
