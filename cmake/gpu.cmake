@@ -26,8 +26,9 @@ if(NOT SP_WITH_NVTX STREQUAL "OFF")
   endif()
 endif()
 if(SP_HAVE_NVTX)
-  # SYSTEM: the header-only implementation is not ours to keep warning-clean.
-  target_include_directories(sp_objects SYSTEM PRIVATE ${SP_NVTX3_INCLUDE_DIR})
+  # -isystem: the header-only implementation is not ours to keep warning-clean.
+  # As a compile option, so cmake/mpi.cmake copies it with the others.
+  target_compile_options(sp_objects PRIVATE -isystem ${SP_NVTX3_INCLUDE_DIR})
   target_compile_definitions(sp_objects PRIVATE SP_HAVE_NVTX=1)
 endif()
 message(STATUS "scope-profiler GPU: CUDA-event timing (driver loaded at run time), "

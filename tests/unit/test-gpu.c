@@ -484,7 +484,16 @@ static void need_mock(void) {
   if (!launch || !stats) SKIP("libcuda.so.1 is a real driver, not the test mock");
 }
 
+/* CTest puts the mock on the loader path (LD_LIBRARY_PATH), as a real
+ * driver is found; run by hand or by scripts/sanitize.sh, name it. */
+static void use_mock(void) {
+  const char *p = getenv("LD_LIBRARY_PATH");
+  if (!p || !strstr(p, "mock_cuda"))
+    setenv("SCOPE_PROFILER_CUDA_LIBRARY", SP_TEST_BINARY_DIR "/tests/mock_cuda/libcuda.so.1", 0);
+}
+
 static struct sp__gpu_backend cuda_or_fail(void) {
+  use_mock();
   struct sp__gpu_backend b;
   char why[512] = "";
   int rc = sp__gpu_cuda_backend(&b, why, sizeof why);
@@ -609,6 +618,7 @@ SP_TEST(cuda_no_driver_library) {
 }
 
 SP_TEST(cuda_no_device) {
+  use_mock();
   setenv("SP_MOCK_CUDA_DEVICES", "0", 1);
   struct sp__gpu_backend b;
   char why[512];
@@ -618,6 +628,7 @@ SP_TEST(cuda_no_device) {
 }
 
 SP_TEST(cuda_init_failure_names_the_error) {
+  use_mock();
   setenv("SP_MOCK_CUDA_INIT_ERROR", "999", 1);
   struct sp__gpu_backend b;
   char why[512];

@@ -12,8 +12,9 @@
 
 static void need_tool(void) {
   if (!sp__nvtx_available()) SKIP("built without NVTX3 headers");
-  const char *tool = getenv("SP_NVTX_TOOL");
-  if (!tool || !*tool) SKIP("SP_NVTX_TOOL (the recording tool's path) is not set");
+  const char *tool = getenv("SP_NVTX_TOOL"); /* CTest's; else this build's */
+  if (!tool || !*tool) tool = SP_TEST_BINARY_DIR "/tests/nvtx_tool/libsp_nvtx_record.so";
+  if (!sp_test_file_exists(tool)) SP_FAIL_("the NVTX recording tool %s is not built", tool);
   setenv("NVTX_INJECTION64_PATH", tool, 1);
   setenv("SP_NVTX_RECORD", "rec.txt", 1);
 }
