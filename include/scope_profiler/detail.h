@@ -4,14 +4,25 @@
  * any release. They are visible only so that sp_region_begin()/sp_region_end()
  * can be inlined into the caller, which is what keeps a begin/end pair close to
  * the cost of reading the clock twice. The slow-path symbols carry the layout
- * version (sp__begin_slow_v2), so a program compiled against a different layout
+ * version (sp__begin_slow_v3), so a program compiled against a different layout
  * fails to link instead of misbehaving. Callers that cannot inline (bindings,
  * other languages) use the out-of-line sp_region_begin_fn()/sp_region_end_fn().
  *
  * The hot path takes no lock, makes no syscall (the TSC is read in user
  * space), hashes no string, never prints and never allocates: anything unusual
- * (first call on a thread, a full buffer, pause, probes, a mismatched end)
- * goes to the out-of-line slow path in src/core/record.c.
+ * (first call on a thread, a full buffer, pause, a region an extension
+ * takes, a mismatched end) goes to the out-of-line slow path in
+ * src/core/record.c.
+ *
+ * Dispatch, by manager state (sp__hot.state) and region:
+ *   OFF                     nothing (one compare)
+ *   TIMELINE                inlined event; the slow path for opt-in tagged
+ *                           regions (unless known disabled: nothing)
+ *   AGGREGATE               inlined accumulator update; likewise
+ *   TIMELINE|EXT, AGG|EXT   as without EXT for regions whose plain bit is
+ *                           set (no extension takes them), else the slow path
+ *   SLOW                    the slow path (paused, or an extension takes
+ *                           every region)
  */
 #ifndef SCOPE_PROFILER_DETAIL_H
 #define SCOPE_PROFILER_DETAIL_H
@@ -49,6 +60,10 @@ extern "C" {
 #define SP__STATE_TIMELINE 1u /* recording, no probes: fully inlined */
 #define SP__STATE_SLOW 2u     /* recording through the slow path (pause, probes) */
 #define SP__STATE_AGGREGATE 3u /* aggregation_mode: per-region accumulators, inlined */
+/* Flag on TIMELINE or AGGREGATE: extensions take some regions; a region
+ * known to be taken by none (its bit in sp__hot.plain) stays inlined, the
+ * others go through the slow path, which calls the extensions. */
+#define SP__STATE_EXT 4u
 
 /* Region ids with this bit set carry an opt-in tag and always take the slow
  * path, where the manager decides whether the tag is enabled. */
@@ -105,7 +120,25 @@ struct sp__hot {
    * region cost a load and a bit test. */
   uint64_t *optin_off;
   uint32_t optin_nbits;
+  /* Regions no extension of this run takes (SP__STATE_EXT), one bit per
+   * region id, published like optin_off: the array first, then its size. */
+  uint64_t *plain;
+  uint32_t plain_nbits;
 };
+
+/* 1 when region r is known to be taken by no extension of h's run. The size
+ * is loaded first: a reader that sees a size sees an array that large. An
+ * id with SP__REGION_SLOW_BIT is never plain (it is past any size). */
+SP__INLINE int sp__ext_plain(const struct sp__hot *h, uint32_t r) {
+#if defined(__GNUC__)
+  uint32_t nbits = __atomic_load_n(&h->plain_nbits, __ATOMIC_ACQUIRE);
+  const uint64_t *bits = __atomic_load_n(&h->plain, __ATOMIC_ACQUIRE);
+#else
+  uint32_t nbits = h->plain_nbits;
+  const uint64_t *bits = h->plain;
+#endif
+  return r < nbits && ((bits[r >> 6] >> (r & 63)) & 1);
+}
 
 /* 1 when `r` is an opt-in region already known to be disabled on h. */
 SP__INLINE int sp__optin_off(const struct sp__hot *h, uint32_t r) {
@@ -132,8 +165,8 @@ SP_API extern SP__TLS struct sp__tls_block sp__tls;
 SP_API extern int sp__clock_tsc; /* 1: invariant-TSC cycles, 0: CLOCK_MONOTONIC ns, 2: manual */
 SP_API extern uint64_t sp__manual_ticks; /* the manual clock (tests: deterministic time) */
 
-#define sp__begin_slow sp__begin_slow_v2
-#define sp__end_slow sp__end_slow_v2
+#define sp__begin_slow sp__begin_slow_v3
+#define sp__end_slow sp__end_slow_v3
 SP_API int sp__begin_slow(void *m, uint32_t r);
 SP_API int sp__end_slow(void *m, uint32_t r);
 
@@ -169,13 +202,10 @@ SP__INLINE int sp__agg_begin(void *m, const struct sp__hot *h, uint32_t r) {
   return 0;
 }
 
-SP__INLINE int sp__agg_end(void *m, const struct sp__hot *h, uint32_t r) {
-  uint64_t now = sp__ticks();
-  struct sp__thread *t = sp__tls.t[h->slot];
-  if (SP__UNLIKELY(sp__tls.gen[h->slot] != h->gen || t->nopen == 0)) return sp__end_slow(m, r);
-  struct sp__event *ev = &t->open[t->nopen - 1];
-  if (SP__UNLIKELY(ev->region != r || r >= t->acc_cap)) return sp__end_slow(m, r);
-  t->nopen--;
+/* The accumulator update of a call of region r ending at `now`: the top of
+ * t's open stack, already checked to be r, with r's accumulator allocated. */
+SP__INLINE void sp__agg_close(struct sp__thread *t, uint32_t r, uint64_t now) {
+  struct sp__event *ev = &t->open[--t->nopen];
   int64_t d = (int64_t)(now - ev->start);
   if (t->nopen) t->open[t->nopen - 1].end += (uint64_t)d;
   struct sp__agg *a = &t->acc[r];
@@ -197,6 +227,14 @@ SP__INLINE int sp__agg_end(void *m, const struct sp__hot *h, uint32_t r) {
   double x = (double)(d - a->shift);
   a->s1 += x;
   a->s2 += x * x;
+}
+
+SP__INLINE int sp__agg_end(void *m, const struct sp__hot *h, uint32_t r) {
+  uint64_t now = sp__ticks();
+  struct sp__thread *t = sp__tls.t[h->slot];
+  if (SP__UNLIKELY(sp__tls.gen[h->slot] != h->gen || t->nopen == 0)) return sp__end_slow(m, r);
+  if (SP__UNLIKELY(t->open[t->nopen - 1].region != r || r >= t->acc_cap)) return sp__end_slow(m, r);
+  sp__agg_close(t, r, now);
   return 0;
 }
 
@@ -207,8 +245,9 @@ SP__INLINE int sp__begin(void *m, uint32_t r) {
   if (state == SP__STATE_OFF) return 0;
   if (SP__UNLIKELY(state != SP__STATE_TIMELINE || (r & SP__REGION_SLOW_BIT) || r == 0)) {
     if ((r & SP__REGION_SLOW_BIT) && sp__optin_off(h, r)) return 0;
+    if ((state & SP__STATE_EXT) && sp__ext_plain(h, r)) state &= ~SP__STATE_EXT;
     if (state == SP__STATE_AGGREGATE && !(r & SP__REGION_SLOW_BIT) && r) return sp__agg_begin(m, h, r);
-    return sp__begin_slow(m, r);
+    if (state != SP__STATE_TIMELINE || (r & SP__REGION_SLOW_BIT) || r == 0) return sp__begin_slow(m, r);
   }
   struct sp__thread *t = sp__tls.t[h->slot];
   if (SP__UNLIKELY(sp__tls.gen[h->slot] != h->gen || t->n == t->cap || t->depth == t->stack_cap))
@@ -229,8 +268,9 @@ SP__INLINE int sp__end(void *m, uint32_t r) {
   if (state == SP__STATE_OFF) return 0;
   if (SP__UNLIKELY(state != SP__STATE_TIMELINE || (r & SP__REGION_SLOW_BIT))) {
     if ((r & SP__REGION_SLOW_BIT) && sp__optin_off(h, r)) return 0;
+    if ((state & SP__STATE_EXT) && sp__ext_plain(h, r)) state &= ~SP__STATE_EXT;
     if (state == SP__STATE_AGGREGATE && !(r & SP__REGION_SLOW_BIT) && r) return sp__agg_end(m, h, r);
-    return sp__end_slow(m, r);
+    if (state != SP__STATE_TIMELINE || (r & SP__REGION_SLOW_BIT)) return sp__end_slow(m, r);
   }
   uint64_t now = sp__ticks();
   struct sp__thread *t = sp__tls.t[h->slot];

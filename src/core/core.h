@@ -14,7 +14,7 @@
 #include <sys/types.h>
 
 #include "config/config_internal.h"
-#include "probes/probe.h"
+#include "probes/ext.h"
 #include "scope_profiler.h"
 
 /*====== Clock ======*/
@@ -107,7 +107,7 @@ typedef struct sp_thread_rec {
   int64_t first_ns, last_ns;
   int64_t cpu_ns;        /* CPU time read on the thread at exit (or finalize) */
   int exited;
-  int64_t *cols;         /* probe columns: hot.cap x m->probe_ncols */
+  int64_t *cols;         /* extension columns: hot.cap x m->ext_stride (ext.c) */
   /* The first nkept events of the log are calls carried over open from an
    * earlier finalize or streamed block: their call ids, and the time (ns) of
    * their children already written. */
@@ -127,9 +127,72 @@ typedef struct sp_thread_rec {
   uint8_t *optin;
   uint32_t optin_cap;
   uint64_t optin_epoch;
+  /* extensions (ext.c): per-extension thread state, attached for ext_epoch */
+  void *ext_thr[SP_EXT_MAX];
+  struct sp_ext_thread ext_th[SP_EXT_MAX];
+  uint32_t ext_on;       /* extensions attached to this thread */
+  uint64_t ext_epoch;
+  uint32_t *ext_rmask;   /* cached region decisions (owning thread only) */
+  uint32_t ext_rcap;
+  int64_t *open_cols;    /* aggregation_mode: open_cap x m->ext_stride */
+  int64_t *ext_acc;      /* per region: (taken, value) per extension column */
+  uint32_t ext_acc_cap;  /* regions */
+  /* nonzero while the buffers sp_ext_current_region() reads are replaced */
+  volatile uint32_t busy;
   /* problems, counted without atomics by the owning thread */
   uint64_t unmatched_ends, invalid_regions, dropped_events, task_migrations;
 } sp_thread_rec;
+
+/*====== Extensions (ext.c) ======*/
+
+/* An extension set up on a manager. */
+struct sp_ext_live {
+  const struct sp_ext *x;
+  void *proc;
+  const struct sp_ext_col *cols;
+  int ncols;
+  int col0; /* its first column in the block */
+};
+
+#define SP__EXT_DECIDED 0x80000000u
+
+struct sp_manager;
+/* Set up the extensions the configuration asks for (setup), tear them down
+ * (next setup, destroy), forget them in a forked child. */
+sp_status sp__ext_setup(struct sp_manager *m);
+void sp__ext_teardown(struct sp_manager *m);
+void sp__ext_after_fork(struct sp_manager *m);
+/* Columns of event slots [from, to) of a block set to "not taken". */
+void sp__ext_fill(const struct sp_manager *m, int64_t *cols, uint64_t from, uint64_t to);
+/* The extensions that take region `id` on this thread (attaching the thread
+ * first after a setup); slow path only. */
+uint32_t sp__ext_decide(struct sp_manager *m, struct sp_thread_rec *t, uint32_t id);
+void sp__ext_enter(struct sp_manager *m, struct sp_thread_rec *t, uint32_t mask, uint32_t id, uint32_t depth,
+                   uint64_t slot, int64_t *cols);
+void sp__ext_exit(struct sp_manager *m, struct sp_thread_rec *t, uint32_t mask, uint32_t id, uint32_t depth,
+                  uint64_t slot, int64_t *cols);
+/* aggregation_mode: fold one finished call's columns into t's accumulators. */
+void sp__ext_fold_call(struct sp_manager *m, struct sp_thread_rec *t, uint32_t id, const int64_t *cols);
+/* timeline: fold the completed calls of a buffer into t's accumulators
+ * (snapshot, stream handoff), after resolve. */
+void sp__ext_fold_events(struct sp_manager *m, struct sp_thread_rec *t, const struct sp__event *ev,
+                         const int64_t *cols, uint64_t n);
+void sp__ext_resolve(struct sp_manager *m, struct sp_thread_rec *t, uint64_t n);
+/* The thread exits (its key destructor), or its record is freed. */
+void sp__ext_thread_exit(struct sp_manager *m, struct sp_thread_rec *t);
+void sp__ext_thread_release(struct sp_manager *m, struct sp_thread_rec *t);
+/* Grow the aggregation open-call columns with the open stack. */
+int sp__ext_grow_open(struct sp_manager *m, struct sp_thread_rec *t);
+struct sp_run;
+/* Finalize: drain sources; then every extension's emit into the run, and
+ * the accumulators start over. */
+void sp__ext_before_snapshot(struct sp_manager *m);
+sp_status sp__ext_emit(struct sp_manager *m, struct sp_run *run, uint32_t rank, const struct sp_clock_map *cm);
+/* The /events columns of the extensions, appended to run->extra from index
+ * `c` (data of ne values when alloc); returns the next index or -1. */
+int sp__ext_out_columns(const struct sp_manager *m, struct sp_run *run, size_t c, size_t ne, int alloc);
+/* Value k of the extensions' /events columns for one event's block row. */
+static inline int64_t sp__ext_out_value(const struct sp_manager *m, const int64_t *row, int k, double ns_per_tick);
 
 /*====== Manager ======*/
 
@@ -161,13 +224,29 @@ struct sp_manager {
   uint64_t **optin_retired; /* replaced bitmaps: lock-free readers may still hold them */
   size_t noptin_retired;
   sp_problem_counts problems;
-  /* probes chosen at setup */
-  const struct sp_probe *probes[SP_MAX_PROBES];
-  void *probe_state[SP_MAX_PROBES];
-  int nprobes;
-  int probe_ncols;
-  int probe_col0[SP_MAX_PROBES];
-  int async_col; /* track_async: first of its two columns in cols, else -1 */
+  /* extensions set up for the current run (ext.c) */
+  struct sp_ext_live ext[SP_EXT_MAX];
+  int next;
+  int ext_stride;      /* int64 per event slot in the column block: 0, or 1 (the taken mask) + columns */
+  int ext_ncols;       /* columns of all extensions (ext_stride - 1) */
+  uint32_t ext_inside; /* extensions flagged SP_EXT_INSIDE */
+  int ext_all;         /* some extension takes every region: no region stays inline */
+  int ext_ticks;       /* some column holds ticks (no bounded-memory streaming) */
+  int lane_col;        /* block index of the lanes column (track_async), else -1 */
+  int ext_nout;        /* columns written to /events, and where they are in the block */
+  int ext_out[SP_EXT_MAX_COLS];
+  int ext_gpu_out;     /* the SP_EXT_COL_GPU column among them, else -1 */
+  int64_t ext_fill_row[SP_EXT_MAX_COLS + 1]; /* a block row of a call no extension took */
+  uint64_t ext_epoch;  /* bumped at each setup: threads re-attach */
+  pthread_mutex_t ext_lock; /* region decisions, attach/detach against teardown */
+  uint32_t *ext_rmask; /* per region id: taken mask | SP__EXT_DECIDED (under ext_lock) */
+  uint32_t ext_rcap;
+  uint64_t **plain_retired; /* replaced hot.plain bitmaps (lock-free readers) */
+  size_t nplain_retired;
+  struct sp_ext_user { char *name; void *p; } ext_user[2 * SP_EXT_MAX]; /* sp__ext_user_slot */
+  size_t next_user;
+  char **warnings;     /* sp_ext_warn texts of this setup, for the metadata */
+  size_t nwarnings;
   int64_t next_callid;   /* call ids are unique per rank: every call takes the next one */
   struct sp_stream *stream; /* bounded memory: NULL until the budget is first reached */
   uint64_t buf_bytes;    /* bytes held by event buffers (atomic) */
@@ -175,12 +254,18 @@ struct sp_manager {
   uint32_t ntasks, tasks_cap;
 };
 
+static inline int64_t sp__ext_out_value(const struct sp_manager *m, const int64_t *row, int k, double ns_per_tick) {
+  int b = m->ext_out[k];
+  /* a ticks column is marked by its negated index (column 0 is the mask) */
+  return b > 0 ? row[b] : (int64_t)((double)row[-b] * ns_per_tick);
+}
+
 /* Tasks (tasks.c). */
 void sp__tasks_free(struct sp_manager *m);
 /* Lane of an event: 0 for the thread context, task index + 1 otherwise. */
 static inline uint32_t sp__event_lane(const struct sp_manager *m, const sp_thread_rec *t, uint64_t i) {
-  if (m->async_col < 0) return 0;
-  return (uint32_t)(t->cols[i * (uint64_t)m->probe_ncols + (uint64_t)m->async_col] + 1);
+  if (m->lane_col < 0) return 0;
+  return (uint32_t)(t->cols[i * (uint64_t)m->ext_stride + (uint64_t)m->lane_col] + 1);
 }
 
 /* Registers the calling thread with `m` (slow path); NULL when out of memory. */
@@ -197,6 +282,8 @@ void sp__agg_reset(struct sp__agg *a, size_t n);
 /* fork(): reset the process-wide locks in the child (record.c, regions.c). */
 void sp__record_after_fork_child(void);
 void sp__regions_after_fork_child(void);
+/* Set a bit of a lock-free-read region bitmap of sp__hot (record.c). */
+void sp__bitmap_set(uint64_t **bits, uint32_t *nbits, uint64_t ***retired, size_t *nretired, uint32_t id);
 /* Publish "region id is a disabled opt-in region" to the inlined path. */
 void sp__optin_mark_off(struct sp_manager *m, uint32_t id);
 void sp__optin_reset(struct sp_manager *m);

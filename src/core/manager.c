@@ -28,7 +28,8 @@ static struct sp_manager sp__default_manager = {
     .lock = PTHREAD_MUTEX_INITIALIZER,
     .fin_lock = PTHREAD_MUTEX_INITIALIZER,
     .is_default = 1,
-    .async_col = -1,
+    .lane_col = -1,
+    .ext_lock = PTHREAD_MUTEX_INITIALIZER,
 };
 
 SP_API struct sp_manager *const sp__default = &sp__default_manager;
@@ -75,6 +76,8 @@ static void after_fork_child(void) {
     if (!m) continue;
     pthread_mutex_init(&m->lock, NULL);
     pthread_mutex_init(&m->fin_lock, NULL);
+    pthread_mutex_init(&m->ext_lock, NULL);
+    sp__ext_after_fork(m);
     m->forked_child = 1;
     m->stream = NULL; /* its writer thread does not exist here */
     m->run_active = 0;
@@ -88,6 +91,7 @@ static void register_atfork(void) { pthread_atfork(NULL, NULL, after_fork_child)
 /* Forget the events a forked child inherited from its parent. */
 static void drop_inherited(struct sp_manager *m) {
   for (sp_thread_rec *t = m->threads; t; t = t->next) {
+    if (m->ext_stride) sp__ext_fill(m, t->cols, 0, t->hot.n);
     t->hot.n = 0;
     t->hot.depth = 0;
     t->hot.nopen = 0;
@@ -118,11 +122,11 @@ void sp__manager_publish_state(struct sp_manager *m) {
   else if (m->paused)
     s = SP__STATE_SLOW;
   else if (m->cfg.aggregation_mode)
-    s = SP__STATE_AGGREGATE; /* probes add per-call columns: none without events */
-  else if (m->probe_ncols)
-    s = SP__STATE_SLOW; /* probes or track_async: columns are filled out of line */
+    s = SP__STATE_AGGREGATE | (m->next ? SP__STATE_EXT : 0);
+  else if (m->ext_all)
+    s = SP__STATE_SLOW; /* every region goes to the extensions */
   else
-    s = SP__STATE_TIMELINE;
+    s = SP__STATE_TIMELINE | (m->next ? SP__STATE_EXT : 0);
   __atomic_store_n(&m->hot.state, s, __ATOMIC_RELEASE);
 }
 
@@ -134,7 +138,8 @@ sp_manager *sp_manager_create(void) {
   }
   pthread_mutex_init(&m->lock, NULL);
   pthread_mutex_init(&m->fin_lock, NULL);
-  m->async_col = -1;
+  pthread_mutex_init(&m->ext_lock, NULL);
+  m->lane_col = -1;
   if (sp__slot_acquire(m) < 0) {
     pthread_mutex_destroy(&m->lock);
     free(m);
@@ -146,19 +151,12 @@ sp_manager *sp_manager_create(void) {
   return m;
 }
 
-static void teardown_probes(struct sp_manager *m) {
-  for (int p = 0; p < m->nprobes; p++)
-    if (m->probes[p]->teardown) m->probes[p]->teardown(m->probe_state[p]);
-  m->nprobes = 0;
-  m->probe_ncols = 0;
-}
-
 void sp_manager_destroy(sp_manager *m) {
   if (!m || m->is_default) return;
   __atomic_store_n(&m->hot.state, SP__STATE_OFF, __ATOMIC_RELEASE);
   set_live(m, 0);
   sp__slot_release(m);
-  teardown_probes(m);
+  sp__ext_teardown(m);
   sp__stream_close(m);
   sp__threads_free(m);
   sp__tasks_free(m);
@@ -168,42 +166,15 @@ void sp_manager_destroy(sp_manager *m) {
   free(m->hot.optin_off);
   for (size_t i = 0; i < m->noptin_retired; i++) free(m->optin_retired[i]);
   free(m->optin_retired);
+  free(m->hot.plain);
+  for (size_t i = 0; i < m->nplain_retired; i++) free(m->plain_retired[i]);
+  free(m->plain_retired);
+  free(m->ext_rmask);
+  for (size_t i = 0; i < m->next_user; i++) free(m->ext_user[i].name);
   pthread_mutex_destroy(&m->lock);
   pthread_mutex_destroy(&m->fin_lock);
+  pthread_mutex_destroy(&m->ext_lock);
   free(m);
-}
-
-static sp_status setup_probes(struct sp_manager *m) {
-  const struct sp_probe *want[SP_MAX_PROBES];
-  int n = m->cfg.aggregation_mode ? 0 : sp__probes_select(&m->cfg, want, SP_MAX_PROBES);
-  int ncols = 0;
-  for (int p = 0; p < n; p++) {
-    void *state = NULL;
-    sp_status st = want[p]->setup ? want[p]->setup(&m->cfg, &state) : SP_OK;
-    if (st != SP_OK) {
-      teardown_probes(m);
-      return st;
-    }
-    m->probes[m->nprobes] = want[p];
-    m->probe_state[m->nprobes] = state;
-    m->probe_col0[m->nprobes] = ncols;
-    m->nprobes++;
-    ncols += want[p]->ncols;
-  }
-  m->async_col = -1;
-  if (m->cfg.track_async && !m->cfg.aggregation_mode) {
-    m->async_col = ncols; /* task_ids, await_times */
-    ncols += 2;
-  }
-  m->probe_ncols = ncols;
-  /* Threads that recorded before keep their events; their column arrays
-   * follow the new column count. */
-  for (sp_thread_rec *t = m->threads; t; t = t->next) {
-    free(t->cols);
-    t->cols = ncols ? calloc(t->hot.cap * (size_t)ncols, sizeof *t->cols) : NULL;
-    if (ncols && !t->cols) return sp__set_error(SP_ERR_NO_MEMORY, "out of memory for probe columns");
-  }
-  return SP_OK;
 }
 
 /* The profiler's own cost per begin/end pair in the mode this run records
@@ -222,10 +193,11 @@ static double calibrate_overhead(struct sp_manager *m) {
   priv.hot.stack_cap = 64;
   priv.hot.ev = malloc(priv.hot.cap * sizeof *priv.hot.ev);
   priv.hot.stack = malloc(priv.hot.stack_cap * sizeof *priv.hot.stack);
-  priv.cols = m->probe_ncols ? calloc(priv.hot.cap * (size_t)m->probe_ncols, sizeof *priv.cols) : NULL;
+  priv.cols = m->ext_stride ? malloc(priv.hot.cap * (size_t)m->ext_stride * sizeof *priv.cols) : NULL;
+  if (priv.cols) sp__ext_fill(m, priv.cols, 0, priv.hot.cap);
   double best = -1;
-  if (priv.hot.ev && priv.hot.stack && (!m->probe_ncols || priv.cols) && sp__thread_grow_open(&priv) == 0 &&
-      sp__thread_grow_acc(&priv, r + 1) == 0) {
+  if (priv.hot.ev && priv.hot.stack && (!m->ext_stride || priv.cols) && sp__thread_grow_open(&priv) == 0 &&
+      sp__ext_grow_open(m, &priv) == 0 && sp__thread_grow_acc(&priv, r + 1) == 0) {
     struct sp__thread *saved_t = sp__tls.t[m->hot.slot];
     uint32_t saved_gen = sp__tls.gen[m->hot.slot];
     sp__tls.t[m->hot.slot] = &priv.hot;
@@ -239,11 +211,13 @@ static double calibrate_overhead(struct sp_manager *m) {
       int64_t b = sp__mono_ns();
       double per = (double)(b - a) / N;
       if (best < 0 || per < best) best = per;
+      if (priv.cols) sp__ext_fill(m, priv.cols, 0, priv.hot.n);
       priv.hot.n = 0;
     }
     sp__tls.t[m->hot.slot] = saved_t;
     sp__tls.gen[m->hot.slot] = saved_gen;
   }
+  sp__ext_thread_release(m, &priv); /* detaches what the calibration attached */
   free(priv.hot.ev);
   free(priv.hot.stack);
   free(priv.hot.open);
@@ -285,11 +259,11 @@ static sp_status setup_run(sp_manager *m, const sp_setup_args *args) {
       t->hot.nopen = 0;
     }
   }
-  teardown_probes(m);
+  sp__ext_teardown(m);
   if (m->have_cfg) sp__config_free(&m->cfg);
   m->cfg = cfg;
   m->have_cfg = 1;
-  st = setup_probes(m);
+  st = sp__ext_setup(m);
   if (st != SP_OK) {
     m->run_active = 0;
     return st;
@@ -474,6 +448,15 @@ static sp_status finalize_run(struct sp_manager *m, const sp_finalize_args *args
   /* A run that streamed (bounded memory) is assembled from its staging file. */
   int streamed = !agg && !mpi && sp__stream_active(m);
   void *fill_ctx = NULL;
+  if (m->next) {
+    /* Sources drain, late values arrive, and the buffered calls join the
+     * per-region totals (a streamed run's handoffs fold their own). */
+    sp__ext_before_snapshot(m);
+    for (sp_thread_rec *t = m->threads; t; t = t->next) {
+      sp__ext_resolve(m, t, t->hot.n);
+      if (!agg && !streamed) sp__ext_fold_events(m, t, t->hot.ev, t->cols, t->hot.n);
+    }
+  }
   sp_status st = agg        ? sp__snapshot_build_aggregate(m, &cm, rank, &run, &open_calls)
                  : streamed ? sp__stream_build(m, &cm, rank, &run, &open_calls, &fill_ctx)
                             : sp__snapshot_build(m, &cm, rank, &run, &open_calls);
@@ -492,6 +475,11 @@ static sp_status finalize_run(struct sp_manager *m, const sp_finalize_args *args
     return st;
   }
   if (m->overhead_ns >= 0) sp__meta_f64(&run.meta, "overhead_ns_per_call", m->overhead_ns);
+  if ((st = sp__ext_emit(m, &run, rank, &cm)) != SP_OK) {
+    sp__run_free(&run);
+    sp__stream_fill_free(fill_ctx);
+    return st;
+  }
   if (recovered) {
     sp__meta_i64(&run.meta, "recovered_from_signal", recovered);
     sp__meta_i64(&run.meta, "recovery_complete", complete);

@@ -5,8 +5,9 @@
  * index), a full buffer (doubling growth: events are addressed by index, so an
  * open call's slot stays valid across a realloc), pause (calls begun while
  * paused become "ghost" stack entries so their ends still match), opt-in tags,
- * probes, and ends that do not match. Problems are counted per thread, never
- * printed, and reported at finalize.
+ * regions extensions take (ext.c calls them around the timestamps), and ends
+ * that do not match. Problems are counted per thread, never printed, and
+ * reported at finalize.
  */
 #include <dlfcn.h>
 #include <pthread.h>
@@ -85,6 +86,7 @@ static void on_thread_exit(void *unused) {
     t->exited = 1;
     t->last_ns = sp__mono_ns();
     t->cpu_ns = thread_cpu_ns();
+    sp__ext_thread_exit(slots[s].m, t);
     sp__tls.gen[s] = 0;
   }
   pthread_mutex_unlock(&slot_lock);
@@ -125,8 +127,8 @@ sp_thread_rec *sp__thread_attach(struct sp_manager *m) {
   uint64_t cap = m->have_cfg && m->cfg.buffer_limit > 0 ? (uint64_t)m->cfg.buffer_limit : 1024;
   t->hot.ev = malloc(cap * sizeof *t->hot.ev);
   t->hot.stack = malloc(64 * sizeof *t->hot.stack);
-  if (m->probe_ncols) t->cols = calloc(cap * (size_t)m->probe_ncols, sizeof *t->cols);
-  if (!t->hot.ev || !t->hot.stack || (m->probe_ncols && !t->cols)) {
+  if (m->ext_stride && (t->cols = malloc(cap * (size_t)m->ext_stride * sizeof *t->cols))) sp__ext_fill(m, t->cols, 0, cap);
+  if (!t->hot.ev || !t->hot.stack || (m->ext_stride && !t->cols)) {
     free(t->hot.ev);
     free(t->hot.stack);
     free(t->cols);
@@ -135,11 +137,13 @@ sp_thread_rec *sp__thread_attach(struct sp_manager *m) {
   }
   t->hot.cap = cap;
   t->hot.stack_cap = 64;
-  __atomic_fetch_add(&m->buf_bytes, cap * (sizeof *t->hot.ev + (size_t)m->probe_ncols * 8), __ATOMIC_RELAXED);
-  if (sp__thread_grow_open(t) != 0 || sp__thread_grow_acc(t, sp__region_max_id() + 1) != 0) {
+  __atomic_fetch_add(&m->buf_bytes, cap * (sizeof *t->hot.ev + (size_t)m->ext_stride * 8), __ATOMIC_RELAXED);
+  if (sp__thread_grow_open(t) != 0 || sp__ext_grow_open(m, t) != 0 ||
+      sp__thread_grow_acc(t, sp__region_max_id() + 1) != 0) {
     free(t->hot.ev);
     free(t->hot.stack);
     free(t->hot.open);
+    free(t->open_cols);
     free(t->hot.acc);
     free(t->cols);
     free(t);
@@ -167,18 +171,34 @@ sp_thread_rec *sp__thread_attach(struct sp_manager *m) {
   return t;
 }
 
+/* sp_ext_current_region() may read ev and stack from a signal handler on
+ * this very thread: it answers 0 while `busy` is up. */
+#define BUSY_BEGIN(t)                   \
+  do {                                  \
+    (t)->busy++;                        \
+    __atomic_signal_fence(__ATOMIC_SEQ_CST); \
+  } while (0)
+#define BUSY_END(t)                     \
+  do {                                  \
+    __atomic_signal_fence(__ATOMIC_SEQ_CST); \
+    (t)->busy--;                        \
+  } while (0)
+
 int sp__thread_grow_events(sp_thread_rec *t) {
   struct sp_manager *m = t->m;
   uint64_t ncap = t->hot.cap * 2;
+  BUSY_BEGIN(t);
   struct sp__event *ev = realloc(t->hot.ev, ncap * sizeof *ev);
+  if (ev) t->hot.ev = ev;
+  BUSY_END(t);
   if (!ev) return -1;
-  t->hot.ev = ev;
-  if (m->probe_ncols) {
-    int64_t *cols = realloc(t->cols, ncap * (size_t)m->probe_ncols * sizeof *cols);
+  if (m->ext_stride) {
+    int64_t *cols = realloc(t->cols, ncap * (size_t)m->ext_stride * sizeof *cols);
     if (!cols) return -1; /* ev grew but cap did not: consistent */
     t->cols = cols;
+    sp__ext_fill(m, cols, t->hot.cap, ncap);
   }
-  __atomic_fetch_add(&m->buf_bytes, t->hot.cap * (sizeof *ev + (size_t)m->probe_ncols * 8), __ATOMIC_RELAXED);
+  __atomic_fetch_add(&m->buf_bytes, t->hot.cap * (sizeof *ev + (size_t)m->ext_stride * 8), __ATOMIC_RELAXED);
   t->hot.cap = ncap;
   return 0;
 }
@@ -186,7 +206,7 @@ int sp__thread_grow_events(sp_thread_rec *t) {
 /* A full buffer: stream it when growing would pass the memory budget (and
  * streaming is possible), else grow it. 0 when there is room again. */
 static int make_room(struct sp_manager *m, sp_thread_rec *t) {
-  uint64_t grow = t->hot.cap * (sizeof *t->hot.ev + (size_t)m->probe_ncols * 8);
+  uint64_t grow = t->hot.cap * (sizeof *t->hot.ev + (size_t)m->ext_stride * 8);
   if (!m->cfg.deactivate_file_output &&
       __atomic_load_n(&m->buf_bytes, __ATOMIC_RELAXED) + grow > sp__stream_live_limit(m) &&
       sp__stream_handoff(m, t) == 0 && t->hot.n < t->hot.cap)
@@ -205,11 +225,14 @@ void sp__agg_reset(struct sp__agg *a, size_t n) {
 
 int sp__thread_grow_open(sp_thread_rec *t) {
   uint32_t ncap = t->hot.open_cap ? t->hot.open_cap * 2 : 64;
+  BUSY_BEGIN(t);
   struct sp__event *o = realloc(t->hot.open, (size_t)ncap * sizeof *o);
-  if (!o) return -1;
-  t->hot.open = o;
-  t->hot.open_cap = ncap;
-  return 0;
+  if (o) {
+    t->hot.open = o;
+    t->hot.open_cap = ncap;
+  }
+  BUSY_END(t);
+  return o ? 0 : -1;
 }
 
 int sp__thread_grow_acc(sp_thread_rec *t, uint32_t need) {
@@ -226,23 +249,28 @@ int sp__thread_grow_acc(sp_thread_rec *t, uint32_t need) {
 
 int sp__thread_grow_stack(sp_thread_rec *t) {
   uint32_t ncap = t->hot.stack_cap * 2;
+  BUSY_BEGIN(t);
   uint64_t *s = realloc(t->hot.stack, (size_t)ncap * sizeof *s);
-  if (!s) return -1;
-  t->hot.stack = s;
-  t->hot.stack_cap = ncap;
-  return 0;
+  if (s) {
+    t->hot.stack = s;
+    t->hot.stack_cap = ncap;
+  }
+  BUSY_END(t);
+  return s ? 0 : -1;
 }
 
 void sp__threads_free(struct sp_manager *m) {
   sp_thread_rec *t = m->threads;
   while (t) {
     sp_thread_rec *n = t->next;
+    sp__ext_thread_release(m, t);
     free(t->hot.ev);
     free(t->hot.stack); /* a running task's stack lives here, its record holds NULL */
     free(t->ctx_stack);
     free(t->hot.open);
     free(t->hot.acc);
     free(t->cols);
+    free(t->open_cols);
     free(t->optin);
     free(t->kept_ids);
     free(t->kept_child);
@@ -317,11 +345,13 @@ SP_API int sp__begin_slow(void *mv, uint32_t r) {
   uint32_t id;
   sp_thread_rec *t = slow_entry(m, r, &id, &rc);
   if (!t) return rc;
+  int stride = m->ext_stride;
   if (m->cfg.aggregation_mode) {
-    if (t->hot.nopen == t->hot.open_cap && sp__thread_grow_open(t) != 0) {
+    if (t->hot.nopen == t->hot.open_cap && (sp__thread_grow_open(t) != 0 || sp__ext_grow_open(m, t) != 0)) {
       t->dropped_events++;
       return SP_ERR_NO_MEMORY;
     }
+    uint32_t depth = t->hot.nopen;
     struct sp__event *ev = &t->hot.open[t->hot.nopen++];
     if (m->paused) {
       ev->region = 0; /* ghost: its end must still match */
@@ -330,7 +360,15 @@ SP_API int sp__begin_slow(void *mv, uint32_t r) {
     }
     ev->region = id;
     ev->end = 0;
+    uint32_t mask = m->next ? sp__ext_decide(m, t, id) : 0;
+    int64_t *cols = stride ? t->open_cols + (size_t)depth * (size_t)stride : NULL;
+    if (cols) { /* scratch for this call: no earlier call may show through */
+      sp__ext_fill(m, cols, 0, 1);
+      cols[0] = mask;
+    }
+    if (mask & ~m->ext_inside) sp__ext_enter(m, t, mask & ~m->ext_inside, id, depth, UINT64_MAX, cols);
     ev->start = sp__ticks();
+    if (mask & m->ext_inside) sp__ext_enter(m, t, mask & m->ext_inside, id, depth, UINT64_MAX, cols);
     return 0;
   }
   if (t->hot.depth == t->hot.stack_cap && sp__thread_grow_stack(t) != 0) {
@@ -346,21 +384,20 @@ SP_API int sp__begin_slow(void *mv, uint32_t r) {
     t->hot.stack[t->hot.depth++] = SP__GHOST_BIT | id; /* its end must still match */
     return SP_ERR_NO_MEMORY;
   }
+  uint32_t mask = m->next ? sp__ext_decide(m, t, id) : 0;
   uint64_t i = t->hot.n++;
   struct sp__event *ev = &t->hot.ev[i];
+  uint32_t depth = t->hot.depth;
   t->hot.stack[t->hot.depth] = i;
   ev->region = id;
   ev->depth = t->hot.depth++;
   ev->end = 0;
-  if (m->probe_ncols) {
-    int64_t *cols = t->cols + i * (uint64_t)m->probe_ncols;
-    if (m->async_col >= 0) {
-      cols[m->async_col] = t->cur_task ? (int64_t)t->cur_task->index : -1;
-      cols[m->async_col + 1] = t->cur_task ? (int64_t)t->cur_task->suspended : 0;
-    }
-    for (int p = 0; p < m->nprobes; p++) m->probes[p]->begin(m->probe_state[p], cols + m->probe_col0[p]);
-  }
+  int64_t *cols = stride ? t->cols + i * (uint64_t)stride : NULL;
+  if (cols) cols[0] = mask; /* the slot is fresh: its columns hold their fills */
+  /* Outside extensions before the timestamp: their cost is not the call's. */
+  if (mask & ~m->ext_inside) sp__ext_enter(m, t, mask & ~m->ext_inside, id, depth, i, cols);
   ev->start = sp__ticks();
+  if (mask & m->ext_inside) sp__ext_enter(m, t, mask & m->ext_inside, id, depth, i, cols);
   return 0;
 }
 
@@ -371,12 +408,14 @@ SP_API int sp__end_slow(void *mv, uint32_t r) {
   uint32_t id;
   sp_thread_rec *t = slow_entry(m, r, &id, &rc);
   if (!t) return rc;
+  int stride = m->ext_stride;
   if (m->cfg.aggregation_mode) {
     if (t->hot.nopen == 0) {
       t->unmatched_ends++;
       return SP_ERR_UNMATCHED_END;
     }
-    struct sp__event *ev = &t->hot.open[t->hot.nopen - 1];
+    uint32_t depth = t->hot.nopen - 1;
+    struct sp__event *ev = &t->hot.open[depth];
     if (ev->region == 0 && ev->depth == id) { /* ghost */
       t->hot.nopen--;
       return 0;
@@ -390,8 +429,18 @@ SP_API int sp__end_slow(void *mv, uint32_t r) {
       t->hot.nopen--;
       return SP_ERR_NO_MEMORY;
     }
-    /* The accumulator now exists: finish through the inlined update. */
-    return sp__agg_end(m, &m->hot, r & ~SP__REGION_SLOW_BIT) == 0 ? 0 : SP_ERR_UNMATCHED_END;
+    /* A call the inlined path began wrote no scratch: only a region an
+     * extension takes has a mask there. */
+    int64_t *cols = stride ? t->open_cols + (size_t)depth * (size_t)stride : NULL;
+    uint32_t mask = cols && m->next ? (uint32_t)cols[0] & sp__ext_decide(m, t, id) : 0;
+    if (mask & m->ext_inside) {
+      sp__ext_exit(m, t, mask & m->ext_inside, id, depth, UINT64_MAX, cols);
+      now = sp__ticks();
+    }
+    sp__agg_close(&t->hot, id, now);
+    if (mask & ~m->ext_inside) sp__ext_exit(m, t, mask & ~m->ext_inside, id, depth, UINT64_MAX, cols);
+    if (mask) sp__ext_fold_call(m, t, id, cols);
+    return 0;
   }
   if (t->hot.depth == 0) {
     t->unmatched_ends++;
@@ -411,16 +460,17 @@ SP_API int sp__end_slow(void *mv, uint32_t r) {
     t->unmatched_ends++;
     return SP_ERR_UNMATCHED_END;
   }
-  if (m->probe_ncols) {
-    int64_t *cols = t->cols + top * (uint64_t)m->probe_ncols;
-    if (m->async_col >= 0) /* the call's task is running: it is on its stack */
-      cols[m->async_col + 1] = t->cur_task ? (int64_t)t->cur_task->suspended - cols[m->async_col + 1] : 0;
-    /* Timestamp first, then counters: the probes' own cost stays outside
-     * the measured interval on both ends. */
-    for (int p = m->nprobes - 1; p >= 0; p--) m->probes[p]->end(m->probe_state[p], cols + m->probe_col0[p]);
+  int64_t *cols = stride ? t->cols + top * (uint64_t)stride : NULL;
+  uint32_t mask = cols ? (uint32_t)cols[0] : 0;
+  if (mask & m->ext_inside) {
+    sp__ext_exit(m, t, mask & m->ext_inside, id, t->hot.depth - 1, top, cols);
+    now = sp__ticks();
   }
   ev->end = now;
   t->hot.depth--;
+  /* Timestamp first, then outside extensions: their cost stays outside the
+   * measured interval on both ends. */
+  if (mask & ~m->ext_inside) sp__ext_exit(m, t, mask & ~m->ext_inside, id, t->hot.depth, top, cols);
   return 0;
 }
 
@@ -433,30 +483,37 @@ SP_API int sp_region_end_fn(sp_manager *m, sp_region r) { return m ? sp__end(m, 
 
 /*====== Disabled opt-in regions, for the inlined path ======*/
 
-void sp__optin_mark_off(struct sp_manager *m, uint32_t id) {
-  pthread_mutex_lock(&m->lock);
-  if (id >= m->hot.optin_nbits) {
-    uint32_t nbits = m->hot.optin_nbits ? m->hot.optin_nbits : 1024;
+/* Set bit `id` of a bitmap that lock-free readers load size first (see
+ * sp__optin_off, sp__ext_plain); the caller holds the writers' lock. A
+ * bitmap that must grow is replaced, and the old one retired, not freed:
+ * readers may still hold it. Out of memory: the bit stays unset, and the
+ * slow path keeps deciding (correct, just slower). */
+void sp__bitmap_set(uint64_t **bitsp, uint32_t *nbitsp, uint64_t ***retired, size_t *nretired, uint32_t id) {
+  if (id >= *nbitsp) {
+    uint32_t nbits = *nbitsp ? *nbitsp : 1024;
     while (nbits <= id) nbits *= 2;
     uint64_t *bits = calloc(nbits / 64, sizeof *bits);
-    uint64_t **ret = realloc(m->optin_retired, (m->noptin_retired + 1) * sizeof *ret);
+    uint64_t **ret = realloc(*retired, (*nretired + 1) * sizeof *ret);
+    if (ret) *retired = ret;
     if (!bits || !ret) {
       free(bits);
-      if (ret) m->optin_retired = ret;
-      pthread_mutex_unlock(&m->lock);
-      return; /* the slow path keeps deciding: correct, just slower */
+      return;
     }
-    m->optin_retired = ret;
-    if (m->hot.optin_off) {
-      memcpy(bits, m->hot.optin_off, m->hot.optin_nbits / 8);
-      m->optin_retired[m->noptin_retired++] = m->hot.optin_off;
+    if (*bitsp) {
+      memcpy(bits, *bitsp, *nbitsp / 8);
+      (*retired)[(*nretired)++] = *bitsp;
     }
     /* Bits first, then the size: a reader that sees the new size sees the
      * new array. */
-    __atomic_store_n(&m->hot.optin_off, bits, __ATOMIC_RELEASE);
-    __atomic_store_n(&m->hot.optin_nbits, nbits, __ATOMIC_RELEASE);
+    __atomic_store_n(bitsp, bits, __ATOMIC_RELEASE);
+    __atomic_store_n(nbitsp, nbits, __ATOMIC_RELEASE);
   }
-  __atomic_fetch_or(&m->hot.optin_off[id >> 6], UINT64_C(1) << (id & 63), __ATOMIC_RELEASE);
+  __atomic_fetch_or(&(*bitsp)[id >> 6], UINT64_C(1) << (id & 63), __ATOMIC_RELEASE);
+}
+
+void sp__optin_mark_off(struct sp_manager *m, uint32_t id) {
+  pthread_mutex_lock(&m->lock);
+  sp__bitmap_set(&m->hot.optin_off, &m->hot.optin_nbits, &m->optin_retired, &m->noptin_retired, id);
   pthread_mutex_unlock(&m->lock);
 }
 

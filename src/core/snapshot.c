@@ -287,10 +287,16 @@ static void emit_row(void *ctx, uint64_t i, int64_t id, int64_t parent_id, uint3
   if (e0 > su->end_maximum) su->end_maximum = e0;
   size_t col = 0;
   if (c->track_threads) ((uint32_t *)run->extra[col++].data)[pos] = c->t->index;
-  for (int p = 0; p < m->probe_ncols; p++, col++) {
-    int64_t v = c->t->cols[i * (uint64_t)m->probe_ncols + (uint64_t)p];
-    if (m->async_col >= 0 && p == m->async_col + 1) v = (int64_t)((double)v * c->scale); /* await: ticks to ns */
-    ((int64_t *)run->extra[col].data)[pos] = v;
+  if (m->ext_nout) {
+    const int64_t *block = c->t->cols + i * (uint64_t)m->ext_stride;
+    for (int k = 0; k < m->ext_nout; k++, col++) {
+      int64_t v = sp__ext_out_value(m, block, k, c->scale);
+      ((int64_t *)run->extra[col].data)[pos] = v;
+      if (k == m->ext_gpu_out && v >= 0) {
+        su->gpu_count++;
+        su->gpu_total += v;
+      }
+    }
   }
   if (c->last_thread[row] == UINT32_MAX)
     c->last_thread[row] = c->t->index;
@@ -343,7 +349,7 @@ sp_status sp__snapshot_build(struct sp_manager *m, const struct sp_clock_map *cm
     goto fail;
 
   int track_threads = m->cfg.track_threads;
-  size_t nextra = (size_t)m->probe_ncols + (track_threads ? 1 : 0);
+  size_t nextra = (size_t)m->ext_nout + (track_threads ? 1 : 0);
   if (nextra) {
     run->extra = calloc(nextra, sizeof *run->extra);
     if (!run->extra) goto fail;
@@ -356,19 +362,7 @@ sp_status sp__snapshot_build(struct sp_manager *m, const struct sp_clock_map *cm
       if (!run->extra[c].name || !run->extra[c].data) goto fail;
       c++;
     }
-    for (int p = 0; p < m->nprobes; p++)
-      for (int k = 0; k < m->probes[p]->ncols; k++, c++) {
-        run->extra[c].name = sp__strdup(m->probes[p]->col_names[k]);
-        run->extra[c].type = SP_COL_I64;
-        run->extra[c].data = malloc(ne * sizeof(int64_t));
-        if (!run->extra[c].name || !run->extra[c].data) goto fail;
-      }
-    for (int k = 0; m->async_col >= 0 && k < 2; k++, c++) {
-      run->extra[c].name = sp__strdup(k ? "await_times" : "task_ids");
-      run->extra[c].type = SP_COL_I64;
-      run->extra[c].data = malloc(ne * sizeof(int64_t));
-      if (!run->extra[c].name || !run->extra[c].data) goto fail;
-    }
+    if (sp__ext_out_columns(m, run, c, ne, 1) < 0) goto fail;
   }
 
   cache = sp__source_cache_new();
@@ -399,7 +393,7 @@ sp_status sp__snapshot_build(struct sp_manager *m, const struct sp_clock_map *cm
     r++;
   }
 
-  if (lanes_init(&lanes, m->async_col >= 0 ? m->ntasks + 1 : 1) != 0) goto fail;
+  if (lanes_init(&lanes, m->lane_col >= 0 ? m->ntasks + 1 : 1) != 0) goto fail;
   double scale = (double)cm->mult / 4294967296.0;
 
   /* One pass per thread (sp__thread_pass); emit_row places each completed
@@ -472,11 +466,12 @@ void sp__snapshot_compact(struct sp_manager *m) {
         if (i & SP__GHOST_BIT) continue;
         if (old) old[k] = i;
         t->hot.ev[k] = t->hot.ev[i];
-        if (m->probe_ncols)
-          memmove(t->cols + k * (uint64_t)m->probe_ncols, t->cols + i * (uint64_t)m->probe_ncols,
-                  (size_t)m->probe_ncols * sizeof *t->cols);
+        if (m->ext_stride)
+          memmove(t->cols + k * (uint64_t)m->ext_stride, t->cols + i * (uint64_t)m->ext_stride,
+                  (size_t)m->ext_stride * sizeof *t->cols);
         t->hot.stack[d] = k++;
       }
+      sp__ext_fill(m, t->cols, k, t->hot.n); /* the freed slots read "not taken" again */
       t->hot.n = k;
       if (old) sp__thread_keep(m, t, old, (uint32_t)k);
       free(old);
@@ -503,14 +498,15 @@ void sp__snapshot_compact(struct sp_manager *m) {
       if (i != prev) {
         if (old) old[k] = i;
         t->hot.ev[k] = t->hot.ev[i];
-        if (m->probe_ncols)
-          memmove(t->cols + k * (uint64_t)m->probe_ncols, t->cols + i * (uint64_t)m->probe_ncols,
-                  (size_t)m->probe_ncols * sizeof *t->cols);
+        if (m->ext_stride)
+          memmove(t->cols + k * (uint64_t)m->ext_stride, t->cols + i * (uint64_t)m->ext_stride,
+                  (size_t)m->ext_stride * sizeof *t->cols);
         k++;
         prev = i;
       }
       *refs[r] = k - 1;
     }
+    sp__ext_fill(m, t->cols, k, t->hot.n);
     t->hot.n = k;
     free(refs);
     if (old) sp__thread_keep(m, t, old, (uint32_t)k);

@@ -15,7 +15,9 @@
  * If the writer cannot keep up, a handoff waits up to five seconds for it;
  * after that the buffer's completed calls are dropped and counted per
  * region, written as metadata (dropped_events, dropped_by_region), never
- * silently. Not used under MPI or with track_async (buffers then grow).
+ * silently. Not used under MPI or with an extension column in clock ticks
+ * (track_async's await_times; buffers then grow). The staging file holds an
+ * event's extension columns as they are written to /events (ext_out).
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -191,7 +193,8 @@ static sp_status process_block(struct sp_stream *s, struct block *b) {
   for (uint64_t i = 0; i < b->n; i++)
     if (b->ev[i].end) s->order[count[b->ev[i].region]++] = i;
   /* count[r] is now the end of region r's slots, count[r-1] its start */
-  int ncols = m->probe_ncols;
+  int ncols = m->ext_nout;
+  uint64_t stride = (uint64_t)m->ext_stride;
   enum { CHUNK = 8192 };
   int64_t buf[CHUNK];
   for (uint32_t r = 1; r <= maxid && st == SP_OK; r++) {
@@ -219,7 +222,7 @@ static sp_status process_block(struct sp_stream *s, struct block *b) {
           case 1: buf[k] = (int64_t)b->ev[i].end; break;
           case 2: buf[k] = s->ids[i]; break;
           case 3: buf[k] = s->pids[i]; break;
-          default: buf[k] = b->cols[i * (uint64_t)ncols + (uint64_t)(col - 4)]; break;
+          default: buf[k] = b->cols[i * stride + (uint64_t)m->ext_out[col - 4]]; break;
           }
         }
         if (put_at(s->fd, buf, kn * 8, off + k0 * 8) != 0)
@@ -324,7 +327,7 @@ uint64_t sp__stream_live_limit(const struct sp_manager *m) {
 }
 
 int sp__stream_handoff(struct sp_manager *m, sp_thread_rec *t) {
-  if (m->async_col >= 0 || (sp__mpi_ops && sp__mpi_ops->in_use())) return -1;
+  if (m->ext_ticks || (sp__mpi_ops && sp__mpi_ops->in_use())) return -1;
   /* Threads fill their buffers at once: the stream is opened by the first,
    * published with release and seen with acquire by the rest. */
   struct sp_stream *s = __atomic_load_n(&m->stream, __ATOMIC_ACQUIRE);
@@ -338,7 +341,7 @@ int sp__stream_handoff(struct sp_manager *m, sp_thread_rec *t) {
     pthread_mutex_unlock(&m->lock);
     if (!s) return -1;
   }
-  size_t ncols = (size_t)m->probe_ncols;
+  size_t ncols = (size_t)m->ext_stride;
   uint64_t cap = t->hot.cap;
   struct sp__event *fresh = __atomic_exchange_n(&t->spare, NULL, __ATOMIC_ACQUIRE);
   int64_t *fresh_cols = __atomic_exchange_n(&t->spare_cols, NULL, __ATOMIC_ACQUIRE);
@@ -362,8 +365,16 @@ int sp__stream_handoff(struct sp_manager *m, sp_thread_rec *t) {
     if (pthread_cond_timedwait(&s->idle, &s->mu, &until) == ETIMEDOUT) drop = 1;
   pthread_mutex_unlock(&s->mu);
 
+  /* Late values first, then the block's calls count in the per-region
+   * totals: they leave this thread's buffer now. */
+  if (m->next) {
+    sp__ext_resolve(m, t, t->hot.n);
+    if (!drop) sp__ext_fold_events(m, t, t->hot.ev, t->cols, t->hot.n);
+  }
   /* The open calls move to the front of the fresh buffer, in log order. */
   uint64_t k = 0;
+  t->busy++; /* sp_ext_current_region: stack and buffer change together */
+  __atomic_signal_fence(__ATOMIC_SEQ_CST);
   for (uint32_t d = 0; d < t->hot.depth; d++) {
     uint64_t i = t->hot.stack[d];
     if (i & SP__GHOST_BIT) continue;
@@ -371,6 +382,7 @@ int sp__stream_handoff(struct sp_manager *m, sp_thread_rec *t) {
     if (ncols) memcpy(fresh_cols + k * ncols, t->cols + i * ncols, ncols * sizeof *fresh_cols);
     t->hot.stack[d] = k++;
   }
+  sp__ext_fill(m, fresh_cols, k, cap);
   b->t = t;
   b->ev = t->hot.ev;
   b->cols = t->cols;
@@ -379,6 +391,8 @@ int sp__stream_handoff(struct sp_manager *m, sp_thread_rec *t) {
   t->hot.ev = fresh;
   t->cols = fresh_cols;
   t->hot.n = k;
+  __atomic_signal_fence(__ATOMIC_SEQ_CST);
+  t->busy--;
   if (drop) {
     /* The kept calls of the dropped block stay kept: only completed calls
      * are lost. Their regions are counted for the metadata. */
@@ -492,7 +506,7 @@ struct coding {
  * With `cd` the four columns are written coded for schema 3. */
 static int flush_out(const struct fill_ctx *f, const int64_t *ds, size_t nds, uint64_t off, uint64_t nout,
                      int64_t *const o[4], const uint32_t *othr, const int64_t *ocols, struct coding *cd) {
-  int ncols = f->m->probe_ncols, rc = 0;
+  int ncols = f->m->ext_nout, rc = 0;
   if (cd) {
     if (sp__delta_code_piece(&cd->cur, o[0], o[1], o[2], o[3], nout, off, cd->codes, &cd->lists) != 0) return -1;
     for (int k = 0; k < 4; k++) {
@@ -522,7 +536,7 @@ static sp_status fill(void *ctx, const int64_t *ds, size_t nds, int coded) {
   struct fill_ctx *f = ctx;
   struct sp_stream *s = f->m->stream;
   struct sp_run *run = f->run;
-  int ncols = f->m->probe_ncols;
+  int ncols = f->m->ext_nout, gpu = f->m->ext_gpu_out;
   sp_status st = SP_OK;
   int64_t *o[4];
   for (int k = 0; k < 4; k++) o[k] = malloc(FILL_BATCH * sizeof **o);
@@ -594,6 +608,10 @@ static sp_status fill(void *ctx, const int64_t *ds, size_t nds, int coded) {
       o[3][nout] = c->pid[c->at];
       othr[nout] = c->thread;
       for (int p = 0; p < ncols; p++) ocols[nout * (uint64_t)ncols + (uint64_t)p] = c->cols[c->at * (uint64_t)ncols + (uint64_t)p];
+      if (gpu >= 0 && c->cols[c->at * (uint64_t)ncols + (uint64_t)gpu] >= 0) {
+        su->gpu_count++;
+        su->gpu_total += c->cols[c->at * (uint64_t)ncols + (uint64_t)gpu];
+      }
       nout++;
       done++;
       su->total += d;
@@ -664,7 +682,7 @@ sp_status sp__stream_build(struct sp_manager *m, const struct sp_clock_map *cm, 
   f->row_region = calloc(run->nrows + 1, sizeof *f->row_region);
   if (!run->names || !run->rows || !f->row_region) goto oom;
   int track_threads = m->cfg.track_threads;
-  size_t nextra = (size_t)m->probe_ncols + (track_threads ? 1 : 0);
+  size_t nextra = (size_t)m->ext_nout + (track_threads ? 1 : 0);
   if (nextra && !(run->extra = calloc(nextra, sizeof *run->extra))) goto oom;
   run->nextra = nextra;
   size_t c = 0;
@@ -672,11 +690,7 @@ sp_status sp__stream_build(struct sp_manager *m, const struct sp_clock_map *cm, 
     run->extra[c].name = sp__strdup("thread_ids");
     run->extra[c++].type = SP_COL_U32;
   }
-  for (int p = 0; p < m->nprobes; p++)
-    for (int k = 0; k < m->probes[p]->ncols; k++, c++) {
-      run->extra[c].name = sp__strdup(m->probes[p]->col_names[k]);
-      run->extra[c].type = SP_COL_I64;
-    }
+  if (sp__ext_out_columns(m, run, c, 0, 0) < 0) goto oom;
   size_t r = 0;
   uint64_t off = 0;
   for (uint32_t id = 1; id <= maxid; id++) {

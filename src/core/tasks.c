@@ -67,6 +67,8 @@ void sp_manager_task_switch(sp_manager *m, uint64_t task) {
     t->task_migrations++;
     return;
   }
+  t->busy++; /* sp_ext_current_region reads stack and depth: not while they change */
+  __atomic_signal_fence(__ATOMIC_SEQ_CST);
   if (out) {
     out->stack = t->hot.stack;
     out->depth = t->hot.depth;
@@ -101,6 +103,8 @@ void sp_manager_task_switch(sp_manager *m, uint64_t task) {
     t->ctx_stack = NULL;
   }
   t->cur_task = in;
+  __atomic_signal_fence(__ATOMIC_SEQ_CST);
+  t->busy--;
 }
 
 static struct sp_task *locked_find(struct sp_manager *m, uint64_t task) {

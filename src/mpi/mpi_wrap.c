@@ -9,9 +9,11 @@
  *
  * With profile_mpi_calls off a wrapper costs one load and one branch before
  * the PMPI call. With it on, each call becomes a region named after the call
- * on the default manager (tag "mpi"), and the "mpi_bytes" probe adds two
- * event columns: mpi_bytes_sent and mpi_bytes_received, -1 where not
- * applicable (every region that is not an MPI call, waits and tests).
+ * on the default manager (tag "mpi"), and the "mpi_bytes" column probe (an
+ * extension, src/probes/ext.h) adds two event columns: mpi_bytes_sent and
+ * mpi_bytes_received, -1 where not applicable (every region that is not an
+ * MPI call, waits and tests). It takes only the regions tagged "mpi", so
+ * the program's other regions stay on the inlined path.
  * Byte counts are the sizes of the call's buffer arguments: what this rank
  * contributes (sent) and what lands in its receive buffers (received),
  * never wire traffic; a blocking receive reports the size of the message
@@ -24,10 +26,11 @@
  */
 #include <mpi.h>
 #include <stdint.h>
+#include <string.h>
 
 #include "core/core.h"
 #include "mpi/mpi_internal.h"
-#include "probes/probe.h"
+#include "probes/ext.h"
 
 /* Set while a wrapped call runs on this thread, or while the profiler
  * itself talks MPI: nested calls pass straight through. */
@@ -46,28 +49,46 @@ void sp__mpi_wrap_hold(int *saved, int on) {
 
 /*====== The bytes probe ======*/
 
-static int probe_wanted(const struct sp_config *cfg) { return cfg->profile_mpi_calls; }
-static void probe_begin(void *state, int64_t *cols) {
-  (void)state;
-  cols[0] = cols[1] = -1;
+static const struct sp_ext_col bytes_cols[] = {
+    {"mpi_bytes_sent", "bytes", 0, SP_EXT_FOLD_SUM, -1},
+    {"mpi_bytes_received", "bytes", 0, SP_EXT_FOLD_SUM, -1},
+};
+
+/* Per call only: aggregation_mode keeps no calls to put the bytes on. */
+static int bytes_wanted(const struct sp_config *cfg) { return cfg->profile_mpi_calls && !cfg->aggregation_mode; }
+static sp_status bytes_setup(struct sp_ext_setup *s, void **proc) {
+  (void)proc;
+  s->cols = bytes_cols;
+  s->ncols = 2;
+  return SP_OK;
 }
-static void probe_end(void *state, int64_t *cols) {
-  (void)state;
-  cols[0] = pend_sent;
-  cols[1] = pend_recv;
+/* MPI calls are the regions the wrappers intern with the tag "mpi". */
+static int bytes_region(void *proc, uint32_t id, const struct sp_ext_region *r) {
+  (void)proc;
+  (void)id;
+  for (size_t i = 0; i < r->ntags; i++)
+    if (strcmp(r->tags[i], "mpi") == 0) return 1;
+  return 0;
+}
+static void bytes_exit(void *proc, void *thr, const struct sp_ext_call *c) {
+  (void)proc;
+  (void)thr;
+  c->cols[0] = pend_sent;
+  c->cols[1] = pend_recv;
   pend_sent = pend_recv = -1;
 }
 
-static const struct sp_probe bytes_probe = {
+static const struct sp_ext bytes_probe = {
+    .abi = SP_EXT_ABI,
     .name = "mpi_bytes",
-    .ncols = 2,
-    .col_names = {"mpi_bytes_sent", "mpi_bytes_received"},
-    .wanted = probe_wanted,
-    .begin = probe_begin,
-    .end = probe_end,
+    .kind = SP_EXT_COLUMNS,
+    .wanted = bytes_wanted,
+    .setup = bytes_setup,
+    .region_added = bytes_region,
+    .exit = bytes_exit,
 };
 
-void sp__mpi_wrap_init(void) { sp__probe_register(&bytes_probe); }
+void sp__mpi_wrap_init(void) { sp__ext_register(&bytes_probe); }
 
 /*====== Helpers ======*/
 

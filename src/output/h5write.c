@@ -72,6 +72,13 @@ static void write_column(struct writer *w, hid_t g, const struct sp_column *c, s
     write_array(w, g, c->name, H5T_STD_U32LE, H5T_NATIVE_UINT32, n, c->data, is_event);
   else
     write_array(w, g, c->name, H5T_STD_I64LE, H5T_NATIVE_INT64, n, c->data, is_event);
+  if (c->unit && *c->unit) {
+    hid_t d = H5Dopen2(g, c->name, H5P_DEFAULT);
+    if (d >= 0) {
+      sp__h5_attr_str(d, "units", c->unit, &w->failed);
+      H5Dclose(d);
+    }
+  }
 }
 
 /* Schema 3's four coded columns (delta.c), each in its chosen width, and
@@ -134,6 +141,8 @@ static void write_events(struct writer *w, const struct sp_run *run) {
                          space, H5P_DEFAULT, dcpl, H5P_DEFAULT);
       H5Pclose(dcpl);
       if (ds[i] < 0) w->failed = 1;
+      if (ds[i] >= 0 && i >= 4 && run->extra[i - 4].unit && *run->extra[i - 4].unit)
+        sp__h5_attr_str(ds[i], "units", run->extra[i - 4].unit, &w->failed);
     }
     H5Sclose(space);
     for (size_t i = ncols; ds && i < nd; i++) ds[i] = create_list(w, ev, coded[(i - ncols) / 2], (i - ncols) % 2);
@@ -263,6 +272,7 @@ static void write_run_body(struct writer *w, const struct sp_run *run) {
       write_strings(w, g, t->str_cols_names[c], t->nrows, (const char **)t->str_cols[c]);
     H5Gclose(g);
   }
+  sp__h5_write_aux(w->file, run->aux, run->naux, &w->failed);
 }
 
 static sp_status validate_filters(const struct sp_config *cfg) { return sp__filters_check(cfg); }

@@ -43,6 +43,7 @@ struct sp_column {
   char *name;
   enum sp_col_type type;
   void *data; /* nevents values */
+  char *unit; /* attribute `units` on the dataset; NULL: none (extension columns have one) */
 };
 
 enum sp_meta_type { SP_META_STR, SP_META_I64, SP_META_F64, SP_META_STRLIST };
@@ -70,6 +71,26 @@ struct sp_table {
   size_t nstr;
 };
 
+/* A group below rank<N>/ that an extension adds (rank<N>/perf_events/<region>,
+ * rank<N>/likwid/...): attributes and 1-D or 2-D datasets. */
+enum sp_aux_type { SP_AUX_I64, SP_AUX_U64, SP_AUX_F64, SP_AUX_STR };
+struct sp_aux_dset {
+  char *name;
+  enum sp_aux_type type;
+  int ndims;
+  uint64_t dims[2];
+  void *data; /* row-major; char ** for SP_AUX_STR */
+};
+struct sp_aux_group {
+  char *path;    /* below rank<rank>/, components separated by '/' */
+  uint32_t rank;
+  struct sp_meta attrs;
+  struct sp_aux_dset *dsets;
+  size_t ndsets;
+};
+/* Write run->aux into an open file (h5common.c). */
+void sp__h5_write_aux(int64_t file, const struct sp_aux_group *aux, size_t naux, int *failed);
+
 struct sp_run {
   const char *layout; /* "columnar" or "aggregate" */
   char **names;
@@ -82,6 +103,8 @@ struct sp_run {
   size_t nextra;
   struct sp_table *tables;
   size_t ntables;
+  struct sp_aux_group *aux;
+  size_t naux;
   struct sp_meta meta;
   /* Bounded-memory runs: no event arrays; the writer creates the event
    * datasets (start, end, call ids, parent ids, then `extra` in order) with

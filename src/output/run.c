@@ -118,10 +118,27 @@ void sp__run_free(struct sp_run *run) {
   for (size_t i = 0; i < run->nextra; i++) {
     free(run->extra[i].name);
     free(run->extra[i].data);
+    free(run->extra[i].unit);
   }
   free(run->extra);
   for (size_t i = 0; i < run->ntables; i++) free_table(&run->tables[i]);
   free(run->tables);
+  for (size_t i = 0; i < run->naux; i++) {
+    struct sp_aux_group *g = &run->aux[i];
+    free(g->path);
+    sp__meta_free(&g->attrs);
+    for (size_t d = 0; d < g->ndsets; d++) {
+      struct sp_aux_dset *ds = &g->dsets[d];
+      if (ds->type == SP_AUX_STR && ds->data) {
+        uint64_t n = ds->dims[0] * (ds->ndims > 1 ? ds->dims[1] : 1);
+        for (uint64_t k = 0; k < n; k++) free(((char **)ds->data)[k]);
+      }
+      free(ds->name);
+      free(ds->data);
+    }
+    free(g->dsets);
+  }
+  free(run->aux);
   sp__meta_free(&run->meta);
   memset(run, 0, sizeof *run);
 }

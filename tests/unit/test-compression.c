@@ -79,7 +79,7 @@ static sp_status write_run(const char *path, const struct sp_config *c, const st
   char *names[] = {"r"};
   struct sp_row row = {.offset = 0, .count = e->n, .source_line = -1, .source_file = "",
                        .source_text = "", .tags_json = "[]"};
-  struct sp_column tid = {"thread_ids", SP_COL_U32, e->tid};
+  struct sp_column tid = {"thread_ids", SP_COL_U32, e->tid, NULL};
   struct sp_run run = {.layout = "columnar", .names = names, .nnames = 1, .rows = &row,
                        .nrows = 1, .start = e->start, .end = e->end, .call_id = e->cid,
                        .parent_id = e->pid, .nevents = e->n, .extra = &tid, .nextra = 1};

@@ -12,7 +12,6 @@
 #include "core/core.h"
 #include "harness.h"
 #include "h5util.h"
-#include "probes/probe.h"
 #include "scope_profiler.h"
 #include "scope_profiler/reader.h"
 #include "scope_profiler/results.h"
@@ -583,35 +582,6 @@ SP_TEST(pause_resume) {
   ASSERT_EQ(h5_region_events("pause.h5", "paused"), -1);
   ASSERT_EQ(h5_region_events("pause.h5", "after"), 1);
   ASSERT_EQ(sp_manager_problems(m).unmatched_ends, 0);
-  sp_manager_destroy(m);
-}
-
-/*====== Probes ======*/
-
-static int64_t probe_counter;
-static int probe_wanted(const struct sp_config *c) { (void)c; return 1; }
-static void probe_begin(void *st, int64_t *cols) { (void)st; cols[0] = probe_counter; }
-static void probe_end(void *st, int64_t *cols) { (void)st; cols[0] = probe_counter - cols[0]; }
-static const struct sp_probe test_probe = {
-    .name = "test", .ncols = 1, .col_names = {"test_deltas"}, .wanted = probe_wanted,
-    .begin = probe_begin, .end = probe_end};
-
-SP_TEST(probe_adds_a_column) {
-  sp__probe_register(&test_probe);
-  const char *ov[] = {"file_path=probe.h5", NULL};
-  sp_manager *m = setup_with(ov);
-  sp_region r = sp_region_intern("probed");
-  for (int i = 0; i < 5; i++) {
-    sp_region_begin(m, r);
-    probe_counter += i;
-    sp_region_end(m, r);
-  }
-  ASSERT_OK(sp_manager_finalize(m, NULL, NULL));
-  long long n;
-  int64_t *d = h5_i64("probe.h5", "/events/test_deltas", &n);
-  ASSERT_EQ(n, 5);
-  for (int i = 0; i < 5; i++) ASSERT_EQ(d[i], i);
-  free(d);
   sp_manager_destroy(m);
 }
 
