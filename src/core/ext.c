@@ -18,6 +18,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/diag.h"
 #include "common/error.h"
 #include "core/core.h"
 #include "output/output.h"
@@ -47,9 +48,9 @@ void sp_ext_warn(struct sp_manager *m, const char *fmt, ...) {
       warned = n;
       if ((warned[nwarned] = sp__strdup(buf))) nwarned++;
     }
-    /* The one place the library prints on its own: a setting the user
-     * turned on does not do what it says, and silence would hide that. */
-    fprintf(stderr, "scope-profiler: warning: %s\n", buf);
+    /* A setting the user turned on does not do what it says here, and
+     * silence would hide that (the `quiet` setting silences it). */
+    if (!(m && m->have_cfg && m->cfg.quiet)) sp__message(SP_MESSAGE_WARNING, "%s", buf);
   }
   pthread_mutex_unlock(&warn_lock);
   if (!m) return;
