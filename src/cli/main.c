@@ -16,6 +16,7 @@ static const struct sp_cli_command commands[] = {
     {"export", sp_cmd_export, "write chrome-trace, speedscope, folded, csv or json"},
     {"report", sp_cmd_report, "write a self-contained HTML report with charts (and SVG, JSON)"},
     {"recover", sp_cmd_recover, "turn the spill file of a crashed run into its HDF5 profile"},
+    {"memory", sp_cmd_memory, "summarise an allocation capture (use_memray): peak, regions, sites, leaks"},
 };
 
 static void usage(FILE *out) {
