@@ -51,7 +51,7 @@ build() {
   for t in "${targets[@]}"; do
     "$cc" -g -O1 $san -fsanitize=fuzzer -D_GNU_SOURCE -I"$root/include" -I"$root/src" \
       "$root/tests/fuzz/fuzz_$t.c" "$out/lib/libscope_profiler.a" \
-      $(pkg-config --cflags --libs hdf5-serial) -lzstd -llzf -lm -lpthread -ldl \
+      $(pkg-config --cflags --libs hdf5-serial libdw) -lzstd -llzf -lm -lpthread -ldl \
       -o "$out/fuzz_$t.new" && mv "$out/fuzz_$t.new" "$out/fuzz_$t" || return 1
   done
 }

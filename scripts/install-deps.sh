@@ -12,6 +12,7 @@ pkgs=(
   libopenmpi-dev openmpi-bin        # MPI library target and mpirun tests
   libzstd-dev liblzf-dev            # zstd (32015) and lzf (32000) HDF5 filters
   libdw-dev                         # DWARF lines for line profiles and recursive regions
+  libunwind-dev                     # native stacks of allocations (memray_native_traces)
   python3-h5py python3-numpy        # independent reader used by the tests
   clang libclang-rt-14-dev          # libFuzzer and TSan builds
   valgrind

@@ -177,9 +177,11 @@ static struct mem_block *fresh_block(uint32_t index) {
 /* r's block is full: queue it (waiting while the queue is at its bound) and
  * take a fresh one. Returns the block to append to, or NULL (events lost). */
 static struct mem_block *handoff(struct mem_tls *t, struct mem_thread *r) {
+  /* The guard stays "recording", not "internal": waiting here can take a
+   * while, and what a signal handler allocates meanwhile must be deferred,
+   * not dropped (no call below allocates). */
+  (void)t;
   int saved = errno;
-  uint32_t g = t->guard;
-  t->guard |= MEM_G_INTERNAL;
   pthread_mutex_lock(&CAP.qlock);
   struct mem_block *full = r->cur, *b;
   if (CAP.writer_failed || !CAP.writer_running) {
@@ -196,7 +198,6 @@ static struct mem_block *handoff(struct mem_tls *t, struct mem_thread *r) {
   }
   pthread_mutex_unlock(&CAP.qlock);
   r->cur = b;
-  t->guard = g;
   errno = saved;
   return b;
 }
@@ -463,12 +464,84 @@ MEM_HIDDEN void *mem__realloc(void *p, size_t n, void *site) {
   return q;
 }
 
+/*====== Direct mappings (trace_mmap) ======*/
+
+/* The anonymous mappings recorded so far, sorted by start, so that munmap
+ * releases what was recorded and nothing else (file mappings, the C
+ * library's own). A munmap that cuts into a recorded mapping releases all
+ * of it and records what remains as new mappings. */
+struct span {
+  uint64_t lo, hi;
+  uint64_t site;
+};
+static pthread_mutex_t spans_lock = PTHREAD_MUTEX_INITIALIZER;
+static struct span *spans;
+static size_t nspans, spans_cap;
+
+static int spans_insert(uint64_t lo, uint64_t hi, uint64_t site) {
+  if (nspans == spans_cap) {
+    size_t cap = spans_cap ? spans_cap * 2 : 256;
+    struct span *v = mem__buf_grow(spans, spans_cap * sizeof *v, cap * sizeof *v);
+    if (!v) return -1;
+    spans = v;
+    spans_cap = cap;
+  }
+  size_t i = nspans;
+  while (i > 0 && spans[i - 1].lo > lo) i--;
+  memmove(&spans[i + 1], &spans[i], (nspans - i) * sizeof *spans);
+  spans[i] = (struct span){lo, hi, site};
+  nspans++;
+  return 0;
+}
+
+MEM_HIDDEN void mem__on_mmap(void *p, size_t len, void *site) {
+  struct mem_tls *t = &mem__tls;
+  if (t->guard & MEM_G_INTERNAL) return;
+  uint64_t lo = (uintptr_t)p, hi = lo + ((len + 4095) & ~(uint64_t)4095);
+  uint32_t g = t->guard;
+  t->guard |= MEM_G_INTERNAL;
+  pthread_mutex_lock(&spans_lock);
+  int rc = spans_insert(lo, hi, (uintptr_t)site);
+  pthread_mutex_unlock(&spans_lock);
+  t->guard = g;
+  if (rc == 0) mem__on_alloc(p, len, SP_MEMCAP_MMAP, site);
+}
+
 MEM_HIDDEN void mem__on_munmap(void *p, size_t len) {
   struct mem_tls *t = &mem__tls;
-  uint64_t w[SP_MEMCAP_FREE_WORDS] = {mem__ticks(), (uintptr_t)p,
-                                      SP_MEMCAP_META(SP_MEMCAP_MUNMAP, t->c.region),
-                                      (len + 4095) & ~(uint64_t)4095};
-  record(t, w, SP_MEMCAP_FREE_WORDS, NULL);
+  if (t->guard & MEM_G_INTERNAL) return;
+  uint64_t lo = (uintptr_t)p, hi = lo + ((len + 4095) & ~(uint64_t)4095);
+  struct span gone[8], keep[16];
+  size_t ngone = 0, nkeep = 0;
+  uint32_t g = t->guard;
+  t->guard |= MEM_G_INTERNAL;
+  pthread_mutex_lock(&spans_lock);
+  for (size_t i = 0; i < nspans && ngone < 8;) {
+    struct span s = spans[i];
+    if (s.lo >= hi) break;
+    if (s.hi <= lo) {
+      i++;
+      continue;
+    }
+    gone[ngone++] = s;
+    memmove(&spans[i], &spans[i + 1], (nspans - i - 1) * sizeof *spans);
+    nspans--;
+    if (s.lo < lo) keep[nkeep++] = (struct span){s.lo, lo, s.site};
+    if (s.hi > hi) keep[nkeep++] = (struct span){hi, s.hi, s.site};
+  }
+  for (size_t i = 0; i < nkeep; i++) spans_insert(keep[i].lo, keep[i].hi, keep[i].site);
+  pthread_mutex_unlock(&spans_lock);
+  t->guard = g;
+  for (size_t i = 0; i < ngone; i++) {
+    uint64_t w[SP_MEMCAP_FREE_WORDS] = {mem__ticks(), gone[i].lo,
+                                        SP_MEMCAP_META(SP_MEMCAP_MUNMAP, t->c.region),
+                                        gone[i].hi - gone[i].lo};
+    record(t, w, SP_MEMCAP_FREE_WORDS, NULL);
+  }
+  /* What remains is timed after the release, like any allocation. */
+  for (size_t i = 0; i < nkeep; i++)
+    mem__on_alloc((void *)(uintptr_t)keep[i].lo, keep[i].hi - keep[i].lo, SP_MEMCAP_MMAP,
+                  (void *)(uintptr_t)keep[i].site);
 }
 
 /*====== Barrier for stop ======*/
@@ -508,11 +581,13 @@ static void atfork_prepare(void) {
   pthread_mutex_lock(&CAP.list);
   mem__stacks_atfork_prepare();
   mem__meta_lock();
+  pthread_mutex_lock(&spans_lock);
   pthread_mutex_lock(&CAP.qlock);
 }
 
 static void atfork_parent(void) {
   pthread_mutex_unlock(&CAP.qlock);
+  pthread_mutex_unlock(&spans_lock);
   mem__meta_unlock();
   mem__stacks_atfork_parent();
   pthread_mutex_unlock(&CAP.list);
@@ -549,6 +624,7 @@ static void atfork_child(void) {
   pthread_mutex_init(&strag_lock, NULL);
   pthread_mutex_init(&CAP.list, NULL);
   pthread_mutex_init(&CAP.qlock, NULL);
+  pthread_mutex_init(&spans_lock, NULL);
   pthread_cond_init(&CAP.qfull, NULL);
   pthread_cond_init(&CAP.qspace, NULL);
   mem__stacks_atfork_child();
@@ -643,6 +719,7 @@ int sp_memory_start(const sp_memory_options *o) {
     CAP.gen++;
     pthread_mutex_unlock(&CAP.list);
     strag = NULL;
+    nspans = 0;
     mem__stacks_reset();
     mem__meta_reset(1);
     if (mem__writer_open(err, sizeof err) == 0 && mem__writer_start(err, sizeof err) == 0) {
@@ -777,3 +854,12 @@ const struct sp_memory_api sp_memory_api_v1 = {
     sp_memory_record_alloc,
     sp_memory_record_free,
 };
+
+/* A program that never stops its capture (no finalize, a forked child that
+ * returns from main) still gets a complete file: libraries' destructors run
+ * after the program's atexit handlers, so the profiler's own exit hook has
+ * had its turn. A process that ends with _exit() or a signal keeps what the
+ * writer wrote so far (docs/memory-capture.md). */
+__attribute__((destructor)) static void stop_at_exit(void) {
+  if (HOT_ON()) (void)sp_memory_stop(NULL);
+}

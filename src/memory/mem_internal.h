@@ -88,7 +88,7 @@ struct mem_block {
 /* Events a signal handler makes while its thread is inside a wrapper wait
  * here until the wrapper finishes (a handler runs to completion on top of
  * the code it interrupted, so the two never interleave otherwise). */
-#define MEM_DEFER_WORDS (32u * SP_MEMCAP_ALLOC_WORDS)
+#define MEM_DEFER_WORDS 4096u /* 32 KiB: 682 allocations, 1024 releases */
 
 /* One per thread that allocated during the capture; mapped, never unmapped,
  * reused after its thread exits. Fields below `owner only` are written only
@@ -147,6 +147,7 @@ MEM_HIDDEN void mem__on_alloc(void *p, size_t req, unsigned kind, void *site);
 MEM_HIDDEN void mem__on_free(void *p, unsigned kind);
 /* realloc with its two halves timed around the real call. */
 MEM_HIDDEN void *mem__realloc(void *p, size_t n, void *site);
+MEM_HIDDEN void mem__on_mmap(void *p, size_t len, void *site);
 MEM_HIDDEN void mem__on_munmap(void *p, size_t len);
 
 MEM_HIDDEN uint64_t mem__ticks(void);

@@ -324,7 +324,7 @@ SP_API size_t malloc_usable_size(void *p) {
 SP_API void *mmap(void *a, size_t len, int prot, int flags, int fd, off_t off) {
   void *p = REAL(mmap)(a, len, prot, flags, fd, off);
   if (MEM_UNLIKELY(HOT() & MEM_HOT_MMAP) && p != MAP_FAILED && (flags & MAP_ANONYMOUS))
-    mem__on_alloc(p, len, SP_MEMCAP_MMAP, SITE());
+    mem__on_mmap(p, len, SITE());
   return p;
 }
 

@@ -289,10 +289,10 @@ sp_status sp__memcap_open(const char *path, sp_memcap **out) {
     return st;
   }
   uint64_t size = (uint64_t)sb.st_size;
-  unsigned char pre[SP_MEMCAP_PRELUDE_LEN];
-  if (size < sizeof pre || fread(pre, 1, sizeof pre, c->f) != sizeof pre ||
-      memcmp(pre, SP_MEMCAP_MAGIC, SP_MEMCAP_MAGIC_LEN)) {
-    int memray = size >= 6 && !memcmp(pre, "memray", 6);
+  unsigned char pre[SP_MEMCAP_PRELUDE_LEN] = {0};
+  size_t got = fread(pre, 1, sizeof pre, c->f);
+  if (got != sizeof pre || memcmp(pre, SP_MEMCAP_MAGIC, SP_MEMCAP_MAGIC_LEN)) {
+    int memray = got >= 6 && !memcmp(pre, "memray", 6);
     st = BAD("%s is not a scope-profiler memory capture (it does not start with \"scope-profiler "
              "memory capture\")%s", path,
              memray ? "; it looks like a Memray capture: open it with `memray`" : "");

@@ -1,0 +1,802 @@
+/* test-memory.c - the allocation interposer (libscope_profiler_memory.so,
+ * linked into this test before libc) and the capture reader: exact per-thread
+ * counters and per-region figures for every entry point from 8 threads,
+ * realloc growing and shrinking, a leak found by file and line, the peak's
+ * call site with native traces, fork with and without follow_fork, signal
+ * handlers that allocate, threads that existed before the capture started,
+ * direct mmap/munmap, a 10M-allocation storm that loses nothing in bounded
+ * memory, and hostile capture files.
+ *
+ * Built with -fno-builtin: the compiler must not fold the allocations away.
+ */
+#include <malloc.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "common/memcap.h"
+#include "harness.h"
+#include "read/memcap_read.h"
+#include "read/symbolize.h"
+#include "scope_profiler/memory.h"
+
+#define PATH "cap.bin"
+
+static void start(const char *path, int native, int follow) {
+  sp_memory_options o = SP_MEMORY_OPTIONS_INIT;
+  o.path = path;
+  o.native_traces = native;
+  o.follow_fork = follow;
+  if (sp_memory_start(&o)) SP_FAIL_("sp_memory_start: %s", sp_memory_error());
+}
+
+static sp_memory_stats stop(void) {
+  sp_memory_stats st;
+  if (sp_memory_stop(&st)) SP_FAIL_("sp_memory_stop: %s", sp_memory_error());
+  return st;
+}
+
+static sp_memcap *open_capture(const char *path, sp_memcap_stats *s) {
+  sp_memcap *c;
+  ASSERT_OK(sp__memcap_open(path, &c));
+  if (s) ASSERT_OK(sp__memcap_analyze(c, 16, s));
+  return c;
+}
+
+static const struct sp_memcap_region_stat *region(const sp_memcap_stats *s, uint32_t id) {
+  for (size_t i = 0; i < s->nregions; i++)
+    if (s->regions[i].id == id) return &s->regions[i];
+  SP_FAIL_("region %u is not in the capture", id);
+}
+
+/*====== Expected figures, kept by the test itself ======*/
+
+struct expect {
+  int64_t alloc_bytes, freed_bytes, alloc_count, free_count, live, peak, end_bytes;
+  uint64_t kinds[SP_MEMCAP_KIND_END];
+};
+
+static void *got(struct expect *x, void *p, unsigned kind) {
+  ASSERT(p != NULL);
+  int64_t u = (int64_t)malloc_usable_size(p);
+  x->alloc_bytes += u;
+  x->alloc_count++;
+  x->live += u;
+  if (x->live > x->peak) x->peak = x->live;
+  x->kinds[kind]++;
+  return p;
+}
+
+static void gone(struct expect *x, void *p, unsigned kind) {
+  int64_t u = (int64_t)malloc_usable_size(p);
+  x->freed_bytes += u;
+  x->free_count++;
+  x->live -= u;
+  x->kinds[kind]++;
+}
+
+static void release(struct expect *x, void *p) {
+  gone(x, p, SP_MEMCAP_FREE);
+  free(p);
+}
+
+static void *resize(struct expect *x, void *p, size_t n) {
+  if (p) gone(x, p, SP_MEMCAP_REALLOC_FREE);
+  return got(x, realloc(p, n), SP_MEMCAP_REALLOC);
+}
+
+/* Every entry point once, sizes varied by `salt`; one block is left live. */
+static void entry_points(struct expect *x, size_t salt) {
+  void *a = got(x, malloc(24 + salt), SP_MEMCAP_MALLOC);
+  void *b = got(x, calloc(3, 40 + salt), SP_MEMCAP_CALLOC);
+  void *c = resize(x, NULL, 64 + salt);     /* realloc(NULL) allocates */
+  c = resize(x, c, 4096 + salt);            /* grows */
+  c = resize(x, c, 16 + salt);              /* shrinks */
+  void *old = c;
+  gone(x, old, SP_MEMCAP_REALLOC_FREE);
+  c = got(x, reallocarray(c, 10, 20 + salt), SP_MEMCAP_REALLOC);
+  void *d = NULL;
+  ASSERT_EQ(posix_memalign(&d, 64, 200 + salt), 0);
+  got(x, d, SP_MEMCAP_POSIX_MEMALIGN);
+  void *e = got(x, aligned_alloc(128, 256), SP_MEMCAP_ALIGNED_ALLOC);
+  void *f = got(x, memalign(32, 100 + salt), SP_MEMCAP_MEMALIGN);
+  void *g = got(x, valloc(1000 + salt), SP_MEMCAP_VALLOC);
+  void *h = got(x, pvalloc(5000 + salt), SP_MEMCAP_PVALLOC);
+  ASSERT_EQ((uintptr_t)d % 64, 0);
+  ASSERT_EQ((uintptr_t)e % 128, 0);
+  ASSERT_EQ((uintptr_t)f % 32, 0);
+  ASSERT_EQ((uintptr_t)g % 4096, 0);
+  void *v[] = {a, b, c, d, e, f, g, h};
+  for (size_t i = 0; i < sizeof v / sizeof v[0]; i++) release(x, v[i]);
+  void *kept = got(x, malloc(333 + salt), SP_MEMCAP_MALLOC);
+  x->end_bytes += (int64_t)malloc_usable_size(kept);
+}
+
+struct worker {
+  uint32_t region;
+  struct expect x;
+  struct sp_memory_counters delta;
+  int64_t peak;
+};
+
+static void *worker_main(void *arg) {
+  struct worker *w = arg;
+  struct sp_memory_counters *c = sp_memory_thread_counters(), before = *c;
+  c->region = w->region;
+  c->peak_bytes = c->live_bytes; /* as the column probe does at a region's entry */
+  for (int rep = 0; rep < 50; rep++) entry_points(&w->x, w->region + (size_t)rep);
+  w->peak = c->peak_bytes - before.live_bytes;
+  c->region = 0;
+  w->delta.alloc_bytes = c->alloc_bytes - before.alloc_bytes;
+  w->delta.freed_bytes = c->freed_bytes - before.freed_bytes;
+  w->delta.alloc_count = c->alloc_count - before.alloc_count;
+  w->delta.live_bytes = c->live_bytes - before.live_bytes;
+  return NULL;
+}
+
+SP_TEST(entry_points_from_8_threads_exact) {
+  start(PATH, 0, 0);
+  pthread_t t[8];
+  struct worker w[8];
+  memset(w, 0, sizeof w);
+  for (int i = 0; i < 8; i++) {
+    w[i].region = 100 + (uint32_t)i;
+    pthread_create(&t[i], NULL, worker_main, &w[i]);
+  }
+  for (int i = 0; i < 8; i++) pthread_join(t[i], NULL);
+  sp_memory_region_name(100, "solver");
+  sp_memory_stats st = stop();
+  ASSERT_EQ(st.lost_events, 0);
+  ASSERT_EQ(st.unattributed, 0);
+  sp_memcap_stats s;
+  sp_memcap *c = open_capture(PATH, &s);
+  ASSERT(c->complete);
+  ASSERT_STR_EQ(sp__memcap_region_name(c, 100), "solver");
+  uint64_t kinds[SP_MEMCAP_KIND_END] = {0}, want[SP_MEMCAP_KIND_END] = {0};
+  for (int i = 0; i < 8; i++) {
+    const struct expect *x = &w[i].x;
+    /* The thread's own counters. */
+    ASSERT_EQ(w[i].delta.alloc_bytes, x->alloc_bytes);
+    ASSERT_EQ(w[i].delta.freed_bytes, x->freed_bytes);
+    ASSERT_EQ(w[i].delta.alloc_count, x->alloc_count);
+    ASSERT_EQ(w[i].delta.live_bytes, x->end_bytes);
+    ASSERT_EQ(w[i].peak, x->peak);
+    ASSERT_EQ(x->alloc_count, 50 * 12);
+    /* The capture's figures for the thread's region. */
+    const struct sp_memcap_region_stat *r = region(&s, w[i].region);
+    ASSERT_EQ(r->alloc_bytes, x->alloc_bytes);
+    ASSERT_EQ(r->alloc_count, x->alloc_count);
+    ASSERT_EQ(r->freed_bytes, x->freed_bytes);
+    ASSERT_EQ(r->free_count, x->free_count);
+    ASSERT_EQ(r->end_bytes, x->end_bytes);
+    ASSERT_EQ(r->end_count, 50);
+    for (unsigned k = 0; k < SP_MEMCAP_KIND_END; k++) want[k] += x->kinds[k];
+  }
+  struct sp_memcap_iter *it;
+  ASSERT_OK(sp__memcap_iter_new(c, &it));
+  struct sp_memcap_event e;
+  uint32_t th;
+  uint64_t last = 0;
+  while (sp__memcap_iter_next(it, &e, &th) == 1) {
+    ASSERT(e.t >= last); /* time order across threads */
+    last = e.t;
+    if (e.region >= 100 && e.region < 108) kinds[e.kind]++;
+  }
+  sp__memcap_iter_free(it);
+  for (unsigned k = 0; k < SP_MEMCAP_KIND_END; k++) {
+    if (want[k] != kinds[k]) SP_FAIL_("kind %s: %llu events, expected %llu", sp__memcap_kind_name(k),
+                                      (unsigned long long)kinds[k], (unsigned long long)want[k]);
+  }
+  ASSERT_EQ(want[SP_MEMCAP_PVALLOC], 400);
+  ASSERT_EQ(want[SP_MEMCAP_REALLOC], 8 * 50 * 4);
+  sp__memcap_stats_free(&s);
+  sp__memcap_close(c);
+}
+
+SP_TEST(realloc_grows_and_shrinks) {
+  start(PATH, 0, 0);
+  struct sp_memory_counters *c = sp_memory_thread_counters(), b = *c;
+  c->region = 5;
+  c->peak_bytes = c->live_bytes;
+  void *p = malloc(100);
+  size_t u0 = malloc_usable_size(p);
+  p = realloc(p, 100000); /* grows (moves) */
+  size_t u1 = malloc_usable_size(p);
+  p = realloc(p, 40); /* shrinks */
+  size_t u2 = malloc_usable_size(p);
+  int64_t peak = c->peak_bytes - b.live_bytes;
+  p = realloc(p, 0); /* glibc: frees, returns NULL */
+  ASSERT(p == NULL);
+  c->region = 0;
+  ASSERT_EQ(c->alloc_count - b.alloc_count, 3);
+  ASSERT_EQ(c->alloc_bytes - b.alloc_bytes, (int64_t)(u0 + u1 + u2));
+  ASSERT_EQ(c->freed_bytes - b.freed_bytes, (int64_t)(u0 + u1 + u2));
+  ASSERT_EQ(c->live_bytes, b.live_bytes);
+  /* realloc's old block is released before its new one is allocated */
+  ASSERT_EQ(peak, (int64_t)(u0 > u1 ? u0 : u1));
+  stop();
+  sp_memcap_stats s;
+  sp_memcap *cap = open_capture(PATH, &s);
+  const struct sp_memcap_region_stat *r = region(&s, 5);
+  ASSERT_EQ(r->alloc_count, 3);
+  ASSERT_EQ(r->free_count, 3);
+  ASSERT_EQ(r->end_bytes, 0);
+  ASSERT_EQ(s.peak_bytes, u1); /* the grown block, alone */
+  ASSERT_EQ(r->peak_bytes, u1);
+  sp__memcap_stats_free(&s);
+  sp__memcap_close(cap);
+}
+
+/* The site is the wrapper's return address, so a tail call (return
+ * malloc(n)) would show its caller: keep the block in a global. */
+static int leak_line;
+static void *kept_block;
+__attribute__((noinline)) static void leaky(void) {
+  leak_line = __LINE__ + 1;
+  kept_block = malloc(7777);
+  memset(kept_block, 1, 16);
+}
+
+/* The symbolised call site of a site key: basename of file, line, function. */
+static void site_of(sp_memcap *c, struct sp_sym *sym, uint64_t key, const char **file, int *line,
+                    const char **fn) {
+  struct sp_sym_info in;
+  uint64_t pc = sp__memcap_site_pc(c, key);
+  ASSERT(pc != 0);
+  sp__sym_lookup(sym, pc - 1, &in);
+  *file = in.file ? (strrchr(in.file, '/') ? strrchr(in.file, '/') + 1 : in.file) : "";
+  *line = in.line;
+  *fn = in.function ? in.function : "";
+}
+
+SP_TEST(leak_found_by_file_and_line) {
+  start(PATH, 0, 0);
+  leaky();
+  for (int i = 0; i < 100; i++) free(malloc(64)); /* released: not leaks */
+  stop();
+  free(kept_block);
+  sp_memcap_stats s;
+  sp_memcap *c = open_capture(PATH, &s);
+  struct sp_sym *sym = sp__memcap_symbolizer(c);
+  int found = 0;
+  for (size_t i = 0; i < s.nleaks; i++) {
+    const char *file, *fn;
+    int line;
+    site_of(c, sym, s.leaks[i].key, &file, &line, &fn);
+    if (s.leaks[i].requested == 7777) {
+      ASSERT_STR_EQ(file, "test-memory.c");
+      ASSERT_EQ(line, leak_line);
+      ASSERT_STR_EQ(fn, "leaky");
+      ASSERT_EQ(s.leaks[i].count, 1);
+      found = 1;
+    }
+  }
+  ASSERT(found);
+  sp__sym_free(sym);
+  sp__memcap_stats_free(&s);
+  sp__memcap_close(c);
+}
+
+static int small_line, big_line;
+__attribute__((noinline)) static void phase_small(void) {
+  void *v[10];
+  small_line = __LINE__ + 1;
+  for (int i = 0; i < 10; i++) v[i] = malloc(1 << 20);
+  for (int i = 0; i < 10; i++) free(v[i]);
+}
+__attribute__((noinline)) static void phase_big(void) {
+  void *v[20];
+  big_line = __LINE__ + 1;
+  for (int i = 0; i < 20; i++) v[i] = malloc(1 << 20);
+  for (int i = 0; i < 20; i++) free(v[i]);
+}
+__attribute__((noinline)) static void phases(void) {
+  phase_small();
+  phase_big();
+  phase_small();
+}
+
+SP_TEST(peak_attributed_to_its_call_site_with_native_traces) {
+  start(PATH, 1, 0);
+  phases();
+  sp_memory_stats st = stop();
+  ASSERT_GT(st.stacks, 0);
+  sp_memcap_stats s;
+  sp_memcap *c = open_capture(PATH, &s);
+  ASSERT(c->flags & SP_MEMCAP_F_NATIVE);
+  ASSERT_GE(s.peak_bytes, 20u << 20);
+  ASSERT_LT(s.peak_bytes, 22u << 20);
+  ASSERT(s.npeak_sites > 0);
+  struct sp_sym *sym = sp__memcap_symbolizer(c);
+  const char *file, *fn;
+  int line;
+  site_of(c, sym, s.peak_sites[0].key, &file, &line, &fn);
+  ASSERT_STR_EQ(fn, "phase_big");
+  ASSERT_STR_EQ(file, "test-memory.c");
+  ASSERT_EQ(line, big_line);
+  ASSERT_EQ(s.peak_sites[0].count, 20);
+  ASSERT_GE(s.peak_sites[0].bytes, 20u << 20);
+  /* The stack goes on through the callers. */
+  const struct sp_memcap_stack *stk = &c->stacks[s.peak_sites[0].key - 1];
+  ASSERT_GE(stk->n, 3);
+  struct sp_sym_info in;
+  sp__sym_lookup(sym, stk->pc[1] - 1, &in);
+  ASSERT_STR_EQ(in.function, "phases");
+  (void)small_line;
+  sp__sym_free(sym);
+  sp__memcap_stats_free(&s);
+  sp__memcap_close(c);
+}
+
+/* Forks: the child allocates 4321 bytes and leaks them, then exits. */
+static pid_t fork_child(int use_stop) {
+  fflush(NULL);
+  pid_t pid = fork();
+  if (pid == 0) {
+    struct sp_memory_counters *c = sp_memory_thread_counters();
+    c->region = 77;
+    void *p = malloc(4321);
+    (void)p;
+    if (use_stop && sp_memory_active()) sp_memory_stop(NULL);
+    exit(sp_memory_active() ? 10 : 0); /* exit: the library stops a running capture */
+  }
+  return pid;
+}
+
+static int has_region(const sp_memcap_stats *s, uint32_t id) {
+  for (size_t i = 0; i < s->nregions; i++)
+    if (s->regions[i].id == id) return 1;
+  return 0;
+}
+
+SP_TEST(fork_follow_fork_writes_the_child_file) {
+  start(PATH, 0, 1);
+  struct sp_memory_counters *c = sp_memory_thread_counters();
+  c->region = 11;
+  void *before = malloc(1234); /* the parent's, before the fork */
+  pid_t pid = fork_child(0);
+  int status;
+  waitpid(pid, &status, 0);
+  ASSERT(WIFEXITED(status));
+  ASSERT_EQ(WEXITSTATUS(status), 10); /* still capturing in the child */
+  c->region = 12;
+  void *after = malloc(99);
+  c->region = 0;
+  stop();
+  free(before);
+  free(after);
+  char child[64];
+  snprintf(child, sizeof child, "%s.%d", PATH, (int)pid);
+  sp_memcap_stats s;
+  sp_memcap *cc = open_capture(child, &s);
+  ASSERT(cc->complete);
+  ASSERT(cc->flags & SP_MEMCAP_F_FORK_CHILD);
+  ASSERT_EQ(cc->pid, pid);
+  ASSERT_EQ(cc->ppid, getpid());
+  const struct sp_memcap_region_stat *r = region(&s, 77);
+  ASSERT_EQ(r->alloc_count, 1);
+  void *q = malloc(4321);
+  ASSERT_EQ(r->end_bytes, malloc_usable_size(q)); /* the leak, exactly */
+  free(q);
+  ASSERT(!has_region(&s, 11)); /* the parent's events stay in the parent's file */
+  ASSERT(!has_region(&s, 12));
+  sp__memcap_stats_free(&s);
+  sp__memcap_close(cc);
+  sp_memcap *pc = open_capture(PATH, &s);
+  ASSERT(!has_region(&s, 77));
+  ASSERT_EQ(region(&s, 11)->alloc_count, 1);
+  ASSERT_EQ(region(&s, 12)->alloc_count, 1);
+  sp__memcap_stats_free(&s);
+  sp__memcap_close(pc);
+}
+
+SP_TEST(fork_without_follow_fork_stops_in_the_child) {
+  start(PATH, 0, 0);
+  pid_t pid = fork_child(0);
+  int status;
+  waitpid(pid, &status, 0);
+  ASSERT(WIFEXITED(status));
+  ASSERT_EQ(WEXITSTATUS(status), 0); /* not capturing in the child */
+  stop();
+  char child[64];
+  snprintf(child, sizeof child, "%s.%d", PATH, (int)pid);
+  ASSERT(!sp_test_file_exists(child));
+  sp_memcap_stats s;
+  sp_memcap *c = open_capture(PATH, &s);
+  ASSERT(!has_region(&s, 77));
+  ASSERT(c->complete);
+  sp__memcap_stats_free(&s);
+  sp__memcap_close(c);
+}
+
+SP_TEST(child_that_stops_its_own_capture) {
+  start(PATH, 0, 1);
+  pid_t pid = fork_child(1);
+  int status;
+  waitpid(pid, &status, 0);
+  ASSERT(WIFEXITED(status));
+  ASSERT_EQ(WEXITSTATUS(status), 0);
+  stop();
+  char child[64];
+  snprintf(child, sizeof child, "%s.%d", PATH, (int)pid);
+  sp_memcap_stats s;
+  sp_memcap *c = open_capture(child, &s);
+  ASSERT_EQ(region(&s, 77)->alloc_count, 1);
+  sp__memcap_stats_free(&s);
+  sp__memcap_close(c);
+}
+
+static volatile sig_atomic_t handler_allocs, storm_go, storm_done;
+static void on_signal(int sig) {
+  (void)sig;
+  void *p = malloc(48);
+  free(p);
+  handler_allocs++;
+}
+
+/* Signals the allocating thread as fast as the system lets it. */
+static void *signaller(void *arg) {
+  pthread_t target = *(pthread_t *)arg;
+  while (!storm_go) usleep(100);
+  while (!storm_done) {
+    pthread_kill(target, SIGUSR1);
+    usleep(5);
+  }
+  return NULL;
+}
+
+SP_TEST(signal_handlers_that_allocate_lose_nothing) {
+  struct sigaction sa;
+  memset(&sa, 0, sizeof sa);
+  sa.sa_handler = on_signal;
+  sa.sa_flags = SA_RESTART;
+  sigaction(SIGUSR1, &sa, NULL);
+  sp_memory_options o = SP_MEMORY_OPTIONS_INIT;
+  o.path = PATH;
+  o.queue_bytes = 1 << 17; /* two blocks: the thread waits for the writer often */
+  if (sp_memory_start(&o)) SP_FAIL_("%s", sp_memory_error());
+  /* The signaller first: creating a thread allocates (its TLS vector). */
+  pthread_t self = pthread_self(), sig;
+  pthread_create(&sig, NULL, signaller, &self);
+  struct sp_memory_counters *c = sp_memory_thread_counters(), b = *c;
+  c->region = 9;
+  storm_go = 1;
+  long n = 0;
+  while (handler_allocs < 3000 && n < 20000000) {
+    free(malloc(32));
+    n++;
+  }
+  storm_done = 1;
+  pthread_join(sig, NULL);
+  c->region = 0;
+  long h = handler_allocs;
+  ASSERT_GT(h, 0);
+  ASSERT_EQ(c->alloc_count - b.alloc_count, n + h);
+  ASSERT_EQ(c->freed_bytes - b.freed_bytes, c->alloc_bytes - b.alloc_bytes);
+  sp_memory_stats st = stop();
+  ASSERT_EQ(st.unattributed, 0);
+  ASSERT_EQ(st.lost_events, 0);
+  sp_memcap_stats s;
+  sp_memcap *cap = open_capture(PATH, &s);
+  const struct sp_memcap_region_stat *r = region(&s, 9);
+  ASSERT_EQ(r->alloc_count, n + h);
+  ASSERT_EQ(r->free_count, n + h);
+  ASSERT_EQ(r->end_bytes, 0);
+  sp__memcap_stats_free(&s);
+  sp__memcap_close(cap);
+}
+
+static pthread_barrier_t gate;
+static void *early_thread(void *arg) {
+  struct worker *w = arg;
+  pthread_barrier_wait(&gate); /* created before the capture starts */
+  struct sp_memory_counters *c = sp_memory_thread_counters();
+  c->region = w->region;
+  for (int i = 0; i < 1000; i++) release(&w->x, got(&w->x, malloc(16 + (size_t)i), SP_MEMCAP_MALLOC));
+  c->region = 0;
+  return NULL;
+}
+
+SP_TEST(threads_created_before_the_capture) {
+  pthread_barrier_init(&gate, NULL, 5);
+  pthread_t t[4];
+  struct worker w[4];
+  memset(w, 0, sizeof w);
+  for (int i = 0; i < 4; i++) {
+    w[i].region = 200 + (uint32_t)i;
+    pthread_create(&t[i], NULL, early_thread, &w[i]);
+  }
+  usleep(20000);
+  start(PATH, 0, 0);
+  pthread_barrier_wait(&gate);
+  for (int i = 0; i < 4; i++) pthread_join(t[i], NULL);
+  stop();
+  sp_memcap_stats s;
+  sp_memcap *c = open_capture(PATH, &s);
+  for (int i = 0; i < 4; i++) {
+    const struct sp_memcap_region_stat *r = region(&s, w[i].region);
+    ASSERT_EQ(r->alloc_count, 1000);
+    ASSERT_EQ(r->alloc_bytes, w[i].x.alloc_bytes);
+    ASSERT_EQ(r->freed_bytes, w[i].x.freed_bytes);
+  }
+  sp__memcap_stats_free(&s);
+  sp__memcap_close(c);
+}
+
+SP_TEST(nothing_is_recorded_without_a_capture) {
+  struct sp_memory_counters *c = sp_memory_thread_counters(), b = *c;
+  for (int i = 0; i < 1000; i++) free(malloc(100));
+  ASSERT_EQ(c->alloc_count, b.alloc_count);
+  ASSERT_EQ(c->alloc_bytes, b.alloc_bytes);
+  ASSERT(!sp_memory_active());
+  ASSERT_EQ(sp_memory_stop(NULL), -1);
+  ASSERT_CONTAINS(sp_memory_error(), "no capture is running");
+}
+
+SP_TEST(start_refuses_bad_options) {
+  sp_memory_options o = SP_MEMORY_OPTIONS_INIT;
+  ASSERT_EQ(sp_memory_start(&o), -1);
+  ASSERT_CONTAINS(sp_memory_error(), "no capture path");
+  o.path = "/nonexistent-dir/x.bin";
+  ASSERT_EQ(sp_memory_start(&o), -1);
+  ASSERT_CONTAINS(sp_memory_error(), "cannot create the memory capture /nonexistent-dir/x.bin");
+  o.path = PATH;
+  o.max_frames = 1000;
+  ASSERT_EQ(sp_memory_start(&o), -1);
+  ASSERT_CONTAINS(sp_memory_error(), "max_frames");
+  o.max_frames = 0;
+  ASSERT_EQ(sp_memory_start(&o), 0);
+  ASSERT_EQ(sp_memory_start(&o), -1);
+  ASSERT_CONTAINS(sp_memory_error(), "already running");
+  stop();
+  ASSERT(!sp_memory_active());
+  /* a second capture in the same process */
+  start(PATH, 0, 0);
+  free(malloc(10));
+  stop();
+}
+
+SP_TEST(direct_mmap_and_munmap) {
+  sp_memory_options o = SP_MEMORY_OPTIONS_INIT;
+  o.path = PATH;
+  o.trace_mmap = 1;
+  if (sp_memory_start(&o)) SP_FAIL_("%s", sp_memory_error());
+  struct sp_memory_counters *c = sp_memory_thread_counters(), b = *c;
+  c->region = 3;
+  size_t len = 1 << 20;
+  char *m = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  ASSERT(m != MAP_FAILED);
+  ASSERT_EQ(c->alloc_bytes - b.alloc_bytes, (int64_t)len);
+  munmap(m + len / 2, len / 2); /* a partial release */
+  ASSERT_EQ(c->live_bytes - b.live_bytes, (int64_t)len / 2);
+  munmap(m, len / 2);
+  ASSERT_EQ(c->live_bytes - b.live_bytes, 0);
+  /* a file mapping is not memory the program allocated */
+  FILE *f = fopen("file.dat", "w+");
+  fputs("hello", f);
+  fflush(f);
+  void *fm = mmap(NULL, 4096, PROT_READ, MAP_PRIVATE, fileno(f), 0);
+  munmap(fm, 4096);
+  fclose(f);
+  c->region = 0;
+  ASSERT_EQ(c->live_bytes - b.live_bytes, 0);
+  stop();
+  sp_memcap_stats s;
+  sp_memcap *cap = open_capture(PATH, &s);
+  ASSERT(cap->flags & SP_MEMCAP_F_MMAP);
+  const struct sp_memcap_region_stat *r = region(&s, 3);
+  ASSERT_EQ(r->end_bytes, 0);
+  ASSERT_EQ(r->freed_bytes, r->alloc_bytes);
+  sp__memcap_stats_free(&s);
+  sp__memcap_close(cap);
+}
+
+static long hwm_kib(void) {
+  FILE *f = fopen("/proc/self/status", "r");
+  char line[256];
+  long v = -1;
+  while (f && fgets(line, sizeof line, f))
+    if (!strncmp(line, "VmHWM:", 6)) v = atol(line + 6);
+  if (f) fclose(f);
+  return v;
+}
+
+static void *storm(void *arg) {
+  struct sp_memory_counters *c = sp_memory_thread_counters();
+  c->region = 7;
+  for (long i = 0; i < 5000000; i++) free(malloc(16 + (size_t)(i & 63)));
+  c->region = 0;
+  (void)arg;
+  return NULL;
+}
+
+SP_TEST(storm_of_10M_allocations_loses_nothing_in_bounded_memory) {
+  sp_memory_options o = SP_MEMORY_OPTIONS_INIT;
+  o.path = PATH;
+  o.queue_bytes = 1 << 20; /* 16 blocks: the writer must keep up or make threads wait */
+  if (sp_memory_start(&o)) SP_FAIL_("%s", sp_memory_error());
+  long hwm0 = hwm_kib();
+  pthread_t t[2];
+  for (int i = 0; i < 2; i++) pthread_create(&t[i], NULL, storm, NULL);
+  for (int i = 0; i < 2; i++) pthread_join(t[i], NULL);
+  sp_memory_stats st = stop();
+  long grew = hwm_kib() - hwm0;
+  ASSERT_EQ(st.lost_events, 0);
+  ASSERT_GE(st.events, 20000000);
+  /* queue bound + one block per thread (3 threads) + the writer's spare */
+  ASSERT_LE(st.buffer_bytes_peak, (16 + 3 + 2) * 65536);
+  ASSERT_LT(grew, 16 * 1024); /* KiB: the process did not grow with the events */
+  printf("# storm: %llu events, %llu file bytes (%.2f B/event), buffers peak %llu B, %llu waits, "
+         "VmHWM +%ld KiB\n", (unsigned long long)st.events, (unsigned long long)st.file_bytes,
+         (double)st.file_bytes / (double)st.events, (unsigned long long)st.buffer_bytes_peak,
+         (unsigned long long)st.waits, grew);
+  sp_memcap_stats s;
+  sp_memcap *c = open_capture(PATH, &s);
+  ASSERT_EQ(c->stat.lost, 0);
+  const struct sp_memcap_region_stat *r = region(&s, 7);
+  ASSERT_EQ(r->alloc_count, 10000000);
+  ASSERT_EQ(r->free_count, 10000000);
+  ASSERT_EQ(r->end_bytes, 0);
+  ASSERT_EQ(s.replaced, 0);
+  sp__memcap_stats_free(&s);
+  sp__memcap_close(c);
+}
+
+/*====== Hostile files ======*/
+
+static void put_rec(FILE *f, uint32_t type, const void *p, uint32_t n, uint32_t stored_override,
+                    int bad_crc) {
+  unsigned char h[SP_MEMCAP_RECORD_HEADER] = {0};
+  sp__memcap_le32(h, type);
+  sp__memcap_le32(h + 4, stored_override ? stored_override : n);
+  sp__memcap_le32(h + 8, n);
+  sp__memcap_le32(h + 16, sp__memcap_crc32(p, n) ^ (bad_crc ? 1u : 0u));
+  fwrite(h, 1, sizeof h, f);
+  fwrite(p, 1, n, f);
+}
+
+static void put_prelude(FILE *f, unsigned version) {
+  fwrite(SP_MEMCAP_MAGIC, 1, SP_MEMCAP_MAGIC_LEN, f);
+  fputc((int)(version & 0xFF), f);
+  fputc((int)(version >> 8), f);
+}
+
+static void put_head(FILE *f, unsigned flags) {
+  struct sp_memcap_buf b = {0};
+  sp__memcap_put_varint(&b, flags);
+  for (int i = 0; i < 6; i++) sp__memcap_put_varint(&b, 1);
+  sp__memcap_put_string(&b, "prog", 4);
+  put_rec(f, SP_MEMCAP_HEAD, b.p, (uint32_t)b.n, 0, 0);
+  free(b.p);
+}
+
+static void put_events(FILE *f, unsigned kind, uint64_t site) {
+  uint64_t w[SP_MEMCAP_ALLOC_WORDS] = {100, 0x1000, SP_MEMCAP_META(kind, 1), 32, 30, site};
+  struct sp_memcap_buf b = {0};
+  sp__memcap_encode_events(&b, 0, w, SP_MEMCAP_IS_ALLOC(kind) ? 6 : 4);
+  put_rec(f, SP_MEMCAP_EVNT, b.p, (uint32_t)b.n, 0, 0);
+  free(b.p);
+}
+
+static sp_status open_status(const char *path) {
+  sp_memcap *c = NULL;
+  sp_status st = sp__memcap_open(path, &c);
+  sp__memcap_close(c);
+  return st;
+}
+
+SP_TEST(hostile_capture_files_are_refused) {
+  FILE *f = fopen("ok.bin", "wb");
+  put_prelude(f, 1);
+  put_head(f, 0);
+  put_events(f, SP_MEMCAP_MALLOC, 0x400000);
+  fclose(f);
+  ASSERT_OK(open_status("ok.bin"));
+
+  f = fopen("magic.bin", "wb");
+  fputs("not a capture at all, just text\n", f);
+  fclose(f);
+  ASSERT_EQ(open_status("magic.bin"), SP_ERR_FORMAT);
+  ASSERT_CONTAINS(sp_last_error(), "is not a scope-profiler memory capture");
+
+  f = fopen("memray.bin", "wb");
+  fwrite("memray\0\0\0\0\0\0\0\0\0\0\0\0\0\0\0\0\0\0\0\0\0\0\0\0\0\0\0\0\0\0", 1, 40, f);
+  fclose(f);
+  ASSERT_EQ(open_status("memray.bin"), SP_ERR_FORMAT);
+  ASSERT_CONTAINS(sp_last_error(), "Memray");
+
+  f = fopen("version.bin", "wb");
+  put_prelude(f, 9);
+  put_head(f, 0);
+  fclose(f);
+  ASSERT_EQ(open_status("version.bin"), SP_ERR_FORMAT);
+  ASSERT_CONTAINS(sp_last_error(), "format version 9");
+
+  f = fopen("crc.bin", "wb");
+  put_prelude(f, 1);
+  unsigned char junk[8] = {1, 2, 3, 4, 5, 6, 7, 8};
+  put_rec(f, SP_MEMCAP_HEAD, junk, sizeof junk, 0, 1);
+  fclose(f);
+  ASSERT_EQ(open_status("crc.bin"), SP_ERR_FORMAT);
+  ASSERT_CONTAINS(sp_last_error(), "checksum");
+
+  f = fopen("nohead.bin", "wb");
+  put_prelude(f, 1);
+  put_events(f, SP_MEMCAP_MALLOC, 1);
+  fclose(f);
+  ASSERT_EQ(open_status("nohead.bin"), SP_ERR_FORMAT);
+  ASSERT_CONTAINS(sp_last_error(), "first record is not HEAD");
+
+  f = fopen("huge.bin", "wb");
+  put_prelude(f, 1);
+  put_rec(f, SP_MEMCAP_HEAD, junk, sizeof junk, 0xFFFFFFF0u, 0);
+  fclose(f);
+  ASSERT_EQ(open_status("huge.bin"), SP_ERR_FORMAT);
+  ASSERT_CONTAINS(sp_last_error(), "claims");
+
+  f = fopen("kind.bin", "wb");
+  put_prelude(f, 1);
+  put_head(f, 0);
+  put_events(f, 200, 1);
+  fclose(f);
+  ASSERT_EQ(open_status("kind.bin"), SP_ERR_FORMAT);
+  ASSERT_CONTAINS(sp_last_error(), "unknown kind 200");
+
+  f = fopen("stack.bin", "wb");
+  put_prelude(f, 1);
+  put_head(f, SP_MEMCAP_F_NATIVE);
+  put_events(f, SP_MEMCAP_MALLOC, 5);
+  fclose(f);
+  ASSERT_EQ(open_status("stack.bin"), SP_ERR_FORMAT);
+  ASSERT_CONTAINS(sp_last_error(), "native stack 5");
+
+  f = fopen("count.bin", "wb");
+  put_prelude(f, 1);
+  put_head(f, 0);
+  unsigned char liar[] = {0, 0xFF, 0xFF, 0x03, 0, 1, 1, 1, 1, 1};
+  put_rec(f, SP_MEMCAP_EVNT, liar, sizeof liar, 0, 0);
+  fclose(f);
+  ASSERT_EQ(open_status("count.bin"), SP_ERR_FORMAT);
+  ASSERT_CONTAINS(sp_last_error(), "claims");
+
+  f = fopen("stray.bin", "wb");
+  put_prelude(f, 1);
+  put_head(f, 0);
+  unsigned char clk[] = {1, 1, 9, 9};
+  put_rec(f, SP_MEMCAP_CLCK, clk, sizeof clk, 0, 0);
+  fclose(f);
+  ASSERT_EQ(open_status("stray.bin"), SP_ERR_FORMAT);
+  ASSERT_CONTAINS(sp_last_error(), "stray bytes");
+
+  /* a capture cut short (its program died) opens with what it holds */
+  f = fopen("cut.bin", "wb");
+  put_prelude(f, 1);
+  put_head(f, 0);
+  put_events(f, SP_MEMCAP_MALLOC, 1);
+  fwrite("EVNT\x40\0\0\0", 1, 8, f);
+  fclose(f);
+  sp_memcap *c;
+  ASSERT_OK(sp__memcap_open("cut.bin", &c));
+  ASSERT(c->truncated);
+  ASSERT(!c->complete);
+  ASSERT_EQ(c->nevents, 1);
+  sp__memcap_close(c);
+}
+
+SP_TEST(preloaded_into_other_programs) {
+  char cmd[1024];
+  snprintf(cmd, sizeof cmd,
+           "LD_PRELOAD=%s/src/memory/libscope_profiler_memory.so sh -c 'ls / >/dev/null && "
+           "%s -c \"import json, threading; t = threading.Thread(target=lambda: json.dumps([1]*1000)); "
+           "t.start(); t.join()\"'",
+           SP_TEST_BINARY_DIR, SP_TEST_PYTHON);
+  ASSERT_EQ(sp_test_sh(cmd), 0);
+}
+
+int main(int argc, char **argv) { return sp_test_main(argc, argv); }
