@@ -2,11 +2,12 @@
 # Builds and runs the libFuzzer targets for every reader of outside data
 # except the TOML reader (scripts/fuzz.sh has that one): the profile reader
 # on mutated HDF5 files (fuzz_reader), the crash-spill parser (fuzz_spill),
-# region names through intern/begin/end/finalize (fuzz_names) and settings
-# from the environment (fuzz_env). tests/fuzz/fuzz_<target>.c says what each
-# one feeds and checks.
+# region names through intern/begin/end/finalize (fuzz_names), settings
+# from the environment (fuzz_env) and allocation capture files
+# (fuzz_memcap). tests/fuzz/fuzz_<target>.c says what each one feeds and
+# checks.
 #
-#   scripts/fuzz-all.sh [SECONDS] [TARGET...]   (default 60 s each, all four)
+#   scripts/fuzz-all.sh [SECONDS] [TARGET...]   (default 60 s each, all five)
 #
 # The library is built once with clang under -fsanitize=fuzzer-no-link,
 # address,undefined in $SP_FUZZ_OUT/lib (default build-fuzz-all/lib; serial
@@ -22,7 +23,7 @@ root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 secs=${1:-60}
 [[ $# -gt 0 ]] && shift
 targets=("$@")
-[[ ${#targets[@]} -eq 0 ]] && targets=(reader spill names env)
+[[ ${#targets[@]} -eq 0 ]] && targets=(reader spill names env memcap)
 out=${SP_FUZZ_OUT:-$root/build-fuzz-all}
 mkdir -p "$out"
 out=$(cd "$out" && pwd)
@@ -73,6 +74,8 @@ printf '"%s"\n' scope_profiler_schema storage_layout columnar aggregate metadata
   start_gaps durations call_id_gaps parent_offsets start_bases call_id_bases \
   _overflow_index _overflow_values \
   > "$out/reader.dict"
+printf '"%s"\n' "scope-profiler memory capture\\x0a\\x01\\x00" HEAD CLCK EVNT STCK REGN THRD MAPS STAT \
+  > "$out/memcap.dict"
 
 # Serial HDF5 1.10 crashes and loops forever on some corrupt files
 # (docs/reliability.md lists where), which no check of ours can prevent: the
@@ -80,10 +83,11 @@ printf '"%s"\n' scope_profiler_schema storage_layout columnar aggregate metadata
 # run goes on, and each saved input is then judged by hdf5_or_ours below.
 declare -A extra=([reader]="-fork=1 -ignore_crashes=1 -ignore_timeouts=1 -ignore_ooms=1 -max_len=65536 -dict=$out/reader.dict"
                   [spill]="-max_len=65536" [names]="-max_len=8192"
-                  [env]="-max_len=4096 -dict=$out/env.dict")
+                  [env]="-max_len=4096 -dict=$out/env.dict"
+                  [memcap]="-max_len=65536 -dict=$out/memcap.dict")
 # A run normally takes milliseconds; HDF5's endless loops would eat the
 # reader's budget at a long timeout.
-declare -A timeout=([reader]=3 [spill]=20 [names]=20 [env]=20)
+declare -A timeout=([reader]=3 [spill]=20 [names]=20 [env]=20 [memcap]=20)
 # HDF5 1.10 leaks the strings it converted when a variable-length read fails
 # midway on a corrupt file (allocated inside H5T__conv_vlen, never handed
 # to us, so no H5Dvlen_reclaim can free them). Only that allocation site is

@@ -159,7 +159,7 @@ static struct row *site_rows(const sp_memcap *c, const struct sp_memcap_site *s,
       r[j].region = s[i].region;
     }
   }
-  qsort(r, nr, sizeof *r, cmp_row);
+  if (nr) qsort(r, nr, sizeof *r, cmp_row);
   *nrows = nr;
   return r;
 }

@@ -393,7 +393,7 @@ sp_status sp__memcap_open(const char *path, sp_memcap **out) {
     sp__memcap_close(c);
     return st;
   }
-  qsort(c->regions, c->nregions, sizeof *c->regions, cmp_region);
+  if (c->nregions) qsort(c->regions, c->nregions, sizeof *c->regions, cmp_region);
   if (!c->nevents) c->tick_min = c->tick_max = 0;
   *out = c;
   return SP_OK;
@@ -471,7 +471,7 @@ static int lane_load(struct sp_memcap_iter *it, struct lane *l) {
     free(p);
     if (rc) return BAD("%s: an event block changed while reading: %s", it->c->path, why);
     /* Events deferred from a signal handler may sit slightly out of order. */
-    qsort(l->ev, l->nev, sizeof *l->ev, cmp_ev);
+    if (l->nev) qsort(l->ev, l->nev, sizeof *l->ev, cmp_ev);
     if (l->nev) return 0;
   }
   return 1;

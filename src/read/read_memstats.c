@@ -166,7 +166,7 @@ static sp_status group(struct table *t, struct sp_memcap_site **out, size_t *nou
   size_t n = 0;
   for (size_t i = 0; i < t->cap; i++)
     if (t->v[i].addr) v[n++] = t->v[i];
-  qsort(v, n, sizeof *v, cmp_key);
+  if (n) qsort(v, n, sizeof *v, cmp_key);
   struct sp_memcap_site *s = malloc((n ? n : 1) * sizeof *s);
   if (!s) {
     free(v);
@@ -191,7 +191,7 @@ static sp_status group(struct table *t, struct sp_memcap_site **out, size_t *nou
     }
   }
   free(v);
-  qsort(s, ns, sizeof *s, cmp_site_bytes);
+  if (ns) qsort(s, ns, sizeof *s, cmp_site_bytes);
   *out = s;
   *nout = ns;
   return SP_OK;
@@ -322,7 +322,7 @@ done:
     sp__memcap_stats_free(out);
     return st;
   }
-  qsort(regs.v, regs.n, sizeof *regs.v, cmp_region_bytes);
+  if (regs.n) qsort(regs.v, regs.n, sizeof *regs.v, cmp_region_bytes);
   out->regions = regs.v;
   out->nregions = regs.n;
   return SP_OK;

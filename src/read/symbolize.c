@@ -7,6 +7,7 @@
 #include <elfutils/libdwfl.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include "common/error.h"
 
@@ -45,6 +46,10 @@ struct sp_sym *sp__sym_new(void) {
 }
 
 int sp__sym_add_module(struct sp_sym *s, const char *path, uint64_t bias) {
+  /* Only regular files: a recording names paths, and opening a FIFO or a
+   * device it names could block or read forever. */
+  struct stat st;
+  if (stat(path, &st) || !S_ISREG(st.st_mode)) return -1;
   if (!s->reporting) {
     dwfl_report_begin_add(s->dwfl);
     s->reporting = 1;
