@@ -14,7 +14,6 @@
 #include "cli/commands.h"
 #include "common/error.h"
 #include "read/memcap_read.h"
-#include "read/symbolize.h"
 #include "scope_profiler/reader.h"
 
 #define CMD "memory"
@@ -62,24 +61,25 @@ static const char *base_name(const char *p) {
 }
 
 /* "function (file.c:12)", "module+0x1f0" or "0x7f...". */
-static void fmt_pc(char *buf, size_t size, struct sp_sym *sym, uint64_t pc) {
-  struct sp_sym_info in;
+static void fmt_pc(char *buf, size_t size, sp_symbolizer *sym, uint64_t pc) {
+  struct sp_sym in;
   if (!pc) {
     snprintf(buf, size, "(unknown site)");
     return;
   }
-  sp__sym_lookup(sym, pc - 1, &in);
-  if (in.function && in.file)
-    snprintf(buf, size, "%s (%s:%d)", in.function, base_name(in.file), in.line);
-  else if (in.function)
-    snprintf(buf, size, "%s (%s)", in.function, in.module ? base_name(in.module) : "?");
-  else if (in.module)
-    snprintf(buf, size, "%s+0x%" PRIx64, base_name(in.module), in.offset);
-  else
+  /* pc - 1: a return address, whose line is the call's */
+  if (!sym || sp__sym_lookup(sym, pc - 1, &in))
     snprintf(buf, size, "0x%" PRIx64, pc);
+  else if (in.nframes && in.frames[0].file)
+    snprintf(buf, size, "%s (%s:%d)", in.frames[0].function, base_name(in.frames[0].file),
+             in.frames[0].line);
+  else if (in.symbol)
+    snprintf(buf, size, "%s (%s)", in.symbol, in.module ? base_name(in.module) : "?");
+  else
+    snprintf(buf, size, "%s+0x%" PRIx64, in.module ? base_name(in.module) : "?", in.module_offset);
 }
 
-static void fmt_site(char *buf, size_t size, const sp_memcap *c, struct sp_sym *sym, uint64_t key,
+static void fmt_site(char *buf, size_t size, const sp_memcap *c, sp_symbolizer *sym, uint64_t key,
                      int frames) {
   if (!(c->flags & SP_MEMCAP_F_NATIVE) || frames <= 1) {
     fmt_pc(buf, size, sym, sp__memcap_site_pc(c, key));
@@ -164,7 +164,7 @@ static struct row *site_rows(const sp_memcap *c, const struct sp_memcap_site *s,
   return r;
 }
 
-static void site_table(FILE *out, const char *title, const sp_memcap *c, struct sp_sym *sym,
+static void site_table(FILE *out, const char *title, const sp_memcap *c, sp_symbolizer *sym,
                        const struct sp_memcap_site *s, size_t n, size_t top, int frames) {
   size_t nr = 0;
   struct row *r = site_rows(c, s, n, &nr);
@@ -270,7 +270,7 @@ int sp_cmd_memory(int argc, char **argv) {
     sp_results_free(prof);
     return rc;
   }
-  struct sp_sym *sym = sp__memcap_symbolizer(c);
+  sp_symbolizer *sym = sp__memcap_symbolizer(c);
   FILE *out = stdout;
   char b1[32], b2[32], b3[32], t[32];
   fprintf(out, "Memory capture: %s\n", capture);

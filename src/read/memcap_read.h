@@ -18,6 +18,7 @@
 #include <stdio.h>
 
 #include "common/memcap.h"
+#include "common/symbolize.h"
 #include "scope_profiler/status.h"
 
 struct sp_memcap_region {
@@ -98,9 +99,8 @@ int sp__memcap_iter_next(struct sp_memcap_iter *it, struct sp_memcap_event *e, u
 void sp__memcap_iter_free(struct sp_memcap_iter *it);
 
 /* A symboliser loaded with the modules the capture's mappings name
- * (read/symbolize.h); NULL when out of memory. */
-struct sp_sym;
-struct sp_sym *sp__memcap_symbolizer(const sp_memcap *c);
+ * (common/symbolize.h); NULL when out of memory. */
+sp_symbolizer *sp__memcap_symbolizer(const sp_memcap *c);
 /* The call site (innermost frame) of a site key; 0 when unknown. */
 uint64_t sp__memcap_site_pc(const sp_memcap *c, uint64_t key);
 

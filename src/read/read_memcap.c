@@ -13,7 +13,6 @@
 
 #include "common/error.h"
 #include "read/memcap_read.h"
-#include "read/symbolize.h"
 
 #define BAD(...) sp__set_error(SP_ERR_FORMAT, __VA_ARGS__)
 
@@ -561,21 +560,29 @@ int sp__memcap_iter_next(struct sp_memcap_iter *it, struct sp_memcap_event *e, u
 
 /*====== Symbols ======*/
 
-struct sp_sym *sp__memcap_symbolizer(const sp_memcap *c) {
-  struct sp_sym *s = sp__sym_new();
+sp_symbolizer *sp__memcap_symbolizer(const sp_memcap *c) {
+  sp_symbolizer *s = sp__sym_new();
   if (!s) return NULL;
   /* One module per path, at the bias of its lowest-offset mapping (the ELF
-   * header's, where virtual address and file offset coincide). */
+   * header's, where virtual address and file offset coincide), covering all
+   * of its mappings. */
   for (size_t i = 0; i < c->nmaps; i++) {
     const struct sp_memcap_map *m = &c->maps[i];
     int first = 1;
-    for (size_t j = 0; j < c->nmaps && first; j++) {
+    uint64_t lo = m->lo, hi = m->hi;
+    for (size_t j = 0; j < c->nmaps; j++) {
       const struct sp_memcap_map *o = &c->maps[j];
       if (j == i || strcmp(o->path, m->path)) continue;
       if (o->off < m->off || (o->off == m->off && (o->lo < m->lo || (o->lo == m->lo && j < i))))
         first = 0;
+      if (o->lo < lo) lo = o->lo;
+      if (o->hi > hi) hi = o->hi;
     }
-    if (first) (void)sp__sym_add_module(s, m->path, m->lo - m->off);
+    /* Only regular files: a capture names paths, and opening a FIFO or a
+     * device it names could block or read forever. */
+    struct stat st;
+    if (first && !stat(m->path, &st) && S_ISREG(st.st_mode))
+      (void)sp__sym_add_module(s, m->path, m->lo - m->off, lo, hi);
   }
   return s;
 }

@@ -18,7 +18,7 @@
 #include <unistd.h>
 
 #include "read/memcap_read.h"
-#include "read/symbolize.h"
+#include "common/symbolize.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
@@ -45,9 +45,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     for (size_t i = 0; i < s.nleaks; i++) leaked += s.leaks[i].bytes;
     for (size_t i = 0; i < s.npeak_sites; i++) at_peak += s.peak_sites[i].bytes;
     if (leaked != s.end_bytes || at_peak != s.peak_bytes) abort();
-    struct sp_sym *sym = sp__memcap_symbolizer(c);
+    sp_symbolizer *sym = sp__memcap_symbolizer(c);
     for (size_t i = 0; sym && i < s.npeak_sites && i < 16; i++) {
-      struct sp_sym_info in;
+      struct sp_sym in;
       uint64_t pc = sp__memcap_site_pc(c, s.peak_sites[i].key);
       if (pc) sp__sym_lookup(sym, pc - 1, &in);
     }

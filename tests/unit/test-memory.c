@@ -23,7 +23,6 @@
 #include "common/memcap.h"
 #include "harness.h"
 #include "read/memcap_read.h"
-#include "read/symbolize.h"
 #include "scope_profiler/memory.h"
 
 #define PATH "cap.bin"
@@ -244,15 +243,17 @@ __attribute__((noinline)) static void leaky(void) {
 }
 
 /* The symbolised call site of a site key: basename of file, line, function. */
-static void site_of(sp_memcap *c, struct sp_sym *sym, uint64_t key, const char **file, int *line,
+static void site_of(sp_memcap *c, sp_symbolizer *sym, uint64_t key, const char **file, int *line,
                     const char **fn) {
-  struct sp_sym_info in;
+  struct sp_sym in;
   uint64_t pc = sp__memcap_site_pc(c, key);
   ASSERT(pc != 0);
-  sp__sym_lookup(sym, pc - 1, &in);
-  *file = in.file ? (strrchr(in.file, '/') ? strrchr(in.file, '/') + 1 : in.file) : "";
-  *line = in.line;
-  *fn = in.function ? in.function : "";
+  ASSERT_OK(sp__sym_lookup(sym, pc - 1, &in));
+  ASSERT(in.nframes > 0);
+  const char *f = in.frames[0].file ? in.frames[0].file : "";
+  *file = strrchr(f, '/') ? strrchr(f, '/') + 1 : f;
+  *line = in.frames[0].line;
+  *fn = in.frames[0].function;
 }
 
 SP_TEST(leak_found_by_file_and_line) {
@@ -263,7 +264,7 @@ SP_TEST(leak_found_by_file_and_line) {
   free(kept_block);
   sp_memcap_stats s;
   sp_memcap *c = open_capture(PATH, &s);
-  struct sp_sym *sym = sp__memcap_symbolizer(c);
+  sp_symbolizer *sym = sp__memcap_symbolizer(c);
   int found = 0;
   for (size_t i = 0; i < s.nleaks; i++) {
     const char *file, *fn;
@@ -313,7 +314,7 @@ SP_TEST(peak_attributed_to_its_call_site_with_native_traces) {
   ASSERT_GE(s.peak_bytes, 20u << 20);
   ASSERT_LT(s.peak_bytes, 22u << 20);
   ASSERT(s.npeak_sites > 0);
-  struct sp_sym *sym = sp__memcap_symbolizer(c);
+  sp_symbolizer *sym = sp__memcap_symbolizer(c);
   const char *file, *fn;
   int line;
   site_of(c, sym, s.peak_sites[0].key, &file, &line, &fn);
@@ -325,9 +326,9 @@ SP_TEST(peak_attributed_to_its_call_site_with_native_traces) {
   /* The stack goes on through the callers. */
   const struct sp_memcap_stack *stk = &c->stacks[s.peak_sites[0].key - 1];
   ASSERT_GE(stk->n, 3);
-  struct sp_sym_info in;
-  sp__sym_lookup(sym, stk->pc[1] - 1, &in);
-  ASSERT_STR_EQ(in.function, "phases");
+  struct sp_sym in;
+  ASSERT_OK(sp__sym_lookup(sym, stk->pc[1] - 1, &in));
+  ASSERT_STR_EQ(in.frames[in.nframes - 1].function, "phases");
   (void)small_line;
   sp__sym_free(sym);
   sp__memcap_stats_free(&s);
