@@ -156,39 +156,71 @@ int sp__memcap_get_string(struct sp_memcap_cur *c, const char **s, size_t *n) {
 
 /*====== EVNT payloads ======*/
 
-/* Walks the event words of a block: the length of the event at w[i]. */
-static size_t event_words(uint64_t meta) {
-  return SP_MEMCAP_IS_ALLOC(meta & 0xFF) ? SP_MEMCAP_ALLOC_WORDS : SP_MEMCAP_FREE_WORDS;
+
+/* The encoder runs in the writer thread for every event: it first splits
+ * the block's words into columns, then codes each column in a tight loop
+ * through a raw pointer into space reserved once for the worst case (61
+ * bytes an event). Most values are below 128: one byte, one branch. */
+static inline unsigned char *vput(unsigned char *o, uint64_t v) {
+  if (v < 0x80) {
+    *o = (unsigned char)v;
+    return o + 1;
+  }
+  while (v >= 0x80) {
+    *o++ = (unsigned char)(v | 0x80);
+    v >>= 7;
+  }
+  *o++ = (unsigned char)v;
+  return o;
 }
 
+static inline uint64_t zz(int64_t v) { return ((uint64_t)v << 1) ^ (uint64_t)(v >> 63); }
+
 void sp__memcap_encode_events(struct sp_memcap_buf *b, uint32_t thread, const uint64_t *w,
-                              size_t nwords) {
-  size_t n = 0;
-  for (size_t i = 0; i < nwords; i += event_words(w[i + 2])) n++;
-  sp__memcap_put_varint(b, thread);
-  sp__memcap_put_varint(b, n);
-  sp__memcap_put_varint(b, n ? w[0] : 0);
-  for (size_t i = 0; i < nwords; i += event_words(w[i + 2])) sp__memcap_put_u8(b, w[i + 2] & 0xFF);
-  for (size_t i = 0; i < nwords; i += event_words(w[i + 2])) sp__memcap_put_varint(b, w[i + 2] >> 8);
-  uint64_t prev = n ? w[0] : 0;
-  for (size_t i = 0; i < nwords; i += event_words(w[i + 2])) {
-    sp__memcap_put_zigzag(b, (int64_t)(w[i] - prev));
-    prev = w[i];
-  }
-  prev = 0;
-  for (size_t i = 0; i < nwords; i += event_words(w[i + 2])) {
-    sp__memcap_put_zigzag(b, (int64_t)(w[i + 1] - prev));
-    prev = w[i + 1];
-  }
-  for (size_t i = 0; i < nwords; i += event_words(w[i + 2])) sp__memcap_put_varint(b, w[i + 3]);
-  for (size_t i = 0; i < nwords; i += event_words(w[i + 2]))
-    if (SP_MEMCAP_IS_ALLOC(w[i + 2] & 0xFF)) sp__memcap_put_zigzag(b, (int64_t)(w[i + 3] - w[i + 4]));
-  prev = 0;
-  for (size_t i = 0; i < nwords; i += event_words(w[i + 2]))
-    if (SP_MEMCAP_IS_ALLOC(w[i + 2] & 0xFF)) {
-      sp__memcap_put_zigzag(b, (int64_t)(w[i + 5] - prev));
-      prev = w[i + 5];
+                              size_t nwords, uint64_t *scratch) {
+  /* columns: time delta, address delta, region, usable, kind; then for the
+   * allocations usable - size and site delta. An event takes 4 words or
+   * more, so 7 columns of nwords / 4 fit in the caller's 2 * nwords. */
+  size_t max = nwords / SP_MEMCAP_FREE_WORDS + 1;
+  uint64_t *col[5], *acol[2];
+  for (int k = 0; k < 5; k++) col[k] = scratch + (size_t)k * max;
+  for (int k = 0; k < 2; k++) acol[k] = scratch + (size_t)(5 + k) * max;
+  size_t n = 0, na = 0;
+  uint64_t pt = nwords ? w[0] : 0, pa = 0, ps = 0;
+  for (size_t i = 0; i < nwords;) {
+    uint64_t meta = w[i + 2];
+    unsigned k = meta & 0xFF;
+    col[0][n] = zz((int64_t)(w[i] - pt));
+    col[1][n] = zz((int64_t)(w[i + 1] - pa));
+    col[2][n] = meta >> 8;
+    col[3][n] = w[i + 3];
+    col[4][n] = k;
+    pt = w[i];
+    pa = w[i + 1];
+    n++;
+    if (SP_MEMCAP_IS_ALLOC(k)) {
+      acol[0][na] = zz((int64_t)(w[i + 3] - w[i + 4]));
+      acol[1][na] = zz((int64_t)(w[i + 5] - ps));
+      ps = w[i + 5];
+      na++;
+      i += SP_MEMCAP_ALLOC_WORDS;
+    } else {
+      i += SP_MEMCAP_FREE_WORDS;
     }
+  }
+  if (reserve(b, 30 + n * 61)) return;
+  unsigned char *o = b->p + b->n;
+  o = vput(o, thread);
+  o = vput(o, n);
+  o = vput(o, n ? w[0] : 0);
+  for (size_t i = 0; i < n; i++) *o++ = (unsigned char)col[4][i];
+  for (size_t i = 0; i < n; i++) o = vput(o, col[2][i]);
+  for (size_t i = 0; i < n; i++) o = vput(o, col[0][i]);
+  for (size_t i = 0; i < n; i++) o = vput(o, col[1][i]);
+  for (size_t i = 0; i < n; i++) o = vput(o, col[3][i]);
+  for (size_t i = 0; i < na; i++) o = vput(o, acol[0][i]);
+  for (size_t i = 0; i < na; i++) o = vput(o, acol[1][i]);
+  b->n = (size_t)(o - b->p);
 }
 
 #define BAD(...)                                  \

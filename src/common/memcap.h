@@ -128,9 +128,11 @@ int sp__memcap_get_string(struct sp_memcap_cur *c, const char **s, size_t *n);
 
 /* ---- EVNT payloads ---- */
 /* Encodes the event words of one block (nwords words, as appended by the
- * interposer) for thread `thread`; the previous-site state is per block. */
+ * interposer) for thread `thread`; the previous-site state is per block.
+ * `scratch` holds SP_MEMCAP_ENC_SCRATCH(nwords) words. */
+#define SP_MEMCAP_ENC_SCRATCH(nwords) (7 * ((nwords) / 4 + 1))
 void sp__memcap_encode_events(struct sp_memcap_buf *b, uint32_t thread, const uint64_t *w,
-                              size_t nwords);
+                              size_t nwords, uint64_t *scratch);
 /* Decodes an EVNT payload into a malloc'd array of *count events (*out;
  * NULL when there are none). Returns 0, or -1 with the reason in
  * why[0..whylen) when the payload is not well formed. */

@@ -184,17 +184,17 @@ static struct mem_block *handoff(struct mem_tls *t, struct mem_thread *r) {
   int saved = errno;
   pthread_mutex_lock(&CAP.qlock);
   struct mem_block *full = r->cur, *b;
-  if (CAP.writer_failed || !CAP.writer_running) {
+  if (full && (CAP.writer_failed || !CAP.writer_running)) {
     CAP.lost += block_events(full);
     full->nwords = 0;
     b = full;
   } else {
-    while (CAP.nqueued >= CAP.max_queued && CAP.writer_running && !CAP.writer_failed) {
+    while (full && CAP.nqueued >= CAP.max_queued && CAP.writer_running && !CAP.writer_failed) {
       CAP.waits++;
       pthread_cond_wait(&CAP.qspace, &CAP.qlock);
     }
-    enqueue(full);
-    b = fresh_block(r->index);
+    if (full) enqueue(full);
+    b = fresh_block(r->index); /* NULL: no memory and no writer to give any back */
   }
   pthread_mutex_unlock(&CAP.qlock);
   r->cur = b;
@@ -309,7 +309,7 @@ static void count_event(struct mem_tls *t, const uint64_t *w) {
 static int append(struct mem_tls *t, struct mem_thread *r, const uint64_t *w, size_t n) {
   struct mem_block *b = r->cur;
   if (MEM_UNLIKELY(!b || b->nwords + n > MEM_BLOCK_WORDS)) {
-    b = b ? handoff(t, r) : NULL;
+    b = handoff(t, r);
     if (!b) {
       __atomic_add_fetch(&CAP.lost, 1, __ATOMIC_RELAXED);
       return -1;
@@ -410,24 +410,76 @@ static void record(struct mem_tls *t, uint64_t *w, size_t n, void *site) {
   t->guard = 0;
 }
 
+/* The common case of one event, inline: a thread with its record for this
+ * capture, no guard, no native stack. Returns 0 when the event must take
+ * the general path (record()). */
+static inline __attribute__((always_inline)) int fast_event(struct mem_tls *t, uint64_t w1,
+                                                            uint64_t meta, uint64_t usable,
+                                                            uint64_t req, uint64_t site, size_t n) {
+  struct mem_thread *r = t->rec;
+  if (MEM_UNLIKELY(t->guard || !r || t->gen != __atomic_load_n(&CAP.gen, __ATOMIC_RELAXED) ||
+                   CAP.native))
+    return 0;
+  t->guard = MEM_G_RECORDING;
+  barrier();
+  r->busy = 1;
+  barrier();
+  if (MEM_LIKELY(HOT_ON())) {
+    struct mem_block *b = r->cur;
+    if (MEM_UNLIKELY(!b || b->nwords + n > MEM_BLOCK_WORDS)) b = handoff(t, r);
+    if (MEM_LIKELY(b != NULL)) {
+      uint64_t *d = b->w + b->nwords;
+      d[0] = mem__ticks();
+      d[1] = w1;
+      d[2] = meta;
+      d[3] = usable;
+      struct sp_memory_counters *c = &t->c;
+      if (n == SP_MEMCAP_ALLOC_WORDS) {
+        d[4] = req;
+        d[5] = site;
+        c->alloc_bytes += (int64_t)usable;
+        c->alloc_count++;
+        c->live_bytes += (int64_t)usable;
+        if (c->live_bytes > c->peak_bytes) c->peak_bytes = c->live_bytes;
+      } else {
+        c->freed_bytes += (int64_t)usable;
+        c->live_bytes -= (int64_t)usable;
+      }
+      b->nwords += (uint32_t)n;
+    } else {
+      __atomic_add_fetch(&CAP.lost, 1, __ATOMIC_RELAXED);
+    }
+    if (MEM_UNLIKELY(r->ndefer)) drain(t, r);
+  }
+  barrier();
+  r->busy = 0;
+  barrier();
+  t->guard = 0;
+  return 1;
+}
+
 MEM_HIDDEN void mem__on_alloc(void *p, size_t req, unsigned kind, void *site) {
   struct mem_tls *t = &mem__tls;
   if (!p || (t->guard & MEM_G_INTERNAL)) return;
   uint64_t usable = kind == SP_MEMCAP_MMAP      ? (req + 4095) & ~(uint64_t)4095
                     : kind == SP_MEMCAP_FOREIGN ? req
-                                                : mem__real.usable(p);
+                                                : mem__usable(p);
   if (MEM_UNLIKELY(usable < req)) usable = req; /* no malloc_usable_size behind us */
-  uint64_t w[SP_MEMCAP_ALLOC_WORDS] = {mem__ticks(), (uintptr_t)p, SP_MEMCAP_META(kind, t->c.region),
-                                       usable, req, (uintptr_t)site};
+  uint64_t meta = SP_MEMCAP_META(kind, t->c.region);
+  if (MEM_LIKELY(fast_event(t, (uintptr_t)p, meta, usable, req, (uintptr_t)site,
+                            SP_MEMCAP_ALLOC_WORDS)))
+    return;
+  uint64_t w[SP_MEMCAP_ALLOC_WORDS] = {mem__ticks(), (uintptr_t)p, meta, usable, req, (uintptr_t)site};
   record(t, w, SP_MEMCAP_ALLOC_WORDS, site);
 }
 
 MEM_HIDDEN void mem__on_free(void *p, unsigned kind) {
   struct mem_tls *t = &mem__tls;
   if (t->guard & MEM_G_INTERNAL) return;
-  uint64_t usable = mem__real.usable(p);
-  uint64_t w[SP_MEMCAP_FREE_WORDS] = {mem__ticks(), (uintptr_t)p, SP_MEMCAP_META(kind, t->c.region),
-                                      usable};
+  uint64_t usable = mem__usable(p);
+  uint64_t meta = SP_MEMCAP_META(kind, t->c.region);
+  if (MEM_LIKELY(fast_event(t, (uintptr_t)p, meta, usable, 0, 0, SP_MEMCAP_FREE_WORDS))) return;
+  uint64_t w[SP_MEMCAP_FREE_WORDS] = {mem__ticks(), (uintptr_t)p, meta, usable};
   record(t, w, SP_MEMCAP_FREE_WORDS, NULL);
 }
 
@@ -445,7 +497,7 @@ MEM_HIDDEN void *mem__realloc(void *p, size_t n, void *site) {
   w[0] = mem__ticks();
   w[1] = (uintptr_t)p;
   w[2] = SP_MEMCAP_META(SP_MEMCAP_REALLOC_FREE, t->c.region);
-  w[3] = mem__real.usable(p);
+  w[3] = mem__usable(p);
   void *q = mem__real.realloc(p, n);
   if (!q && n) return NULL; /* failed: p is untouched */
   size_t nw = SP_MEMCAP_FREE_WORDS;
@@ -454,7 +506,7 @@ MEM_HIDDEN void *mem__realloc(void *p, size_t n, void *site) {
     a[0] = mem__ticks();
     a[1] = (uintptr_t)q;
     a[2] = SP_MEMCAP_META(SP_MEMCAP_REALLOC, t->c.region);
-    a[3] = mem__real.usable(q);
+    a[3] = mem__usable(q);
     if (MEM_UNLIKELY(a[3] < n)) a[3] = n;
     a[4] = n;
     a[5] = (uintptr_t)site;
@@ -710,6 +762,7 @@ int sp_memory_start(const sp_memory_options *o) {
     CAP.fork_child = 0;
     CAP.ppid = getppid();
     CAP.tsc = use_tsc();
+    mem__usable_check();
     CAP.lost = CAP.unattributed = CAP.events = CAP.allocations = CAP.raw_bytes = CAP.file_bytes = 0;
     CAP.waits = 0;
     CAP.nblocks_peak = CAP.nblocks;

@@ -44,6 +44,22 @@ struct mem_real {
 };
 MEM_HIDDEN extern struct mem_real mem__real;
 
+/* Usable size of a block in use. Behind glibc's allocator it is read from
+ * the chunk header (its size less the header): glibc's malloc_usable_size
+ * also reads the next chunk's header to check the block is in use, a
+ * second cache line, which made it most of the capture's cost on programs
+ * whose blocks are not in cache. Enabled only after mem__usable_check()
+ * found the two agree. */
+MEM_HIDDEN extern int mem__usable_fast;
+static inline uint64_t mem__usable(void *p) {
+  if (MEM_LIKELY(mem__usable_fast)) {
+    size_t sz = ((const size_t *)p)[-1];
+    return (sz & ~(size_t)7) - ((sz & 2) ? 16 : 8); /* bit 1: an mmapped chunk */
+  }
+  return mem__real.usable(p);
+}
+MEM_HIDDEN void mem__usable_check(void);
+
 /* What the wrappers test first. Bit 0: a capture is recording. Bit 1: the
  * bootstrap arena handed out memory, so free/realloc/usable must check for
  * its pointers. Zero (the common case when off) costs one branch. */

@@ -229,6 +229,38 @@ static int boot_munmap(void *a, size_t len) {
   return booting() ? fallback_munmap(a, len) : REAL(munmap)(a, len);
 }
 
+MEM_HIDDEN int mem__usable_fast;
+
+/* Turns the header read of mem__usable on when the allocator behind us is
+ * glibc's and agrees with its own malloc_usable_size on blocks of every
+ * kind (small, large, mmapped, aligned). */
+MEM_HIDDEN void mem__usable_check(void) {
+#if defined(__GLIBC__) && defined(__x86_64__)
+  static int checked;
+  if (checked) return;
+  checked = 1;
+  Dl_info info;
+  void *fn;
+  struct mem_real r = mem__real;
+  memcpy(&fn, &r.malloc, sizeof fn);
+  if (!dladdr(fn, &info) || !info.dli_fname || !strstr(info.dli_fname, "/libc.so")) return;
+  static const size_t sizes[] = {0, 1, 24, 25, 100, 1000, 4096, 5000, 70000, 300000, 2000000};
+  int ok = 1;
+  for (size_t i = 0; i < sizeof sizes / sizeof sizes[0] && ok; i++) {
+    void *a = r.malloc(sizes[i]), *b = r.memalign(64, sizes[i] + 1), *c = r.calloc(1, sizes[i] + 3);
+    __atomic_store_n(&mem__usable_fast, 1, __ATOMIC_RELAXED);
+    void *v[3] = {a, b, c};
+    for (int k = 0; k < 3; k++)
+      if (v[k] && mem__usable(v[k]) != r.usable(v[k])) ok = 0;
+    __atomic_store_n(&mem__usable_fast, 0, __ATOMIC_RELAXED);
+    r.free(a);
+    r.free(b);
+    r.free(c);
+  }
+  __atomic_store_n(&mem__usable_fast, ok, __ATOMIC_RELAXED);
+#endif
+}
+
 /* Resolve before main, while the process has one thread. */
 __attribute__((constructor(101))) static void mem_init(void) { resolve(); }
 

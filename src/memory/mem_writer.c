@@ -108,6 +108,7 @@ static int write_all(int fd, const void *p, size_t n) {
 
 struct wstate {
   ZSTD_CCtx *cc;
+  uint64_t scratch[SP_MEMCAP_ENC_SCRATCH(MEM_BLOCK_WORDS)];
   struct sp_memcap_buf raw, z;
   uint64_t stacks_written;
   int64_t last_clock_ns;
@@ -329,7 +330,7 @@ static void write_block(struct wstate *ws, struct mem_block *b) {
   put_log(ws, SP_MEMCAP_REGN, &regions);
   put_stacks(ws);
   ws->raw.n = 0;
-  sp__memcap_encode_events(&ws->raw, b->thread, b->w, b->nwords);
+  sp__memcap_encode_events(&ws->raw, b->thread, b->w, b->nwords, ws->scratch);
   if (put_buf(ws, SP_MEMCAP_EVNT, &ws->raw) == 0) {
     CAP.events += nev;
     CAP.allocations += nalloc;
@@ -342,15 +343,22 @@ static void write_block(struct wstate *ws, struct mem_block *b) {
 MEM_HIDDEN void *mem__writer_main(void *arg) {
   (void)arg;
   mem__tls.guard = MEM_G_INTERNAL;
-  struct wstate ws = {0};
-  ws.cc = ZSTD_createCCtx();
-  ws.raw.grow = NULL;
-  ws.z.grow = NULL;
+  struct wstate *ws = calloc(1, sizeof *ws);
+  if (!ws) {
+    pthread_mutex_lock(&CAP.qlock);
+    CAP.writer_failed = ENOMEM;
+    pthread_cond_broadcast(&CAP.qspace);
+    pthread_mutex_unlock(&CAP.qlock);
+    return NULL;
+  }
+  ws->cc = ZSTD_createCCtx();
+  ws->raw.grow = NULL;
+  ws->z.grow = NULL;
   /* A second clock anchor a few ms after the first, so even a short
    * capture maps ticks to ns with a precise rate. */
   struct timespec five = {0, 5 * 1000 * 1000};
   nanosleep(&five, NULL);
-  put_clock(&ws);
+  put_clock(ws);
   pthread_mutex_lock(&CAP.qlock);
   for (;;) {
     while (!CAP.qhead && !CAP.stopping) {
@@ -365,21 +373,21 @@ MEM_HIDDEN void *mem__writer_main(void *arg) {
     if (!CAP.qhead) CAP.qtail = NULL;
     CAP.nqueued--;
     pthread_mutex_unlock(&CAP.qlock);
-    write_block(&ws, b);
-    if (!ws.err && mem__mono_ns() - ws.last_clock_ns > 1000000000) put_clock(&ws);
+    write_block(ws, b);
+    if (!ws->err && mem__mono_ns() - ws->last_clock_ns > 1000000000) put_clock(ws);
     pthread_mutex_lock(&CAP.qlock);
-    if (ws.err) CAP.writer_failed = 1;
+    if (ws->err) CAP.writer_failed = 1;
     b->next = CAP.pool;
     CAP.pool = b;
     pthread_cond_broadcast(&CAP.qspace);
   }
   pthread_mutex_unlock(&CAP.qlock);
-  if (!ws.err) {
-    put_log(&ws, SP_MEMCAP_THRD, &threads);
-    put_log(&ws, SP_MEMCAP_REGN, &regions);
-    put_stacks(&ws);
-    put_maps(&ws);
-    put_clock(&ws);
+  if (!ws->err) {
+    put_log(ws, SP_MEMCAP_THRD, &threads);
+    put_log(ws, SP_MEMCAP_REGN, &regions);
+    put_stacks(ws);
+    put_maps(ws);
+    put_clock(ws);
     struct sp_memcap_buf st = {NULL, 0, 0, NULL, 0};
     sp__memcap_put_varint(&st, CAP.events);
     sp__memcap_put_varint(&st, CAP.allocations);
@@ -387,13 +395,14 @@ MEM_HIDDEN void *mem__writer_main(void *arg) {
     sp__memcap_put_varint(&st, CAP.unattributed);
     sp__memcap_put_varint(&st, CAP.nblocks_peak * sizeof(struct mem_block));
     sp__memcap_put_varint(&st, CAP.waits);
-    put_buf(&ws, SP_MEMCAP_STAT, &st);
+    put_buf(ws, SP_MEMCAP_STAT, &st);
     free(st.p);
   }
-  if (ws.err) CAP.writer_failed = ws.err;
-  free(ws.raw.p);
-  free(ws.z.p);
-  ZSTD_freeCCtx(ws.cc);
+  if (ws->err) CAP.writer_failed = ws->err;
+  free(ws->raw.p);
+  free(ws->z.p);
+  ZSTD_freeCCtx(ws->cc);
+  free(ws);
   return NULL;
 }
 

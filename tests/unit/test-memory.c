@@ -680,7 +680,8 @@ static void put_head(FILE *f, unsigned flags) {
 static void put_events(FILE *f, unsigned kind, uint64_t site) {
   uint64_t w[SP_MEMCAP_ALLOC_WORDS] = {100, 0x1000, SP_MEMCAP_META(kind, 1), 32, 30, site};
   struct sp_memcap_buf b = {0};
-  sp__memcap_encode_events(&b, 0, w, SP_MEMCAP_IS_ALLOC(kind) ? 6 : 4);
+  uint64_t scratch[SP_MEMCAP_ENC_SCRATCH(6)];
+  sp__memcap_encode_events(&b, 0, w, SP_MEMCAP_IS_ALLOC(kind) ? 6 : 4, scratch);
   put_rec(f, SP_MEMCAP_EVNT, b.p, (uint32_t)b.n, 0, 0);
   free(b.p);
 }
