@@ -1,0 +1,2 @@
+# scope-profiler memory --help
+"$SP" memory --help
