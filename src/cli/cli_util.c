@@ -75,24 +75,6 @@ int sp_cli_positional(struct sp_cli_args *a) {
   return !is_option(s);
 }
 
-int sp_cli_common_arg(struct sp_cli_args *a, const struct sp_cli_common *c) {
-  int m;
-  if (sp_cli_positional(a)) {
-    if (sp_cli_strs_push(c->files, a->argv[a->i])) return sp_cli_error(a->cmd, "out of memory");
-    return SP_CLI_TAKEN;
-  }
-  if (a->only_positionals) return SP_CLI_TAKEN; /* the "--" itself */
-  if (sp_cli_flag(a, "--help", "-h")) {
-    fputs(c->help, stdout);
-    return SP_CLI_HELP;
-  }
-  if ((m = sp_cli_list(a, "--include", "-i", c->include)) ||
-      (m = sp_cli_list(a, "--exclude", "-e", c->exclude)) ||
-      (m = sp_cli_list(a, "--ranks", "-r", c->ranks)))
-    return m < 0 ? 2 : SP_CLI_TAKEN;
-  return SP_CLI_OTHER;
-}
-
 int sp_cli_flag(struct sp_cli_args *a, const char *long_name, const char *short_name) {
   if (a->only_positionals) return 0;
   const char *s = a->argv[a->i];
@@ -331,6 +313,13 @@ size_t sp_cli_width(const char *s) {
   return w;
 }
 
+size_t sp_cli_width_n(const char *s, size_t n) {
+  size_t w = 0;
+  for (size_t i = 0; i < n && s[i]; i++)
+    if (((unsigned char)s[i] & 0xC0) != 0x80) w++;
+  return w;
+}
+
 void sp_cli_pad(FILE *out, const char *s, size_t width, int right) {
   size_t w = sp_cli_width(s);
   if (right)
@@ -342,8 +331,9 @@ void sp_cli_pad(FILE *out, const char *s, size_t width, int right) {
 
 /* ---- metrics and comparisons ------------------------------------------------------ */
 
-static const char *const metric_names[] = {"total", "avg", "min", "max", "p50",
-                                           "p95", "p99", "imbalance", "calls"};
+const char *const sp_cli_metric_names[SP_CLI_NMETRICS + 1] = {
+    "total", "avg", "min", "max", "p50", "p95", "p99", "imbalance", "calls", NULL};
+#define metric_names sp_cli_metric_names
 
 int sp_cli_metric_parse(const char *name) {
   for (int i = 0; i < SP_CLI_NMETRICS; i++)

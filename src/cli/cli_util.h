@@ -1,7 +1,7 @@
 /* cli_util.h - helpers shared by the read-side commands (inspect, diff,
- * check, export): string lists, option parsing in argparse's style
- * (--opt VALUE, --opt=VALUE, list options that take every following
- * non-option argument), glob expansion of file arguments, opening profiles
+ * check, export): string lists, the option scanning under the options tables
+ * of cli_opts.h (--opt VALUE, --opt=VALUE, list options that take every
+ * following non-option argument), glob expansion of file arguments, opening profiles
  * with CLI-style error reporting, a progress bar for slow work, and number
  * formatting for tables.
  */
@@ -50,18 +50,6 @@ int sp_cli_list(struct sp_cli_args *a, const char *long_name, const char *short_
 /* 1 when argv[i] is a positional argument (not an option). */
 int sp_cli_positional(struct sp_cli_args *a);
 
-/* What every read-side command's option loop shares: file arguments (after
- * "--" too), --help, and the --include/--exclude/--ranks filter lists.
- * Returns SP_CLI_TAKEN when argv[i] was one of them, SP_CLI_OTHER when it is
- * the command's own, SP_CLI_HELP after printing `help` (exit 0), or 2 after
- * printing an error. */
-enum { SP_CLI_OTHER = 0, SP_CLI_TAKEN = 1, SP_CLI_HELP = 3 };
-struct sp_cli_common {
-  const char *help;
-  struct sp_cli_strs *files, *include, *exclude, *ranks;
-};
-int sp_cli_common_arg(struct sp_cli_args *a, const struct sp_cli_common *c);
-
 /* Expand file arguments: patterns with *, ? or [ go through glob(3) (and a
  * "**" path component matches any number of directories); a pattern that
  * matches nothing is an error "No files matched pattern: X". Duplicates are
@@ -98,6 +86,8 @@ void sp_cli_progress_end(struct sp_cli_progress *p);
 void sp_cli_fmt_seconds(char *buf, size_t size, double ns);
 /* Display width of UTF-8 text (code points). */
 size_t sp_cli_width(const char *s);
+/* The same for the first n bytes. */
+size_t sp_cli_width_n(const char *s, size_t n);
 /* Print s padded with spaces to `width` columns, left or right aligned. */
 void sp_cli_pad(FILE *out, const char *s, size_t width, int right);
 
@@ -107,7 +97,8 @@ enum sp_cli_metric {
   SP_CLI_TOTAL, SP_CLI_AVG, SP_CLI_MIN, SP_CLI_MAX, SP_CLI_P50, SP_CLI_P95, SP_CLI_P99,
   SP_CLI_IMBALANCE, SP_CLI_CALLS, SP_CLI_NMETRICS
 };
-#define SP_CLI_METRIC_LIST "total, avg, min, max, p50, p95, p99, imbalance or calls"
+/* The names, in enum order, NULL-terminated (an options table's choices). */
+extern const char *const sp_cli_metric_names[SP_CLI_NMETRICS + 1];
 int sp_cli_metric_parse(const char *name); /* -1 when unknown */
 const char *sp_cli_metric_name(int metric);
 const char *sp_cli_metric_unit(int metric); /* " [s]" or "" */

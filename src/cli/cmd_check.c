@@ -5,30 +5,21 @@
  * input errors exit 2, so CI can tell "regressed" from "broken".
  */
 #include <math.h>
+#include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "cli/cli_util.h"
+#include "cli/cli_opts.h"
 #include "cli/commands.h"
 
 #define CMD "check"
 
-static const char *const help_text =
-    "usage: scope-profiler check BASELINE CANDIDATE --max-regression PCT [options]\n"
-    "\n"
+static const char about[] =
     "Fail (exit 1) when a region of CANDIDATE is slower than in BASELINE by more\n"
-    "than PCT percent on the chosen metric. Meant for CI.\n"
-    "\n"
-    "options:\n"
-    "  --max-regression PCT   allowed slowdown in percent (required), e.g. 10\n"
-    "  --metric M             total (default), avg, min, max, p50, p95, p99,\n"
-    "                         imbalance or calls\n"
-    "  --fail-on-new          also fail when CANDIDATE has regions BASELINE lacks\n"
-    "  -i, --include RE...    check only regions whose name matches RE at its start\n"
-    "  -e, --exclude RE...    skip regions whose name matches RE at its start\n"
-    "  -r, --ranks SPEC...    ranks to aggregate, e.g. 0,2,4-7 (default: all)\n"
-    "  -h, --help             this help\n"
-    "\n"
+    "than PCT percent on the chosen metric. Meant for CI.\n";
+
+static const char epilog[] =
     "A region with 0 in the baseline and more in the candidate counts as an\n"
     "infinite regression. Regions missing from the candidate are reported, not failed.\n"
     "\n"
@@ -38,6 +29,30 @@ static const char *const help_text =
     "  scope-profiler check main.h5 pr.h5 --max-regression 20 --fail-on-new\n"
     "\n"
     "exit status: 0 no regression, 1 regression found, 2 usage or input error.\n";
+
+struct opts {
+  struct sp_cli_strs pos, include, exclude, ranks;
+  int metric, fail_on_new;
+  double max_pct;
+};
+
+static const struct sp_cli_opt opt_rows[] = {
+    {"--max-regression", NULL, "PCT", SP_OPT_NUM, offsetof(struct opts, max_pct),
+     "allowed slowdown in percent (required), e.g. 10", .lo = 0, .hi = 1e308,
+     .what = "a non-negative percentage", .required = "e.g. --max-regression 10"},
+    {"--metric", NULL, "M", SP_OPT_CHOICE, offsetof(struct opts, metric), "{choices}",
+     .choices = sp_cli_metric_names, .def = "total", .what = "--metric"},
+    {"--fail-on-new", NULL, NULL, SP_OPT_FLAG, offsetof(struct opts, fail_on_new),
+     .help = "also fail when CANDIDATE has regions BASELINE lacks"},
+    SP_CLI_OPT_FILTERS_HELP(struct opts, "check only regions whose name matches RE at its start",
+                            "skip regions whose name matches RE at its start",
+                            "ranks to aggregate, e.g. 0,2,4-7 (default: all)"),
+};
+
+static const struct sp_cli_spec spec = {CMD, "BASELINE CANDIDATE --max-regression PCT [options]",
+                                        about, opt_rows, SP_CLI_NROWS(opt_rows),
+                                        offsetof(struct opts, pos), NULL, epilog};
+
 
 enum status { ST_REGRESSED, ST_NEW_FAIL, ST_OK, ST_NEW, ST_MISSING };
 static const char *const status_text[] = {"REGRESSED", "NEW", "ok", "new", "missing"};
@@ -56,70 +71,38 @@ static int cmp_lines(const void *pa, const void *pb) {
 }
 
 int sp_cmd_check(int argc, char **argv) {
-  struct sp_cli_strs pos = {0}, inc = {0}, exc = {0}, ranks = {0}, files = {0};
-  const char *metric_s = NULL, *max_s = NULL;
+  struct opts o;
+  memset(&o, 0, sizeof o);
+  struct sp_cli_strs files = {0};
   sp_results *ra = NULL, *rb = NULL;
   sp_filter *f = NULL;
   struct sp_cli_cmp *rows = NULL;
   struct line *lines = NULL;
   size_t n = 0;
-  int rc = 0, metric = SP_CLI_TOTAL, fail_on_new = 0;
-  double max_pct = 0;
-  struct sp_cli_args a = {CMD, argc, argv, 1, 0};
-  const struct sp_cli_common common = {help_text, &pos, &inc, &exc, &ranks};
-  for (; a.i < argc; a.i++) {
-    int m = sp_cli_common_arg(&a, &common);
-    if (m == SP_CLI_TAKEN) continue;
-    if (m != SP_CLI_OTHER) {
-      rc = m == SP_CLI_HELP ? 0 : m;
-      goto out;
-    }
-    if (sp_cli_flag(&a, "--fail-on-new", NULL)) {
-      fail_on_new = 1;
-      continue;
-    }
-    if ((m = sp_cli_value(&a, "--metric", NULL, &metric_s)) ||
-        (m = sp_cli_value(&a, "--max-regression", NULL, &max_s))) {
-      if (m < 0) {
-        rc = 2;
-        goto out;
-      }
-      continue;
-    }
-    rc = sp_cli_usage_error(CMD, "unknown option %s", argv[a.i]);
+  int rc = sp_cli_parse(&spec, argc, argv, &o);
+  if (rc) {
+    rc = rc == SP_CLI_HELP ? 0 : rc;
     goto out;
   }
-  if (pos.n != 2) {
-    rc = sp_cli_usage_error(CMD, "expected BASELINE and CANDIDATE, got %zu file argument(s)", pos.n);
-    goto out;
-  }
-  if (!max_s) {
-    rc = sp_cli_usage_error(CMD, "--max-regression PCT is required (e.g. --max-regression 10)");
-    goto out;
-  }
-  char *end;
-  max_pct = strtod(max_s, &end);
-  if (*end || end == max_s || !(max_pct >= 0) || isinf(max_pct)) {
-    rc = sp_cli_usage_error(CMD, "--max-regression needs a non-negative percentage, not '%s'", max_s);
-    goto out;
-  }
-  if (metric_s && (metric = sp_cli_metric_parse(metric_s)) < 0) {
-    rc = sp_cli_usage_error(CMD, "unknown --metric '%s'; use " SP_CLI_METRIC_LIST, metric_s);
+  int metric = o.metric, fail_on_new = o.fail_on_new;
+  double max_pct = o.max_pct;
+  if (o.pos.n != 2) {
+    rc = sp_cli_usage_error(CMD, "expected BASELINE and CANDIDATE, got %zu file argument(s)", o.pos.n);
     goto out;
   }
   for (int side = 0; side < 2; side++) {
     struct sp_cli_strs one = {0}, got = {0};
-    sp_cli_strs_push(&one, pos.v[side]);
+    sp_cli_strs_push(&one, o.pos.v[side]);
     rc = sp_cli_expand_files(CMD, &one, &got);
     sp_cli_strs_free(&one);
     if (!rc && got.n != 1)
       rc = sp_cli_usage_error(CMD, "'%s' matches %zu files; check compares exactly two",
-                              pos.v[side], got.n);
+                              o.pos.v[side], got.n);
     if (!rc) sp_cli_strs_push(&files, got.v[0]);
     sp_cli_strs_free(&got);
     if (rc) goto out;
   }
-  if ((rc = sp_cli_filter(CMD, &inc, &exc, &ranks, &f))) goto out;
+  if ((rc = sp_cli_filter(CMD, &o.include, &o.exclude, &o.ranks, &f))) goto out;
   if ((rc = sp_cli_open(CMD, files.v[0], &ra)) || (rc = sp_cli_open(CMD, files.v[1], &rb))) goto out;
   if ((rc = sp_cli_check_ranks(CMD, f, ra)) || (rc = sp_cli_check_ranks(CMD, f, rb))) goto out;
   if ((rc = sp_cli_compare(CMD, ra, rb, f, metric, &rows, &n))) goto out;
@@ -196,10 +179,7 @@ out:
   sp_results_free(ra);
   sp_results_free(rb);
   sp_filter_free(f);
-  sp_cli_strs_free(&pos);
-  sp_cli_strs_free(&inc);
-  sp_cli_strs_free(&exc);
-  sp_cli_strs_free(&ranks);
+  sp_cli_opts_free(&spec, &o);
   sp_cli_strs_free(&files);
   return rc;
 }

@@ -5,31 +5,21 @@
  * "Only in a" / "Only in b". --threshold never hides regions new in b.
  */
 #include <math.h>
+#include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "cli/cli_util.h"
+#include "cli/cli_opts.h"
 #include "cli/commands.h"
 
 #define CMD "diff"
 
-static const char *const help_text =
-    "usage: scope-profiler diff A B [options]\n"
-    "\n"
+static const char about[] =
     "Compare the regions of two profiles (a = A, b = B) on one metric,\n"
-    "aggregated over the selected ranks.\n"
-    "\n"
-    "options:\n"
-    "  --metric M             total (default), avg, min, max, p50, p95, p99,\n"
-    "                         imbalance or calls\n"
-    "  --sort KEY             delta (by |b - a|, default), pct (by |change %|) or name\n"
-    "  --threshold PCT        hide regions whose change is below PCT percent\n"
-    "                         (regions new in b are always shown)\n"
-    "  -i, --include RE...    keep regions whose name matches RE at its start\n"
-    "  -e, --exclude RE...    drop regions whose name matches RE at its start\n"
-    "  -r, --ranks SPEC...    ranks to aggregate, e.g. 0,2,4-7 (default: all)\n"
-    "  -h, --help             this help\n"
-    "\n"
+    "aggregated over the selected ranks.\n";
+
+static const char epilog[] =
     "A region missing on one side counts as 0 there: only in a shows -100%,\n"
     "only in b shows \"new\".\n"
     "\n"
@@ -39,6 +29,31 @@ static const char *const help_text =
     "  scope-profiler diff run_a.h5 run_b.h5 --include solve --ranks 0\n"
     "\n"
     "exit status: 0 success, 2 usage or input error.\n";
+
+struct opts {
+  struct sp_cli_strs pos, include, exclude, ranks;
+  int metric, sort;
+  double threshold;
+};
+
+static const char *const sort_modes[] = {"delta", "pct", "name", NULL};
+
+static const struct sp_cli_opt opt_rows[] = {
+    {"--metric", NULL, "M", SP_OPT_CHOICE, offsetof(struct opts, metric), "{choices}",
+     .choices = sp_cli_metric_names, .def = "total", .what = "--metric"},
+    {"--sort", NULL, "KEY", SP_OPT_CHOICE, offsetof(struct opts, sort),
+     "delta (by |b - a|, default), pct (by |change %|) or name", .choices = sort_modes,
+     .def = "delta", .what = "--sort"},
+    {"--threshold", NULL, "PCT", SP_OPT_NUM, offsetof(struct opts, threshold),
+     "hide regions whose change is below PCT percent\n(regions new in b are always shown)",
+     .def = "0", .lo = 0, .what = "a non-negative percentage"},
+    SP_CLI_OPT_FILTERS(struct opts, "ranks to aggregate, e.g. 0,2,4-7 (default: all)"),
+};
+
+static const struct sp_cli_spec spec = {CMD, "A B [options]", about, opt_rows,
+                                        SP_CLI_NROWS(opt_rows), offsetof(struct opts, pos), NULL,
+                                        epilog};
+
 
 static int sort_mode; /* 0 delta, 1 pct, 2 name */
 static int cmp(const void *pa, const void *pb) {
@@ -53,76 +68,39 @@ static int cmp(const void *pa, const void *pb) {
 }
 
 int sp_cmd_diff(int argc, char **argv) {
-  struct sp_cli_strs pos = {0}, inc = {0}, exc = {0}, ranks = {0}, files = {0};
-  const char *metric_s = NULL, *sort_s = NULL, *threshold_s = NULL;
+  struct opts o;
+  memset(&o, 0, sizeof o);
+  struct sp_cli_strs files = {0};
   sp_results *ra = NULL, *rb = NULL;
   sp_filter *f = NULL;
   struct sp_cli_cmp *rows = NULL;
   size_t n = 0;
-  int rc = 0, metric = SP_CLI_TOTAL;
-  double threshold = 0;
-  struct sp_cli_args a = {CMD, argc, argv, 1, 0};
-  const struct sp_cli_common common = {help_text, &pos, &inc, &exc, &ranks};
-  for (; a.i < argc; a.i++) {
-    int m = sp_cli_common_arg(&a, &common);
-    if (m == SP_CLI_TAKEN) continue;
-    if (m != SP_CLI_OTHER) {
-      rc = m == SP_CLI_HELP ? 0 : m;
-      goto out;
-    }
-    if ((m = sp_cli_value(&a, "--metric", NULL, &metric_s)) ||
-        (m = sp_cli_value(&a, "--sort", NULL, &sort_s)) ||
-        (m = sp_cli_value(&a, "--threshold", NULL, &threshold_s))) {
-      if (m < 0) {
-        rc = 2;
-        goto out;
-      }
-      continue;
-    }
-    rc = sp_cli_usage_error(CMD, "unknown option %s", argv[a.i]);
+  int rc = sp_cli_parse(&spec, argc, argv, &o);
+  if (rc) {
+    rc = rc == SP_CLI_HELP ? 0 : rc;
     goto out;
   }
-  if (pos.n != 2) {
-    rc = sp_cli_usage_error(CMD, "expected two files A and B, got %zu", pos.n);
+  int metric = o.metric;
+  double threshold = o.threshold;
+  sort_mode = o.sort;
+  if (o.pos.n != 2) {
+    rc = sp_cli_usage_error(CMD, "expected two files A and B, got %zu", o.pos.n);
     goto out;
-  }
-  if (metric_s && (metric = sp_cli_metric_parse(metric_s)) < 0) {
-    rc = sp_cli_usage_error(CMD, "unknown --metric '%s'; use " SP_CLI_METRIC_LIST, metric_s);
-    goto out;
-  }
-  sort_mode = 0;
-  if (sort_s) {
-    if (!strcmp(sort_s, "delta")) sort_mode = 0;
-    else if (!strcmp(sort_s, "pct")) sort_mode = 1;
-    else if (!strcmp(sort_s, "name")) sort_mode = 2;
-    else {
-      rc = sp_cli_usage_error(CMD, "unknown --sort '%s'; use delta, pct or name", sort_s);
-      goto out;
-    }
-  }
-  if (threshold_s) {
-    char *end;
-    threshold = strtod(threshold_s, &end);
-    if (*end || end == threshold_s || !(threshold >= 0)) {
-      rc = sp_cli_usage_error(CMD, "--threshold needs a non-negative percentage, not '%s'",
-                              threshold_s);
-      goto out;
-    }
   }
   /* each side may be a pattern, but must name exactly one file */
   for (int side = 0; side < 2; side++) {
     struct sp_cli_strs one = {0}, got = {0};
-    sp_cli_strs_push(&one, pos.v[side]);
+    sp_cli_strs_push(&one, o.pos.v[side]);
     rc = sp_cli_expand_files(CMD, &one, &got);
     sp_cli_strs_free(&one);
     if (!rc && got.n != 1)
-      rc = sp_cli_usage_error(CMD, "'%s' matches %zu files; diff compares exactly two", pos.v[side],
+      rc = sp_cli_usage_error(CMD, "'%s' matches %zu files; diff compares exactly two", o.pos.v[side],
                               got.n);
     if (!rc) sp_cli_strs_push(&files, got.v[0]);
     sp_cli_strs_free(&got);
     if (rc) goto out;
   }
-  if ((rc = sp_cli_filter(CMD, &inc, &exc, &ranks, &f))) goto out;
+  if ((rc = sp_cli_filter(CMD, &o.include, &o.exclude, &o.ranks, &f))) goto out;
   if ((rc = sp_cli_open(CMD, files.v[0], &ra)) || (rc = sp_cli_open(CMD, files.v[1], &rb))) goto out;
   if ((rc = sp_cli_check_ranks(CMD, f, ra)) || (rc = sp_cli_check_ranks(CMD, f, rb))) goto out;
   if ((rc = sp_cli_compare(CMD, ra, rb, f, metric, &rows, &n))) goto out;
@@ -187,10 +165,7 @@ out:
   sp_results_free(ra);
   sp_results_free(rb);
   sp_filter_free(f);
-  sp_cli_strs_free(&pos);
-  sp_cli_strs_free(&inc);
-  sp_cli_strs_free(&exc);
-  sp_cli_strs_free(&ranks);
+  sp_cli_opts_free(&spec, &o);
   sp_cli_strs_free(&files);
   return rc;
 }

@@ -8,19 +8,19 @@
  * complete, so an interrupted export never leaves a half-written OUT.
  */
 #include <errno.h>
+#include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
 #include "cli/cli_util.h"
+#include "cli/cli_opts.h"
 #include "cli/commands.h"
 
 #define CMD "export"
 
-static const char *const help_text =
-    "usage: scope-profiler export FORMAT FILE... -o OUT [options]\n"
-    "\n"
+static const char about[] =
     "Write profiles in another tool's format. FORMAT is one of:\n"
     "  chrome-trace   Trace Event JSON for chrome://tracing or ui.perfetto.dev;\n"
     "                 pid = rank, tid = thread; streamed, any file size\n"
@@ -29,17 +29,9 @@ static const char *const help_text =
     "  csv            upstream's plot data; --kind gantt (default; streamed),\n"
     "                 flame or durations\n"
     "  json           upstream's region_statistics.json\n"
-    "csv and json take several files; the others exactly one.\n"
-    "\n"
-    "options:\n"
-    "  -o, --output OUT       output file; '-' writes to stdout (required)\n"
-    "  --kind KIND            csv only: gantt, flame or durations\n"
-    "  -i, --include RE...    keep regions whose name matches RE at its start\n"
-    "  -e, --exclude RE...    drop regions whose name matches RE at its start\n"
-    "  -r, --ranks SPEC...    ranks to export, e.g. 0,2,4-7 (default: all; flame: lowest)\n"
-    "  -q, --quiet            no summary line on stderr\n"
-    "  -h, --help             this help\n"
-    "\n"
+    "csv and json take several files; the others exactly one.\n";
+
+static const char epilog[] =
     "Times in traces are relative to the earliest region entry of the file.\n"
     "\n"
     "examples:\n"
@@ -51,81 +43,71 @@ static const char *const help_text =
     "\n"
     "exit status: 0 success, 2 usage or input error.\n";
 
-static const char *const formats[] = {"chrome-trace", "speedscope", "folded", "csv", "json"};
+static const char *const formats[] = {"chrome-trace", "speedscope", "folded", "csv", "json", NULL};
+static const char *const kinds[] = {"gantt", "flame", "durations", NULL};
+
+struct opts {
+  struct sp_cli_strs pos, include, exclude, ranks;
+  const char *out;
+  int kind, quiet;
+};
+
+static const struct sp_cli_opt opt_rows[] = {
+    {"--output", "-o", "OUT", SP_OPT_STR, offsetof(struct opts, out),
+     "output file; '-' writes to stdout (required)", .required = "'-o -' writes to stdout"},
+    {"--kind", NULL, "KIND", SP_OPT_CHOICE, offsetof(struct opts, kind), "csv only: gantt, flame or durations",
+     .choices = kinds, .what = "--kind"},
+    SP_CLI_OPT_FILTERS(struct opts, "ranks to export, e.g. 0,2,4-7 (default: all; flame: lowest)"),
+    {"--quiet", "-q", NULL, SP_OPT_FLAG, offsetof(struct opts, quiet),
+     .help = "no summary line on stderr"},
+};
+
+static const struct sp_cli_spec spec = {
+    CMD, "FORMAT FILE... -o OUT [options]", about, opt_rows, SP_CLI_NROWS(opt_rows),
+    offsetof(struct opts, pos), "no FORMAT given; use chrome-trace, speedscope, folded, csv or json",
+    epilog};
 
 int sp_cmd_export(int argc, char **argv) {
-  struct sp_cli_strs pos = {0}, inc = {0}, exc = {0}, ranks = {0}, files = {0};
-  const char *out_s = NULL, *kind_s = NULL;
+  struct opts o;
+  memset(&o, 0, sizeof o);
+  struct sp_cli_strs files = {0};
   sp_results **rs = NULL;
   char **abs = NULL;
   sp_filter *f = NULL;
   char *tmp = NULL;
   FILE *out = NULL;
-  int rc = 0, quiet = 0, fmt = -1;
-  struct sp_cli_args a = {CMD, argc, argv, 1, 0};
-  const struct sp_cli_common common = {help_text, &pos, &inc, &exc, &ranks};
-  for (; a.i < argc; a.i++) {
-    int m = sp_cli_common_arg(&a, &common);
-    if (m == SP_CLI_TAKEN) continue;
-    if (m != SP_CLI_OTHER) {
-      rc = m == SP_CLI_HELP ? 0 : m;
-      goto done;
-    }
-    if (sp_cli_flag(&a, "--quiet", "-q")) {
-      quiet = 1;
-      continue;
-    }
-    if ((m = sp_cli_value(&a, "--output", "-o", &out_s)) ||
-        (m = sp_cli_value(&a, "--kind", NULL, &kind_s))) {
-      if (m < 0) {
-        rc = 2;
-        goto done;
-      }
-      continue;
-    }
-    rc = sp_cli_usage_error(CMD, "unknown option %s", argv[a.i]);
+  int rc = sp_cli_parse(&spec, argc, argv, &o), fmt = -1;
+  if (rc) {
+    rc = rc == SP_CLI_HELP ? 0 : rc;
     goto done;
   }
-  if (pos.n == 0) {
-    rc = sp_cli_usage_error(CMD, "no FORMAT given; use chrome-trace, speedscope, folded, csv or json");
-    goto done;
-  }
-  for (int i = 0; i < 5; i++)
-    if (!strcmp(pos.v[0], formats[i])) fmt = i;
+  const char *out_s = o.out;
+  for (int i = 0; formats[i]; i++)
+    if (!strcmp(o.pos.v[0], formats[i])) fmt = i;
   if (fmt < 0) {
     rc = sp_cli_usage_error(CMD, "unknown format '%s'; use chrome-trace, speedscope, folded, csv or json",
-                            pos.v[0]);
+                            o.pos.v[0]);
     goto done;
   }
-  if (pos.n < 2) {
+  if (o.pos.n < 2) {
     rc = sp_cli_usage_error(CMD, "no FILE given");
     goto done;
   }
-  if (!out_s) {
-    rc = sp_cli_usage_error(CMD, "-o OUT is required ('-o -' writes to stdout)");
-    goto done;
-  }
-  sp_export_format xf = SP_EXPORT_GANTT_CSV;
-  if (fmt == 3 && kind_s) {
-    if (!strcmp(kind_s, "gantt")) xf = SP_EXPORT_GANTT_CSV;
-    else if (!strcmp(kind_s, "flame")) xf = SP_EXPORT_FLAME_CSV;
-    else if (!strcmp(kind_s, "durations")) xf = SP_EXPORT_DURATIONS_CSV;
-    else {
-      rc = sp_cli_usage_error(CMD, "unknown --kind '%s'; use gantt, flame or durations", kind_s);
-      goto done;
-    }
-  } else if (kind_s) {
+  static const sp_export_format csv_kinds[] = {SP_EXPORT_GANTT_CSV, SP_EXPORT_FLAME_CSV,
+                                               SP_EXPORT_DURATIONS_CSV};
+  sp_export_format xf = o.kind >= 0 ? csv_kinds[o.kind] : SP_EXPORT_GANTT_CSV;
+  if (fmt != 3 && o.kind >= 0) {
     rc = sp_cli_usage_error(CMD, "--kind applies to the csv format only");
     goto done;
   }
-  struct sp_cli_strs patterns = {pos.v + 1, pos.n - 1, 0};
+  struct sp_cli_strs patterns = {o.pos.v + 1, o.pos.n - 1, 0};
   if ((rc = sp_cli_expand_files(CMD, &patterns, &files))) goto done;
   if (fmt < 3 && files.n != 1) {
     rc = sp_cli_usage_error(CMD, "%s takes exactly one file (got %zu); export them one by one",
                             formats[fmt], files.n);
     goto done;
   }
-  if ((rc = sp_cli_filter(CMD, &inc, &exc, &ranks, &f))) goto done;
+  if ((rc = sp_cli_filter(CMD, &o.include, &o.exclude, &o.ranks, &f))) goto done;
   rs = calloc(files.n, sizeof *rs);
   abs = calloc(files.n, sizeof *abs);
   if (!rs || !abs) {
@@ -214,7 +196,7 @@ int sp_cmd_export(int argc, char **argv) {
             "scope-profiler export: warning: %zu call(s) overlap calls they are not nested in "
             "(threads not recorded?); they are clipped or shifted to keep the lanes nested\n",
             xs.overlaps);
-  if (!quiet) {
+  if (!o.quiet) {
     if (fmt == 4 || (fmt == 3 && xf == SP_EXPORT_DURATIONS_CSV))
       fprintf(stderr, "scope-profiler export: wrote %s of %zu file(s) to %s\n",
               fmt == 4 ? "region statistics" : "durations", files.n,
@@ -236,10 +218,7 @@ done:
   free(rs);
   free(abs);
   sp_filter_free(f);
-  sp_cli_strs_free(&pos);
-  sp_cli_strs_free(&inc);
-  sp_cli_strs_free(&exc);
-  sp_cli_strs_free(&ranks);
+  sp_cli_opts_free(&spec, &o);
   sp_cli_strs_free(&files);
   return rc;
 }

@@ -9,43 +9,24 @@
  */
 #include <errno.h>
 #include <math.h>
+#include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "cli/cli_util.h"
+#include "cli/cli_opts.h"
 #include "cli/commands.h"
 
 #define CMD "inspect"
 #define CLIP 80
 
-static const char *const help_text =
-    "usage: scope-profiler inspect FILE... [options]\n"
-    "\n"
+static const char about[] =
     "Show a profile's metadata and per-region statistics (seconds, aggregated\n"
     "over the selected ranks). FILE may be a glob pattern (\"runs/*.h5\",\n"
     "\"runs/**/*.h5\"). Reads schema-3 and schema-2 files (columnar and\n"
-    "aggregate) and upstream's older hierarchical files.\n"
-    "\n"
-    "options:\n"
-    "  -i, --include RE...    keep regions whose name matches RE at its start\n"
-    "  -e, --exclude RE...    drop regions whose name matches RE at its start\n"
-    "  -r, --ranks SPEC...    ranks to aggregate, e.g. 0,2,4-7 (default: all)\n"
-    "  --sort KEY             total (default), calls, avg, min, max, first, last,\n"
-    "                         std, p50, p95, p99, imbalance, own or name\n"
-    "  --columns COL...       region, ranks, calls, total, avg, min, max, first,\n"
-    "                         last, std, p50, p95, p99, imbalance, own, ovh\n"
-    "                         (default: region ranks calls total avg, and ovh\n"
-    "                         for files that measured the profiler's overhead)\n"
-    "  --tree                 the call tree with % of the session and (own) rows\n"
-    "  --source NAME...       print where a region is declared and its source\n"
-    "  --json                 print region_statistics.json to stdout\n"
-    "  --export-metadata F    write {\"files\":[{file_path,num_ranks,metadata}]} to F\n"
-    "  --full                 do not clip long metadata values\n"
-    "  --metadata-only        only the metadata\n"
-    "  --regions-only         only the region statistics\n"
-    "  -q, --quiet            no file header and no metadata\n"
-    "  -h, --help             this help\n"
-    "\n"
+    "aggregate) and upstream's older hierarchical files.\n";
+
+static const char epilog[] =
     "imbalance = slowest rank's total / mean rank total (ranks with the region);\n"
     "own = inclusive time minus the time of direct children.\n"
     "ovh = % of the region's time that is profiler overhead (calls x the cost of\n"
@@ -138,10 +119,50 @@ static int cmp_rows(const void *pa, const void *pb) {
 }
 
 struct opts {
-  struct sp_cli_strs files, include, exclude, ranks, columns, sources;
-  const char *sort, *export_metadata;
-  int full, quiet, metadata_only, regions_only, tree, json;
+  struct sp_cli_strs files, include, exclude, ranks, sources;
+  struct sp_cli_choices columns;
+  const char *export_metadata;
+  int sort, full, quiet, metadata_only, regions_only, tree, json;
 };
+
+static const char *const sort_keys[] = {"total", "calls", "avg", "min", "max", "first",
+                                        "last", "std", "p50", "p95", "p99", "imbalance",
+                                        "own", "name", NULL};
+/* the columns, in enum col order */
+static const char *const column_names[] = {"region", "ranks", "calls", "total", "avg", "min",
+                                           "max", "first", "last", "std", "p50", "p95", "p99",
+                                           "imbalance", "own", "ovh", NULL};
+
+static const struct sp_cli_opt opt_rows[] = {
+    SP_CLI_OPT_FILTERS(struct opts, "ranks to aggregate, e.g. 0,2,4-7 (default: all)"),
+    {"--sort", NULL, "KEY", SP_OPT_CHOICE, offsetof(struct opts, sort), "{choices}",
+     .choices = sort_keys, .def = "total", .what = "--sort key"},
+    {"--columns", NULL, "COL...", SP_OPT_CHOICES, offsetof(struct opts, columns),
+     "region, ranks, calls, total, avg, min, max, first, last, std, p50, p95, p99, imbalance, "
+     "own, ovh\n(default: region ranks calls total avg, and ovh\nfor files that measured the "
+     "profiler's overhead)",
+     .choices = column_names, .what = "column"},
+    {"--tree", NULL, NULL, SP_OPT_FLAG, offsetof(struct opts, tree),
+     .help = "the call tree with % of the session and (own) rows"},
+    {"--source", NULL, "NAME...", SP_OPT_LIST, offsetof(struct opts, sources),
+     .help = "print where a region is declared and its source"},
+    {"--json", NULL, NULL, SP_OPT_FLAG, offsetof(struct opts, json),
+     .help = "print region_statistics.json to stdout"},
+    {"--export-metadata", NULL, "F", SP_OPT_STR, offsetof(struct opts, export_metadata),
+     .help = "write {\"files\":[{file_path,num_ranks,metadata}]} to F"},
+    {"--full", NULL, NULL, SP_OPT_FLAG, offsetof(struct opts, full),
+     .help = "do not clip long metadata values"},
+    {"--metadata-only", NULL, NULL, SP_OPT_FLAG, offsetof(struct opts, metadata_only),
+     .help = "only the metadata"},
+    {"--regions-only", NULL, NULL, SP_OPT_FLAG, offsetof(struct opts, regions_only),
+     .help = "only the region statistics"},
+    {"--quiet", "-q", NULL, SP_OPT_FLAG, offsetof(struct opts, quiet),
+     .help = "no file header and no metadata"},
+};
+
+static const struct sp_cli_spec spec = {CMD, "FILE... [options]", about, opt_rows,
+                                        SP_CLI_NROWS(opt_rows), offsetof(struct opts, files),
+                                        "no FILE given", epilog};
 
 /* A metadata value on one line: newlines shown as \n, clipped unless --full. */
 static void print_meta_value(const char *text, int full) {
@@ -424,28 +445,8 @@ static int print_source(sp_results *r, const char *path, const char *name, int s
 /* ---- main ------------------------------------------------------------------------------- */
 
 static int parse(int argc, char **argv, struct opts *o) {
-  struct sp_cli_args a = {CMD, argc, argv, 1, 0};
-  const struct sp_cli_common common = {help_text, &o->files, &o->include, &o->exclude, &o->ranks};
-  for (; a.i < argc; a.i++) {
-    int m = sp_cli_common_arg(&a, &common);
-    if (m == SP_CLI_TAKEN) continue;
-    if (m != SP_CLI_OTHER) return m == SP_CLI_HELP ? -1 : m;
-    if ((m = sp_cli_list(&a, "--columns", NULL, &o->columns)) ||
-        (m = sp_cli_list(&a, "--source", NULL, &o->sources)) ||
-        (m = sp_cli_value(&a, "--sort", NULL, &o->sort)) ||
-        (m = sp_cli_value(&a, "--export-metadata", NULL, &o->export_metadata))) {
-      if (m < 0) return 2;
-      continue;
-    }
-    if (sp_cli_flag(&a, "--full", NULL)) o->full = 1;
-    else if (sp_cli_flag(&a, "--quiet", "-q")) o->quiet = 1;
-    else if (sp_cli_flag(&a, "--metadata-only", NULL)) o->metadata_only = 1;
-    else if (sp_cli_flag(&a, "--regions-only", NULL)) o->regions_only = 1;
-    else if (sp_cli_flag(&a, "--tree", NULL)) o->tree = 1;
-    else if (sp_cli_flag(&a, "--json", NULL)) o->json = 1;
-    else return sp_cli_usage_error(CMD, "unknown option %s", argv[a.i]);
-  }
-  if (o->files.n == 0) return sp_cli_usage_error(CMD, "no FILE given");
+  int rc = sp_cli_parse(&spec, argc, argv, o);
+  if (rc) return rc == SP_CLI_HELP ? -1 : rc;
   if (o->metadata_only && o->regions_only)
     return sp_cli_usage_error(CMD, "--metadata-only and --regions-only exclude each other");
   if (o->json && (o->tree || o->sources.n))
@@ -468,30 +469,13 @@ int sp_cmd_inspect(int argc, char **argv) {
     rc = rc < 0 ? 0 : rc;
     goto out;
   }
-  sort_key = C_TOTAL;
-  if (o.sort && ((sort_key = col_index(o.sort)) < 0 || sort_key == C_REGION || sort_key == C_RANKS)) {
-    rc = sp_cli_usage_error(CMD,
-                            "unknown --sort key '%s'; use total, calls, avg, min, max, first, "
-                            "last, std, p50, p95, p99, imbalance, own or name",
-                            o.sort);
-    goto out;
-  }
+  sort_key = col_index(sort_keys[o.sort]);
   if (o.columns.n == 0) {
     static const int def[] = {C_REGION, C_RANKS, C_CALLS, C_TOTAL, C_AVG};
     memcpy(cols, def, sizeof def);
     ncols = 5;
   }
-  for (size_t i = 0; i < o.columns.n && ncols < C_COUNT * 2; i++) {
-    int c = col_index(o.columns.v[i]);
-    if (c < 0 || c == C_NAME) {
-      rc = sp_cli_usage_error(CMD,
-                              "unknown column '%s'; use region, ranks, calls, total, avg, min, "
-                              "max, first, last, std, p50, p95, p99, imbalance, own or ovh",
-                              o.columns.v[i]);
-      goto out;
-    }
-    cols[ncols++] = c;
-  }
+  for (size_t i = 0; i < o.columns.n && ncols < C_COUNT * 2; i++) cols[ncols++] = o.columns.v[i];
   for (size_t i = 0; i < ncols; i++) {
     if (cols[i] == C_P50 || cols[i] == C_P95 || cols[i] == C_P99) flags |= SP_STATS_PERCENTILES;
     if (cols[i] == C_OWN) flags |= SP_STATS_OWN;
@@ -556,11 +540,6 @@ out:
   free(abs);
   sp_filter_free(f);
   sp_cli_strs_free(&files);
-  sp_cli_strs_free(&o.files);
-  sp_cli_strs_free(&o.include);
-  sp_cli_strs_free(&o.exclude);
-  sp_cli_strs_free(&o.ranks);
-  sp_cli_strs_free(&o.columns);
-  sp_cli_strs_free(&o.sources);
+  sp_cli_opts_free(&spec, &o);
   return rc;
 }

@@ -9,18 +9,18 @@
  * percentiles), asks each chart for its SVG and writes the outputs.
  */
 #include <errno.h>
+#include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 
+#include "cli/cli_opts.h"
 #include "cli/commands.h"
 #include "cli/report_internal.h"
 
 #define CMD "report"
 
-static const char *const help_text =
-    "usage: scope-profiler report FILE... -o DIR [options]\n"
-    "\n"
+static const char about[] =
     "Write DIR/report.html, a self-contained page (inline SVG, CSS and a little\n"
     "JavaScript; it loads nothing from the network) with a sortable summary table\n"
     "and these charts, each also written as DIR/<chart>.svg:\n"
@@ -32,29 +32,9 @@ static const char *const help_text =
     "  speedup        strong scaling against --x, with the ideal line (2+ files)\n"
     "  efficiency     speedup / ideal speedup (numeric --x fields)\n"
     "  imbalance      total per rank for each region, mean and maximum marked\n"
-    "and DIR/region_statistics.json (upstream's schema). FILE may be a glob.\n"
-    "\n"
-    "options:\n"
-    "  -o, --output DIR       output directory, created if missing (required)\n"
-    "  -i, --include RE...    keep regions whose name matches RE at its start\n"
-    "  -e, --exclude RE...    drop regions whose name matches RE at its start\n"
-    "  -r, --ranks SPEC...    ranks to show, e.g. 0,2,4-7 (default: all)\n"
-    "  -m, --metrics M...     durations metrics: avg, min, max, total, as separate\n"
-    "                         words or comma-separated (default: all four)\n"
-    "  --x FIELD              speedup x: num_ranks (default), num_nodes,\n"
-    "                         omp_num_threads, total_cores or any metadata field\n"
-    "                         (kept in command-line order, no ideal line)\n"
-    "  --label L...           one label per file (default: metadata label or stem)\n"
-    "  --palette P            region colours: tab20 (default), tab10 or hues\n"
-    "  --title T              page title (default: scope-profiler report)\n"
-    "  --flame-ranks SPEC     ranks with a flame chart: a rank spec or all\n"
-    "                         (default: the lowest selected rank)\n"
-    "  --width PX             chart width in pixels, 600-8000 (default 1200)\n"
-    "  --max-bars N           marks per chart before calls are merged further\n"
-    "                         (default 8000)\n"
-    "  -q, --quiet            do not list the files written\n"
-    "  -h, --help             this help\n"
-    "\n"
+    "and DIR/region_statistics.json (upstream's schema). FILE may be a glob.\n";
+
+static const char epilog[] =
     "Large inputs: a lane with more calls than the plot has pixel columns gets one\n"
     "bar per column (the calls starting in it merged), and each chart says how many\n"
     "calls were merged. In the page: wheel zooms and drag pans the Gantt and flame\n"
@@ -69,79 +49,49 @@ static const char *const help_text =
     "exit status: 0 success, 2 usage or input error.\n";
 
 struct opts {
-  struct sp_cli_strs files, include, exclude, ranks, metrics, labels;
-  const char *out, *x, *palette, *title, *flame_ranks, *width, *max_bars;
-  int quiet;
+  struct sp_cli_strs files, include, exclude, ranks, labels;
+  struct sp_cli_choices metrics;
+  const char *out, *x, *title, *flame_ranks;
+  int palette, quiet;
+  long width, max_bars;
 };
 
-static int parse(int argc, char **argv, struct opts *o) {
-  struct sp_cli_args a = {CMD, argc, argv, 1, 0};
-  const struct sp_cli_common common = {help_text, &o->files, &o->include, &o->exclude, &o->ranks};
-  for (; a.i < argc; a.i++) {
-    int m = sp_cli_common_arg(&a, &common);
-    if (m == SP_CLI_TAKEN) continue;
-    if (m != SP_CLI_OTHER) return m == SP_CLI_HELP ? -1 : m;
-    if (sp_cli_flag(&a, "--quiet", "-q")) {
-      o->quiet = 1;
-      continue;
-    }
-    if ((m = sp_cli_list(&a, "--metrics", "-m", &o->metrics)) ||
-        (m = sp_cli_list(&a, "--label", NULL, &o->labels)) ||
-        (m = sp_cli_value(&a, "--output", "-o", &o->out)) ||
-        (m = sp_cli_value(&a, "--x", NULL, &o->x)) ||
-        (m = sp_cli_value(&a, "--x-field", NULL, &o->x)) ||
-        (m = sp_cli_value(&a, "--palette", NULL, &o->palette)) ||
-        (m = sp_cli_value(&a, "--title", NULL, &o->title)) ||
-        (m = sp_cli_value(&a, "--flame-ranks", NULL, &o->flame_ranks)) ||
-        (m = sp_cli_value(&a, "--width", NULL, &o->width)) ||
-        (m = sp_cli_value(&a, "--max-bars", NULL, &o->max_bars))) {
-      if (m < 0) return 2;
-      continue;
-    }
-    return sp_cli_usage_error(CMD, "unknown option %s", argv[a.i]);
-  }
-  if (o->files.n == 0) return sp_cli_usage_error(CMD, "no FILE given");
-  if (!o->out) return sp_cli_usage_error(CMD, "-o DIR is required (the report's directory)");
-  return 0;
-}
+static const char *const palettes[] = {"tab20", "tab10", "hues", NULL};
 
-static int parse_int(const char *s, long lo, long hi, long *out) {
-  char *end;
-  errno = 0;
-  long v = strtol(s, &end, 10);
-  if (errno || end == s || *end || v < lo || v > hi) return -1;
-  *out = v;
-  return 0;
-}
+static const struct sp_cli_opt opt_rows[] = {
+    {"--output", "-o", "DIR", SP_OPT_STR, offsetof(struct opts, out),
+     "output directory, created if missing (required)", .required = "the report's directory"},
+    SP_CLI_OPT_FILTERS(struct opts, "ranks to show, e.g. 0,2,4-7 (default: all)"),
+    {"--metrics", "-m", "M...", SP_OPT_CHOICES, offsetof(struct opts, metrics),
+     "durations metrics: avg, min, max, total, as separate words or comma-separated (default: "
+     "all four)",
+     .choices = rp_metric_names, .what = "metric", .flags = SP_OPT_UNIQUE},
+    {"--x", NULL, "FIELD", SP_OPT_STR, offsetof(struct opts, x),
+     "speedup x: num_ranks (default), num_nodes, omp_num_threads, total_cores or any metadata "
+     "field (kept in command-line order, no ideal line)",
+     .def = "num_ranks"},
+    {"--x-field", NULL, "FIELD", SP_OPT_STR, offsetof(struct opts, x), "", .flags = SP_OPT_HIDDEN},
+    {"--label", NULL, "L...", SP_OPT_LIST, offsetof(struct opts, labels),
+     .help = "one label per file (default: metadata label or stem)"},
+    {"--palette", NULL, "P", SP_OPT_CHOICE, offsetof(struct opts, palette),
+     "region colours: {choices}", .choices = palettes, .def = "tab20", .what = "palette"},
+    {"--title", NULL, "T", SP_OPT_STR, offsetof(struct opts, title),
+     "page title (default: {default})", .def = "scope-profiler report"},
+    {"--flame-ranks", NULL, "SPEC", SP_OPT_STR, offsetof(struct opts, flame_ranks),
+     .help = "ranks with a flame chart: a rank spec or all\n(default: the lowest selected rank)"},
+    {"--width", NULL, "PX", SP_OPT_INT, offsetof(struct opts, width),
+     "chart width in pixels, {range} (default {default})", .def = "1200", .lo = 600, .hi = 8000,
+     .what = "a number of pixels"},
+    {"--max-bars", NULL, "N", SP_OPT_INT, offsetof(struct opts, max_bars),
+     "marks per chart before calls are merged further, {range} (default {default})",
+     .def = "8000", .lo = 100, .hi = 10000000},
+    {"--quiet", "-q", NULL, SP_OPT_FLAG, offsetof(struct opts, quiet),
+     .help = "do not list the files written"},
+};
 
-/* --metrics takes words or comma-separated lists; order kept, repeats dropped. */
-static int parse_metrics(const struct sp_cli_strs *v, struct rp_opts *ro) {
-  if (v->n == 0) {
-    for (int i = 0; i < RP_NMETRICS; i++) ro->metrics[i] = i;
-    ro->nmetrics = RP_NMETRICS;
-    return 0;
-  }
-  for (size_t i = 0; i < v->n; i++) {
-    char *copy = strdup(v->v[i]), *save = NULL;
-    if (!copy) return sp_cli_error(CMD, "out of memory");
-    for (char *t = strtok_r(copy, ",", &save); t; t = strtok_r(NULL, ",", &save)) {
-      int k = -1;
-      for (int j = 0; j < RP_NMETRICS; j++)
-        if (!strcmp(t, rp_metric_names[j])) k = j;
-      if (k < 0) {
-        int rc = sp_cli_usage_error(CMD, "unknown metric '%s'; use avg, min, max or total", t);
-        free(copy);
-        return rc;
-      }
-      int dup = 0;
-      for (size_t j = 0; j < ro->nmetrics; j++) dup |= ro->metrics[j] == k;
-      if (!dup) ro->metrics[ro->nmetrics++] = k;
-    }
-    free(copy);
-  }
-  if (ro->nmetrics == 0) return sp_cli_usage_error(CMD, "--metrics: no metric given");
-  return 0;
-}
+static const struct sp_cli_spec spec = {CMD, "FILE... -o DIR [options]", about, opt_rows,
+                                        SP_CLI_NROWS(opt_rows), offsetof(struct opts, files),
+                                        "no FILE given", epilog};
 
 static int mkdirs(const char *path) {
   char *p = strdup(path);
@@ -213,38 +163,21 @@ int sp_cmd_report(int argc, char **argv) {
   sp_filter *f = NULL;
   char *html = NULL, *json = NULL;
   size_t html_len = 0, json_len = 0;
-  int rc = parse(argc, argv, &o);
+  int rc = sp_cli_parse(&spec, argc, argv, &o);
   if (rc) {
-    rc = rc < 0 ? 0 : rc;
+    rc = rc == SP_CLI_HELP ? 0 : rc;
     goto out;
   }
-  ro.title = o.title ? o.title : "scope-profiler report";
-  ro.x_field = o.x ? o.x : "num_ranks";
+  ro.title = o.title;
+  ro.x_field = o.x;
   ro.flame_ranks = o.flame_ranks;
-  ro.width = 1200;
-  ro.max_bars = 8000;
-  long v;
-  if (o.width) {
-    if (parse_int(o.width, 600, 8000, &v)) {
-      rc = sp_cli_usage_error(CMD, "--width must be a number of pixels from 600 to 8000, got '%s'",
-                              o.width);
-      goto out;
-    }
-    ro.width = (int)v;
-  }
-  if (o.max_bars) {
-    if (parse_int(o.max_bars, 100, 10000000, &v)) {
-      rc = sp_cli_usage_error(CMD, "--max-bars must be a number from 100 to 10000000, got '%s'",
-                              o.max_bars);
-      goto out;
-    }
-    ro.max_bars = (size_t)v;
-  }
-  if (o.palette && (ro.palette = rp_palette_parse(o.palette)) < 0) {
-    rc = sp_cli_usage_error(CMD, "unknown palette '%s'; use tab20, tab10 or hues", o.palette);
-    goto out;
-  }
-  if ((rc = parse_metrics(&o.metrics, &ro))) goto out;
+  ro.width = (int)o.width;
+  ro.max_bars = (size_t)o.max_bars;
+  ro.palette = o.palette;
+  if (o.metrics.n == 0)
+    for (int i = 0; i < RP_NMETRICS; i++) o.metrics.v[o.metrics.n++] = i;
+  for (size_t i = 0; i < o.metrics.n; i++) ro.metrics[i] = o.metrics.v[i];
+  ro.nmetrics = o.metrics.n;
   if (o.flame_ranks && strcmp(o.flame_ranks, "all")) {
     int64_t *tmp;
     size_t nt;
@@ -416,11 +349,6 @@ out:
   sp_filter_free(f);
   sp_cli_strs_free(&files);
   sp_cli_strs_free(&written);
-  sp_cli_strs_free(&o.files);
-  sp_cli_strs_free(&o.include);
-  sp_cli_strs_free(&o.exclude);
-  sp_cli_strs_free(&o.ranks);
-  sp_cli_strs_free(&o.metrics);
-  sp_cli_strs_free(&o.labels);
+  sp_cli_opts_free(&spec, &o);
   return rc;
 }

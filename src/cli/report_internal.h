@@ -284,6 +284,6 @@ int rp_chart_imbalance(struct rp_model *m, struct rp_svg *out);
 /* report_html.c: the page. */
 int rp_write_html(FILE *o, const struct rp_model *m, const struct rp_svg *charts, size_t ncharts);
 
-extern const char *const rp_metric_names[RP_NMETRICS];
+extern const char *const rp_metric_names[RP_NMETRICS + 1];
 
 #endif

@@ -18,7 +18,7 @@
 
 #include "cli/report_internal.h"
 
-const char *const rp_metric_names[RP_NMETRICS] = {"avg", "min", "max", "total"};
+const char *const rp_metric_names[RP_NMETRICS + 1] = {"avg", "min", "max", "total", NULL};
 
 static const char *const metric_titles[RP_NMETRICS] = {
     "average duration per call", "shortest call", "longest call", "total time"};
