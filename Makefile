@@ -27,6 +27,7 @@ demo: build
 	@scripts/demo.sh $(BUILD)
 
 test: build
+	@scripts/install-lint.sh $(BUILD)/lint-tools
 	@scripts/run-tests.sh $(BUILD)
 
 bench: build

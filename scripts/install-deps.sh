@@ -16,6 +16,7 @@ pkgs=(
   python3-h5py python3-numpy        # independent reader used by the tests
   clang libclang-rt-14-dev          # libFuzzer and TSan builds
   valgrind
+  libncurses-dev tmux               # the tui command; its pseudo-terminal tests
 )
 if [[ "${1:-}" == "--with-browser" ]]; then
   pkgs+=(chromium chromium-driver)

@@ -17,6 +17,7 @@
 #include "cli/cli_util.h"
 #include "cli/cli_opts.h"
 #include "cli/commands.h"
+#include "report/report_internal.h"
 
 #define CMD "export"
 
@@ -29,6 +30,8 @@ static const char about[] =
     "  csv            upstream's plot data; --kind gantt (default; streamed),\n"
     "                 flame or durations\n"
     "  json           upstream's region_statistics.json\n"
+    "  flamegraph     a standalone SVG flame graph: call paths merged over the\n"
+    "                 selected ranks, width = total time (as the report's)\n"
     "csv and json take several files; the others exactly one.\n";
 
 static const char epilog[] =
@@ -40,16 +43,21 @@ static const char epilog[] =
     "  scope-profiler export folded profile.h5 -o - | flamegraph.pl > flame.svg\n"
     "  scope-profiler export csv 'runs/*.h5' --kind durations -o durations.csv\n"
     "  scope-profiler export json 'runs/*.h5' -o region_statistics.json\n"
+    "  scope-profiler export flamegraph profile.h5 -o flame.svg --ranks 0-3\n"
     "\n"
     "exit status: 0 success, 2 usage or input error.\n";
 
-static const char *const formats[] = {"chrome-trace", "speedscope", "folded", "csv", "json", NULL};
+enum { F_CHROME, F_SPEEDSCOPE, F_FOLDED, F_CSV, F_JSON, F_FLAMEGRAPH };
+static const char *const formats[] = {"chrome-trace", "speedscope", "folded", "csv",
+                                      "json",         "flamegraph", NULL};
+#define FORMAT_LIST "chrome-trace, speedscope, folded, csv, json or flamegraph"
 static const char *const kinds[] = {"gantt", "flame", "durations", NULL};
 
 struct opts {
   struct sp_cli_strs pos, include, exclude, ranks;
   const char *out;
   int kind, quiet;
+  long width;
 };
 
 static const struct sp_cli_opt opt_rows[] = {
@@ -57,6 +65,9 @@ static const struct sp_cli_opt opt_rows[] = {
      "output file; '-' writes to stdout (required)", .required = "'-o -' writes to stdout"},
     {"--kind", NULL, "KIND", SP_OPT_CHOICE, offsetof(struct opts, kind), "csv only: gantt, flame or durations",
      .choices = kinds, .what = "--kind"},
+    {"--width", NULL, "PX", SP_OPT_INT, offsetof(struct opts, width),
+     "flamegraph only: width in pixels, {range} (default {default})", .def = "1200", .lo = 600,
+     .hi = 8000, .what = "a number of pixels"},
     SP_CLI_OPT_FILTERS(struct opts, "ranks to export, e.g. 0,2,4-7 (default: all; flame: lowest)"),
     {"--quiet", "-q", NULL, SP_OPT_FLAG, offsetof(struct opts, quiet),
      .help = "no summary line on stderr"},
@@ -64,7 +75,7 @@ static const struct sp_cli_opt opt_rows[] = {
 
 static const struct sp_cli_spec spec = {
     CMD, "FORMAT FILE... -o OUT [options]", about, opt_rows, SP_CLI_NROWS(opt_rows),
-    offsetof(struct opts, pos), "no FORMAT given; use chrome-trace, speedscope, folded, csv or json",
+    offsetof(struct opts, pos), "no FORMAT given; use " FORMAT_LIST,
     epilog};
 
 int sp_cmd_export(int argc, char **argv) {
@@ -85,8 +96,7 @@ int sp_cmd_export(int argc, char **argv) {
   for (int i = 0; formats[i]; i++)
     if (!strcmp(o.pos.v[0], formats[i])) fmt = i;
   if (fmt < 0) {
-    rc = sp_cli_usage_error(CMD, "unknown format '%s'; use chrome-trace, speedscope, folded, csv or json",
-                            o.pos.v[0]);
+    rc = sp_cli_usage_error(CMD, "unknown format '%s'; use " FORMAT_LIST, o.pos.v[0]);
     goto done;
   }
   if (o.pos.n < 2) {
@@ -102,7 +112,11 @@ int sp_cmd_export(int argc, char **argv) {
   }
   struct sp_cli_strs patterns = {o.pos.v + 1, o.pos.n - 1, 0};
   if ((rc = sp_cli_expand_files(CMD, &patterns, &files))) goto done;
-  if (fmt < 3 && files.n != 1) {
+  if (fmt != F_FLAMEGRAPH && o.width != 1200) {
+    rc = sp_cli_usage_error(CMD, "--width applies to the flamegraph format only");
+    goto done;
+  }
+  if ((fmt < F_CSV || fmt == F_FLAMEGRAPH) && files.n != 1) {
     rc = sp_cli_usage_error(CMD, "%s takes exactly one file (got %zu); export them one by one",
                             formats[fmt], files.n);
     goto done;
@@ -149,7 +163,16 @@ int sp_cmd_export(int argc, char **argv) {
   sp_cli_progress_start(&prog, "exporting");
   sp_export_stats xs = {0, 0};
   sp_status st = SP_OK;
-  if (fmt == 4) {
+  if (fmt == F_FLAMEGRAPH) {
+    if ((rc = rp_export_flamegraph(rs[0], files.v[0], f, (int)o.width, CMD, out, &xs.events))) {
+      if (out != stdout) {
+        fclose(out);
+        unlink(tmp);
+      }
+      out = NULL;
+      goto done;
+    }
+  } else if (fmt == F_JSON) {
     st = sp_write_region_statistics_json(rs, files.n, NULL, (const char *const *)abs, f, out);
   } else if (fmt == 3 && xf == SP_EXPORT_DURATIONS_CSV) {
     st = sp_write_durations_csv(rs, files.n, NULL, f, out);

@@ -16,7 +16,7 @@
 
 #include "cli/cli_opts.h"
 #include "cli/commands.h"
-#include "cli/report_internal.h"
+#include "report/report_internal.h"
 
 #define CMD "report"
 
@@ -162,6 +162,8 @@ int sp_cmd_report(int argc, char **argv) {
   struct sp_cli_progress prog;
   sp_filter *f = NULL;
   char *html = NULL, *json = NULL;
+  struct rp_view_out *views = NULL;
+  size_t nviews = 0;
   size_t html_len = 0, json_len = 0;
   int rc = sp_cli_parse(&spec, argc, argv, &o);
   if (rc) {
@@ -281,8 +283,14 @@ drawn:
   size_t n = 0;
   for (size_t k = 0; k < C_COUNT; k++)
     if (charts[k].title) order[n++] = charts[k];
+  nviews = rp_num_views();
+  views = calloc(nviews, sizeof *views);
+  if (!views || (crc = rp_views_build(&m, CMD, views)) != 0) {
+    rc = crc == 2 ? 2 : sp_cli_error(CMD, "out of memory");
+    goto out_prog;
+  }
   FILE *ho = open_memstream(&html, &html_len);
-  if (!ho || rp_write_html(ho, &m, order, n) || fclose(ho) != 0) {
+  if (!ho || rp_write_html(ho, &m, order, n, views, nviews) || fclose(ho) != 0) {
     rc = sp_cli_error(CMD, "out of memory");
     goto out_prog;
   }
@@ -339,6 +347,8 @@ out_prog:
 out:
   fflush(stdout);
   for (size_t k = 0; k < C_COUNT; k++) free_svg(&charts[k]);
+  rp_views_free(views, nviews);
+  free(views);
   for (size_t i = 0; i < m.nfiles; i++) rp_free_file(&m.files[i]);
   free(m.files);
   for (size_t i = 0; i < m.nregions; i++) free(m.regions[i].name);

@@ -13,8 +13,9 @@ static const struct sp_cli_command commands[] = {
     {"inspect", sp_cmd_inspect, "show a profile's metadata, region statistics, call tree or source"},
     {"diff", sp_cmd_diff, "compare the regions of two profiles"},
     {"check", sp_cmd_check, "fail (exit 1) when a candidate profile regressed against a baseline"},
-    {"export", sp_cmd_export, "write chrome-trace, speedscope, folded, csv or json"},
+    {"export", sp_cmd_export, "write chrome-trace, speedscope, folded, csv, json or a flame graph SVG"},
     {"report", sp_cmd_report, "write a self-contained HTML report with charts (and SVG, JSON)"},
+    {"tui", sp_cmd_tui, "browse a profile in the terminal (regions, call tree, ranks, threads)"},
     {"recover", sp_cmd_recover, "turn the spill file of a crashed run into its HDF5 profile"},
     {"memory", sp_cmd_memory, "summarise an allocation capture (use_memray): peak, regions, sites, leaks"},
 };

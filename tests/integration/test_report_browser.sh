@@ -4,7 +4,8 @@
 # (WebDriver over urllib), opens report.html from file:// and checks: no
 # console errors, data-bars = bars in the DOM (= the golden counts for the
 # 4-rank input), a click highlights a region everywhere, the rank selector,
-# wheel zoom / drag pan, table sorting. Screenshots are saved as test
+# wheel zoom / drag pan, table sorting, the views drawn from the JSON blob
+# (the demo records threads: its threads view must be there). Screenshots are saved as test
 # artifacts in $SP_BUILD/test-artifacts/report-*.png.
 #
 # Inputs: (a) the demo (examples/sim --steps 20), (b) a 4-rank schema-2 file
@@ -37,11 +38,13 @@ svg_counts() {
 echo "== (a) the demo: examples/sim --steps 20"
 mkdir "$work/demo"
 cd "$work/demo"
-SCOPE_PROFILER_FILE_PATH=demo.h5 OMP_NUM_THREADS=2 "$SP_BUILD/examples/sim" --steps 20 --quiet
+SCOPE_PROFILER_FILE_PATH=demo.h5 SCOPE_PROFILER_TRACK_THREADS=1 OMP_NUM_THREADS=2 \
+  "$SP_BUILD/examples/sim" --steps 20 --quiet
 "$SP" report demo.h5 -o report -q
 "$PY" "$SP_SRC/tests/report/check_report.py" report demo.h5
 # shellcheck disable=SC2046
-"$PY" "$CHECK" report/report.html --screenshot "$art/report-demo.png" --expect $(svg_counts report)
+"$PY" "$CHECK" report/report.html --screenshot "$art/report-demo.png" --expect-view threads \
+  --expect $(svg_counts report)
 
 echo "== (b) a 4-rank schema-2 file (h5py)"
 mkdir "$work/mpi4"

@@ -20,6 +20,10 @@ first failure, 77 when Chromium or chromedriver is missing):
   6. a wheel over a Gantt plot zooms (viewBox narrows, axis relabelled) and a
      drag pans it; double-click resets;
   7. clicking the "total [s]" header sorts the summary table;
+  8. every view section (data.views of the JSON blob) is drawn by its
+     renderer, a table view has one row per data row, the rank selector
+     filters the threads view and its headers sort (--expect-view NAME
+     requires a view);
 then saves a full-page screenshot (Chrome DevTools Page.captureScreenshot).
 """
 import argparse
@@ -91,6 +95,7 @@ def main():
     ap.add_argument("--expect", nargs="*", default=[])
     ap.add_argument("--click-region", default=None)
     ap.add_argument("--rank", default=None)
+    ap.add_argument("--expect-view", dest="expect_views", action="append", default=[])
     ap.add_argument("--section-shots", default=None,
                     help="also save each chart section as PREFIX-<id>.png (for looking closer)")
     a = ap.parse_args()
@@ -265,6 +270,53 @@ def main():
         if totals != sorted(totals, reverse=True):
             fail(f"clicking 'total [s]' did not sort descending: {totals}")
         print(f"ok: summary table sorts by total ({len(totals)} rows)")
+
+        # 8. views: every section.view drawn from the JSON blob by its renderer;
+        # a table view has one row per row of its data, the rank selector filters
+        # rows that carry a rank, and its headers sort
+        views = d.js("""
+          var data = window.spReport.data, out = [];
+          [].forEach.call(document.querySelectorAll('section.view'), function(s) {
+            var id = s.getAttribute('data-view'), v = data.views[id];
+            out.push({id: id, drawn: s.getAttribute('data-drawn'),
+                      renderer: v ? v.renderer : null, rows: v && v.rows ? v.rows.length : -1,
+                      dom: s.querySelectorAll('.view-body tbody tr').length});
+          });
+          return {views: out, ids: Object.keys(data.views)};""")
+        if sorted(v["id"] for v in views["views"]) != sorted(views["ids"]):
+            fail(f"views in the blob {views['ids']} and sections on the page differ: {views['views']}")
+        for v in views["views"]:
+            if v["drawn"] != "1":
+                fail(f"view {v['id']} was not drawn (renderer {v['renderer']!r})")
+            if v["renderer"] == "table" and v["rows"] != v["dom"]:
+                fail(f"view {v['id']}: {v['dom']} table rows for {v['rows']} data rows")
+        for name in a.expect_views:
+            if name not in views["ids"]:
+                fail(f"view {name} missing (views: {views['ids']})")
+        if "threads" in views["ids"]:
+            ranks = d.js("return window.spReport.data.ranks.map(String);")
+            r = ranks[-1]
+            d.click(f'#rank-select option[value="{r}"]')
+            shown = d.js("""return [].filter.call(
+              document.querySelectorAll('#sec-threads tbody tr'),
+              function(t){return getComputedStyle(t).display !== 'none';})
+              .map(function(t){return t.getAttribute('data-rank');});""")
+            if not shown or any(x != r for x in shown):
+                fail(f"rank selector {r}: visible thread rows have ranks {shown}")
+            d.click('#rank-select option[value="all"]')
+            d.click("#sec-threads thead th:nth-child(%d)" % d.js(
+                "return [].map.call(document.querySelectorAll('#sec-threads thead th'),"
+                "function(t){return t.textContent;}).indexOf('calls')+1;"))
+            calls = d.js("var i=[].map.call(document.querySelectorAll('#sec-threads thead th'),"
+                         "function(t){return t.textContent;}).indexOf('calls');"
+                         "return [].map.call(document.querySelectorAll('#sec-threads tbody tr'),"
+                         "function(t){return parseFloat(t.cells[i].getAttribute('data-v'));});")
+            if calls != sorted(calls, reverse=True):
+                fail(f"clicking the threads view's 'calls' did not sort it: {calls}")
+            print(f"ok: threads view: {len(calls)} rows, rank selector filters them "
+                  f"({len(shown)} on rank {r}), headers sort")
+        print("ok: views drawn: " + (", ".join(f"{v['id']}={v['dom']} rows" for v in views["views"])
+                                     or "none in this report"))
 
         # console
         try:

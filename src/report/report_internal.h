@@ -8,14 +8,15 @@
  * (reading: one streamed pass over the events plus one call stack per rank),
  * report_svg.c (XML escaping, numbers, axes, palettes, chart frames),
  * report_charts.c (Gantt, flame chart, flame graph, time series),
- * report_scaling.c (durations, speedup, efficiency, imbalance) and
- * report_html.c (the page: summary table, CSS, JavaScript).
+ * report_scaling.c (durations, speedup, efficiency, imbalance),
+ * report_views.c (sections drawn by the page's script from the JSON blob) and
+ * report_html.c (the page, from the template and assets in assets/).
  *
  * All times in the model are int64 nanoseconds of the file's clock; charts
  * show seconds-based units relative to the file's first region entry.
  */
-#ifndef SP_CLI_REPORT_INTERNAL_H
-#define SP_CLI_REPORT_INTERNAL_H
+#ifndef SP_REPORT_INTERNAL_H
+#define SP_REPORT_INTERNAL_H
 
 #include <stddef.h>
 #include <stdint.h>
@@ -177,6 +178,11 @@ size_t rp_global_region(const struct rp_model *m, const char *name);
 void rp_xml(FILE *o, const char *s);
 /* The same, clipped to `max` code points with an ellipsis. */
 void rp_xml_clip(FILE *o, const char *s, size_t max);
+/* A JSON string (UTF-8 kept, invalid bytes as U+FFFD, "<", ">" and "&"
+ * escaped so that the text can sit inside a <script> element). */
+void rp_json_str(FILE *o, const char *s);
+/* A JSON number; null for NaN and infinities. */
+void rp_json_num(FILE *o, double v);
 /* A coordinate: at most two decimals, no trailing zeros. */
 void rp_px(FILE *o, double v);
 /* A duration in seconds with a readable unit: "12.3 ms". */
@@ -281,8 +287,26 @@ int rp_chart_scaling(struct rp_model *m, const char *cmd, struct rp_svg *speedup
                      struct rp_svg *efficiency);
 int rp_chart_imbalance(struct rp_model *m, struct rp_svg *out);
 
+/* report_export.c: the flame graph of r alone as a standalone SVG to out
+ * (export flamegraph); *calls = the calls it covers. 0, or 2 after printing
+ * an error. */
+int rp_export_flamegraph(sp_results *r, const char *path, const sp_filter *f, int width,
+                         const char *cmd, FILE *out, uint64_t *calls);
+
+/* report_views.c: sections report.js draws from the JSON blob. */
+struct rp_view_out {
+  const char *id, *title;
+  const char *notes;      /* a line under the title, or NULL */
+  char *json;             /* the view's entry in the blob; NULL: nothing to show */
+};
+size_t rp_num_views(void);
+/* Fill out[0..rp_num_views()); 0, -1 no memory, 2 an error printed. */
+int rp_views_build(struct rp_model *m, const char *cmd, struct rp_view_out *out);
+void rp_views_free(struct rp_view_out *v, size_t n);
+
 /* report_html.c: the page. */
-int rp_write_html(FILE *o, const struct rp_model *m, const struct rp_svg *charts, size_t ncharts);
+int rp_write_html(FILE *o, const struct rp_model *m, const struct rp_svg *charts, size_t ncharts,
+                  const struct rp_view_out *views, size_t nviews);
 
 extern const char *const rp_metric_names[RP_NMETRICS + 1];
 

@@ -14,7 +14,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "cli/report_internal.h"
+#include "report/report_internal.h"
 
 #define LANE_H 16.0
 #define PANEL_TITLE_H 22.0

@@ -16,7 +16,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "cli/report_internal.h"
+#include "report/report_internal.h"
 
 const char *const rp_metric_names[RP_NMETRICS + 1] = {"avg", "min", "max", "total", NULL};
 

@@ -14,7 +14,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "cli/report_internal.h"
+#include "report/report_internal.h"
 
 #define SLICE ((size_t)1 << 16)
 

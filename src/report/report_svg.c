@@ -11,7 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "cli/report_internal.h"
+#include "report/report_internal.h"
 
 /* ---- escaping and numbers ----------------------------------------------------------- */
 
@@ -71,6 +71,34 @@ static void xml_n(FILE *o, const char *str, size_t max) {
 }
 
 void rp_xml(FILE *o, const char *s) { xml_n(o, s ? s : "", SIZE_MAX); }
+
+void rp_json_str(FILE *o, const char *str) {
+  const unsigned char *s = (const unsigned char *)(str ? str : "");
+  fputc('"', o);
+  while (*s) {
+    size_t n = *s < 0x80 ? 1 : utf8_ok(s);
+    if (n == 0) {
+      fputs("\\ufffd", o);
+      s++;
+    } else if (n > 1) {
+      fwrite(s, 1, n, o);
+      s += n;
+    } else {
+      /* '<' and '>' as escapes: the text never closes the <script> it sits in */
+      if (*s == '"' || *s == '\\') fprintf(o, "\\%c", *s);
+      else if (*s < 0x20 || *s == '<' || *s == '>' || *s == '&') fprintf(o, "\\u%04x", *s);
+      else fputc(*s, o);
+      s++;
+    }
+  }
+  fputc('"', o);
+}
+
+void rp_json_num(FILE *o, double v) {
+  if (!isfinite(v)) fputs("null", o);
+  else if (v == (double)(int64_t)v && fabs(v) < 9e15) fprintf(o, "%lld", (long long)v);
+  else fprintf(o, "%.9g", v);
+}
 
 void rp_xml_clip(FILE *o, const char *s, size_t max) {
   if (!s) s = "";

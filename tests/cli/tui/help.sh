@@ -1,0 +1,1 @@
+"$SP" tui --help
