@@ -533,6 +533,7 @@ int rp_chart_timeseries(struct rp_model *m, struct rp_svg *out) {
       rp_chart_note(&c, "%s: calls of %zu of %zu ranks shown; pick ranks with --ranks", f->label,
                     f->ngantt_ranks, f->nranks);
     double lo = INFINITY, hi = 0;
+    int zero = 0;
     for (size_t s = 0; s < f->nseries; s++) {
       rp_marks_fold(&f->series[s].m, f->origin, f->end - f->origin, cols);
       for (size_t k = 0; k < f->series[s].m.n; k++) {
@@ -540,6 +541,7 @@ int rp_chart_timeseries(struct rp_model *m, struct rp_svg *out) {
         double a = (double)mk->dmin / 1e9, b = (double)mk->dmax / 1e9;
         if (a > 0 && a < lo) lo = a;
         if (b > hi) hi = b;
+        zero |= mk->dmin <= 0;
       }
     }
     if (!(hi > 0)) hi = 1e-9;
@@ -547,6 +549,7 @@ int rp_chart_timeseries(struct rp_model *m, struct rp_svg *out) {
     struct rp_axis xa, ya;
     rp_axis_time(&xa, 0, span_s(f));
     rp_axis_value(&ya, lo, hi, 1, 1);
+    if (zero) rp_axis_log_zero(&ya); /* 0 ns calls are real: the band marked 0 holds them */
     char atitle[96];
     snprintf(atitle, sizeof atitle, "call start, since the first region entry [%s]", xa.unit);
     double h = PANEL_TITLE_H + ph + AXIS_H;

@@ -192,6 +192,7 @@ void rp_fmt_dur(char *buf, size_t size, double seconds);
 struct rp_axis {
   double lo, hi;          /* in data units (seconds for time axes) */
   int log;                /* log10 scale */
+  int zero;               /* log scale with a band for 0 below its first decade */
   double unit_div;        /* label = value / unit_div */
   const char *unit;       /* "s", "ms", "µs", "ns", or "" */
   double ticks[24];
@@ -199,6 +200,10 @@ struct rp_axis {
 };
 void rp_axis_time(struct rp_axis *a, double lo, double hi);
 void rp_axis_value(struct rp_axis *a, double lo, double hi, int log, int time_unit);
+/* Give a log axis a band for the value 0 under its first decade, with a "0"
+ * tick: durations of 0 ns (two clock reads one tick apart) are real and must
+ * stay visible. No effect on a linear axis. */
+void rp_axis_log_zero(struct rp_axis *a);
 double rp_axis_map(const struct rp_axis *a, double v, double p0, double p1);
 void rp_axis_label(const struct rp_axis *a, double v, char *buf, size_t size);
 

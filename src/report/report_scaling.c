@@ -181,10 +181,12 @@ int rp_chart_durations(struct rp_model *m, int metric, struct rp_svg *out) {
   for (size_t i = 0; log && i < n; i++)
     for (size_t fi = 0; fi < m->nfiles; fi++)
       zeros += metric_value(&find_row(&m->files[fi], regs[i])->s, metric) == 0;
-  if (zeros)
-    rp_chart_note(&c, "%zu value(s) of 0 (below the clock's resolution) cannot be drawn on the "
-                  "log scale",
+  if (zeros) { /* 0 ns calls are real: they get the 0 band of the log axis */
+    rp_axis_log_zero(&ya);
+    rp_chart_note(&c, "%zu value(s) of 0 (calls shorter than one clock tick) are drawn in the "
+                      "band marked 0 under the log scale",
                   zeros);
+  }
   double h = 14 + ph + 120;
   rp_block_begin(&c, h, -1, "panel");
   FILE *o = c.body;
@@ -198,7 +200,7 @@ int rp_chart_durations(struct rp_model *m, int metric, struct rp_svg *out) {
     for (size_t fi = 0; fi < m->nfiles; fi++) {
       const struct rp_file *f = &m->files[fi];
       double v = metric_value(&find_row(f, regs[i])->s, metric);
-      if (!isfinite(v) || (log && v <= 0)) continue;
+      if (!isfinite(v)) continue;
       double cx = SLEFT + gw * ((double)i + 0.5) + ((double)fi - (double)(m->nfiles - 1) / 2) * bw;
       double y = rp_axis_map(&ya, v, top + ph, top);
       char col[8];
@@ -636,6 +638,8 @@ int rp_chart_imbalance(struct rp_model *m, struct rp_svg *out) {
     int log = hi > 0 && isfinite(lo) && hi / lo > 50;
     struct rp_axis ya;
     rp_axis_value(&ya, log ? lo / 5 : 0, hi > 0 ? hi : 1e-9, log, 1);
+    for (size_t k = 0; log && k < ng * nr; k++)
+      if (tot[k] == 0) rp_axis_log_zero(&ya); /* a region whose calls all took 0 ns */
     double top = 22, h = top + ph + 120, gw = pw / (double)ng;
     double bw = gw * 0.8 / (double)((nr + group - 1) / group);
     rp_block_begin(&c, h, -1, "panel");
@@ -679,7 +683,7 @@ int rp_chart_imbalance(struct rp_model *m, struct rp_svg *out) {
           rp_px(o, top + ph + 10);
           fprintf(o, "\" font-size=\"8\">%lld</text>", (long long)f->ranks[k0]);
         }
-        if (!isfinite(v) || (log && v <= 0)) continue;
+        if (!isfinite(v)) continue;
         double y = rp_axis_map(&ya, v, top + ph, top);
         c.used[gi] = 1;
         c.bars++;

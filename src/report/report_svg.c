@@ -186,9 +186,22 @@ void rp_axis_value(struct rp_axis *a, double lo, double hi, int log, int time_un
   if (time_unit) a->unit = "time";
 }
 
+void rp_axis_log_zero(struct rp_axis *a) {
+  if (!a->log || a->zero) return;
+  a->zero = 1;
+  if (a->nticks == sizeof a->ticks / sizeof a->ticks[0]) a->nticks--;
+  memmove(a->ticks + 1, a->ticks, a->nticks * sizeof a->ticks[0]);
+  a->ticks[0] = 0;
+  a->nticks++;
+}
+
 double rp_axis_map(const struct rp_axis *a, double v, double p0, double p1) {
   double f;
-  if (a->log) {
+  if (a->log && a->zero) {
+    /* one decade's height below lo is the band of 0, its tick in the middle */
+    double d = log10(a->hi) - log10(a->lo) + 1;
+    f = v > 0 ? (log10(v) - log10(a->lo) + 1) / d : 0.5 / d;
+  } else if (a->log) {
     if (!(v > 0)) v = a->lo;
     f = (log10(v) - log10(a->lo)) / (log10(a->hi) - log10(a->lo));
   } else {
@@ -199,6 +212,7 @@ double rp_axis_map(const struct rp_axis *a, double v, double p0, double p1) {
 
 void rp_axis_label(const struct rp_axis *a, double v, char *buf, size_t size) {
   if (a->unit && !strcmp(a->unit, "time")) rp_fmt_dur(buf, size, v);
+  else if (a->log && v == 0) snprintf(buf, size, "0");
   else if (a->log && (v >= 1e4 || v < 1e-3)) snprintf(buf, size, "1e%d", (int)lround(log10(v)));
   else snprintf(buf, size, "%.6g", v / a->unit_div);
 }

@@ -17,6 +17,9 @@ Small inputs (all deterministic):
               so the Gantt lane has more calls than pixel columns
   names.h5    25 regions with names that need escaping (<, &, quotes,
               non-ASCII, a control character, invalid UTF-8)
+  zero.h5     one rank: "tick" calls of 0 ns among longer ones and "instant"
+              whose every call took 0 ns (two clock reads one tick apart),
+              beside 1 us and 10 ms calls, so the duration axes are logarithmic
 """
 import json
 import os
@@ -167,6 +170,7 @@ def meta(ranks, label, **extra):
 
 
 def small(out):
+    zero(out)
     write(os.path.join(out, "mpi4.h5"), NAMES, program(4, slow_rank=3), meta(4, "mpi4"))
     for ranks, variant in ((1, "c"), (2, "a"), (4, "b")):
         write(os.path.join(out, f"scale_{ranks}.h5"), NAMES,
@@ -207,6 +211,20 @@ def small(out):
         del f["region_table/names"]
         f["region_table"].create_dataset("names", data=np.array(raw, dtype=object),
                                          dtype=h5py.string_dtype(encoding="utf-8"))
+
+
+def zero(out):
+    run = Run()
+    top = run.call(0, 0, BASE, BASE + 400 * MS)
+    t = BASE + 1 * MS
+    for i in range(12):
+        run.call(1, 0, t, t + (0 if i % 3 == 0 else (i + 1) * US), top)
+        run.call(2, 0, t + 500 * US, t + 500 * US, top)
+        run.call(3, 0, t + 1 * MS, t + 11 * MS, top)
+        run.call(4, 0, t + 12 * MS, t + 12 * MS + 1 * US, top)
+        t += 30 * MS
+    write(os.path.join(out, "zero.h5"), ["loop", "tick", "instant", "work", "short"], run,
+          meta(1, "zero"), threads=False)
 
 
 def big(n_events, path):
