@@ -15,6 +15,7 @@
 #include <langinfo.h>
 #include <locale.h>
 #include <math.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -383,10 +384,30 @@ static void draw(struct ui *u) {
 
 /* ---- actions ------------------------------------------------------------------------ */
 
+/* Progress of a long read on the status line (at most every 1% of it). */
+struct progress {
+  struct ui *u;
+  const char *what;
+  int last;
+};
+static void progress_cb(void *ctx, uint64_t done, uint64_t total) {
+  struct progress *p = ctx;
+  int pct = total ? (int)(100 * done / total) : 100;
+  if (pct == p->last) return;
+  p->last = pct;
+  char line[128];
+  snprintf(line, sizeof line, "%s... %d%% (%llu of %llu events)", p->what, pct,
+           (unsigned long long)done, (unsigned long long)total);
+  status(p->u, line);
+}
+
 static int ensure_tree(struct ui *u) {
   if (u->m->tree_loaded) return 0;
+  struct progress p = {u, "building the call tree", -1};
   status(u, "building the call tree...");
+  sp_results_set_progress(u->m->r, progress_cb, &p);
   sp_status st = tui_model_tree(u->m);
+  sp_results_set_progress(u->m->r, NULL, NULL);
   u->msg[0] = '\0';
   if (st != SP_OK) {
     snprintf(u->msg, sizeof u->msg, "no call tree: %s", sp_last_error());
