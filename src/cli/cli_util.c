@@ -329,6 +329,25 @@ void sp_cli_pad(FILE *out, const char *s, size_t width, int right) {
     for (size_t i = w; i < width; i++) fputc(' ', out);
 }
 
+/* ---- call trees -------------------------------------------------------------------- */
+
+static const sp_results *tree_r;
+static const sp_tree_node *tree_nodes;
+static int cmp_tree_nodes(const void *pa, const void *pb) {
+  const sp_tree_node *a = &tree_nodes[*(const size_t *)pa];
+  const sp_tree_node *b = &tree_nodes[*(const size_t *)pb];
+  if (a->total_ns != b->total_ns) return a->total_ns > b->total_ns ? -1 : 1;
+  return strcmp(sp_results_region_name(tree_r, a->region),
+                sp_results_region_name(tree_r, b->region));
+}
+
+void sp_cli_sort_tree_nodes(const sp_results *r, const sp_tree_node *nodes, size_t *idx, size_t n) {
+  if (n < 2) return;
+  tree_r = r;
+  tree_nodes = nodes;
+  qsort(idx, n, sizeof *idx, cmp_tree_nodes);
+}
+
 /* ---- metrics and comparisons ------------------------------------------------------ */
 
 const char *const sp_cli_metric_names[SP_CLI_NMETRICS + 1] = {

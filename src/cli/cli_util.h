@@ -91,6 +91,10 @@ size_t sp_cli_width_n(const char *s, size_t n);
 /* Print s padded with spaces to `width` columns, left or right aligned. */
 void sp_cli_pad(FILE *out, const char *s, size_t width, int right);
 
+/* Sort node indexes of a call tree (sp_results_call_tree) the way every
+ * tree view shows siblings: total time descending, then region name. */
+void sp_cli_sort_tree_nodes(const sp_results *r, const sp_tree_node *nodes, size_t *idx, size_t n);
+
 /* Metrics compared by diff and check. Values are ns for times, a ratio for
  * imbalance, a count for calls. */
 enum sp_cli_metric {

@@ -297,15 +297,6 @@ struct tree_ctx {
   char prefix[1024];
 };
 
-static const struct tree_ctx *kid_ctx;
-static int cmp_kids(const void *pa, const void *pb) {
-  const sp_tree_node *a = &kid_ctx->nodes[*(const size_t *)pa];
-  const sp_tree_node *b = &kid_ctx->nodes[*(const size_t *)pb];
-  if (a->total_ns != b->total_ns) return a->total_ns > b->total_ns ? -1 : 1;
-  return strcmp(sp_results_region_name(kid_ctx->r, a->region),
-                sp_results_region_name(kid_ctx->r, b->region));
-}
-
 static void tree_line(const struct tree_ctx *t, const char *label, const char *calls, double total,
                       double avg) {
   char line[2048], pct[32], tot[64], av[64];
@@ -395,9 +386,8 @@ static int print_tree(sp_results *r, const sp_filter *f) {
     }
   }
   t.denom = has_session ? session : roots_total;
-  kid_ctx = &t;
-  for (size_t i = 0; i < t.n; i++) qsort(t.kids[i], t.nkids[i], sizeof **t.kids, cmp_kids);
-  qsort(roots, nroots, sizeof *roots, cmp_kids);
+  for (size_t i = 0; i < t.n; i++) sp_cli_sort_tree_nodes(r, t.nodes, t.kids[i], t.nkids[i]);
+  sp_cli_sort_tree_nodes(r, t.nodes, roots, nroots);
   t.name_w = 6;
   for (size_t i = 0; i < nroots; i++) {
     size_t w = tree_width(&t, roots[i], 0);

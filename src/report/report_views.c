@@ -80,50 +80,56 @@ static int thread_rows(struct rp_model *m, struct rp_file *f, const char *cmd,
     free(v);
     return rc;
   }
-  qsort(v, n, sizeof *v, cmp_threads);
+  if (n) qsort(v, n, sizeof *v, cmp_threads);
   *out = v;
   *nout = n;
   return 0;
 }
 
 static int view_threads(FILE *o, struct rp_model *m, const char *cmd, const char **notes) {
-  int any = 0;
-  for (size_t i = 0; i < m->nfiles; i++) any |= m->files[i].has_events && sp_results_has_threads(m->files[i].r);
-  if (!any) return 0;
-  *notes = "Calls of the selected regions per rank and thread (files that recorded thread ids: "
-           "track_threads), with each thread's first entry and last exit, in seconds from the "
-           "file's first region entry. The rank selector filters the rows.";
-  int several = m->nfiles > 1;
-  fprintf(o, "{\"renderer\":\"table\",\"rank_column\":%d,\"columns\":[", several);
-  if (several) fputs("{\"key\":\"file\",\"label\":\"file\",\"text\":true},", o);
-  fputs("{\"key\":\"rank\",\"label\":\"rank\"},{\"key\":\"thread\",\"label\":\"thread\"},"
-        "{\"key\":\"calls\",\"label\":\"calls\"},"
-        "{\"key\":\"first\",\"label\":\"first entry\",\"unit\":\"ns\"},"
-        "{\"key\":\"last\",\"label\":\"last exit\",\"unit\":\"ns\"}],\"rows\":[",
-        o);
-  int first = 1;
-  for (size_t fi = 0; fi < m->nfiles; fi++) {
+  struct thread_row **rows = calloc(m->nfiles ? m->nfiles : 1, sizeof *rows);
+  size_t *nrows = calloc(m->nfiles ? m->nfiles : 1, sizeof *nrows), total = 0;
+  int rc = rows && nrows ? 0 : -1;
+  for (size_t fi = 0; fi < m->nfiles && !rc; fi++) {
     struct rp_file *f = &m->files[fi];
-    if (!f->has_events || !sp_results_has_threads(f->r)) continue;
-    struct thread_row *v;
-    size_t n;
-    int rc = thread_rows(m, f, cmd, &v, &n);
-    if (rc) return rc;
-    for (size_t k = 0; k < n; k++) {
-      fputs(first ? "[" : ",[", o);
-      first = 0;
-      if (several) {
-        rp_json_str(o, f->label);
-        fputc(',', o);
-      }
-      fprintf(o, "%lld,%lld,%llu,%lld,%lld]", (long long)v[k].rank, (long long)v[k].thread,
-              (unsigned long long)v[k].calls, (long long)(v[k].first - f->origin),
-              (long long)(v[k].last - f->origin));
-    }
-    free(v);
+    if (f->has_events && sp_results_has_threads(f->r) && f->nregs)
+      rc = thread_rows(m, f, cmd, &rows[fi], &nrows[fi]);
+    total += nrows[fi];
   }
-  fputs("]}", o);
-  return 1;
+  if (!rc && total) {
+    *notes = "Calls of the selected regions per rank and thread (files that recorded thread ids: "
+             "track_threads), with each thread's first entry and last exit, in seconds from the "
+             "file's first region entry. The rank selector filters the rows.";
+    int several = m->nfiles > 1;
+    fprintf(o, "{\"renderer\":\"table\",\"rank_column\":%d,\"columns\":[", several);
+    if (several) fputs("{\"key\":\"file\",\"label\":\"file\",\"text\":true},", o);
+    fputs("{\"key\":\"rank\",\"label\":\"rank\"},{\"key\":\"thread\",\"label\":\"thread\"},"
+          "{\"key\":\"calls\",\"label\":\"calls\"},"
+          "{\"key\":\"first\",\"label\":\"first entry\",\"unit\":\"ns\"},"
+          "{\"key\":\"last\",\"label\":\"last exit\",\"unit\":\"ns\"}],\"rows\":[",
+          o);
+    int first = 1;
+    for (size_t fi = 0; fi < m->nfiles; fi++) {
+      const struct rp_file *f = &m->files[fi];
+      for (size_t k = 0; k < nrows[fi]; k++) {
+        const struct thread_row *t = &rows[fi][k];
+        fputs(first ? "[" : ",[", o);
+        first = 0;
+        if (several) {
+          rp_json_str(o, f->label);
+          fputc(',', o);
+        }
+        fprintf(o, "%lld,%lld,%llu,%lld,%lld]", (long long)t->rank, (long long)t->thread,
+                (unsigned long long)t->calls, (long long)(t->first - f->origin),
+                (long long)(t->last - f->origin));
+      }
+    }
+    fputs("]}", o);
+  }
+  for (size_t fi = 0; rows && fi < m->nfiles; fi++) free(rows[fi]);
+  free(rows);
+  free(nrows);
+  return rc ? rc : total ? 1 : 0;
 }
 
 struct rp_view {

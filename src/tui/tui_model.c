@@ -4,6 +4,8 @@
  */
 #include "tui/tui_model.h"
 
+#include "cli/cli_util.h"
+
 #include <ctype.h>
 #include <stdlib.h>
 #include <string.h>
@@ -96,15 +98,6 @@ size_t tui_model_find(const struct tui_model *m, size_t region) {
 
 /* ---- the call tree ------------------------------------------------------------------ */
 
-static const struct tui_model *kid_ctx;
-static int cmp_kids(const void *pa, const void *pb) {
-  const sp_tree_node *a = &kid_ctx->nodes[*(const size_t *)pa];
-  const sp_tree_node *b = &kid_ctx->nodes[*(const size_t *)pb];
-  if (a->total_ns != b->total_ns) return a->total_ns > b->total_ns ? -1 : 1;
-  return strcmp(sp_results_region_name(kid_ctx->r, a->region),
-                sp_results_region_name(kid_ctx->r, b->region));
-}
-
 sp_status tui_model_tree(struct tui_model *m) {
   if (m->tree_loaded) return SP_OK;
   sp_status st = sp_results_call_tree(m->r, m->f, &m->nodes, &m->nnodes);
@@ -138,11 +131,10 @@ sp_status tui_model_tree(struct tui_model *m) {
       m->kids[m->kid_start[p] + fill[p]++] = i;
     }
   free(fill);
-  kid_ctx = m;
   for (size_t i = 0; i < n; i++)
-    qsort(m->kids + m->kid_start[i], m->kid_start[i + 1] - m->kid_start[i], sizeof *m->kids,
-          cmp_kids);
-  qsort(m->roots, m->nroots, sizeof *m->roots, cmp_kids);
+    sp_cli_sort_tree_nodes(m->r, m->nodes, m->kids + m->kid_start[i],
+                           m->kid_start[i + 1] - m->kid_start[i]);
+  sp_cli_sort_tree_nodes(m->r, m->nodes, m->roots, m->nroots);
   m->session_ns = session > 0 ? session : roots_total;
   for (size_t i = 0; i < m->nroots; i++) m->open[m->roots[i]] = 1;
   m->tree_loaded = 1;
@@ -295,7 +287,7 @@ sp_status tui_model_detail(struct tui_model *m, size_t reg, size_t buckets) {
   free(th);
   if (rc != SP_OK) return rc;
   for (size_t b = 0; b < buckets; b++) d->mean_ns[b] = d->calls[b] ? sum[b] / (double)d->calls[b] : -1;
-  qsort(d->threads, d->nthreads, sizeof *d->threads, cmp_threads);
+  if (d->nthreads) qsort(d->threads, d->nthreads, sizeof *d->threads, cmp_threads);
   d->loaded = 1;
   return SP_OK;
 }
