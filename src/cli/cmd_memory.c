@@ -6,11 +6,13 @@
  * own files through libdw, so run it where the program's binaries are.
  */
 #include <inttypes.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "cli/cli_util.h"
+#include "cli/cli_opts.h"
 #include "cli/commands.h"
 #include "common/error.h"
 #include "read/memcap_read.h"
@@ -18,26 +20,41 @@
 
 #define CMD "memory"
 
-static const char help[] =
-    "usage: scope-profiler memory CAPTURE [--profile PROFILE.h5] [--top N] [--frames N]\n"
-    "\n"
+static const char about[] =
     "Summarise an allocation capture written with use_memray (memory_profile_path,\n"
     "by default the profile's path with its suffix replaced by .memray.bin): the\n"
     "peak of live memory and when it happened, totals, memory over time, bytes by\n"
     "region, the allocation sites holding the most memory at the peak, and the\n"
     "allocations never released (leaks at exit). Sizes are what the allocator\n"
     "handed out (malloc_usable_size); sites are symbolised through the program's\n"
-    "own files (with debug info), so run this where the program's binaries are.\n"
-    "\n"
-    "options:\n"
-    "  --profile FILE  the run's profile: adds each region's calls and time\n"
-    "  --top N         rows per table (default 10; 0: all)\n"
-    "  --frames N      stack frames shown per site with native traces (default 3)\n"
-    "  -h, --help      this help\n"
-    "\n"
+    "own files (with debug info), so run this where the program's binaries are.\n";
+
+static const char epilog[] =
     "examples:\n"
     "  scope-profiler memory run.memray.bin\n"
     "  scope-profiler memory run.memray.bin --profile run.h5 --top 20\n";
+
+struct opts {
+  struct sp_cli_strs captures;
+  const char *profile;
+  long top, frames;
+};
+
+static const struct sp_cli_opt opt_rows[] = {
+    {"--profile", NULL, "FILE", SP_OPT_STR, offsetof(struct opts, profile),
+     .help = "the run's profile: adds each region's calls and time"},
+    {"--top", NULL, "N", SP_OPT_INT, offsetof(struct opts, top),
+     "rows per table, {range} (default {default}; 0: all)", .def = "10", .lo = 0, .hi = 1000000,
+     .what = "an integer"},
+    {"--frames", NULL, "N", SP_OPT_INT, offsetof(struct opts, frames),
+     "stack frames shown per site with native traces, {range} (default {default})", .def = "3",
+     .lo = 1, .hi = 256, .what = "an integer"},
+};
+
+static const struct sp_cli_spec spec = {
+    CMD, "CAPTURE [--profile PROFILE.h5] [--top N] [--frames N]", about, opt_rows,
+    SP_CLI_NROWS(opt_rows), offsetof(struct opts, captures),
+    "give the capture file (e.g. run.memray.bin)", epilog};
 
 /*====== Formatting ======*/
 
@@ -222,40 +239,25 @@ static void region_table(FILE *out, const sp_memcap *c, const sp_memcap_stats *s
 
 /*====== The command ======*/
 
-static int parse_count(const char *opt, const char *v, long lo, long hi, long *out) {
-  char *end;
-  long x = strtol(v, &end, 10);
-  if (!*v || *end || x < lo || x > hi)
-    return sp_cli_usage_error(CMD, "%s expects an integer from %ld to %ld, not '%s'", opt, lo, hi, v);
-  *out = x;
-  return 0;
-}
+static int summarise(const char *capture, const char *profile, long top, long frames);
 
 int sp_cmd_memory(int argc, char **argv) {
-  struct sp_cli_args a = {CMD, argc, argv, 1, 0};
-  const char *capture = NULL, *profile = NULL, *v;
-  long top = 10, frames = 3;
-  for (; a.i < argc; a.i++) {
-    int rc;
-    if (sp_cli_flag(&a, "--help", "-h")) {
-      fputs(help, stdout);
-      return 0;
-    }
-    if ((rc = sp_cli_value(&a, "--profile", NULL, &v))) {
-      if (rc < 0) return 2;
-      profile = v;
-    } else if ((rc = sp_cli_value(&a, "--top", NULL, &v))) {
-      if (rc < 0 || parse_count("--top", v, 0, 1000000, &top)) return 2;
-    } else if ((rc = sp_cli_value(&a, "--frames", NULL, &v))) {
-      if (rc < 0 || parse_count("--frames", v, 1, 256, &frames)) return 2;
-    } else if (sp_cli_positional(&a)) {
-      if (capture) return sp_cli_usage_error(CMD, "one capture at a time (got %s and %s)", capture, argv[a.i]);
-      capture = argv[a.i];
-    } else {
-      return sp_cli_usage_error(CMD, "unknown option %s", argv[a.i]);
-    }
+  struct opts o;
+  memset(&o, 0, sizeof o);
+  int prc = sp_cli_parse(&spec, argc, argv, &o);
+  if (!prc && o.captures.n > 1)
+    prc = sp_cli_usage_error(CMD, "one capture at a time (got %s and %s)", o.captures.v[0],
+                             o.captures.v[1]);
+  if (prc) {
+    sp_cli_opts_free(&spec, &o);
+    return prc == SP_CLI_HELP ? 0 : prc;
   }
-  if (!capture) return sp_cli_usage_error(CMD, "give the capture file (e.g. run.memray.bin)");
+  int rc = summarise(o.captures.v[0], o.profile, o.top, o.frames);
+  sp_cli_opts_free(&spec, &o);
+  return rc;
+}
+
+static int summarise(const char *capture, const char *profile, long top, long frames) {
   sp_memcap *c;
   if (sp__memcap_open(capture, &c) != SP_OK) return sp_cli_error(CMD, "%s", sp_last_error());
   sp_results *prof = NULL;
