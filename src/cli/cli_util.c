@@ -329,6 +329,77 @@ void sp_cli_pad(FILE *out, const char *s, size_t width, int right) {
     for (size_t i = w; i < width; i++) fputc(' ', out);
 }
 
+/* ---- threads --------------------------------------------------------------------- */
+
+#define THREAD_SLICE 65536
+
+static int cmp_thread_rows(const void *pa, const void *pb) {
+  const struct sp_cli_thread_row *a = pa, *b = pb;
+  if (a->rank != b->rank) return a->rank < b->rank ? -1 : 1;
+  return a->thread < b->thread ? -1 : a->thread > b->thread;
+}
+
+int sp_cli_thread_rows(const char *cmd, sp_results *r, const sp_filter *f,
+                       struct sp_cli_thread_row **out, size_t *nout) {
+  struct sp_cli_thread_row *v = NULL;
+  size_t n = 0, cap = 0;
+  *out = NULL;
+  *nout = 0;
+  if (!sp_results_has_events(r) || !sp_results_has_threads(r)) return 0;
+  int64_t *st = malloc(THREAD_SLICE * sizeof *st), *en = malloc(THREAD_SLICE * sizeof *en);
+  int64_t *th = malloc(THREAD_SLICE * sizeof *th);
+  int rc = st && en && th ? 0 : -1;
+  for (size_t w = 0; w < sp_results_num_rows(r) && !rc; w++) {
+    sp_row_info info;
+    if (sp_results_row_info(r, w, &info) != SP_OK || info.count == 0 ||
+        !sp_filter_match_region(f, sp_results_region_name(r, info.region)) ||
+        !sp_filter_match_rank(f, info.rank))
+      continue;
+    size_t last = 0; /* the previous call's thread: calls of one thread come in runs */
+    for (uint64_t done = 0; done < info.count && !rc;) {
+      size_t k = info.count - done < THREAD_SLICE ? (size_t)(info.count - done) : THREAD_SLICE;
+      if (sp_results_row_read(r, w, done, k, st, en, NULL, NULL, th) != SP_OK) {
+        rc = sp_cli_error(cmd, "%s", sp_last_error());
+        break;
+      }
+      for (size_t i = 0; i < k && !rc; i++) {
+        if (!(last < n && v[last].rank == info.rank && v[last].thread == th[i])) {
+          for (last = 0; last < n && !(v[last].rank == info.rank && v[last].thread == th[i]);)
+            last++;
+          if (last == n) {
+            if (n == cap) {
+              cap = cap ? cap * 2 : 16;
+              struct sp_cli_thread_row *nv = realloc(v, cap * sizeof *nv);
+              if (!nv) {
+                rc = -1;
+                break;
+              }
+              v = nv;
+            }
+            v[n++] = (struct sp_cli_thread_row){info.rank, th[i], 0, st[i], en[i]};
+          }
+        }
+        struct sp_cli_thread_row *t = &v[last];
+        t->calls++;
+        if (st[i] < t->first) t->first = st[i];
+        if (en[i] > t->last) t->last = en[i];
+      }
+      done += k;
+    }
+  }
+  free(st);
+  free(en);
+  free(th);
+  if (rc) {
+    free(v);
+    return rc;
+  }
+  if (n) qsort(v, n, sizeof *v, cmp_thread_rows);
+  *out = v;
+  *nout = n;
+  return 0;
+}
+
 /* ---- call trees -------------------------------------------------------------------- */
 
 static const sp_results *tree_r;

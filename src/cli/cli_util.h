@@ -91,6 +91,18 @@ size_t sp_cli_width_n(const char *s, size_t n);
 /* Print s padded with spaces to `width` columns, left or right aligned. */
 void sp_cli_pad(FILE *out, const char *s, size_t width, int right);
 
+/* Calls per rank and thread, read from the events (files with thread ids):
+ * the regions and ranks f keeps; first entry and last exit in the file's
+ * clock. Sorted by rank, then thread. 0 rows without thread ids. free() *out.
+ * 0, -1 (no memory), or 2 after printing an error. */
+struct sp_cli_thread_row {
+  int64_t rank, thread;
+  uint64_t calls;
+  int64_t first, last;
+};
+int sp_cli_thread_rows(const char *cmd, sp_results *r, const sp_filter *f,
+                       struct sp_cli_thread_row **out, size_t *n);
+
 /* Sort node indexes of a call tree (sp_results_call_tree) the way every
  * tree view shows siblings: total time descending, then region name. */
 void sp_cli_sort_tree_nodes(const sp_results *r, const sp_tree_node *nodes, size_t *idx, size_t n);

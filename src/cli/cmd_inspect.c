@@ -38,6 +38,7 @@ static const char epilog[] =
     "  scope-profiler inspect profile.h5 --columns region calls total p95 imbalance --sort p95\n"
     "  scope-profiler inspect 'runs/*.h5' --include solve --ranks 0-3 -q\n"
     "  scope-profiler inspect profile.h5 --tree\n"
+    "  scope-profiler inspect profile.h5 --threads --ranks 0\n"
     "  scope-profiler inspect profile.h5 --source solve\n"
     "  scope-profiler inspect profile.h5 --json > region_statistics.json\n"
     "\n"
@@ -122,7 +123,7 @@ struct opts {
   struct sp_cli_strs files, include, exclude, ranks, sources;
   struct sp_cli_choices columns;
   const char *export_metadata;
-  int sort, full, quiet, metadata_only, regions_only, tree, json;
+  int sort, full, quiet, metadata_only, regions_only, tree, json, threads;
 };
 
 static const char *const sort_keys[] = {"total", "calls", "avg", "min", "max", "first",
@@ -144,6 +145,8 @@ static const struct sp_cli_opt opt_rows[] = {
      .choices = column_names, .what = "column"},
     {"--tree", NULL, NULL, SP_OPT_FLAG, offsetof(struct opts, tree),
      .help = "the call tree with % of the session and (own) rows"},
+    {"--threads", NULL, NULL, SP_OPT_FLAG, offsetof(struct opts, threads),
+     .help = "calls, first entry and last exit per rank and thread (files with thread ids)"},
     {"--source", NULL, "NAME...", SP_OPT_LIST, offsetof(struct opts, sources),
      .help = "print where a region is declared and its source"},
     {"--json", NULL, NULL, SP_OPT_FLAG, offsetof(struct opts, json),
@@ -404,6 +407,45 @@ static int print_tree(sp_results *r, const sp_filter *f) {
   return 0;
 }
 
+/* ---- --threads ------------------------------------------------------------------------- */
+
+static int print_threads(sp_results *r, const sp_filter *f) {
+  if (!sp_results_has_events(r))
+    return sp_cli_error(CMD, "--threads: %s was written in the aggregate layout, which stores no "
+                             "individual calls",
+                        sp_results_path(r) ? sp_results_path(r) : "the file");
+  if (!sp_results_has_threads(r)) {
+    printf("(no thread ids in this file: record them with track_threads = true)\n");
+    return 0;
+  }
+  struct sp_cli_thread_row *v;
+  size_t n;
+  struct sp_cli_progress prog;
+  sp_cli_progress_start(&prog, "reading events");
+  sp_results_set_progress(r, sp_cli_progress_cb, &prog);
+  int rc = sp_cli_thread_rows(CMD, r, f, &v, &n);
+  sp_cli_progress_end(&prog);
+  sp_results_set_progress(r, NULL, NULL);
+  if (rc) return rc < 0 ? sp_cli_error(CMD, "out of memory") : rc;
+  if (n == 0) {
+    printf("(no calls match the selected filters)\n");
+    return 0;
+  }
+  int64_t origin = 0;
+  sp_results_min_start(r, &origin);
+  printf("%6s  %6s  %10s  %16s  %14s\n", "rank", "thread", "calls", "first entry [s]",
+         "last exit [s]");
+  for (size_t i = 0; i < n; i++) {
+    char a[64], b[64];
+    sp_cli_fmt_seconds(a, sizeof a, (double)(v[i].first - origin));
+    sp_cli_fmt_seconds(b, sizeof b, (double)(v[i].last - origin));
+    printf("%6lld  %6lld  %10llu  %16s  %14s\n", (long long)v[i].rank, (long long)v[i].thread,
+           (unsigned long long)v[i].calls, a, b);
+  }
+  free(v);
+  return 0;
+}
+
 /* ---- --source -------------------------------------------------------------------------- */
 
 static int print_source(sp_results *r, const char *path, const char *name, int several) {
@@ -439,8 +481,10 @@ static int parse(int argc, char **argv, struct opts *o) {
   if (rc) return rc == SP_CLI_HELP ? -1 : rc;
   if (o->metadata_only && o->regions_only)
     return sp_cli_usage_error(CMD, "--metadata-only and --regions-only exclude each other");
-  if (o->json && (o->tree || o->sources.n))
-    return sp_cli_usage_error(CMD, "--json cannot be combined with --tree or --source");
+  if (o->json && (o->tree || o->sources.n || o->threads))
+    return sp_cli_usage_error(CMD, "--json cannot be combined with --tree, --threads or --source");
+  if (o->tree && o->threads)
+    return sp_cli_usage_error(CMD, "--tree and --threads exclude each other; run them one by one");
   return 0;
 }
 
@@ -520,7 +564,10 @@ int sp_cmd_inspect(int argc, char **argv) {
     if (o.quiet && files.n > 1) printf("file: %s\n", files.v[i]); /* which table is which */
     if (o.quiet && o.metadata_only) print_metadata(rs[i], o.full);
     if (o.metadata_only) continue;
-    if ((rc = o.tree ? print_tree(rs[i], f) : print_table(rs[i], f, cols, ncols, flags, o.columns.n == 0))) goto out;
+    if ((rc = o.tree      ? print_tree(rs[i], f)
+              : o.threads ? print_threads(rs[i], f)
+                          : print_table(rs[i], f, cols, ncols, flags, o.columns.n == 0)))
+      goto out;
   }
 out:
   fflush(stdout);

@@ -14,86 +14,14 @@
 
 #include "report/report_internal.h"
 
-#define SLICE 65536
-
-struct thread_row {
-  int64_t rank, thread;
-  uint64_t calls;
-  int64_t first, last;
-};
-
-static int cmp_threads(const void *pa, const void *pb) {
-  const struct thread_row *a = pa, *b = pb;
-  if (a->rank != b->rank) return a->rank < b->rank ? -1 : 1;
-  return a->thread < b->thread ? -1 : a->thread > b->thread;
-}
-
-/* The calls of the kept regions of f on its selected ranks, per thread. */
-static int thread_rows(struct rp_model *m, struct rp_file *f, const char *cmd,
-                       struct thread_row **out, size_t *nout) {
-  struct thread_row *v = NULL;
-  size_t n = 0, cap = 0;
-  int64_t *st = malloc(SLICE * sizeof *st), *en = malloc(SLICE * sizeof *en);
-  int64_t *th = malloc(SLICE * sizeof *th);
-  int rc = st && en && th ? 0 : -1;
-  for (size_t w = 0; w < sp_results_num_rows(f->r) && !rc; w++) {
-    sp_row_info info;
-    if (sp_results_row_info(f->r, w, &info) != SP_OK || info.count == 0 ||
-        f->gidx[info.region] == SIZE_MAX || !sp_filter_match_rank(m->f, info.rank))
-      continue;
-    size_t last = 0; /* the row's previous thread: calls of one thread come in runs */
-    for (uint64_t done = 0; done < info.count && !rc;) {
-      size_t k = info.count - done < SLICE ? (size_t)(info.count - done) : SLICE;
-      if (sp_results_row_read(f->r, w, done, k, st, en, NULL, NULL, th) != SP_OK) {
-        rc = sp_cli_error(cmd, "%s", sp_last_error());
-        break;
-      }
-      for (size_t i = 0; i < k && !rc; i++) {
-        if (!(last < n && v[last].rank == info.rank && v[last].thread == th[i])) {
-          for (last = 0; last < n && !(v[last].rank == info.rank && v[last].thread == th[i]);)
-            last++;
-          if (last == n) {
-            if (n == cap) {
-              cap = cap ? cap * 2 : 16;
-              struct thread_row *nv = realloc(v, cap * sizeof *nv);
-              if (!nv) {
-                rc = -1;
-                break;
-              }
-              v = nv;
-            }
-            v[n++] = (struct thread_row){info.rank, th[i], 0, st[i], en[i]};
-          }
-        }
-        struct thread_row *t = &v[last];
-        t->calls++;
-        if (st[i] < t->first) t->first = st[i];
-        if (en[i] > t->last) t->last = en[i];
-      }
-      done += k;
-    }
-  }
-  free(st);
-  free(en);
-  free(th);
-  if (rc) {
-    free(v);
-    return rc;
-  }
-  if (n) qsort(v, n, sizeof *v, cmp_threads);
-  *out = v;
-  *nout = n;
-  return 0;
-}
-
 static int view_threads(FILE *o, struct rp_model *m, const char *cmd, const char **notes) {
-  struct thread_row **rows = calloc(m->nfiles ? m->nfiles : 1, sizeof *rows);
+  struct sp_cli_thread_row **rows = calloc(m->nfiles ? m->nfiles : 1, sizeof *rows);
   size_t *nrows = calloc(m->nfiles ? m->nfiles : 1, sizeof *nrows), total = 0;
   int rc = rows && nrows ? 0 : -1;
   for (size_t fi = 0; fi < m->nfiles && !rc; fi++) {
     struct rp_file *f = &m->files[fi];
     if (f->has_events && sp_results_has_threads(f->r) && f->nregs)
-      rc = thread_rows(m, f, cmd, &rows[fi], &nrows[fi]);
+      rc = sp_cli_thread_rows(cmd, f->r, m->f, &rows[fi], &nrows[fi]);
     total += nrows[fi];
   }
   if (!rc && total) {
@@ -112,7 +40,7 @@ static int view_threads(FILE *o, struct rp_model *m, const char *cmd, const char
     for (size_t fi = 0; fi < m->nfiles; fi++) {
       const struct rp_file *f = &m->files[fi];
       for (size_t k = 0; k < nrows[fi]; k++) {
-        const struct thread_row *t = &rows[fi][k];
+        const struct sp_cli_thread_row *t = &rows[fi][k];
         fputs(first ? "[" : ",[", o);
         first = 0;
         if (several) {
