@@ -99,6 +99,13 @@ SP_API struct sp_memory_counters *sp_memory_thread_counters(void);
 /* Names region `id` in the capture (the profiler calls it for every region). */
 SP_API void sp_memory_region_name(uint32_t id, const char *name);
 
+/* Memory over time of the last capture, once it is stopped: up to `max`
+ * consecutive intervals (at most 1,024, covering the capture), each as its
+ * end (CLOCK_MONOTONIC ns) and the net bytes allocated from the start to
+ * that end (usable sizes; releases of blocks older than the capture count
+ * too, so it can be negative). Returns the number of intervals written. */
+SP_API size_t sp_memory_timeline(int64_t *end_ns, int64_t *net_bytes, size_t max);
+
 /* Entry points for allocators the interposer does not see (the Python
  * package hooks PyMem's object and mem domains onto these): an allocation
  * of `size` bytes at p, and its release (size 0 when unknown: the capture
@@ -120,6 +127,7 @@ struct sp_memory_api {
   void (*region_name)(uint32_t id, const char *name);
   void (*record_alloc)(void *p, size_t size);
   void (*record_free)(void *p, size_t size);
+  size_t (*timeline)(int64_t *end_ns, int64_t *net_bytes, size_t max);
 };
 
 SP_API extern const struct sp_memory_api sp_memory_api_v1;

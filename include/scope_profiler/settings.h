@@ -49,15 +49,15 @@
   X(use_line_profiler, NONE, use_line_profiler, BOOL, 0, 0, 1, "", \
     "Line-level profiling of profiled functions (Python upstream: line_profiler).", PLANNED) \
   X(use_memray, MEMRAY, enabled, BOOL, 0, 0, 1, "", \
-    "Record process-wide allocations (C counterpart of upstream's Memray capture).", PLANNED) \
+    "Record process-wide allocations through libscope_profiler_memory.so (preloaded or linked): per-call memory columns and a capture file (C counterpart of upstream's Memray capture).", READY) \
   X(memory_profile_path, MEMRAY, path, STR, NULL, 0, 0, "", \
-    "Allocation capture path, used while use_memray is on; default: file_path with its suffix replaced by .memray.bin.", PLANNED) \
+    "Allocation capture path, used while use_memray is on; default: file_path with its suffix replaced by .memray.bin.", READY) \
   X(memray_native_traces, MEMRAY, native_traces, BOOL, 0, 0, 1, "", \
-    "Capture native stack frames with each allocation.", PLANNED) \
+    "Capture native stack frames with each allocation (libunwind; symbolised when read).", READY) \
   X(memray_trace_python_allocators, MEMRAY, trace_python_allocators, BOOL, 0, 0, 1, "", \
-    "Trace the language runtime's own allocators (much larger traces, higher overhead).", PLANNED) \
+    "Trace the language runtime's own allocators (the Python package hooks Python's; a C program has none and says so once).", READY) \
   X(memray_follow_fork, MEMRAY, follow_fork, BOOL, 0, 0, 1, "", \
-    "Keep tracking allocations across fork().", PLANNED) \
+    "Keep tracking allocations across fork(): a child captures into <memory_profile_path>.<pid>; off, it stops capturing.", READY) \
   X(deactivate_profiling, NONE, deactivate_profiling, BOOL, 0, 0, 1, "", \
     "Master off switch: every region becomes a no-op and no file is written.", READY) \
   X(use_nvtx, GPU, nvtx, BOOL, 0, 0, 1, "", \

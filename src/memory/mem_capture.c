@@ -906,6 +906,7 @@ const struct sp_memory_api sp_memory_api_v1 = {
     sp_memory_region_name,
     sp_memory_record_alloc,
     sp_memory_record_free,
+    sp_memory_timeline,
 };
 
 /* A program that never stops its capture (no finalize, a forked child that

@@ -152,6 +152,10 @@ struct mem_capture {
   pthread_t writer;
   int writer_running;
 
+  /* first and last clock anchors (ticks, CLOCK_MONOTONIC ns) */
+  uint64_t clock_t0, clock_t1;
+  int64_t clock_n0, clock_n1;
+
   /* counts */
   uint64_t lost, unattributed, events, allocations, raw_bytes, file_bytes;
 };
@@ -199,6 +203,7 @@ MEM_HIDDEN int mem__writer_start(char *err, size_t errlen); /* the thread */
 /* Ask the writer to finish (after every block is queued) and join it. */
 MEM_HIDDEN int mem__writer_finish(char *err, size_t errlen);
 MEM_HIDDEN void *mem__writer_main(void *arg);
+MEM_HIDDEN void mem__timeline_reset(uint64_t t0);
 
 /* Regions and threads to write: appended by anyone, emitted by the writer. */
 MEM_HIDDEN void mem__meta_add_region(uint32_t id, const char *name, size_t len);

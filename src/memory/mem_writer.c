@@ -178,6 +178,12 @@ static int put_clock(struct wstate *ws) {
   uint64_t tick = 0;
   int64_t ns = 0;
   clock_anchor(&tick, &ns);
+  if (!mem__cap.clock_n0) {
+    mem__cap.clock_t0 = tick;
+    mem__cap.clock_n0 = ns;
+  }
+  mem__cap.clock_t1 = tick;
+  mem__cap.clock_n1 = ns;
   sp__memcap_put_varint(&b, tick);
   sp__memcap_put_varint(&b, (uint64_t)ns);
   if (ws) ws->last_clock_ns = ns;
@@ -290,6 +296,8 @@ MEM_HIDDEN int mem__writer_open(char *err, size_t errlen) {
   pre[30] = SP_MEMCAP_VERSION & 0xFF;
   pre[31] = SP_MEMCAP_VERSION >> 8;
   CAP.file_bytes = 0;
+  CAP.clock_n0 = 0;
+  mem__timeline_reset(mem__ticks());
   if (write_all(CAP.fd, pre, sizeof pre) || put_head() || put_clock(NULL) || put_maps(NULL)) {
     snprintf(err, errlen, "cannot write the memory capture %s: %s", CAP.file, strerror(errno));
     return -1;
@@ -313,12 +321,65 @@ MEM_HIDDEN int mem__writer_start(char *err, size_t errlen) {
   return 0;
 }
 
+/*====== Memory over time ======*/
+
+/* Net bytes allocated per interval of ticks since the start, so that the
+ * profile can show memory over time without reading the capture. Blocks of
+ * different threads arrive in any order, and sums do not care. The series
+ * starts with 2^20-tick intervals and doubles them (merging neighbours)
+ * whenever an event falls past its end, so it always has at most TL_BINS
+ * intervals. Written by the writer thread only; read after it is joined. */
+#define TL_BINS 1024
+static struct {
+  uint64_t t0;
+  unsigned shift;
+  int64_t delta[TL_BINS];
+  size_t used; /* bins up to the last event's */
+} tl;
+
+MEM_HIDDEN void mem__timeline_reset(uint64_t t0) {
+  memset(&tl, 0, sizeof tl);
+  tl.t0 = t0;
+  tl.shift = 20;
+}
+
+static void timeline_add(uint64_t t, int64_t bytes) {
+  uint64_t d = t > tl.t0 ? t - tl.t0 : 0;
+  while ((d >> tl.shift) >= TL_BINS) {
+    for (size_t i = 0; i < TL_BINS / 2; i++) tl.delta[i] = tl.delta[2 * i] + tl.delta[2 * i + 1];
+    memset(&tl.delta[TL_BINS / 2], 0, TL_BINS / 2 * sizeof tl.delta[0]);
+    tl.used = (tl.used + 1) / 2;
+    tl.shift++;
+  }
+  size_t b = (size_t)(d >> tl.shift);
+  tl.delta[b] += bytes;
+  if (b + 1 > tl.used) tl.used = b + 1;
+}
+
+size_t sp_memory_timeline(int64_t *end_ns, int64_t *net_bytes, size_t max) {
+  size_t n = tl.used < max ? tl.used : max;
+  int64_t level = 0;
+  long double rate = mem__cap.tsc && mem__cap.clock_t1 > mem__cap.clock_t0
+                         ? (long double)(mem__cap.clock_n1 - mem__cap.clock_n0) /
+                               (long double)(mem__cap.clock_t1 - mem__cap.clock_t0)
+                         : 1.0L;
+  for (size_t i = 0; i < n; i++) {
+    level += tl.delta[i];
+    uint64_t tick = tl.t0 + ((uint64_t)(i + 1) << tl.shift);
+    end_ns[i] = mem__cap.clock_n0 + (int64_t)((long double)(int64_t)(tick - mem__cap.clock_t0) * rate);
+    net_bytes[i] = level;
+  }
+  return n;
+}
+
 static void write_block(struct wstate *ws, struct mem_block *b) {
   uint64_t nev = 0, nalloc = 0;
   for (size_t i = 0; i < b->nwords;) {
     unsigned k = b->w[i + 2] & 0xFF;
     nev++;
+    int64_t u = (int64_t)b->w[i + 3];
     if (SP_MEMCAP_IS_ALLOC(k)) nalloc++;
+    timeline_add(b->w[i], SP_MEMCAP_IS_ALLOC(k) ? u : -u);
     i += SP_MEMCAP_IS_ALLOC(k) ? SP_MEMCAP_ALLOC_WORDS : SP_MEMCAP_FREE_WORDS;
   }
   if (ws->err) {

@@ -11,6 +11,9 @@
 #include "probes/ext.h"
 
 extern const struct sp_ext sp__ext_async;
+#ifdef SP_HAVE_MEMORY
+extern const struct sp_ext sp__ext_memory;
+#endif
 #ifdef SP_HAVE_PERF
 extern const struct sp_ext sp__ext_perf;
 #endif
@@ -27,6 +30,9 @@ static const struct sp_ext *const builtin[] = {
 #endif
 #ifdef SP_HAVE_LIKWID
     &sp__ext_likwid,
+#endif
+#ifdef SP_HAVE_MEMORY
+    &sp__ext_memory,
 #endif
     &sp__ext_async,
 };

@@ -21,8 +21,10 @@
 #include <unistd.h>
 
 #include "common/memcap.h"
+#include "h5util.h"
 #include "harness.h"
 #include "read/memcap_read.h"
+#include "scope_profiler.h"
 #include "scope_profiler/memory.h"
 
 #define PATH "cap.bin"
@@ -819,6 +821,249 @@ SP_TEST(preloaded_into_other_programs) {
            "t.start(); t.join()\"'",
            SP_TEST_BINARY_DIR, SP_TEST_PYTHON);
   ASSERT_EQ(sp_test_sh(cmd), 0);
+}
+
+/*====== use_memray: the column probe (src/probes/memory.c) ======*/
+
+static struct {
+  int n;
+  char text[16][1024];
+} msgs;
+static void on_message(sp_message_level level, const char *text, void *user) {
+  (void)level;
+  (void)user;
+  if (msgs.n < 16) snprintf(msgs.text[msgs.n++], sizeof msgs.text[0], "%s", text);
+}
+
+static sp_manager *setup_memray(const char *const *ov) {
+  sp_set_message_handler(on_message, NULL);
+  sp_manager *m = sp_manager_create();
+  ASSERT(m);
+  sp_setup_args a = {.overrides = ov};
+  ASSERT_OK(sp_manager_setup(m, &a));
+  return m;
+}
+
+/* One column of the calls of region `name` (its single row), in call order. */
+static int64_t *region_column(const char *file, const char *name, const char *col, long long *n) {
+  long long idx = h5_region_index(file, name), k;
+  ASSERT(idx >= 0);
+  int64_t *ids = h5_i64(file, "/rank_region_index/region_ids", &k);
+  int64_t *off = h5_i64(file, "/rank_region_index/event_offsets", &k);
+  int64_t *cnt = h5_i64(file, "/rank_region_index/event_counts", &k);
+  long long all;
+  int64_t *v = h5_i64(file, col, &all);
+  ASSERT(ids && off && cnt && v);
+  int64_t *out = NULL;
+  for (long long i = 0; i < k; i++)
+    if (ids[i] == idx) {
+      out = malloc((size_t)cnt[i] * sizeof *out);
+      memcpy(out, v + off[i], (size_t)cnt[i] * sizeof *out);
+      *n = cnt[i];
+    }
+  ASSERT(out);
+  free(ids), free(off), free(cnt), free(v);
+  return out;
+}
+
+static size_t usable_of(size_t n) {
+  void *p = malloc(n);
+  size_t u = malloc_usable_size(p);
+  free(p);
+  return u;
+}
+
+static const size_t inner_size[3] = {1000, 30000, 500};
+#define OUTER_SIZE 7000
+
+/* outer { keep X; inner x3 { malloc s_k; free } ; free X } */
+static void nested_work(sp_manager *m) {
+  sp_region warm = sp_region_intern("warm"), outer = sp_region_intern("outer"),
+            inner = sp_region_intern("inner");
+  sp_region_begin(m, warm); /* the thread's first call sets its buffers up */
+  sp_region_end(m, warm);
+  sp_region_begin(m, outer);
+  void *x = malloc(OUTER_SIZE);
+  for (int k = 0; k < 3; k++) {
+    sp_region_begin(m, inner);
+    void *p = malloc(inner_size[k]);
+    memset(p, 1, 8);
+    free(p);
+    sp_region_end(m, inner);
+  }
+  free(x);
+  sp_region_end(m, outer);
+}
+
+SP_TEST(use_memray_per_call_columns_exact) {
+  sp_memory_options probe = SP_MEMORY_OPTIONS_INIT;
+  probe.path = "probe.bin";
+  start_with(&probe); /* skips where a sanitizer owns malloc */
+  stop();
+  const char *ov[] = {"file_path=run.h5", "use_memray=true", NULL};
+  sp_manager *m = setup_memray(ov);
+  ASSERT(sp_memory_active());
+  nested_work(m);
+  ASSERT_OK(sp_manager_finalize(m, NULL, NULL));
+  ASSERT(!sp_memory_active()); /* finalize completes the capture */
+  long long n;
+  int64_t *a = region_column("run.h5", "inner", "/events/mem_alloc_bytes", &n);
+  int64_t *f = region_column("run.h5", "inner", "/events/mem_freed_bytes", &n);
+  int64_t *c = region_column("run.h5", "inner", "/events/mem_alloc_count", &n);
+  int64_t *pk = region_column("run.h5", "inner", "/events/mem_peak_bytes", &n);
+  ASSERT_EQ(n, 3);
+  int64_t max_inner = 0, sum_inner = 0;
+  for (int k = 0; k < 3; k++) {
+    int64_t u = (int64_t)usable_of(inner_size[k]);
+    ASSERT_EQ(a[k], u);
+    ASSERT_EQ(f[k], u);
+    ASSERT_EQ(c[k], 1);
+    ASSERT_EQ(pk[k], u);
+    if (u > max_inner) max_inner = u;
+    sum_inner += u;
+  }
+  free(a), free(f), free(c), free(pk);
+  int64_t ux = (int64_t)usable_of(OUTER_SIZE);
+  a = region_column("run.h5", "outer", "/events/mem_alloc_bytes", &n);
+  f = region_column("run.h5", "outer", "/events/mem_freed_bytes", &n);
+  c = region_column("run.h5", "outer", "/events/mem_alloc_count", &n);
+  pk = region_column("run.h5", "outer", "/events/mem_peak_bytes", &n);
+  ASSERT_EQ(n, 1);
+  ASSERT_EQ(a[0], ux + sum_inner);
+  ASSERT_EQ(f[0], ux + sum_inner);
+  ASSERT_EQ(c[0], 4);
+  ASSERT_EQ(pk[0], ux + max_inner); /* X held while the largest inner block was live */
+  free(a), free(f), free(c), free(pk);
+  char *unit = h5_attr_str("run.h5", "/events/mem_peak_bytes", "units");
+  ASSERT_STR_EQ(unit, "bytes");
+  free(unit);
+  ASSERT_EQ(h5_raw_len("run.h5", "/events/mem_saved_peak"), -1); /* scratch */
+  /* per-region totals: sums, and the largest peak */
+  long long nr;
+  char **names = h5_strings("run.h5", "/rank0/memory/regions", &nr);
+  int64_t *calls = h5_i64("run.h5", "/rank0/memory/calls", &n);
+  int64_t *tb = h5_i64("run.h5", "/rank0/memory/alloc_bytes", &n);
+  int64_t *tp = h5_i64("run.h5", "/rank0/memory/peak_bytes", &n);
+  int found = 0;
+  for (long long i = 0; i < nr; i++)
+    if (!strcmp(names[i], "inner")) {
+      ASSERT_EQ(calls[i], 3);
+      ASSERT_EQ(tb[i], sum_inner);
+      ASSERT_EQ(tp[i], max_inner);
+      found = 1;
+    }
+  ASSERT(found);
+  h5_strings_free(names, nr);
+  free(calls), free(tb), free(tp);
+  ASSERT_GT(h5_raw_len("run.h5", "/rank0/memory/timeline_net_bytes"), 0);
+  char *cap = h5_attr_str("run.h5", "/metadata", "memory_profile");
+  ASSERT_STR_EQ(cap, "run.memray.bin"); /* the seed's default: the suffix replaced */
+  free(cap);
+  /* The capture names the regions and agrees with the columns. */
+  sp_memcap_stats st;
+  sp_memcap *capf = open_capture("run.memray.bin", &st);
+  int inner_id = -1;
+  for (size_t i = 0; i < capf->nregions; i++)
+    if (!strcmp(capf->regions[i].name, "inner")) inner_id = (int)capf->regions[i].id;
+  ASSERT(inner_id > 0);
+  const struct sp_memcap_region_stat *r = region(&st, (uint32_t)inner_id);
+  ASSERT_EQ(r->alloc_bytes, sum_inner);
+  ASSERT_EQ(r->alloc_count, 3);
+  sp__memcap_stats_free(&st);
+  sp__memcap_close(capf);
+  sp_manager_destroy(m);
+}
+
+SP_TEST(use_memray_in_aggregation_mode) {
+  sp_memory_options probe = SP_MEMORY_OPTIONS_INIT;
+  probe.path = "probe.bin";
+  start_with(&probe);
+  stop();
+  const char *ov[] = {"file_path=agg.h5", "use_memray=true", "aggregation_mode=true", NULL};
+  sp_manager *m = setup_memray(ov);
+  nested_work(m);
+  ASSERT_OK(sp_manager_finalize(m, NULL, NULL));
+  long long nr, n;
+  char **names = h5_strings("agg.h5", "/rank0/memory/regions", &nr);
+  int64_t *tb = h5_i64("agg.h5", "/rank0/memory/alloc_bytes", &n);
+  int64_t *tp = h5_i64("agg.h5", "/rank0/memory/peak_bytes", &n);
+  int64_t *tc = h5_i64("agg.h5", "/rank0/memory/alloc_count", &n);
+  int64_t sum = 0, max = 0;
+  for (int k = 0; k < 3; k++) {
+    int64_t u = (int64_t)usable_of(inner_size[k]);
+    sum += u;
+    if (u > max) max = u;
+  }
+  int found = 0;
+  for (long long i = 0; i < nr; i++) {
+    if (!strcmp(names[i], "inner")) {
+      ASSERT_EQ(tb[i], sum);
+      ASSERT_EQ(tp[i], max);
+      ASSERT_EQ(tc[i], 3);
+      found++;
+    }
+    if (!strcmp(names[i], "outer")) {
+      ASSERT_EQ(tc[i], 4);
+      ASSERT_EQ(tp[i], (int64_t)usable_of(OUTER_SIZE) + max);
+      found++;
+    }
+  }
+  ASSERT_EQ(found, 2);
+  h5_strings_free(names, nr);
+  free(tb), free(tp), free(tc);
+  sp_manager_destroy(m);
+}
+
+SP_TEST(use_memray_options_and_warnings) {
+  sp_memory_options probe = SP_MEMORY_OPTIONS_INIT;
+  probe.path = "probe.bin";
+  start_with(&probe);
+  stop();
+  const char *ov[] = {"file_path=w.h5", "use_memray=true", "memray.trace_python_allocators=true",
+                      "memray.native_traces=true", "memray.path=elsewhere.bin", NULL};
+  sp_manager *m = setup_memray(ov);
+  int python = 0;
+  for (int i = 0; i < msgs.n; i++) python += strstr(msgs.text[i], "no Python interpreter") != NULL;
+  ASSERT_EQ(python, 1);
+  phases();
+  ASSERT_OK(sp_manager_finalize(m, NULL, NULL));
+  sp_manager_destroy(m);
+  sp_memcap *c = open_capture("elsewhere.bin", NULL);
+  ASSERT(c->flags & SP_MEMCAP_F_NATIVE);
+  ASSERT(c->nstacks > 0);
+  sp__memcap_close(c);
+  /* a capture path that cannot be created fails the setup, saying why */
+  const char *bad[] = {"file_path=b.h5", "use_memray=true", "memory_profile_path=/nonexistent/x.bin",
+                       NULL};
+  sp_manager *m2 = sp_manager_create();
+  sp_setup_args a = {.overrides = bad};
+  ASSERT_NE(sp_manager_setup(m2, &a), SP_OK);
+  ASSERT_CONTAINS(sp_last_error(), "/nonexistent/x.bin");
+  sp_manager_destroy(m2);
+}
+
+SP_TEST(use_memray_follow_fork_from_the_settings) {
+  sp_memory_options probe = SP_MEMORY_OPTIONS_INIT;
+  probe.path = "probe.bin";
+  start_with(&probe);
+  stop();
+  const char *ov[] = {"file_path=ff.h5", "use_memray=true", "memray_follow_fork=true", NULL};
+  sp_manager *m = setup_memray(ov);
+  pid_t pid = fork_child(0);
+  int status;
+  waitpid(pid, &status, 0);
+  ASSERT(WIFEXITED(status));
+  ASSERT_EQ(WEXITSTATUS(status), 10);
+  ASSERT_OK(sp_manager_finalize(m, NULL, NULL));
+  sp_manager_destroy(m);
+  char child[64];
+  snprintf(child, sizeof child, "ff.memray.bin.%d", (int)pid);
+  sp_memcap_stats s;
+  sp_memcap *c = open_capture(child, &s);
+  ASSERT(c->flags & SP_MEMCAP_F_FORK_CHILD);
+  ASSERT_EQ(region(&s, 77)->alloc_count, 1);
+  sp__memcap_stats_free(&s);
+  sp__memcap_close(c);
 }
 
 int main(int argc, char **argv) { return sp_test_main(argc, argv); }
