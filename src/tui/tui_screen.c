@@ -542,11 +542,18 @@ int sp_tui_run(sp_results *r, const char *path, const sp_filter *f) {
   u.path = path;
   u.utf8 = !strcmp(nl_langinfo(CODESET), "UTF-8");
   u.sel = m.nregs ? m.order[0] : SIZE_MAX;
-  if (!initscr()) {
-    fprintf(stderr, "scope-profiler tui: cannot use the terminal (TERM=%s)\n", getenv("TERM"));
+  /* newterm, not initscr: an unknown TERM is an error we report, not an exit */
+  const char *term = getenv("TERM");
+  SCREEN *scr = newterm(NULL, stdout, stdin);
+  if (!scr) {
+    fprintf(stderr,
+            "scope-profiler tui: cannot drive the terminal TERM=%s (no terminfo entry); try "
+            "TERM=xterm-256color or TERM=vt100\n",
+            term ? term : "(unset)");
     tui_model_free(&m);
     return 2;
   }
+  set_term(scr);
   cbreak();
   noecho();
   keypad(stdscr, TRUE);
@@ -566,6 +573,7 @@ int sp_tui_run(sp_results *r, const char *path, const sp_filter *f) {
     key(&u, ch, &quit);
   }
   endwin();
+  delscreen(scr);
   tui_model_free(&m);
   return 0;
 }
