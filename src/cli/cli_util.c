@@ -301,6 +301,20 @@ void sp_cli_progress_end(struct sp_cli_progress *p) {
 
 /* ---- formatting -------------------------------------------------------------------- */
 
+void sp_cli_fmt_bytes(char *buf, size_t size, int64_t bytes) {
+  static const char *unit[] = {"B", "KiB", "MiB", "GiB", "TiB"};
+  double v = fabs((double)bytes);
+  int u = 0;
+  while (v >= 1024 && u < 4) {
+    v /= 1024;
+    u++;
+  }
+  if (u == 0)
+    snprintf(buf, size, "%lld B", (long long)bytes);
+  else
+    snprintf(buf, size, "%s%.1f %s", bytes < 0 ? "-" : "", v, unit[u]);
+}
+
 void sp_cli_fmt_seconds(char *buf, size_t size, double ns) {
   if (isnan(ns)) snprintf(buf, size, "-");
   else snprintf(buf, size, "%.6g", ns / 1e9);

@@ -82,6 +82,8 @@ void sp_cli_progress_start(struct sp_cli_progress *p, const char *label);
 void sp_cli_progress_cb(void *ctx, uint64_t done, uint64_t total);
 void sp_cli_progress_end(struct sp_cli_progress *p);
 
+/* Bytes with a binary unit: "512 B", "12.3 MiB". */
+void sp_cli_fmt_bytes(char *buf, size_t size, int64_t bytes);
 /* Seconds from nanoseconds with 6 significant digits ("-" for NaN). */
 void sp_cli_fmt_seconds(char *buf, size_t size, double ns);
 /* Display width of UTF-8 text (code points). */

@@ -16,6 +16,7 @@
 #include "cli/cli_util.h"
 #include "cli/cli_opts.h"
 #include "cli/commands.h"
+#include "read/memcap_read.h"
 
 #define CMD "inspect"
 #define CLIP 80
@@ -32,6 +33,10 @@ static const char epilog[] =
     "ovh = % of the region's time that is profiler overhead (calls x the cost of\n"
     "one begin/end pair measured at setup); \"!\" marks calls under 20x that cost.\n"
     "p50/p95/p99 read the region's events; the other columns use summary rows.\n"
+    "alloc, freed, allocs, peak: memory while the region's calls were open (profiles\n"
+    "written with use_memray): bytes allocated and freed, allocations (sums over\n"
+    "calls and ranks) and the largest call's peak of live bytes above its entry;\n"
+    "`--columns memory` shows them with region, calls and total.\n"
     "\n"
     "examples:\n"
     "  scope-profiler inspect profile.h5\n"
@@ -46,15 +51,18 @@ static const char epilog[] =
 
 enum col {
   C_REGION, C_RANKS, C_CALLS, C_TOTAL, C_AVG, C_MIN, C_MAX, C_FIRST, C_LAST, C_STD,
-  C_P50, C_P95, C_P99, C_IMBALANCE, C_OWN, C_OVH, C_NAME, C_COUNT
+  C_P50, C_P95, C_P99, C_IMBALANCE, C_OWN, C_OVH, C_MALLOC, C_MFREED, C_MCOUNT, C_MPEAK, C_NAME,
+  C_COUNT
 };
+#define C_MEMORY C_NAME /* --columns memory: the memory column set, not a column */
 static const char *const col_names[] = {"region", "ranks", "calls", "total", "avg", "min",
                                         "max", "first", "last", "std", "p50", "p95", "p99",
-                                        "imbalance", "own", "ovh", "name"};
+                                        "imbalance", "own", "ovh", "alloc", "freed", "allocs",
+                                        "peak", "name"};
 static const char *const col_heads[] = {"region", "ranks", "calls", "total [s]", "avg [s]",
                                         "min [s]", "max [s]", "first [s]", "last [s]", "std [s]",
                                         "p50 [s]", "p95 [s]", "p99 [s]", "imbalance", "own [s]",
-                                        "ovh %", "region"};
+                                        "ovh %", "alloc", "freed", "allocs", "peak", "region"};
 
 static int col_index(const char *name) {
   for (int i = 0; i < C_COUNT; i++)
@@ -66,6 +74,8 @@ struct row {
   const char *name;
   sp_region_stats s;
   double ovh_ns; /* the file's measured profiler cost per call; NaN unknown */
+  int has_mem;   /* use_memray figures (rank<N>/memory) */
+  int64_t mem[4]; /* alloc, freed, allocs (sums), peak (the largest) */
 };
 
 /* Value of a column for sorting and printing; NaN when unknown. */
@@ -87,6 +97,10 @@ static double col_value(const struct row *r, int c) {
   case C_P99: return s->has_percentiles ? s->p99_ns : NAN;
   case C_IMBALANCE: return s->imbalance;
   case C_OWN: return s->has_own ? (double)s->own_ns : NAN;
+  case C_MALLOC:
+  case C_MFREED:
+  case C_MCOUNT:
+  case C_MPEAK: return r->has_mem ? (double)r->mem[c - C_MALLOC] : NAN;
   /* share of the region's time spent in the profiler: its calls times the
    * cost of one begin/end pair measured at setup */
   case C_OVH:
@@ -103,6 +117,8 @@ static void col_text(const struct row *r, int c, char *buf, size_t size) {
   else if (c == C_RANKS) snprintf(buf, size, "%zu", r->s.ranks);
   else if (c == C_CALLS) snprintf(buf, size, "%llu", (unsigned long long)r->s.count);
   else if (c == C_IMBALANCE) snprintf(buf, size, "%.2f", v);
+  else if (c == C_MCOUNT) snprintf(buf, size, "%lld", (long long)r->mem[2]);
+  else if (c >= C_MALLOC && c <= C_MPEAK) sp_cli_fmt_bytes(buf, size, r->mem[c - C_MALLOC]);
   /* "!": calls so short that the profiler's cost is a large part of them */
   else if (c == C_OVH) snprintf(buf, size, "%.1f%s", v, r->s.mean_ns < 20 * r->ovh_ns ? "!" : "");
   else sp_cli_fmt_seconds(buf, size, v);
@@ -128,11 +144,12 @@ struct opts {
 
 static const char *const sort_keys[] = {"total", "calls", "avg", "min", "max", "first",
                                         "last", "std", "p50", "p95", "p99", "imbalance",
-                                        "own", "name", NULL};
+                                        "own", "alloc", "freed", "allocs", "peak", "name", NULL};
 /* the columns, in enum col order */
 static const char *const column_names[] = {"region", "ranks", "calls", "total", "avg", "min",
                                            "max", "first", "last", "std", "p50", "p95", "p99",
-                                           "imbalance", "own", "ovh", NULL};
+                                           "imbalance", "own", "ovh", "alloc", "freed", "allocs",
+                                           "peak", "memory", NULL};
 
 static const struct sp_cli_opt opt_rows[] = {
     SP_CLI_OPT_FILTERS(struct opts, "ranks to aggregate, e.g. 0,2,4-7 (default: all)"),
@@ -140,8 +157,9 @@ static const struct sp_cli_opt opt_rows[] = {
      .choices = sort_keys, .def = "total", .what = "--sort key"},
     {"--columns", NULL, "COL...", SP_OPT_CHOICES, offsetof(struct opts, columns),
      "region, ranks, calls, total, avg, min, max, first, last, std, p50, p95, p99, imbalance, "
-     "own, ovh\n(default: region ranks calls total avg, and ovh\nfor files that measured the "
-     "profiler's overhead)",
+     "own, ovh, alloc, freed, allocs, peak, or the set memory\n(default: region ranks calls "
+     "total avg, and ovh\nfor files that measured the profiler's overhead, alloc and peak for "
+     "files written with use_memray)",
      .choices = column_names, .what = "column"},
     {"--tree", NULL, NULL, SP_OPT_FLAG, offsetof(struct opts, tree),
      .help = "the call tree with % of the session and (own) rows"},
@@ -226,12 +244,22 @@ static int print_table(sp_results *r, const sp_filter *f, const int *cols, size_
   double ovh_ns = ovh && (ovh->kind == SP_VALUE_FLOAT || ovh->kind == SP_VALUE_INT)
                       ? (ovh->kind == SP_VALUE_FLOAT ? ovh->f : (double)ovh->i)
                       : NAN;
-  /* The default columns gain "ovh %" for files that measured their overhead. */
-  int cols_ovh[C_COUNT * 2 + 1];
-  if (auto_ovh && !isnan(ovh_ns) && ncols < C_COUNT * 2) {
-    memcpy(cols_ovh, cols, ncols * sizeof *cols);
-    cols_ovh[ncols++] = C_OVH;
-    cols = cols_ovh;
+  struct sp_memory_table mt;
+  if (sp__results_memory(r, &mt) != SP_OK) {
+    free(rows);
+    return sp_cli_error(CMD, "%s", sp_last_error());
+  }
+  /* The default columns gain "ovh %" for files that measured their
+   * overhead, and alloc and peak for files with memory figures. */
+  int cols_auto[C_COUNT * 2 + 3];
+  if (auto_ovh && ncols < C_COUNT * 2) {
+    memcpy(cols_auto, cols, ncols * sizeof *cols);
+    if (!isnan(ovh_ns)) cols_auto[ncols++] = C_OVH;
+    if (mt.n) {
+      cols_auto[ncols++] = C_MALLOC;
+      cols_auto[ncols++] = C_MPEAK;
+    }
+    cols = cols_auto;
   }
   struct sp_cli_progress prog;
   sp_cli_progress_start(&prog, "reading events");
@@ -243,12 +271,22 @@ static int print_table(sp_results *r, const sp_filter *f, const int *cols, size_
     if (sp_results_region_stats(r, i, f, flags, &s) != SP_OK) {
       sp_cli_progress_end(&prog);
       free(rows);
+      sp__memory_table_free(&mt);
       return sp_cli_error(CMD, "%s", sp_last_error());
     }
     if (s.ranks == 0) continue; /* not on the selected ranks */
     rows[n].name = name;
     rows[n].s = s;
     rows[n].ovh_ns = ovh_ns;
+    for (size_t k = 0; k < mt.n; k++) {
+      const struct sp_memory_row *x = &mt.rows[k];
+      if (strcmp(x->region, name) || !sp_filter_match_rank(f, x->rank)) continue;
+      rows[n].has_mem = 1;
+      rows[n].mem[0] += x->alloc_bytes;
+      rows[n].mem[1] += x->freed_bytes;
+      rows[n].mem[2] += x->alloc_count;
+      if (x->peak_bytes > rows[n].mem[3]) rows[n].mem[3] = x->peak_bytes;
+    }
     n++;
   }
   sp_cli_progress_end(&prog);
@@ -256,6 +294,7 @@ static int print_table(sp_results *r, const sp_filter *f, const int *cols, size_
   if (n == 0) {
     printf("(no regions match the selected filters)\n");
     free(rows);
+    sp__memory_table_free(&mt);
     return 0;
   }
   qsort(rows, n, sizeof *rows, cmp_rows);
@@ -284,6 +323,7 @@ static int print_table(sp_results *r, const sp_filter *f, const int *cols, size_
     fputc('\n', stdout);
   }
   free(rows);
+  sp__memory_table_free(&mt);
   return 0;
 }
 
@@ -509,7 +549,15 @@ int sp_cmd_inspect(int argc, char **argv) {
     memcpy(cols, def, sizeof def);
     ncols = 5;
   }
-  for (size_t i = 0; i < o.columns.n && ncols < C_COUNT * 2; i++) cols[ncols++] = o.columns.v[i];
+  for (size_t i = 0; i < o.columns.n && ncols < C_COUNT * 2; i++) {
+    if (o.columns.v[i] != C_MEMORY) {
+      cols[ncols++] = o.columns.v[i];
+      continue;
+    }
+    static const int memset_cols[] = {C_REGION, C_CALLS, C_TOTAL, C_MALLOC, C_MFREED, C_MCOUNT, C_MPEAK};
+    for (size_t k = 0; k < sizeof memset_cols / sizeof memset_cols[0] && ncols < C_COUNT * 2; k++)
+      cols[ncols++] = memset_cols[k];
+  }
   for (size_t i = 0; i < ncols; i++) {
     if (cols[i] == C_P50 || cols[i] == C_P95 || cols[i] == C_P99) flags |= SP_STATS_PERCENTILES;
     if (cols[i] == C_OWN) flags |= SP_STATS_OWN;

@@ -58,19 +58,6 @@ static const struct sp_cli_spec spec = {
 
 /*====== Formatting ======*/
 
-static void fmt_bytes(char *buf, size_t size, uint64_t b) {
-  static const char *unit[] = {"B", "KiB", "MiB", "GiB", "TiB"};
-  double v = (double)b;
-  int u = 0;
-  while (v >= 1024 && u < 4) {
-    v /= 1024;
-    u++;
-  }
-  if (u == 0)
-    snprintf(buf, size, "%" PRIu64 " B", b);
-  else
-    snprintf(buf, size, "%.1f %s", v, unit[u]);
-}
 
 static const char *base_name(const char *p) {
   const char *s = strrchr(p, '/');
@@ -194,7 +181,7 @@ static void site_table(FILE *out, const char *title, const sp_memcap *c, sp_symb
   fprintf(out, "  %12s %10s  %-24s %s\n", "bytes", "blocks", "region", "site");
   for (size_t i = 0; i < nr && (!top || i < top); i++) {
     char b[32], site[2048], rb[32];
-    fmt_bytes(b, sizeof b, r[i].bytes);
+    sp_cli_fmt_bytes(b, sizeof b, r[i].bytes);
     fmt_site(site, sizeof site, c, sym, r[i].key, frames);
     fprintf(out, "  %12s %10" PRIu64 "  %-24s %s\n", b, r[i].count,
             region_label(c, r[i].region, rb, sizeof rb), site);
@@ -215,10 +202,10 @@ static void region_table(FILE *out, const sp_memcap *c, const sp_memcap_stats *s
   for (size_t i = 0; i < s->nregions && (!top || i < top); i++) {
     const struct sp_memcap_region_stat *r = &s->regions[i];
     char a[32], f[32], p[32], l[32], rb[32];
-    fmt_bytes(a, sizeof a, r->alloc_bytes);
-    fmt_bytes(f, sizeof f, r->freed_bytes);
-    fmt_bytes(p, sizeof p, r->peak_bytes);
-    fmt_bytes(l, sizeof l, r->end_bytes);
+    sp_cli_fmt_bytes(a, sizeof a, r->alloc_bytes);
+    sp_cli_fmt_bytes(f, sizeof f, r->freed_bytes);
+    sp_cli_fmt_bytes(p, sizeof p, r->peak_bytes);
+    sp_cli_fmt_bytes(l, sizeof l, r->end_bytes);
     const char *name = region_label(c, r->id, rb, sizeof rb);
     fprintf(out, "  %-24s %12s %10" PRIu64 " %12s %12s %12s", name, a, r->alloc_count, f, p, l);
     size_t ri;
@@ -282,20 +269,20 @@ static int summarise(const char *capture, const char *profile, long top, long fr
           (c->flags & SP_MEMCAP_F_NATIVE) ? "yes" : "no");
   sp_cli_fmt_seconds(t, sizeof t, (double)(s.last_ns - s.first_ns));
   fprintf(out, "Duration: %s s\n", t);
-  fmt_bytes(b1, sizeof b1, s.peak_bytes);
+  sp_cli_fmt_bytes(b1, sizeof b1, s.peak_bytes);
   sp_cli_fmt_seconds(t, sizeof t, (double)(s.peak_ns - s.first_ns));
   fprintf(out, "Peak memory: %s (%" PRIu64 " bytes) in %" PRIu64 " blocks, at %s s\n", b1,
           s.peak_bytes, s.peak_count, t);
-  fmt_bytes(b1, sizeof b1, s.alloc_bytes);
-  fmt_bytes(b2, sizeof b2, s.requested_bytes);
+  sp_cli_fmt_bytes(b1, sizeof b1, s.alloc_bytes);
+  sp_cli_fmt_bytes(b2, sizeof b2, s.requested_bytes);
   fprintf(out, "Allocated: %s in %" PRIu64 " allocations (%s requested)\n", b1, s.allocations, b2);
-  fmt_bytes(b1, sizeof b1, s.freed_bytes);
+  sp_cli_fmt_bytes(b1, sizeof b1, s.freed_bytes);
   fprintf(out, "Freed: %s in %" PRIu64 " releases\n", b1, s.frees);
-  fmt_bytes(b1, sizeof b1, s.end_bytes);
+  sp_cli_fmt_bytes(b1, sizeof b1, s.end_bytes);
   fprintf(out, "Never freed: %s in %" PRIu64 " blocks\n", b1, s.end_count);
   sparkline(out, &s);
   if (s.unmatched_frees) {
-    fmt_bytes(b3, sizeof b3, s.unmatched_free_bytes);
+    sp_cli_fmt_bytes(b3, sizeof b3, s.unmatched_free_bytes);
     fprintf(out, "Releases of blocks allocated before the capture: %" PRIu64 " (%s)\n",
             s.unmatched_frees, b3);
   }

@@ -51,7 +51,7 @@ static const char epilog[] =
 struct opts {
   struct sp_cli_strs files, include, exclude, ranks, labels;
   struct sp_cli_choices metrics;
-  const char *out, *x, *title, *flame_ranks;
+  const char *out, *x, *title, *flame_ranks, *memory;
   int palette, quiet;
   long width, max_bars;
 };
@@ -85,6 +85,10 @@ static const struct sp_cli_opt opt_rows[] = {
     {"--max-bars", NULL, "N", SP_OPT_INT, offsetof(struct opts, max_bars),
      "marks per chart before calls are merged further, {range} (default {default})",
      .def = "8000", .lo = 100, .hi = 10000000},
+    {"--memory", NULL, "CAPTURE", SP_OPT_STR, offsetof(struct opts, memory),
+     .help = "an allocation capture of the run (use_memray) for the flame graph of the memory "
+             "live at its peak (default: the profile's own capture, when it is found beside "
+             "the profile)"},
     {"--quiet", "-q", NULL, SP_OPT_FLAG, offsetof(struct opts, quiet),
      .help = "do not list the files written"},
 };
@@ -173,6 +177,7 @@ int sp_cmd_report(int argc, char **argv) {
   ro.title = o.title;
   ro.x_field = o.x;
   ro.flame_ranks = o.flame_ranks;
+  ro.memory = o.memory;
   ro.width = (int)o.width;
   ro.max_bars = (size_t)o.max_bars;
   ro.palette = o.palette;

@@ -148,4 +148,28 @@ typedef struct sp_memcap_stats {
 sp_status sp__memcap_analyze(sp_memcap *c, size_t points, sp_memcap_stats *out);
 void sp__memcap_stats_free(sp_memcap_stats *s);
 
+/*====== A profile's memory figures (read_memgroup.c) ======*/
+
+/* use_memray's rank<N>/memory groups of a profile (docs/file-format.md). */
+struct sp_memory_row {
+  char *region;
+  int64_t rank, calls, alloc_bytes, freed_bytes, alloc_count, peak_bytes;
+};
+struct sp_memory_timeline {
+  int64_t rank;
+  int64_t *end_ns, *net_bytes;
+  size_t n;
+};
+struct sp_memory_table {
+  struct sp_memory_row *rows; /* every rank's, rank by rank */
+  size_t n;
+  struct sp_memory_timeline *timelines;
+  size_t ntimelines;
+};
+struct sp_results;
+/* Every rank's memory group (none: an empty table). SP_ERR_FORMAT when one
+ * is malformed. */
+sp_status sp__results_memory(struct sp_results *r, struct sp_memory_table *out);
+void sp__memory_table_free(struct sp_memory_table *t);
+
 #endif

@@ -39,6 +39,7 @@ struct rp_opts {
   int width;              /* chart width in px */
   size_t max_bars;        /* SVG marks per chart before level-of-detail folding */
   const char *flame_ranks; /* NULL: the lowest selected rank; "all"; or a rank spec */
+  const char *memory;      /* allocation capture for the memory flame graph; NULL: the profile's */
 };
 
 /* ---- the model -------------------------------------------------------------------- */
@@ -305,6 +306,10 @@ struct rp_view_out {
   char *json;             /* the view's entry in the blob; NULL: nothing to show */
 };
 size_t rp_num_views(void);
+/* report_memory.c: the use_memray views (view writers, as in report_views.c). */
+int rp_view_memory(FILE *o, struct rp_model *m, const char *cmd, const char **notes);
+int rp_view_memory_time(FILE *o, struct rp_model *m, const char *cmd, const char **notes);
+int rp_view_memory_peak(FILE *o, struct rp_model *m, const char *cmd, const char **notes);
 /* Fill out[0..rp_num_views()); 0, -1 no memory, 2 an error printed. */
 int rp_views_build(struct rp_model *m, const char *cmd, struct rp_view_out *out);
 void rp_views_free(struct rp_view_out *v, size_t n);

@@ -7,7 +7,9 @@
  *
  * Views here:
  *  - threads: per rank and thread, the calls recorded, the first entry and
- *    the last exit (files that recorded thread ids, track_threads).
+ *    the last exit (files that recorded thread ids, track_threads);
+ *  - memory, memory_time, memory_peak: use_memray's figures
+ *    (report_memory.c).
  */
 #include <stdlib.h>
 #include <string.h>
@@ -69,6 +71,9 @@ struct rp_view {
 
 static const struct rp_view views[] = {
     {"threads", "Threads", view_threads},
+    {"memory", "Memory by region", rp_view_memory},
+    {"memory_time", "Memory over time", rp_view_memory_time},
+    {"memory_peak", "Memory live at the peak: flame graph", rp_view_memory_peak},
 };
 
 size_t rp_num_views(void) { return sizeof views / sizeof views[0]; }

@@ -5,7 +5,8 @@
 # console errors, data-bars = bars in the DOM (= the golden counts for the
 # 4-rank input), a click highlights a region everywhere, the rank selector,
 # wheel zoom / drag pan, table sorting, the views drawn from the JSON blob
-# (the demo records threads: its threads view must be there). Screenshots are saved as test
+# (the demo records threads: its threads view must be there; the demo with
+# use_memray has the three memory views). Screenshots are saved as test
 # artifacts in $SP_BUILD/test-artifacts/report-*.png.
 #
 # Inputs: (a) the demo (examples/sim --steps 20), (b) a 4-rank schema-2 file
@@ -45,6 +46,26 @@ SCOPE_PROFILER_FILE_PATH=demo.h5 SCOPE_PROFILER_TRACK_THREADS=1 OMP_NUM_THREADS=
 # shellcheck disable=SC2046
 "$PY" "$CHECK" report/report.html --screenshot "$art/report-demo.png" --expect-view threads \
   --expect $(svg_counts report)
+
+echo "== (a2) the demo with use_memray (the interposer preloaded, native stacks)"
+lib="$SP_BUILD/src/memory/libscope_profiler_memory.so"
+if [[ -f $lib ]]; then
+  mkdir "$work/memray"
+  cd "$work/memray"
+  LD_PRELOAD="$lib" SCOPE_PROFILER_FILE_PATH=mem.h5 SCOPE_PROFILER_USE_MEMRAY=1 \
+    SCOPE_PROFILER_MEMRAY_NATIVE_TRACES=1 OMP_NUM_THREADS=2 "$SP_BUILD/examples/sim" --steps 5 --quiet
+  "$SP" report mem.h5 -o report -q # finds mem.memray.bin beside the profile
+  "$PY" "$CHECK" report/report.html --screenshot "$art/report-memray.png" --expect-view memory \
+    --expect-view memory_time --expect-view memory_peak
+  n=$("$PY" - <<'PY'
+import json, re
+html = open("report/report.html").read()
+blob = re.search(r'<script type="application/json" id="sp-data">(.*?)</script>', html, re.S).group(1)
+print(len(json.loads(blob)["views"]["memory_peak"]["nodes"]))
+PY
+)
+  [[ $n -gt 3 ]] || { echo "FAIL: the memory flame graph has $n boxes"; exit 1; }
+fi
 
 echo "== (b) a 4-rank schema-2 file (h5py)"
 mkdir "$work/mpi4"

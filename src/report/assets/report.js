@@ -245,9 +245,124 @@
 
   /* ---- views: sections drawn from data.views ---------------------------------- */
 
+  /* "bytes" cells and axes: KiB, MiB, ... with three significant digits. */
+  function fmtBytes(v) {
+    const units = ['B', 'KiB', 'MiB', 'GiB', 'TiB'];
+    let x = Math.abs(v);
+    let u = 0;
+    while (x >= 1024 && u < units.length - 1) {
+      x /= 1024;
+      u++;
+    }
+    return (v < 0 ? '-' : '') + (u ? String(parseFloat(x.toPrecision(3))) : String(x)) + ' ' + units[u];
+  }
+
+  /* A view {x_unit: "s", y_unit: "bytes", series: [{label, rank, points: [[x, y]...]}]}:
+   * one line per series on shared axes; the rank selector hides other ranks' lines. */
+  function renderSeries(view, body) {
+    const W = 1000;
+    const H = 260;
+    const L = 80;
+    const B = 30;
+    let x0 = Infinity;
+    let x1 = -Infinity;
+    let y0 = 0;
+    let y1 = 0;
+    view.series.forEach((s) => s.points.forEach((p) => {
+      x0 = Math.min(x0, p[0]);
+      x1 = Math.max(x1, p[0]);
+      y0 = Math.min(y0, p[1]);
+      y1 = Math.max(y1, p[1]);
+    }));
+    if (!(x1 > x0)) x1 = x0 + 1;
+    if (!(y1 > y0)) y1 = y0 + 1;
+    const px = (x) => L + (x - x0) / (x1 - x0) * (W - L - 10);
+    const py = (y) => 10 + (1 - (y - y0) / (y1 - y0)) * (H - B - 10);
+    const svg = el('svg', { class: 'view-plot series', viewBox: '0 0 ' + W + ' ' + H, width: W, height: H });
+    for (let k = 0; k <= 4; k++) {
+      const y = y0 + (y1 - y0) * k / 4;
+      svg.appendChild(el('line', { x1: L, x2: W - 10, y1: py(y), y2: py(y), stroke: '#e3e7ea' }));
+      svg.appendChild(el('text', { x: L - 6, y: py(y) + 4, 'text-anchor': 'end', 'font-size': 11 },
+        view.y_unit === 'bytes' ? fmtBytes(y) : String(parseFloat(y.toPrecision(3)))));
+      const x = x0 + (x1 - x0) * k / 4;
+      svg.appendChild(el('text', { x: px(x), y: H - 10, 'text-anchor': 'middle', 'font-size': 11 },
+        String(parseFloat(x.toPrecision(4))) + ' ' + view.x_unit));
+    }
+    const colours = ['#1f77b4', '#d62728', '#2ca02c', '#9467bd', '#ff7f0e', '#8c564b'];
+    view.series.forEach((s, i) => {
+      const pts = s.points.map((p) => px(p[0]).toFixed(1) + ',' + py(p[1]).toFixed(1)).join(' ');
+      const line = el('polyline', { points: pts, fill: 'none', stroke: colours[i % colours.length],
+        'stroke-width': 1.5, 'data-rank': String(s.rank) });
+      line.appendChild(el('title', {}, s.label));
+      svg.appendChild(line);
+    });
+    const wrap = html('div', { class: 'chart-wrap' });
+    wrap.appendChild(svg);
+    body.appendChild(wrap);
+  }
+
+  /* A view {unit: "bytes", nodes: [[parent, label, value, ri]...]} with parents
+   * first: a flame graph, outermost at the top, widths = value, boxes of
+   * region ri coloured like the report's regions (class r<ri>, data-ri).
+   * Not an svg.chart: the page's chart checks count marks of the C side. */
+  function renderFlamegraph(view, body) {
+    const W = 1000;
+    const ROW = 18;
+    const nodes = view.nodes.map((n) => ({ parent: n[0], label: n[1], value: n[2], ri: n[3], kids: [] }));
+    nodes.forEach((n, i) => {
+      if (n.parent >= 0) nodes[n.parent].kids.push(i);
+    });
+    const total = nodes.length ? nodes[0].value : 0;
+    let depth = 0;
+    const place = (i, x, d) => {
+      const n = nodes[i];
+      n.x = x;
+      n.w = total > 0 ? n.value / total * W : 0;
+      n.d = d;
+      depth = Math.max(depth, d + 1);
+      n.kids.sort((a, b) => nodes[b].value - nodes[a].value);
+      let at = x;
+      n.kids.forEach((k) => {
+        place(k, at, d + 1);
+        at += nodes[k].w;
+      });
+    };
+    if (nodes.length) place(0, 0, 0);
+    const svg = el('svg', { class: 'view-plot flamegraph', viewBox: '0 0 ' + W + ' ' + depth * ROW,
+      width: W, height: depth * ROW });
+    const path = (i) => (nodes[i].parent >= 0 ? path(nodes[i].parent) + ' › ' : '') + nodes[i].label;
+    nodes.forEach((n, i) => {
+      if (n.w < 0.2) return;
+      const g = el('g', n.ri >= 0 ? { 'data-ri': String(n.ri) } : {});
+      const attrs = { class: n.ri >= 0 ? 'fbox r' + n.ri : 'fbox', x: n.x.toFixed(2),
+        y: n.d * ROW + 1, width: Math.max(n.w - 0.5, 0.5).toFixed(2), height: ROW - 2 };
+      if (n.ri < 0) attrs.fill = '#c8ccd0';
+      const r = el('rect', attrs);
+      r.appendChild(el('title', {}, path(i) + ' — ' + fmtBytes(n.value) + ' (' +
+        (total > 0 ? (100 * n.value / total).toPrecision(3) : 0) + '%)'));
+      g.appendChild(r);
+      if (n.w > 40) {
+        const chars = Math.floor((n.w - 6) / 6.5);
+        const t = n.label.length > chars ? n.label.slice(0, Math.max(chars - 1, 1)) + '…' : n.label;
+        const ta = { x: (n.x + 3).toFixed(2), y: n.d * ROW + 13, 'font-size': 11, 'pointer-events': 'none' };
+        if (n.ri >= 0) ta.class = 't' + n.ri;
+        g.appendChild(el('text', ta, t));
+      }
+      svg.appendChild(g);
+    });
+    const p = html('p', { class: 'notes' }, 'Live at the peak: ' + fmtBytes(view.peak_bytes) +
+      ', ' + String(parseFloat(view.peak_s.toPrecision(6))) + ' s from the first region entry (capture ' +
+      view.capture + ').');
+    body.appendChild(p);
+    const wrap = html('div', { class: 'chart-wrap' });
+    wrap.appendChild(svg);
+    body.appendChild(wrap);
+  }
+
   function fmtCell(v, unit) {
     if (v === null || v === undefined) return '-';
     if (unit === 'ns') return String(parseFloat((v / 1e9).toPrecision(6)));
+    if (unit === 'bytes') return fmtBytes(v);
     if (typeof v === 'number' && !Number.isInteger(v)) return String(parseFloat(v.toPrecision(6)));
     return String(v);
   }
@@ -279,7 +394,7 @@
     body.appendChild(t);
   }
 
-  const renderers = { table: renderTable };
+  const renderers = { table: renderTable, series: renderSeries, flamegraph: renderFlamegraph };
 
   all('section.view[data-view]').forEach((sec) => {
     const id = sec.getAttribute('data-view');
