@@ -121,6 +121,8 @@ typedef struct sp_problem_counts {
   uint64_t invalid_regions; /* begin/end with an invalid region handle */
   uint64_t dropped_events;  /* events lost because memory ran out */
   uint64_t open_at_finalize;/* calls still open at the last finalize */
+  uint64_t left_open;       /* calls whose end never came: closed by an enclosing end (the
+                             * session's) or when the run was cut short */
 } sp_problem_counts;
 SP_API sp_problem_counts sp_manager_problems(const sp_manager *m);
 
@@ -217,6 +219,32 @@ SP__INLINE int sp_scope_end(sp_scope *s) {
   return sp__end(s->m, s->r);
 }
 SP__INLINE void sp_scope_cleanup(sp_scope *s) { (void)sp_scope_end(s); }
+
+/*====== Parents on another thread ======*/
+
+/* A thread's innermost open call, captured to become the parent of the calls
+ * another thread begins at depth 0. OpenMP parallel regions do this by
+ * themselves (a worker's calls hang under the call that opened the region;
+ * docs/reliability.md says which runtimes); thread pools and task runtimes
+ * use the pair below: capture on the thread that hands out the work, adopt on
+ * the thread that runs it. Such a child is stored with the parent's call id
+ * as its parent id and its own thread in events/thread_ids; the parent's
+ * exclusive time is not reduced by it. */
+typedef struct sp_context {
+  uint32_t gen;  /* the manager it belongs to; 0: no context */
+  uint32_t ctx;
+  uint32_t slot;
+  uint32_t reserved;
+} sp_context;
+
+/** The calling thread's innermost open call on `m` (or, when none is open,
+ * the context it adopted itself); a zero context when there is neither. Not
+ * for the hot path: it takes a lock the first time a call is captured. */
+SP_API sp_context sp_context_capture(sp_manager *m);
+/** From now on, calls the calling thread begins at depth 0 on `m` get the
+ * context's call as their parent, until it adopts another one; adopt a
+ * zeroed context to stop. A context of another manager is ignored. */
+SP_API void sp_context_adopt(sp_manager *m, sp_context c);
 
 /*====== User-level tasks (track_async) ======*/
 

@@ -136,7 +136,7 @@ run_tsan() {
   local b="$dir/build-tsan" t fail=0
   configure "$b" thread || return 1
   local tests=()
-  for t in test-core test-modes test-async test-stream test-gpu test-nvtx; do
+  for t in test-core test-modes test-async test-stream test-gpu test-nvtx test-tree; do
     [[ -f "$root/tests/unit/$t.c" ]] && tests+=("$t")
   done
   build "$b" "${tests[@]}" || return 1

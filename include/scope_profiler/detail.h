@@ -102,6 +102,13 @@ struct sp__thread {
   uint64_t *stack;      /* indices into ev of the open calls (or ghosts) */
   uint32_t depth;       /* open calls */
   uint32_t stack_cap;
+  /* What the inlined path compares depth with. stack_lim is stack_cap, or 0
+   * while a thread that adopted a context from another thread (an OpenMP
+   * worker, sp_context_adopt) is at depth 0, so its depth-0 begin goes out of
+   * line to take its cross-thread parent; end_floor is 1 on such a thread, so
+   * the end of its depth-0 call goes out of line to re-arm it, else 0. */
+  uint32_t stack_lim;
+  uint32_t end_floor;
   /* aggregation mode: open calls (end = time of completed children; a
    * ghost has region 0 and its region in depth), and the accumulators */
   struct sp__event *open;
@@ -115,6 +122,11 @@ struct sp__hot {
   uint32_t state;
   uint32_t slot; /* index into sp__tls */
   uint32_t gen;  /* unique per live manager lifetime; 0 never matches */
+  /* Region ids 1..nregions are live: a copy of the process-wide count, kept
+   * here because the inlined path checks every handle against it and this
+   * line is read anyway. A stale (smaller) value only sends a valid handle
+   * out of line, which refreshes it. */
+  uint32_t nregions;
   /* Opt-in regions known to be disabled on this manager: one bit per region
    * id, set by the slow path once decided, so later calls of a disabled
    * region cost a load and a bit test. */
@@ -140,17 +152,22 @@ SP__INLINE int sp__ext_plain(const struct sp__hot *h, uint32_t r) {
   return r < nbits && ((bits[r >> 6] >> (r & 63)) & 1);
 }
 
-/* 1 when `r` is an opt-in region already known to be disabled on h. */
+/* 1 when `r` is an opt-in region already known to be disabled on h. The
+ * size is loaded first: the writer stores a grown array before its size, so a
+ * reader that sees the new size also sees the new array, while one that sees
+ * the old size reads inside either array (retired arrays are kept). */
 SP__INLINE int sp__optin_off(const struct sp__hot *h, uint32_t r) {
   uint32_t id = r & ~SP__REGION_SLOW_BIT;
 #if defined(__GNUC__)
-  const uint64_t *bits = __atomic_load_n(&h->optin_off, __ATOMIC_ACQUIRE);
   uint32_t nbits = __atomic_load_n(&h->optin_nbits, __ATOMIC_ACQUIRE);
+  const uint64_t *bits = __atomic_load_n(&h->optin_off, __ATOMIC_ACQUIRE);
+  /* the word is set with an atomic or: read it atomically (a plain load) */
+  return id < nbits && ((__atomic_load_n(&bits[id >> 6], __ATOMIC_RELAXED) >> (id & 63)) & 1);
 #else
   const uint64_t *bits = h->optin_off;
   uint32_t nbits = h->optin_nbits;
-#endif
   return id < nbits && ((bits[id >> 6] >> (id & 63)) & 1);
+#endif
 }
 
 /* A thread's record on manager slot s is t[s], valid while gen[s] equals the
@@ -238,19 +255,40 @@ SP__INLINE int sp__agg_end(void *m, const struct sp__hot *h, uint32_t r) {
   return 0;
 }
 
+/* 1 for a live handle without the opt-in bit: one compare covers the
+ * invalid handle 0, handles never interned and opt-in handles (whose high bit
+ * puts them past any count). */
+SP__INLINE int sp__plain_region(const struct sp__hot *h, uint32_t r) {
+#if defined(__GNUC__)
+  return r - 1u < __atomic_load_n(&h->nregions, __ATOMIC_RELAXED);
+#else
+  return r - 1u < h->nregions;
+#endif
+}
+
+/* Dispatch of a begin (an end is the same, except that its handle is
+ * checked against the call it closes instead):
+ *   state OFF                      -> return 0
+ *   opt-in handle, known disabled  -> return 0
+ *   EXT, plain handle no extension takes -> as without EXT
+ *   AGGREGATE, plain handle        -> sp__agg_begin (inline)
+ *   TIMELINE, plain handle         -> inline below, unless the thread is new,
+ *                                     its buffer is full or it is armed
+ *   anything else (SLOW, opt-in, invalid handle) -> sp__begin_slow */
 SP__INLINE int sp__begin(void *m, uint32_t r) {
   const struct sp__hot *h = (const struct sp__hot *)m;
   uint32_t state = sp__state(h);
   /* Off first: a deactivated run pays one compare and one branch. */
   if (state == SP__STATE_OFF) return 0;
-  if (SP__UNLIKELY(state != SP__STATE_TIMELINE || (r & SP__REGION_SLOW_BIT) || r == 0)) {
+  int plain = sp__plain_region(h, r);
+  if (SP__UNLIKELY(state != SP__STATE_TIMELINE || !plain)) {
     if ((r & SP__REGION_SLOW_BIT) && sp__optin_off(h, r)) return 0;
-    if ((state & SP__STATE_EXT) && sp__ext_plain(h, r)) state &= ~SP__STATE_EXT;
-    if (state == SP__STATE_AGGREGATE && !(r & SP__REGION_SLOW_BIT) && r) return sp__agg_begin(m, h, r);
-    if (state != SP__STATE_TIMELINE || (r & SP__REGION_SLOW_BIT) || r == 0) return sp__begin_slow(m, r);
+    if ((state & SP__STATE_EXT) && plain && sp__ext_plain(h, r)) state &= ~SP__STATE_EXT;
+    if (plain && state == SP__STATE_AGGREGATE) return sp__agg_begin(m, h, r);
+    if (state != SP__STATE_TIMELINE || !plain) return sp__begin_slow(m, r);
   }
   struct sp__thread *t = sp__tls.t[h->slot];
-  if (SP__UNLIKELY(sp__tls.gen[h->slot] != h->gen || t->n == t->cap || t->depth == t->stack_cap))
+  if (SP__UNLIKELY(sp__tls.gen[h->slot] != h->gen || t->n == t->cap || t->depth >= t->stack_lim))
     return sp__begin_slow(m, r);
   uint64_t i = t->n++;
   struct sp__event *ev = &t->ev[i];
@@ -274,7 +312,7 @@ SP__INLINE int sp__end(void *m, uint32_t r) {
   }
   uint64_t now = sp__ticks();
   struct sp__thread *t = sp__tls.t[h->slot];
-  if (SP__UNLIKELY(sp__tls.gen[h->slot] != h->gen || t->depth == 0)) return sp__end_slow(m, r);
+  if (SP__UNLIKELY(sp__tls.gen[h->slot] != h->gen || t->depth <= t->end_floor)) return sp__end_slow(m, r);
   uint64_t i = t->stack[t->depth - 1];
   if (SP__UNLIKELY(i & SP__GHOST_BIT)) return sp__end_slow(m, r);
   struct sp__event *ev = &t->ev[i];

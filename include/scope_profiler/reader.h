@@ -233,11 +233,16 @@ SP_API sp_status sp_results_region_rank_stats(sp_results *r, size_t region, int6
 
 typedef struct sp_call {
   int64_t start_ns, end_ns;
-  int64_t parent; /* index of the parent call in the same array; -1: a root */
+  int64_t parent; /* index of the parent call in the same lane; -1: a root of its lane */
   int64_t thread; /* -1 when threads were not recorded */
   int64_t task;   /* -1 outside an async task or when tasks were not recorded */
   uint32_t region;
-  uint32_t depth;
+  uint32_t depth; /* within its lane */
+  /* A root of its lane whose parent ran on another thread (an OpenMP worker's
+   * call under the call that opened the parallel region): that call's index,
+   * which may come later in the array; else -1. Lane parents and depths
+   * ignore it, so lanes stay properly nested; call-path trees follow it. */
+  int64_t xparent;
 } sp_call;
 
 /** Nest calls given their intervals, exactly as upstream's flame chart does:
@@ -257,13 +262,18 @@ SP_API sp_status sp_call_stack_build(sp_call *calls, size_t n, size_t *overlaps)
 SP_API sp_status sp_results_call_stack(sp_results *r, int64_t rank, const sp_filter *f,
                                        sp_call **calls, size_t *n, size_t *overlaps);
 
-/* A call tree merged by call path (region under region), over ranks. */
+/* A call tree merged by call path (region under region), over ranks. The
+ * path of a call with a parent on another thread goes through that parent. */
 typedef struct sp_tree_node {
   uint32_t region;
   int64_t parent;       /* node index; -1 for a root */
   uint64_t count;
-  int64_t total_ns;     /* inclusive */
-  int64_t children_ns;  /* time of direct child calls */
+  int64_t total_ns;     /* inclusive, summed over calls (and threads) */
+  int64_t children_ns;  /* time of direct child calls on the same thread: the
+                         * node's own time is total_ns - children_ns */
+  int64_t wall_ns;      /* time covered by its calls (per rank, summed), so
+                         * calls of several threads at once count once */
+  uint32_t threads;     /* most threads of one rank that ran its calls */
 } sp_tree_node;
 
 /** Merge the call stacks of the selected ranks into a call-path tree. Nodes

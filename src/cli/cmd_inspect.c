@@ -340,11 +340,20 @@ struct tree_ctx {
   char prefix[1024];
 };
 
+/* What a node's % measures: its total, or for calls of several threads the
+ * time they covered, so a region that ran on 8 threads at once for the whole
+ * session shows 100%, not 800%. */
+static double node_share(const sp_tree_node *x) {
+  return x->threads > 1 && x->wall_ns > 0 ? (double)x->wall_ns : (double)x->total_ns;
+}
+
+/* `share` is what the % column measures: the time the calls covered, so a
+ * region that ran on 8 threads at once for the whole session shows 100%. */
 static void tree_line(const struct tree_ctx *t, const char *label, const char *calls, double total,
-                      double avg) {
+                      double avg, double share) {
   char line[2048], pct[32], tot[64], av[64];
   snprintf(line, sizeof line, "%s%s", t->prefix, label);
-  snprintf(pct, sizeof pct, "%.1f%%", t->denom > 0 ? 100.0 * total / t->denom : 0.0);
+  snprintf(pct, sizeof pct, "%.1f%%", t->denom > 0 ? 100.0 * share / t->denom : 0.0);
   sp_cli_fmt_seconds(tot, sizeof tot, total);
   sp_cli_fmt_seconds(av, sizeof av, avg);
   sp_cli_pad(stdout, line, t->name_w, 0);
@@ -356,6 +365,7 @@ static void tree_line(const struct tree_ctx *t, const char *label, const char *c
 /* Widest "prefix + name" in the subtree. */
 static size_t tree_width(const struct tree_ctx *t, size_t node, size_t indent) {
   size_t w = indent + sp_cli_width(sp_results_region_name(t->r, t->nodes[node].region));
+  if (t->nodes[node].threads > 1) w += (size_t)snprintf(NULL, 0, " [%u threads]", t->nodes[node].threads);
   if (t->nkids[node] && indent + 3 + 5 > w) w = indent + 3 + 5;
   for (size_t k = 0; k < t->nkids[node]; k++) {
     size_t c = tree_width(t, t->kids[node][k], indent + 3);
@@ -369,7 +379,9 @@ static void tree_print(struct tree_ctx *t, size_t node, const char *branch, cons
   char label[1200], calls[32];
   snprintf(label, sizeof label, "%s%s", branch, sp_results_region_name(t->r, x->region));
   snprintf(calls, sizeof calls, "%llu", (unsigned long long)x->count);
-  tree_line(t, label, calls, (double)x->total_ns, (double)x->total_ns / (double)x->count);
+  if (x->threads > 1) /* summed over threads: say over how many */
+    snprintf(label + strlen(label), sizeof label - strlen(label), " [%u threads]", x->threads);
+  tree_line(t, label, calls, (double)x->total_ns, (double)x->total_ns / (double)x->count, node_share(x));
   size_t plen = strlen(t->prefix);
   if (plen + strlen(cont) + 8 >= sizeof t->prefix) return;
   strcat(t->prefix, cont);
@@ -377,7 +389,9 @@ static void tree_print(struct tree_ctx *t, size_t node, const char *branch, cons
   if (nk) {
     /* the parent's time outside its children comes first */
     snprintf(label, sizeof label, "%s(own)", "├─ ");
-    tree_line(t, label, "", (double)(x->total_ns - x->children_ns), -1);
+    /* own time summed over threads: its share scaled like the node's */
+    double own = (double)(x->total_ns - x->children_ns);
+    tree_line(t, label, "", own, -1, x->total_ns > 0 ? own * node_share(x) / (double)x->total_ns : own);
   }
   for (size_t k = 0; k < nk; k++)
     tree_print(t, t->kids[node][k], k + 1 == nk ? "└─ " : "├─ ", k + 1 == nk ? "   " : "│  ");
@@ -421,7 +435,7 @@ static int print_tree(sp_results *r, const sp_filter *f) {
       t.kids[p][t.nkids[p]++] = i;
     } else {
       roots[nroots++] = i;
-      roots_total += (double)t.nodes[i].total_ns;
+      roots_total += node_share(&t.nodes[i]);
       if (!strcmp(sp_results_region_name(r, t.nodes[i].region), "scope_profiler.session")) {
         session += (double)t.nodes[i].total_ns;
         has_session = 1;

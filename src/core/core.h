@@ -69,6 +69,60 @@ int sp__region_has_opt_in(uint32_t id);
 /* JSON list text of the region's tags ("[]" when none); malloc'd. */
 char *sp__region_tags_json(uint32_t id);
 
+/*====== Cross-thread parents (context.c) ======*/
+
+/* A context: the innermost open call of one thread, captured so that calls
+ * another thread begins at depth 0 get it as their parent (an OpenMP worker's
+ * calls under the call that opened the parallel region; sp_context_adopt).
+ * Events mark both ends in their depth field, which has room to spare:
+ *   SP__DEPTH_XPARENT  a depth-0 call whose parent is context (depth & MASK)
+ *   SP__DEPTH_TARGET   a call that was innermost when a context was captured
+ * A snapshot pass that meets a target gives its call id to the contexts taken
+ * of it; calls with a cross-thread parent are emitted with parent id
+ * SP__XPARENT_ID(k) and resolved once every thread's pass is done. */
+#define SP__DEPTH_XPARENT 0x80000000u
+#define SP__DEPTH_TARGET 0x40000000u
+/* A call that never ended: closed at the instant the run was cut short (a
+ * termination signal, the exit hook, a crash) or by an enclosing end (the
+ * session's); its call id goes to the file's cut_short_call_ids. */
+#define SP__DEPTH_CUT 0x20000000u
+#define SP__DEPTH_MASK 0x1fffffffu
+#define SP__XPARENT_ID(k) (-2 - (int64_t)(k))
+static inline uint32_t sp__ev_depth(uint32_t d) { return d & SP__DEPTH_XPARENT ? 0 : d & SP__DEPTH_MASK; }
+
+struct sp_xctx {
+  uint64_t start;        /* the captured call: begin tick, */
+  uint32_t thread, depth; /* thread index and depth */
+  int64_t id;            /* its call id once a pass met it, else -1 */
+};
+#define SP__XCTX_CHUNK 1024u
+#define SP__XCTX_CHUNKS 4096u
+
+/* Recompute what the inlined path compares depth with (detail.h), after the
+ * depth or the adoption of the calling thread changed. */
+struct sp_thread_rec;
+void sp__thread_rearm(struct sp_manager *m, struct sp_thread_rec *t);
+/* The depth field of a call begun at depth 0 by the calling thread: its
+ * adopted context, or 0. */
+uint32_t sp__xparent_depth(struct sp_manager *m);
+/* A pass met target event (thread, start, depth) and gave it call id `id`. */
+void sp__xctx_resolve(struct sp_manager *m, uint32_t thread, uint64_t start, uint32_t depth, int64_t id);
+/* The parent id for a placeholder SP__XPARENT_ID(k): the captured call's id,
+ * or -1 when it is unknown. Any other value is returned as it is. */
+int64_t sp__xctx_parent(const struct sp_manager *m, int64_t pid);
+/* Capture the calling thread's innermost open call on m: context index + 1,
+ * or 0 when it has none. */
+uint32_t sp__xctx_capture(struct sp_manager *m);
+void sp__xctx_free(struct sp_manager *m);
+/* Make context ctx (index + 1; 0: none) of the manager generation `gen` the
+ * calling thread's adopted one on m. */
+void sp__adopt(struct sp_manager *m, uint32_t gen, uint32_t ctx);
+void sp__adopted_get(const struct sp_manager *m, uint32_t *gen, uint32_t *ctx);
+/* Teams seen by the OpenMP hooks: the largest team size (for metadata). */
+int sp__omp_max_team(void);
+/* "gomp", "ompt" or "none": how OpenMP parallel regions are followed. */
+const char *sp__omp_hook(void);
+
 /*====== Threads and tasks ======*/
 
 struct sp_thread_rec;
@@ -139,8 +193,12 @@ typedef struct sp_thread_rec {
   uint32_t ext_acc_cap;  /* regions */
   /* nonzero while the buffers sp_ext_current_region() reads are replaced */
   volatile uint32_t busy;
+  /* the last context captured of this thread (a cache: the same call is
+   * captured again at every parallel region it opens) */
+  uint64_t xcap_i, xcap_start;
+  uint32_t xcap_ctx;
   /* problems, counted without atomics by the owning thread */
-  uint64_t unmatched_ends, invalid_regions, dropped_events, task_migrations;
+  uint64_t unmatched_ends, invalid_regions, dropped_events, task_migrations, left_open;
 } sp_thread_rec;
 
 /*====== Extensions (ext.c) ======*/
@@ -252,6 +310,16 @@ struct sp_manager {
   uint64_t buf_bytes;    /* bytes held by event buffers (atomic) */
   struct sp_task **tasks;
   uint32_t ntasks, tasks_cap;
+  /* cross-thread contexts (context.c): chunks never move, so passes read
+   * them without the lock; new ones are added under `lock` */
+  struct sp_xctx *xctx[SP__XCTX_CHUNKS];
+  uint32_t nxctx;
+  uint32_t *xctx_open; /* contexts whose call no pass has met yet */
+  size_t nxctx_open, xctx_open_cap;
+  /* call ids of the calls of this run closed without their end (cut short),
+   * gathered by the passes (snapshot.c, the stream writer) */
+  int64_t *cut_ids;
+  size_t ncut, cut_cap;
 };
 
 static inline int64_t sp__ext_out_value(const struct sp_manager *m, const int64_t *row, int k, double ns_per_tick) {
@@ -267,6 +335,16 @@ static inline uint32_t sp__event_lane(const struct sp_manager *m, const sp_threa
   if (m->lane_col < 0) return 0;
   return (uint32_t)(t->cols[i * (uint64_t)m->ext_stride + (uint64_t)m->lane_col] + 1);
 }
+
+/* End region r on the calling thread, first closing (at the same instant,
+ * marked cut short, counted as left open) every call still open inside it:
+ * the session's end, so that one missing end does not lose the root. */
+int sp__end_closing(struct sp_manager *m, uint32_t r);
+/* A run cut short at tick1 (why: "SIGTERM", "exit", ...): every call still
+ * open on every thread ends there, marked cut short. */
+void sp__cut_open_calls(struct sp_manager *m, uint64_t tick1);
+/* A pass met a call marked cut short. */
+void sp__cut_note(struct sp_manager *m, int64_t id);
 
 /* Registers the calling thread with `m` (slow path); NULL when out of memory. */
 sp_thread_rec *sp__thread_attach(struct sp_manager *m);

@@ -24,7 +24,7 @@
 #include "scope_profiler/results.h"
 
 static struct sp_manager sp__default_manager = {
-    .hot = {SP__STATE_OFF, 0, 0},
+    .hot = {.state = SP__STATE_OFF},
     .lock = PTHREAD_MUTEX_INITIALIZER,
     .fin_lock = PTHREAD_MUTEX_INITIALIZER,
     .is_default = 1,
@@ -55,10 +55,7 @@ static void exit_hook(void) {
   if (sp__mpi_ops && sp__mpi_ops->in_use()) return;
   for (int i = 0; i < SP__MAX_MANAGERS; i++) {
     struct sp_manager *m = sp__live_manager(i);
-    if (m && m->exit_hook && m->run_active) {
-      sp_finalize_args fa = {0};
-      (void)sp_manager_finalize(m, &fa, NULL);
-    }
+    if (m && m->exit_hook && m->run_active) (void)sp__finalize_cut(m, "exit");
   }
 }
 static void register_atexit(void) { atexit(exit_hook); }
@@ -102,6 +99,9 @@ static void drop_inherited(struct sp_manager *m) {
 }
 
 static void set_live(struct sp_manager *m, int on) {
+  /* The registry's count first, then live (regions.c updates live managers,
+   * and the slow path catches up with any count interned in between). */
+  if (on) __atomic_store_n(&m->hot.nregions, sp__region_max_id(), __ATOMIC_RELEASE);
   pthread_mutex_lock(&live_lock);
   for (int i = 0; i < SP__MAX_MANAGERS; i++) {
     if (on && !live[i]) {
@@ -160,9 +160,11 @@ void sp_manager_destroy(sp_manager *m) {
   sp__stream_close(m);
   sp__threads_free(m);
   sp__tasks_free(m);
+  sp__xctx_free(m);
   if (m->have_cfg) sp__config_free(&m->cfg);
   free(m->calls_done);
   free(m->output_path);
+  free(m->cut_ids);
   free(m->hot.optin_off);
   for (size_t i = 0; i < m->noptin_retired; i++) free(m->optin_retired[i]);
   free(m->optin_retired);
@@ -191,6 +193,7 @@ static double calibrate_overhead(struct sp_manager *m) {
   priv.m = m;
   priv.hot.cap = N + 1;
   priv.hot.stack_cap = 64;
+  priv.hot.stack_lim = 64;
   priv.hot.ev = malloc(priv.hot.cap * sizeof *priv.hot.ev);
   priv.hot.stack = malloc(priv.hot.stack_cap * sizeof *priv.hot.stack);
   priv.cols = m->ext_stride ? malloc(priv.hot.cap * (size_t)m->ext_stride * sizeof *priv.cols) : NULL;
@@ -317,7 +320,8 @@ static void collect_problems(struct sp_manager *m, uint64_t open_calls) {
     m->problems.unmatched_ends += t->unmatched_ends;
     m->problems.invalid_regions += t->invalid_regions;
     m->problems.dropped_events += t->dropped_events;
-    t->unmatched_ends = t->invalid_regions = t->dropped_events = 0;
+    m->problems.left_open += t->left_open;
+    t->unmatched_ends = t->invalid_regions = t->dropped_events = t->left_open = 0;
   }
   m->problems.open_at_finalize = open_calls;
 }
@@ -433,11 +437,39 @@ static sp_status add_thread_table(struct sp_manager *m, struct sp_run *run) {
   return SP_OK;
 }
 
+/* The problems counted since setup, and the calls cut short in this run, as
+ * metadata (docs/reliability.md). */
+static int add_problem_meta(struct sp_manager *m, struct sp_meta *meta, uint64_t open_calls, const char *cut) {
+  sp_problem_counts p = sp_manager_problems(m);
+  int rc = 0;
+  rc |= sp__meta_i64(meta, "problems_unmatched_ends", (int64_t)p.unmatched_ends);
+  rc |= sp__meta_i64(meta, "problems_invalid_handles", (int64_t)p.invalid_regions);
+  rc |= sp__meta_i64(meta, "problems_left_open", (int64_t)p.left_open);
+  rc |= sp__meta_i64(meta, "open_at_finalize", (int64_t)open_calls);
+  if (!cut && !m->ncut) return rc;
+  if (cut) rc |= sp__meta_str(meta, "cut_short", cut);
+  rc |= sp__meta_i64(meta, "cut_short_calls", (int64_t)m->ncut);
+  size_t cap = 16 + m->ncut * 21, len = 0;
+  char *js = malloc(cap);
+  if (!js) return -1;
+  js[len++] = '[';
+  for (size_t i = 0; i < m->ncut; i++)
+    len += (size_t)snprintf(js + len, cap - len, "%s%lld", i ? ", " : "", (long long)m->cut_ids[i]);
+  snprintf(js + len, cap - len, "]");
+  rc |= sp__meta_str(meta, "cut_short_call_ids", js);
+  free(js);
+  return rc;
+}
+
 /* The work of finalize, for a run that ended at (tick1, ns1). `recovered`
  * is the signal a spill file was written on (0 for a normal finalize). */
 static sp_status finalize_run(struct sp_manager *m, const sp_finalize_args *args, sp_results **results,
-                              uint64_t tick1, int64_t ns1, int recovered, int complete) {
+                              uint64_t tick1, int64_t ns1, int recovered, int complete, const char *cut) {
   struct sp_clock_map cm = sp__clock_map(m->run_tick0, m->run_ns0, tick1, ns1);
+  /* A run cut short (a termination signal, the exit hook, a crash) ends
+   * here for good: its open calls end at this instant, marked, so the tree
+   * keeps its root and every parent. */
+  if (cut) sp__cut_open_calls(m, tick1);
 
   /* Under MPI every rank gets here (finalize is collective there). */
   const struct sp_mpi_ops *mpi = sp__mpi_ops && sp__mpi_ops->in_use() ? sp__mpi_ops : NULL;
@@ -484,6 +516,11 @@ static sp_status finalize_run(struct sp_manager *m, const sp_finalize_args *args
     sp__meta_i64(&run.meta, "recovered_from_signal", recovered);
     sp__meta_i64(&run.meta, "recovery_complete", complete);
   }
+  if (add_problem_meta(m, &run.meta, open_calls, cut) != 0) {
+    sp__run_free(&run);
+    sp__stream_fill_free(fill_ctx);
+    return sp__set_error(SP_ERR_NO_MEMORY, "finalize: out of memory collecting metadata");
+  }
 
   sp_status io = SP_OK;
   char io_msg[1024] = "";
@@ -523,6 +560,7 @@ static sp_status finalize_run(struct sp_manager *m, const sp_finalize_args *args
 
   count_done_calls(m);
   collect_problems(m, open_calls);
+  m->ncut = 0; /* written: the next run notes its own */
   if (streamed) /* the handoffs already left only the open calls, with their ids */
     sp__stream_reset(m);
   else
@@ -562,14 +600,27 @@ sp_status sp_manager_finalize(sp_manager *m, const sp_finalize_args *args, sp_re
   uint64_t tick1;
   int64_t ns1;
   sp__clock_anchor(&tick1, &ns1);
-  sp_status st = finalize_run(m, args, results, tick1, ns1, 0, 1);
+  sp_status st = finalize_run(m, args, results, tick1, ns1, 0, 1, NULL);
+  pthread_mutex_unlock(&m->fin_lock);
+  return st;
+}
+
+sp_status sp__finalize_cut(sp_manager *m, const char *why) {
+  if (!m || !m->configured || m->forked_child || m->cfg.deactivate_profiling) return SP_OK;
+  sp_finalize_args none = {0};
+  pthread_mutex_lock(&m->fin_lock);
+  uint64_t tick1;
+  int64_t ns1;
+  sp__clock_anchor(&tick1, &ns1);
+  sp_status st = finalize_run(m, &none, NULL, tick1, ns1, 0, 1, why);
   pthread_mutex_unlock(&m->fin_lock);
   return st;
 }
 
 sp_status sp__finalize_recovered(struct sp_manager *m, uint64_t tick1, int64_t ns1, int sig, int complete) {
   sp_finalize_args none = {0};
-  return finalize_run(m, &none, NULL, tick1, ns1, sig ? sig : -1, complete);
+  const char *why = sig > 0 ? sp__signal_name(sig) : NULL;
+  return finalize_run(m, &none, NULL, tick1, ns1, sig ? sig : -1, complete, why ? why : "a crash");
 }
 
 void sp_manager_pause(sp_manager *m) {
@@ -601,6 +652,7 @@ sp_problem_counts sp_manager_problems(const sp_manager *m) {
     p.unmatched_ends += t->unmatched_ends;
     p.invalid_regions += t->invalid_regions;
     p.dropped_events += t->dropped_events;
+    p.left_open += t->left_open;
   }
   return p;
 }
@@ -634,7 +686,13 @@ sp_session sp_session_begin(sp_manager *m, const sp_setup_args *setup, const sp_
 
 sp_status sp_session_end(sp_session *s) {
   if (!s->m) return s->status;
-  sp_scope_end(&s->root);
+  /* One missing end inside the session must not make the session's own
+   * end unmatched and drop the root: it closes what is still open inside
+   * it (marked cut short, counted as left open). */
+  if (s->root.open) {
+    s->root.open = 0;
+    (void)sp__end_closing(s->m, s->root.r);
+  }
   if (s->status == SP_OK) s->status = sp_manager_finalize(s->m, s->fin, s->results);
   s->m = NULL;
   return s->status;

@@ -28,9 +28,13 @@
 
 extern char **environ;
 
+/* The threads OpenMP runs with: the default team size, or the largest team
+ * a parallel region actually had (num_threads(8) on a 2-core machine). */
 int sp__omp_max_threads(void) {
   sp__int_fn fn = sp__find_int_fn("omp_get_max_threads");
-  if (fn) return fn();
+  int team = sp__omp_max_team();
+  if (fn) return fn() > team ? fn() : team;
+  if (team > 0) return team;
   const char *e = getenv("OMP_NUM_THREADS");
   if (e && atoi(e) > 0) return atoi(e); /* first item of a nested list */
   return 1;

@@ -137,6 +137,7 @@ sp_thread_rec *sp__thread_attach(struct sp_manager *m) {
   }
   t->hot.cap = cap;
   t->hot.stack_cap = 64;
+  t->hot.stack_lim = 64;
   __atomic_fetch_add(&m->buf_bytes, cap * (sizeof *t->hot.ev + (size_t)m->ext_stride * 8), __ATOMIC_RELAXED);
   if (sp__thread_grow_open(t) != 0 || sp__ext_grow_open(m, t) != 0 ||
       sp__thread_grow_acc(t, sp__region_max_id() + 1) != 0) {
@@ -254,6 +255,7 @@ int sp__thread_grow_stack(sp_thread_rec *t) {
   if (s) {
     t->hot.stack = s;
     t->hot.stack_cap = ncap;
+    sp__thread_rearm(t->m, t);
   }
   BUSY_END(t);
   return s ? 0 : -1;
@@ -323,20 +325,76 @@ static int opt_in_disabled(struct sp_manager *m, sp_thread_rec *t, uint32_t r) {
  * (off, disabled opt-in region) or refuse (no memory, invalid handle). */
 static sp_thread_rec *slow_entry(struct sp_manager *m, uint32_t r, uint32_t *id, int *rc) {
   *rc = 0;
-  if (m->hot.state == SP__STATE_OFF) return NULL;
+  if (__atomic_load_n(&m->hot.state, __ATOMIC_RELAXED) == SP__STATE_OFF) return NULL;
   sp_thread_rec *t = sp__thread_attach(m);
   if (!t) {
     __atomic_fetch_add(&m->problems.dropped_events, 1, __ATOMIC_RELAXED);
-    *rc = SP_ERR_NO_MEMORY;
+    *rc = sp__set_error(SP_ERR_NO_MEMORY, "out of memory registering a thread; the call was not recorded");
     return NULL;
   }
   *id = r & ~SP__REGION_SLOW_BIT;
+  /* A manager made while a region was being interned may hold a smaller
+   * count than the registry (detail.h): catch up, so the handle goes inline
+   * from now on. */
+  uint32_t live = sp__region_max_id();
+  if (__atomic_load_n(&m->hot.nregions, __ATOMIC_RELAXED) < live) __atomic_store_n(&m->hot.nregions, live, __ATOMIC_RELAXED);
   if (*id == 0 || !sp__region_info(*id)) {
     t->invalid_regions++;
-    *rc = SP_ERR_INVALID_ARGUMENT;
+    *rc = sp__set_error(SP_ERR_INVALID_ARGUMENT,
+                        "region handle %u was never returned by sp_region_intern() or SP_REGION; the call "
+                        "was ignored (counted as an invalid handle)", (unsigned)r);
     return NULL;
   }
   return opt_in_disabled(m, t, r) ? NULL : t;
+}
+
+static sp_status no_memory(sp_thread_rec *t) {
+  t->dropped_events++;
+  return sp__set_error(SP_ERR_NO_MEMORY, "out of memory growing a thread's buffers; the call was not "
+                                         "recorded (counted as dropped)");
+}
+
+/* A call the end does not close: counted, and the thread's message says
+ * which call is open, so the caller sees this error and not an older one. */
+static sp_status unmatched(sp_thread_rec *t, uint32_t id, uint32_t open_id) {
+  t->unmatched_ends++;
+  const struct sp_region_info *ri = sp__region_info(id), *oi = open_id ? sp__region_info(open_id) : NULL;
+  if (!oi)
+    return sp__set_error(SP_ERR_UNMATCHED_END, "end of \"%s\" with no call open on this thread; ignored "
+                         "(counted as an unmatched end)", ri ? ri->name : "?");
+  return sp__set_error(SP_ERR_UNMATCHED_END, "end of \"%s\" while \"%s\" is the innermost open call on "
+                       "this thread; ignored (counted as an unmatched end)", ri ? ri->name : "?", oi->name);
+}
+
+static int begin_timeline(struct sp_manager *m, sp_thread_rec *t, uint32_t id) {
+  if (t->hot.depth == t->hot.stack_cap && sp__thread_grow_stack(t) != 0) return no_memory(t);
+  if (m->paused) {
+    t->hot.stack[t->hot.depth++] = SP__GHOST_BIT | id;
+    return 0;
+  }
+  if (t->hot.n == t->hot.cap && make_room(m, t) != 0) {
+    t->hot.stack[t->hot.depth++] = SP__GHOST_BIT | id; /* its end must still match */
+    return no_memory(t);
+  }
+  int stride = m->ext_stride;
+  uint32_t mask = m->next ? sp__ext_decide(m, t, id) : 0;
+  uint64_t i = t->hot.n++;
+  struct sp__event *ev = &t->hot.ev[i];
+  uint32_t depth = t->hot.depth;
+  t->hot.stack[t->hot.depth] = i;
+  ev->region = id;
+  /* A depth-0 call of a thread that adopted a context: its parent is the
+   * context's call, on another thread. */
+  ev->depth = depth ? depth : sp__xparent_depth(m);
+  t->hot.depth++;
+  ev->end = 0;
+  int64_t *cols = stride ? t->cols + i * (uint64_t)stride : NULL;
+  if (cols) cols[0] = mask; /* the slot is fresh: its columns hold their fills */
+  /* Outside extensions before the timestamp: their cost is not the call's. */
+  if (mask & ~m->ext_inside) sp__ext_enter(m, t, mask & ~m->ext_inside, id, depth, i, cols);
+  ev->start = sp__ticks();
+  if (mask & m->ext_inside) sp__ext_enter(m, t, mask & m->ext_inside, id, depth, i, cols);
+  return 0;
 }
 
 SP_API int sp__begin_slow(void *mv, uint32_t r) {
@@ -347,10 +405,8 @@ SP_API int sp__begin_slow(void *mv, uint32_t r) {
   if (!t) return rc;
   int stride = m->ext_stride;
   if (m->cfg.aggregation_mode) {
-    if (t->hot.nopen == t->hot.open_cap && (sp__thread_grow_open(t) != 0 || sp__ext_grow_open(m, t) != 0)) {
-      t->dropped_events++;
-      return SP_ERR_NO_MEMORY;
-    }
+    if (t->hot.nopen == t->hot.open_cap && (sp__thread_grow_open(t) != 0 || sp__ext_grow_open(m, t) != 0))
+      return no_memory(t);
     uint32_t depth = t->hot.nopen;
     struct sp__event *ev = &t->hot.open[t->hot.nopen++];
     if (m->paused) {
@@ -371,33 +427,54 @@ SP_API int sp__begin_slow(void *mv, uint32_t r) {
     if (mask & m->ext_inside) sp__ext_enter(m, t, mask & m->ext_inside, id, depth, UINT64_MAX, cols);
     return 0;
   }
-  if (t->hot.depth == t->hot.stack_cap && sp__thread_grow_stack(t) != 0) {
-    t->dropped_events++;
-    return SP_ERR_NO_MEMORY;
+  uint32_t depth0 = t->hot.depth;
+  rc = begin_timeline(m, t, id);
+  if (depth0 == 0 || t->hot.end_floor || t->hot.stack_lim != t->hot.stack_cap) sp__thread_rearm(m, t);
+  return rc;
+}
+
+/* Aggregation mode: the innermost open call (region id, accumulator
+ * present) ends at `now`, extensions included. */
+static void agg_end_top(struct sp_manager *m, sp_thread_rec *t, uint32_t id, uint64_t now) {
+  int stride = m->ext_stride;
+  uint32_t depth = t->hot.nopen - 1;
+  /* A call the inlined path began wrote no scratch: only a region an
+   * extension takes has a mask there. */
+  int64_t *cols = stride ? t->open_cols + (size_t)depth * (size_t)stride : NULL;
+  uint32_t mask = cols && m->next ? (uint32_t)cols[0] & sp__ext_decide(m, t, id) : 0;
+  if (mask & m->ext_inside) {
+    sp__ext_exit(m, t, mask & m->ext_inside, id, depth, UINT64_MAX, cols);
+    uint64_t later = sp__ticks();
+    if (later > now) now = later;
   }
-  if (m->paused) {
-    t->hot.stack[t->hot.depth++] = SP__GHOST_BIT | id;
+  sp__agg_close(&t->hot, id, now);
+  if (mask & ~m->ext_inside) sp__ext_exit(m, t, mask & ~m->ext_inside, id, depth, UINT64_MAX, cols);
+  if (mask) sp__ext_fold_call(m, t, id, cols);
+}
+
+static int end_timeline(struct sp_manager *m, sp_thread_rec *t, uint32_t id, uint64_t now) {
+  if (t->hot.depth == 0) return unmatched(t, id, 0);
+  uint64_t top = t->hot.stack[t->hot.depth - 1];
+  if (top & SP__GHOST_BIT) {
+    if ((uint32_t)top != id) return unmatched(t, id, (uint32_t)top);
+    t->hot.depth--;
     return 0;
   }
-  if (t->hot.n == t->hot.cap && make_room(m, t) != 0) {
-    t->dropped_events++;
-    t->hot.stack[t->hot.depth++] = SP__GHOST_BIT | id; /* its end must still match */
-    return SP_ERR_NO_MEMORY;
+  struct sp__event *ev = &t->hot.ev[top];
+  if (ev->region != id) return unmatched(t, id, ev->region);
+  int stride = m->ext_stride;
+  int64_t *cols = stride ? t->cols + top * (uint64_t)stride : NULL;
+  uint32_t mask = cols ? (uint32_t)cols[0] : 0;
+  if (mask & m->ext_inside) {
+    sp__ext_exit(m, t, mask & m->ext_inside, id, t->hot.depth - 1, top, cols);
+    uint64_t later = sp__ticks();
+    if (later > now) now = later;
   }
-  uint32_t mask = m->next ? sp__ext_decide(m, t, id) : 0;
-  uint64_t i = t->hot.n++;
-  struct sp__event *ev = &t->hot.ev[i];
-  uint32_t depth = t->hot.depth;
-  t->hot.stack[t->hot.depth] = i;
-  ev->region = id;
-  ev->depth = t->hot.depth++;
-  ev->end = 0;
-  int64_t *cols = stride ? t->cols + i * (uint64_t)stride : NULL;
-  if (cols) cols[0] = mask; /* the slot is fresh: its columns hold their fills */
-  /* Outside extensions before the timestamp: their cost is not the call's. */
-  if (mask & ~m->ext_inside) sp__ext_enter(m, t, mask & ~m->ext_inside, id, depth, i, cols);
-  ev->start = sp__ticks();
-  if (mask & m->ext_inside) sp__ext_enter(m, t, mask & m->ext_inside, id, depth, i, cols);
+  ev->end = now;
+  t->hot.depth--;
+  /* Timestamp first, then outside extensions: their cost stays outside the
+   * measured interval on both ends. */
+  if (mask & ~m->ext_inside) sp__ext_exit(m, t, mask & ~m->ext_inside, id, t->hot.depth, top, cols);
   return 0;
 }
 
@@ -408,70 +485,112 @@ SP_API int sp__end_slow(void *mv, uint32_t r) {
   uint32_t id;
   sp_thread_rec *t = slow_entry(m, r, &id, &rc);
   if (!t) return rc;
-  int stride = m->ext_stride;
   if (m->cfg.aggregation_mode) {
-    if (t->hot.nopen == 0) {
-      t->unmatched_ends++;
-      return SP_ERR_UNMATCHED_END;
-    }
-    uint32_t depth = t->hot.nopen - 1;
-    struct sp__event *ev = &t->hot.open[depth];
+    if (t->hot.nopen == 0) return unmatched(t, id, 0);
+    struct sp__event *ev = &t->hot.open[t->hot.nopen - 1];
     if (ev->region == 0 && ev->depth == id) { /* ghost */
       t->hot.nopen--;
       return 0;
     }
-    if (ev->region != id) {
-      t->unmatched_ends++;
-      return SP_ERR_UNMATCHED_END;
-    }
+    if (ev->region != id) return unmatched(t, id, ev->region ? ev->region : ev->depth);
     if (sp__thread_grow_acc(t, id + 1) != 0) {
-      t->dropped_events++;
       t->hot.nopen--;
-      return SP_ERR_NO_MEMORY;
+      return no_memory(t);
     }
-    /* A call the inlined path began wrote no scratch: only a region an
-     * extension takes has a mask there. */
-    int64_t *cols = stride ? t->open_cols + (size_t)depth * (size_t)stride : NULL;
-    uint32_t mask = cols && m->next ? (uint32_t)cols[0] & sp__ext_decide(m, t, id) : 0;
-    if (mask & m->ext_inside) {
-      sp__ext_exit(m, t, mask & m->ext_inside, id, depth, UINT64_MAX, cols);
-      now = sp__ticks();
-    }
-    sp__agg_close(&t->hot, id, now);
-    if (mask & ~m->ext_inside) sp__ext_exit(m, t, mask & ~m->ext_inside, id, depth, UINT64_MAX, cols);
-    if (mask) sp__ext_fold_call(m, t, id, cols);
+    agg_end_top(m, t, id, now);
     return 0;
   }
-  if (t->hot.depth == 0) {
-    t->unmatched_ends++;
-    return SP_ERR_UNMATCHED_END;
+  rc = end_timeline(m, t, id, now);
+  if (t->hot.end_floor) sp__thread_rearm(m, t);
+  return rc;
+}
+
+/*====== Calls whose end never comes ======*/
+
+void sp__cut_note(struct sp_manager *m, int64_t id) {
+  if (m->ncut == m->cut_cap) {
+    size_t cap = m->cut_cap ? m->cut_cap * 2 : 16;
+    int64_t *n = realloc(m->cut_ids, cap * sizeof *n);
+    if (!n) return; /* the call is still written; only its mark is lost */
+    m->cut_ids = n;
+    m->cut_cap = cap;
   }
-  uint64_t top = t->hot.stack[t->hot.depth - 1];
-  if (top & SP__GHOST_BIT) {
-    if ((uint32_t)top != id) {
-      t->unmatched_ends++;
-      return SP_ERR_UNMATCHED_END;
+  m->cut_ids[m->ncut++] = id;
+}
+
+/* Aggregation mode: the open call on top of t ends at `now`. */
+static void agg_close_top(struct sp_manager *m, sp_thread_rec *t, uint64_t now) {
+  struct sp__event *ev = &t->hot.open[t->hot.nopen - 1];
+  if (ev->region == 0 || sp__thread_grow_acc(t, ev->region + 1) != 0) { /* a ghost, or no memory */
+    t->hot.nopen--;
+    return;
+  }
+  if (now < ev->start) now = ev->start;
+  agg_end_top(m, t, ev->region, now);
+}
+
+int sp__end_closing(struct sp_manager *m, uint32_t r) {
+  uint32_t id = r & ~SP__REGION_SLOW_BIT;
+  uint32_t slot = m->hot.slot;
+  if (__atomic_load_n(&m->hot.state, __ATOMIC_RELAXED) == SP__STATE_OFF || sp__tls.gen[slot] != m->hot.gen ||
+      !sp__tls.t[slot])
+    return sp__end(m, r);
+  sp_thread_rec *t = (sp_thread_rec *)sp__tls.t[slot];
+  uint64_t now = sp__ticks();
+  if (m->cfg.aggregation_mode) {
+    uint32_t d = t->hot.nopen;
+    while (d && t->hot.open[d - 1].region != id && !(t->hot.open[d - 1].region == 0 && t->hot.open[d - 1].depth == id)) d--;
+    if (d == 0 || d == t->hot.nopen) return sp__end(m, r);
+    while (t->hot.nopen > d) {
+      t->left_open += t->hot.open[t->hot.nopen - 1].region != 0;
+      agg_close_top(m, t, now);
     }
-    t->hot.depth--;
-    return 0;
+    return sp__end(m, r);
   }
-  struct sp__event *ev = &t->hot.ev[top];
-  if (ev->region != id) {
-    t->unmatched_ends++;
-    return SP_ERR_UNMATCHED_END;
+  uint32_t d = t->hot.depth;
+  while (d) {
+    uint64_t e = t->hot.stack[d - 1];
+    if ((e & SP__GHOST_BIT) ? (uint32_t)e == id : t->hot.ev[e].region == id) break;
+    d--;
   }
-  int64_t *cols = stride ? t->cols + top * (uint64_t)stride : NULL;
-  uint32_t mask = cols ? (uint32_t)cols[0] : 0;
-  if (mask & m->ext_inside) {
-    sp__ext_exit(m, t, mask & m->ext_inside, id, t->hot.depth - 1, top, cols);
-    now = sp__ticks();
+  /* Not open here, or the innermost call: an ordinary end. */
+  if (d == 0 || d == t->hot.depth) return sp__end(m, r);
+  while (t->hot.depth > d) {
+    uint64_t e = t->hot.stack[t->hot.depth - 1];
+    uint32_t rid = (e & SP__GHOST_BIT) ? (uint32_t)e : t->hot.ev[e].region;
+    if (!(e & SP__GHOST_BIT)) {
+      t->hot.ev[e].depth |= SP__DEPTH_CUT;
+      t->left_open++;
+    }
+    (void)end_timeline(m, t, rid, now);
   }
-  ev->end = now;
-  t->hot.depth--;
-  /* Timestamp first, then outside extensions: their cost stays outside the
-   * measured interval on both ends. */
-  if (mask & ~m->ext_inside) sp__ext_exit(m, t, mask & ~m->ext_inside, id, t->hot.depth, top, cols);
-  return 0;
+  int rc = end_timeline(m, t, id, now);
+  if (t->hot.end_floor) sp__thread_rearm(m, t);
+  return rc;
+}
+
+void sp__cut_open_calls(struct sp_manager *m, uint64_t tick1) {
+  for (sp_thread_rec *t = m->threads; t; t = t->next) {
+    if (m->have_cfg && m->cfg.aggregation_mode) {
+      while (t->hot.nopen) {
+        t->left_open += t->hot.open[t->hot.nopen - 1].region != 0;
+        agg_close_top(m, t, tick1);
+      }
+      continue;
+    }
+    /* Every open call of the log (the thread's stack, a task's, the thread
+     * context's while a task runs): those not ended yet. */
+    for (uint64_t i = 0; i < t->hot.n; i++) {
+      struct sp__event *ev = &t->hot.ev[i];
+      if (ev->end || !ev->region) continue;
+      ev->end = tick1 > ev->start ? tick1 : ev->start;
+      ev->depth |= SP__DEPTH_CUT;
+      t->left_open++;
+    }
+    t->hot.depth = 0;
+    t->ctx_depth = 0;
+  }
+  for (uint32_t k = 0; k < m->ntasks; k++) m->tasks[k]->depth = 0;
 }
 
 /*====== Out-of-line entry points (bindings, dlopen users) ======*/

@@ -14,6 +14,7 @@
 
 #include "common/error.h"
 #include "core/core.h"
+#include "core/spill.h"
 
 #define CHUNK_BITS 10
 #define CHUNK_SIZE (1u << CHUNK_BITS)
@@ -32,7 +33,9 @@ struct table {
 
 static pthread_mutex_t reg_lock = PTHREAD_MUTEX_INITIALIZER;
 static struct sp_region_info *_Atomic chunks[MAX_CHUNKS];
-static _Atomic uint32_t max_id;
+/* Highest id handed out. Written only under reg_lock, with release; every
+ * live manager keeps a copy for the inlined path (sp__hot.nregions). */
+static uint32_t region_count;
 static struct table *_Atomic table;
 static char **opt_in_tags;
 static _Atomic size_t n_opt_in;
@@ -50,12 +53,12 @@ static uint64_t hash_bytes(const char *s, size_t n) {
 
 const struct sp_region_info *sp__region_info(uint32_t id) {
   id &= ~SP__REGION_SLOW_BIT;
-  if (id == 0 || id > atomic_load_explicit(&max_id, memory_order_acquire)) return NULL;
+  if (id == 0 || id > __atomic_load_n(&region_count, __ATOMIC_ACQUIRE)) return NULL;
   struct sp_region_info *c = atomic_load_explicit(&chunks[id >> CHUNK_BITS], memory_order_acquire);
   return c ? &c[id & (CHUNK_SIZE - 1)] : NULL;
 }
 
-uint32_t sp__region_max_id(void) { return atomic_load_explicit(&max_id, memory_order_acquire); }
+uint32_t sp__region_max_id(void) { return __atomic_load_n(&region_count, __ATOMIC_ACQUIRE); }
 
 const char *sp_region_name(sp_region r) {
   const struct sp_region_info *ri = sp__region_info(r);
@@ -97,7 +100,7 @@ sp_status sp_register_opt_in_tag(const char *tag) {
       opt_in_tags[n_opt_in++] = copy;
       /* Regions interned earlier get the flag too (their later interning
        * returns the slow bit; handles already cached at sites do not). */
-      uint32_t maxid = atomic_load_explicit(&max_id, memory_order_relaxed);
+      uint32_t maxid = __atomic_load_n(&region_count, __ATOMIC_RELAXED);
       for (uint32_t id = 1; id <= maxid; id++) with_slow_bit_locked(id);
     }
   }
@@ -204,7 +207,7 @@ static sp_region intern(const char *name, size_t len, const char *file, int line
   pthread_mutex_lock(&reg_lock);
   id = lookup(name, len, h);
   if (!id) {
-    uint32_t nid = atomic_load_explicit(&max_id, memory_order_relaxed) + 1;
+    uint32_t nid = __atomic_load_n(&region_count, __ATOMIC_RELAXED) + 1;
     if (nid >= MAX_CHUNKS * CHUNK_SIZE || (nid & SP__REGION_SLOW_BIT)) {
       pthread_mutex_unlock(&reg_lock);
       sp__set_error(SP_ERR_LIMIT, "more than %u distinct region names; intern fewer names", MAX_CHUNKS * CHUNK_SIZE - 1);
@@ -225,7 +228,11 @@ static sp_region intern(const char *name, size_t len, const char *file, int line
     ri->func = sp__strdup(func);
     ri->tags = split_tags(tags, &ri->ntags);
     if (table_insert_locked(h, nid) != 0) goto oom;
-    atomic_store_explicit(&max_id, nid, memory_order_release);
+    __atomic_store_n(&region_count, nid, __ATOMIC_RELEASE);
+    for (int k = 0; k < SP__MAX_MANAGERS; k++) {
+      struct sp_manager *m = sp__live_manager(k);
+      if (m) __atomic_store_n(&m->hot.nregions, nid, __ATOMIC_RELEASE);
+    }
     id = nid;
   } else {
     /* First source wins, but a name first seen without one gets it now. */

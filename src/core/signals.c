@@ -4,9 +4,10 @@
  * SIGUSR1 by default, what batch systems send at a time limit): the handler
  * only writes the signal number to a pipe. A watcher thread, in normal
  * (not signal) context, stops recording, finalizes every active manager to
- * its HDF5 file, and then lets the signal take its original effect: the
- * default action is re-raised, an ignored signal stays ignored, and a handler
- * of the application's was already called (chained) by our handler.
+ * its HDF5 file with the calls still open ended there (cut short), and then
+ * re-raises the signal with its default action. An ignored signal stays
+ * ignored, and a handler of the application's is called (chained) by ours
+ * and keeps the run going: the program finalizes it, as it would have.
  *
  * Under MPI the watcher cannot finalize (finalize is collective, and the
  * other ranks are being killed too): each rank spills instead, to
@@ -42,6 +43,16 @@ static pthread_t watcher_thread;
 static int watcher_running;
 
 static const int fatal_signals[] = {SIGSEGV, SIGBUS, SIGFPE, SIGABRT, SIGILL};
+
+/* "SIGTERM" for SIGTERM (glibc's abbreviations); NULL for no signal. One
+ * buffer per signal: the watcher and recovery name few, and always alike. */
+const char *sp__signal_name(int sig) {
+  static char names[65][24];
+  const char *a = sig > 0 && sig < 65 ? sigabbrev_np(sig) : NULL;
+  if (!a) return NULL;
+  snprintf(names[sig], sizeof names[sig], "SIG%s", a);
+  return names[sig];
+}
 
 static void chain(int sig, siginfo_t *si, void *uc) {
   const struct sigaction *o = &old_action[sig];
@@ -99,7 +110,15 @@ static void *watch(void *unused) {
     if (r < 0 && errno == EINTR) continue;
     if (r <= 0) return NULL;
     int sig = b;
-    for (int i = 0; i < SP__MAX_MANAGERS; i++) {
+    const struct sigaction *o = &old_action[sig];
+    /* The default action ends the process: the run is cut short, its open
+     * calls end now. An application's handler (already run, chained) keeps
+     * the program going: its run goes on and is the program's to finalize
+     * (or the exit hook's); finalizing here would race with that finalize
+     * and leave whichever came second in the file. */
+    int terminate = !(o->sa_flags & SA_SIGINFO) && o->sa_handler == SIG_DFL;
+    const char *name = sp__signal_name(sig);
+    for (int i = 0; i < SP__MAX_MANAGERS && terminate; i++) {
       struct sp_manager *m = sp__live_manager(i);
       if (!m || !m->run_active || m->forked_child) continue;
       /* Stop recording and give calls in flight on other threads a moment
@@ -112,13 +131,10 @@ static void *watch(void *unused) {
         snprintf(path, sizeof path, "%s.rank%d.spill", m->cfg.file_path, launcher_rank());
         sp__spill_write_to(m, sig, path);
       } else {
-        sp_finalize_args fa = {0};
-        (void)sp_manager_finalize(m, &fa, NULL);
+        (void)sp__finalize_cut(m, name ? name : "a signal");
       }
       sp__manager_publish_state(m);
     }
-    const struct sigaction *o = &old_action[sig];
-    int terminate = !(o->sa_flags & SA_SIGINFO) && o->sa_handler == SIG_DFL;
     if (terminate) {
       /* The default action of these signals ends the process. */
       sigaction(sig, o, NULL);

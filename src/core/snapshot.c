@@ -100,12 +100,17 @@ sp_status sp__thread_pass(struct sp_manager *m, sp_thread_rec *t, const struct s
   *carry = NULL;
   *ncarry = 0;
   for (uint64_t i = 0; i < n; i++) {
-    struct frame *parent, *f = lane_push(lanes, sp__event_lane(m, t, i), ev[i].depth, &parent);
+    /* Region 0 is no region: a spilled event recovery refused. Skipped, so
+     * the calls inside it nest under its parent. */
+    if (!ev[i].region) continue;
+    uint32_t depth = sp__ev_depth(ev[i].depth);
+    struct frame *parent, *f = lane_push(lanes, sp__event_lane(m, t, i), depth, &parent);
     if (!f) return sp__set_error(SP_ERR_NO_MEMORY, "out of memory rebuilding call trees");
     f->i = i;
-    f->depth = ev[i].depth;
+    f->depth = depth;
     f->region = ev[i].region;
     f->callid = i < t->nkept ? t->kept_ids[i] : m->next_callid++;
+    if (ev[i].depth & SP__DEPTH_TARGET) sp__xctx_resolve(m, t->index, ev[i].start, depth, f->callid);
     /* a kept call brings the time of its children already written */
     f->pending = i < t->nkept ? t->kept_child[i] : 0;
     f->done = ev[i].end != 0;
@@ -119,7 +124,14 @@ sp_status sp__thread_pass(struct sp_manager *m, sp_thread_rec *t, const struct s
       else
         parent->pending += d;
     }
-    emit(ctx, i, f->callid, parent ? parent->callid : -1, ev[i].region);
+    /* A cross-thread parent is not known yet (its thread may come later):
+     * a placeholder, resolved after every pass. Its time is not taken out
+     * of the parent's: the call ran beside it. */
+    int64_t pid = ev[i].depth & SP__DEPTH_XPARENT ? SP__XPARENT_ID(ev[i].depth & SP__DEPTH_MASK)
+                  : parent                         ? parent->callid
+                                                   : -1;
+    if (ev[i].depth & SP__DEPTH_CUT) sp__cut_note(m, f->callid);
+    emit(ctx, i, f->callid, pid, ev[i].region);
   }
   size_t open = 0;
   for (uint32_t L = 0; L < lanes->n; L++)
@@ -320,16 +332,20 @@ sp_status sp__snapshot_build(struct sp_manager *m, const struct sp_clock_map *cm
   sp_status st = SP_ERR_NO_MEMORY;
   if (!count || !row_of) goto fail;
 
+  uint32_t busy_threads = 0;
   for (sp_thread_rec *t = m->threads; t; t = t->next) {
+    uint64_t done = 0;
     for (uint64_t i = 0; i < t->hot.n; i++) {
       const struct sp__event *e = &t->hot.ev[i];
       if (e->end) {
         count[e->region]++;
-        run->nevents++;
-      } else {
+        done++;
+      } else if (e->region) {
         (*open_calls)++;
       }
     }
+    run->nevents += done;
+    busy_threads += done != 0;
   }
 
   for (uint32_t id = 1; id <= maxid; id++)
@@ -348,7 +364,10 @@ sp_status sp__snapshot_build(struct sp_manager *m, const struct sp_clock_map *cm
       !run->call_id || !run->parent_id)
     goto fail;
 
-  int track_threads = m->cfg.track_threads;
+  /* Calls of several threads always carry their thread: calls of two
+   * threads overlap without nesting, and a parent may be on another thread,
+   * which readers and exporters must be able to tell. */
+  int track_threads = m->cfg.track_threads || busy_threads > 1;
   size_t nextra = (size_t)m->ext_nout + (track_threads ? 1 : 0);
   if (nextra) {
     run->extra = calloc(nextra, sizeof *run->extra);
@@ -411,6 +430,8 @@ sp_status sp__snapshot_build(struct sp_manager *m, const struct sp_clock_map *cm
   st = SP_ERR_NO_MEMORY;
   for (uint32_t id = 1; id <= maxid; id++)
     if (count[id]) run->rows[row_of[id]].exclusive_total = excl[id];
+  if (m->nxctx)
+    for (size_t i = 0; i < run->nevents; i++) run->parent_id[i] = sp__xctx_parent(m, run->parent_id[i]);
 
   for (size_t i = 0; i < run->nrows; i++) {
     if (last_thread[i] == MANY_THREADS && sort_slice(run, run->rows[i].offset, run->rows[i].count) != 0)

@@ -26,6 +26,12 @@ void sp__signals_after_fork_child(void);
  * metadata saying the run was recovered. */
 sp_status sp__finalize_recovered(struct sp_manager *m, uint64_t tick1, int64_t ns1, int sig, int complete);
 
+/* Finalize a run that ends here for good (the exit hook, a termination
+ * signal): open calls end now, marked cut short, `why` in the metadata. */
+sp_status sp__finalize_cut(struct sp_manager *m, const char *why);
+/* "SIGTERM" for SIGTERM, NULL for a signal without a name here. */
+const char *sp__signal_name(int sig);
+
 /* The i-th live manager (for handlers and the watcher), or NULL. */
 struct sp_manager *sp__live_manager(int i);
 

@@ -605,7 +605,7 @@ static sp_status fill(void *ctx, const int64_t *ds, size_t nds, int coded) {
       o[0][nout] = s0;
       o[1][nout] = e0;
       o[2][nout] = c->id[c->at];
-      o[3][nout] = c->pid[c->at];
+      o[3][nout] = sp__xctx_parent(f->m, c->pid[c->at]); /* cross-thread parents are known by now */
       othr[nout] = c->thread;
       for (int p = 0; p < ncols; p++) ocols[nout * (uint64_t)ncols + (uint64_t)p] = c->cols[c->at * (uint64_t)ncols + (uint64_t)p];
       if (gpu >= 0 && c->cols[c->at * (uint64_t)ncols + (uint64_t)gpu] >= 0) {
@@ -681,7 +681,9 @@ sp_status sp__stream_build(struct sp_manager *m, const struct sp_clock_map *cm, 
   run->rows = calloc(run->nrows + 1, sizeof *run->rows);
   f->row_region = calloc(run->nrows + 1, sizeof *f->row_region);
   if (!run->names || !run->rows || !f->row_region) goto oom;
+  /* As in snapshot.c: calls of several threads always carry their thread. */
   int track_threads = m->cfg.track_threads;
+  for (size_t g = 1; g < s->nsegs && !track_threads; g++) track_threads = s->segs[g].thread != s->segs[0].thread;
   size_t nextra = (size_t)m->ext_nout + (track_threads ? 1 : 0);
   if (nextra && !(run->extra = calloc(nextra, sizeof *run->extra))) goto oom;
   run->nextra = nextra;

@@ -22,6 +22,26 @@ static int by_total_desc(const void *a, const void *b) {
   return strcmp(sort_run->names[x->region], sort_run->names[y->region]);
 }
 
+static int64_t meta_i64(const struct sp_run *run, const char *key) {
+  const struct sp_meta_item *it = sp__meta_get(&run->meta, key);
+  return it && it->type == SP_META_I64 ? it->i : 0;
+}
+
+/* The problems counted on the hot path (finalize stores them in the file
+ * too), and a run cut short, after the table: silent only when all is well. */
+static void print_problems(FILE *out, const struct sp_run *run) {
+  int64_t un = meta_i64(run, "problems_unmatched_ends"), inv = meta_i64(run, "problems_invalid_handles");
+  int64_t left = meta_i64(run, "problems_left_open"), open = meta_i64(run, "open_at_finalize");
+  if (un || inv || left || open)
+    fprintf(out, "problems: %lld unmatched end(s), %lld invalid region handle(s), %lld call(s) left open "
+                 "(closed without their end), %lld call(s) still open at finalize\n",
+            (long long)un, (long long)inv, (long long)left, (long long)open);
+  const struct sp_meta_item *cut = sp__meta_get(&run->meta, "cut_short");
+  if (cut && cut->type == SP_META_STR)
+    fprintf(out, "run cut short by %s: %lld call(s) still open were ended then (cut_short_call_ids)\n", cut->s,
+            (long long)meta_i64(run, "cut_short_calls"));
+}
+
 void sp__summary_print(FILE *out, const struct sp_run *run, const char *label, double overhead_ns) {
   size_t *order = malloc((run->nrows + 1) * sizeof *order);
   if (!order) return;
@@ -64,4 +84,5 @@ void sp__summary_print(FILE *out, const struct sp_run *run, const char *label, d
     fputc('\n', out);
   }
   free(order);
+  print_problems(out, run);
 }

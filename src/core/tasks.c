@@ -103,6 +103,7 @@ void sp_manager_task_switch(sp_manager *m, uint64_t task) {
     t->ctx_stack = NULL;
   }
   t->cur_task = in;
+  sp__thread_rearm(m, t);
   __atomic_signal_fence(__ATOMIC_SEQ_CST);
   t->busy--;
 }

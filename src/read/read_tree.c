@@ -11,6 +11,14 @@
  * Parents are referred to by index, never by name, since names repeat under
  * recursion. Filtering a region out re-attaches its children to the nearest
  * kept ancestor, which is what containment over only the kept regions gives.
+ *
+ * A recorded parent on another lane (a call another thread opened: an OpenMP
+ * worker's call under the call that opened the parallel region) does not
+ * nest the lane: the call is a root of its own lane with `xparent` naming
+ * that parent, so each lane stays properly nested for timelines and own
+ * times, while call-path trees hang it under the parent. Such a parent may
+ * come later in the array (its thread may sort later), so whatever follows
+ * the tree through xparent walks it in tree order (tree_order).
  */
 #include <stdlib.h>
 #include <string.h>
@@ -66,7 +74,61 @@ sp_status sp_call_stack_build(sp_call *calls, size_t n, size_t *overlaps) {
   if (overlaps) *overlaps = 0;
   if (!calls && n) return sp__set_error(SP_ERR_INVALID_ARGUMENT, "sp_call_stack_build: NULL calls");
   if (n) qsort(calls, n, sizeof *calls, cmp_call);
+  for (size_t i = 0; i < n; i++) calls[i].xparent = -1;
   return nest_sorted(calls, n, overlaps);
+}
+
+/* The parent of call i in the call-path tree: its lane parent, else the
+ * parent on another lane, else -1. */
+static int64_t tree_parent(const sp_call *c, size_t i) { return c[i].parent >= 0 ? c[i].parent : c[i].xparent; }
+
+/* Depth of every call in the call-path tree (lane parents and cross-lane
+ * parents alike), into td; -1 when following the parents loops (a corrupt
+ * file). Walks each chain once: iterative, with the calls on the way kept in
+ * `path`. */
+static int tree_depths(const sp_call *c, size_t n, uint32_t *td, size_t *path) {
+  const uint32_t todo = UINT32_MAX, busy = UINT32_MAX - 1;
+  for (size_t i = 0; i < n; i++) td[i] = todo;
+  for (size_t i = 0; i < n; i++) {
+    size_t np = 0;
+    int64_t x = (int64_t)i;
+    while (x >= 0 && td[x] == todo) {
+      td[x] = busy;
+      path[np++] = (size_t)x;
+      x = tree_parent(c, (size_t)x);
+    }
+    if (x >= 0 && td[x] == busy) return -1;
+    uint32_t d = x < 0 ? 0 : td[x] + 1;
+    while (np) td[path[--np]] = d++;
+  }
+  return 0;
+}
+
+/* Call indices in tree order (every call after its tree parent): by tree
+ * depth, stable. NULL when out of memory or the parents loop. */
+static size_t *tree_order(const sp_call *c, size_t n) {
+  uint32_t *td = malloc((n ? n : 1) * sizeof *td);
+  size_t *order = malloc((n ? n : 1) * sizeof *order), *path = malloc((n ? n : 1) * sizeof *path);
+  size_t *start = NULL;
+  if (!td || !order || !path || tree_depths(c, n, td, path) != 0) goto fail;
+  uint32_t maxd = 0;
+  for (size_t i = 0; i < n; i++)
+    if (td[i] > maxd) maxd = td[i];
+  start = calloc((size_t)maxd + 2, sizeof *start);
+  if (!start) goto fail;
+  for (size_t i = 0; i < n; i++) start[td[i] + 1]++;
+  for (size_t d = 1; d <= maxd + 1; d++) start[d] += start[d - 1];
+  for (size_t i = 0; i < n; i++) order[start[td[i]]++] = i;
+  free(td);
+  free(path);
+  free(start);
+  return order;
+fail:
+  free(td);
+  free(order);
+  free(path);
+  free(start);
+  return NULL;
 }
 
 struct idpos {
@@ -96,22 +158,29 @@ static int nest_by_ids(const struct ev *e, sp_call *calls, size_t n) {
   for (size_t i = 1; i < n && ok; i++)
     if (map[i].id == map[i - 1].id) ok = 0;
   for (size_t i = 0; i < n && ok; i++) {
-    if (e[i].parent < 0) {
-      calls[i].parent = -1;
-      calls[i].depth = 0;
-      continue;
-    }
+    calls[i].parent = calls[i].xparent = -1;
+    calls[i].depth = 0;
+    if (e[i].parent < 0) continue;
     struct idpos key = {e[i].parent, 0};
     struct idpos *hit = bsearch(&key, map, n, sizeof *map, cmp_idpos);
-    if (!hit || hit->pos >= i || e[hit->pos].thread != e[i].thread ||
-        e[hit->pos].task != e[i].task) {
+    if (!hit) {
       ok = 0;
-      break;
+    } else if (e[hit->pos].thread == e[i].thread && e[hit->pos].task == e[i].task) {
+      if (hit->pos >= i) ok = 0;
+      calls[i].parent = (int64_t)hit->pos;
+      calls[i].depth = calls[hit->pos].depth + 1;
+    } else if (e[hit->pos].start > e[i].start) {
+      ok = 0; /* a parent on another lane must have begun first */
+    } else {
+      calls[i].xparent = (int64_t)hit->pos;
     }
-    calls[i].parent = (int64_t)hit->pos;
-    calls[i].depth = calls[hit->pos].depth + 1;
   }
   free(map);
+  if (ok) { /* cross-lane parents must not loop */
+    size_t *order = tree_order(calls, n);
+    ok = order != NULL;
+    free(order);
+  }
   return ok;
 }
 
@@ -187,7 +256,7 @@ sp_status sp__rank_calls(sp_results *r, int64_t rank, sp_call **out, size_t *nou
     calls[i].thread = e[i].thread;
     calls[i].task = e[i].task;
     calls[i].region = e[i].region;
-    calls[i].parent = -1;
+    calls[i].parent = calls[i].xparent = -1;
     calls[i].depth = 0;
   }
   int by_ids = r->ds_call >= 0 && nest_by_ids(e, calls, n);
@@ -204,41 +273,50 @@ sp_status sp__rank_calls(sp_results *r, int64_t rank, sp_call **out, size_t *nou
 
 sp_status sp__filter_calls(sp_results *r, const sp_filter *f, sp_call *calls, size_t *n) {
   if (!sp__filter_has_patterns(f)) return SP_OK;
+  size_t nc = *n;
   unsigned char *keep_region = malloc(r->nregions ? r->nregions : 1);
-  int64_t *eff = malloc((*n ? *n : 1) * sizeof *eff);
-  if (!keep_region || !eff) {
+  int64_t *eff = malloc((nc ? nc : 1) * sizeof *eff), *newidx = malloc((nc ? nc : 1) * sizeof *newidx);
+  size_t *order = tree_order(calls, nc);
+  if (!keep_region || !eff || !newidx || !order) {
     free(keep_region);
     free(eff);
+    free(newidx);
+    free(order);
     return sp__set_error(SP_ERR_NO_MEMORY, "out of memory");
   }
   for (size_t i = 0; i < r->nregions; i++) keep_region[i] = (unsigned char)sp_filter_match_region(f, r->names[i]);
-  /* eff[i]: the nearest kept ancestor's old index, or -1. Parents come
-   * before their children, so one forward pass suffices. The new index of a
-   * kept call is stored in the same array once the call itself is placed. */
-  size_t k = 0;
-  int64_t *newidx = malloc((*n ? *n : 1) * sizeof *newidx);
-  if (!newidx) {
-    free(keep_region);
-    free(eff);
-    return sp__set_error(SP_ERR_NO_MEMORY, "out of memory");
-  }
-  for (size_t i = 0; i < *n; i++) {
-    int64_t p = calls[i].parent;
+  /* eff[i]: the nearest kept ancestor in the call-path tree (old index), or
+   * -1; tree order puts every parent first. */
+  for (size_t k = 0; k < nc; k++) {
+    size_t i = order[k];
+    int64_t p = tree_parent(calls, i);
     eff[i] = p < 0 ? -1 : keep_region[calls[p].region] ? p : eff[p];
-    newidx[i] = keep_region[calls[i].region] ? (int64_t)k++ : -1;
   }
-  k = 0;
-  for (size_t i = 0; i < *n; i++) {
+  size_t kept = 0;
+  for (size_t i = 0; i < nc; i++) {
+    newidx[i] = keep_region[calls[i].region] ? (int64_t)kept++ : -1;
+    /* the lane test needs the old calls, which the loop below overwrites */
+    int64_t e = eff[i];
+    if (e >= 0 && !(calls[e].thread == calls[i].thread && calls[e].task == calls[i].task)) eff[i] = -2 - e;
+  }
+  /* Kept calls keep their order (lanes stay sorted). An ancestor on the same
+   * lane stays the lane parent, which comes earlier; one on another lane
+   * becomes the cross-lane parent. */
+  kept = 0;
+  for (size_t i = 0; i < nc; i++) {
     if (!keep_region[calls[i].region]) continue;
     sp_call c = calls[i];
-    c.parent = eff[i] < 0 ? -1 : newidx[eff[i]];
+    int64_t e = eff[i]; /* >= 0: same lane; <= -2: -2 - (ancestor on another lane) */
+    c.parent = e >= 0 ? newidx[e] : -1;
+    c.xparent = e <= -2 ? newidx[-2 - e] : -1;
     c.depth = c.parent < 0 ? 0 : calls[c.parent].depth + 1;
-    calls[k++] = c; /* k <= i, and c.parent < k: already rewritten */
+    calls[kept++] = c; /* kept <= i, and c.parent < kept: already rewritten */
   }
-  *n = k;
+  *n = kept;
   free(keep_region);
   free(eff);
   free(newidx);
+  free(order);
   return SP_OK;
 }
 
@@ -317,6 +395,51 @@ static sp_status tree_node(struct tree *t, int64_t parent, uint32_t region, size
   return SP_OK;
 }
 
+struct span {
+  size_t node;
+  int64_t start, end, thread;
+};
+static int cmp_span(const void *pa, const void *pb) {
+  const struct span *a = pa, *b = pb;
+  if (a->node != b->node) return a->node < b->node ? -1 : 1;
+  if (a->thread != b->thread) return a->thread < b->thread ? -1 : 1;
+  return (a->start > b->start) - (a->start < b->start);
+}
+static int cmp_span_start(const void *pa, const void *pb) {
+  const struct span *a = pa, *b = pb;
+  return (a->start > b->start) - (a->start < b->start);
+}
+
+/* One rank's share of every node's wall time (the union of its calls'
+ * intervals) and its thread count (threads that ran it; async tasks of one
+ * thread count once). */
+static sp_status tree_wall(struct tree *t, const sp_call *c, size_t n, const size_t *node_of) {
+  struct span *sp = malloc((n ? n : 1) * sizeof *sp);
+  if (!sp) return sp__set_error(SP_ERR_NO_MEMORY, "out of memory");
+  for (size_t i = 0; i < n; i++)
+    sp[i] = (struct span){node_of[i], c[i].start_ns, c[i].end_ns, c[i].thread};
+  qsort(sp, n, sizeof *sp, cmp_span);
+  for (size_t lo = 0, hi; lo < n; lo = hi) {
+    uint32_t threads = 0;
+    for (hi = lo; hi < n && sp[hi].node == sp[lo].node; hi++)
+      threads += hi == lo || sp[hi].thread != sp[hi - 1].thread;
+    sp_tree_node *x = &t->nodes[sp[lo].node];
+    if (threads > x->threads) x->threads = threads;
+    qsort(sp + lo, hi - lo, sizeof *sp, cmp_span_start);
+    int64_t a = sp[lo].start, b = sp[lo].end;
+    for (size_t i = lo + 1; i < hi; i++) {
+      if (sp[i].start > b) {
+        x->wall_ns += b - a;
+        a = sp[i].start;
+      }
+      if (sp[i].end > b) b = sp[i].end;
+    }
+    x->wall_ns += b - a;
+  }
+  free(sp);
+  return SP_OK;
+}
+
 sp_status sp_results_call_tree(sp_results *r, const sp_filter *f, sp_tree_node **nodes,
                                size_t *n) {
   if (!r || !nodes || !n)
@@ -332,17 +455,22 @@ sp_status sp_results_call_tree(sp_results *r, const sp_filter *f, sp_tree_node *
     size_t nc;
     st = sp_results_call_stack(r, rank, f, &calls, &nc, NULL);
     if (st != SP_OK) break;
-    size_t *node_of = malloc((nc ? nc : 1) * sizeof *node_of);
-    if (!node_of) st = sp__set_error(SP_ERR_NO_MEMORY, "out of memory");
-    for (size_t i = 0; i < nc && st == SP_OK; i++) {
-      int64_t pnode = calls[i].parent < 0 ? -1 : (int64_t)node_of[calls[i].parent];
+    size_t *node_of = malloc((nc ? nc : 1) * sizeof *node_of), *order = tree_order(calls, nc);
+    if (!node_of || !order) st = sp__set_error(SP_ERR_NO_MEMORY, "out of memory");
+    for (size_t k = 0; k < nc && st == SP_OK; k++) {
+      size_t i = order[k];
+      int64_t p = tree_parent(calls, i);
+      int64_t pnode = p < 0 ? -1 : (int64_t)node_of[p];
       st = tree_node(&t, pnode, calls[i].region, &node_of[i]);
       if (st != SP_OK) break;
       int64_t d = calls[i].end_ns - calls[i].start_ns;
       t.nodes[node_of[i]].count++;
       t.nodes[node_of[i]].total_ns += d;
-      if (pnode >= 0) t.nodes[pnode].children_ns += d;
+      /* a child on another thread ran beside its parent, not inside its time */
+      if (calls[i].parent >= 0) t.nodes[pnode].children_ns += d;
     }
+    if (st == SP_OK) st = tree_wall(&t, calls, nc, node_of);
+    free(order);
     free(node_of);
     free(calls);
   }

@@ -567,7 +567,10 @@ static int ids_tree(struct rp_model *m, struct rp_file *f, int64_t rank, struct 
     size_t p = slot[h];
     int before = st[p] < st[i] || (st[p] == st[i] && (en[p] > en[i] ||
                                                       (en[p] == en[i] && id[p] < id[i])));
-    if (!before || th[p] != th[i]) {
+    /* A parent on another thread (an OpenMP worker's call under the call
+     * that opened the region) is a parent too; `before` is a strict order,
+     * so the chains cannot loop. */
+    if (!before) {
       rc = 0;
       break;
     }
@@ -650,7 +653,8 @@ int rp_load_flame(struct rp_model *m, struct rp_file *f, const char *cmd) {
     size_t *node_of = malloc((n ? n : 1) * sizeof *node_of);
     if (!node_of) rc = oom(cmd);
     for (size_t k = 0; k < n && !rc; k++) {
-      int64_t pn = c[k].parent < 0 ? -1 : (int64_t)node_of[c[k].parent];
+      int64_t up = c[k].parent >= 0 ? c[k].parent : c[k].xparent < (int64_t)k ? c[k].xparent : -1;
+      int64_t pn = up < 0 ? -1 : (int64_t)node_of[up];
       if (tnode(f, &t, &tcap, pn, c[k].region, &node_of[k])) {
         rc = oom(cmd);
         break;

@@ -95,12 +95,17 @@ def main():
     dur = end - start
     child = np.zeros(n, dtype=np.int64)
     index_of = {c: i for i, c in enumerate(cid.tolist())}
+    # A parent on another thread (an OpenMP worker's call under the call that
+    # opened the parallel region) ran beside its child: its exclusive time
+    # keeps the child's time. Such files always carry thread ids.
+    tid = ev["thread_ids"][:].astype(np.int64) if "thread_ids" in ev else None
     for i, p in enumerate(pid):
         if p != -1:
             j = index_of[p]
             if not (start[j] <= start[i] and end[i] <= end[j]):
                 fail("call %d is not inside its parent %d" % (cid[i], p))
-            child[j] += dur[i]
+            if tid is None or tid[i] == tid[j]:
+                child[j] += dur[i]
     stats = st[:]
     excl = rri["exclusive_totals"][:]
     ids = rri["region_ids"][:]

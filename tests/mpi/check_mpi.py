@@ -41,7 +41,7 @@ def text(v):
     return v.decode() if isinstance(v, bytes) else str(v)
 
 
-def check_rank_tree(rank, start, end, cid, pid):
+def check_rank_tree(rank, start, end, cid, pid, tid):
     if len(np.unique(cid)) != len(cid) or np.any(cid < 0):
         fail("rank %d: call ids must be unique and recorded" % rank)
     index_of = {c: i for i, c in enumerate(cid.tolist())}
@@ -54,7 +54,9 @@ def check_rank_tree(rank, start, end, cid, pid):
         j = index_of[p]
         if not (start[j] <= start[i] and end[i] <= end[j]):
             fail("rank %d: call %d is not inside its parent %d" % (rank, cid[i], p))
-        child[j] += end[i] - start[i]
+        # a parent on another thread keeps the time of its child (it ran beside it)
+        if tid is None or tid[i] == tid[j]:
+            child[j] += end[i] - start[i]
     return child
 
 
@@ -118,6 +120,7 @@ def check_file(path, nranks, args):
             fail("events/%s has shape %s" % (name, ev[name].shape))
     start, end = decoded["start"], decoded["end"]
     cid, pid = decoded["call"], decoded["parent"]
+    tid = ev["thread_ids"][:].astype(np.int64) if "thread_ids" in ev else None
     if np.any(end < start):
         fail("an event ends before it starts")
     stats = rri["summary_statistics"][:]
@@ -126,7 +129,8 @@ def check_file(path, nranks, args):
         rows = np.nonzero(ranks == rank)[0]
         lo = int(offs[rows[0]])
         hi = int(offs[rows[-1]] + counts[rows[-1]])
-        child = check_rank_tree(rank, start[lo:hi], end[lo:hi], cid[lo:hi], pid[lo:hi])
+        child = check_rank_tree(rank, start[lo:hi], end[lo:hi], cid[lo:hi], pid[lo:hi],
+                                None if tid is None else tid[lo:hi])
         for r in rows:
             o, c = int(offs[r]) - lo, int(counts[r])
             if c == 0:
