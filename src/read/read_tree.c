@@ -108,9 +108,9 @@ static int tree_depths(const sp_call *c, size_t n, uint32_t *td, size_t *path) {
  * depth, stable. NULL when out of memory or the parents loop. */
 static size_t *tree_order(const sp_call *c, size_t n) {
   uint32_t *td = malloc((n ? n : 1) * sizeof *td);
-  size_t *order = malloc((n ? n : 1) * sizeof *order), *path = malloc((n ? n : 1) * sizeof *path);
+  size_t *order = malloc((n ? n : 1) * sizeof *order), *path = order; /* the walk's stack, then the order */
   size_t *start = NULL;
-  if (!td || !order || !path || tree_depths(c, n, td, path) != 0) goto fail;
+  if (!td || !order || tree_depths(c, n, td, path) != 0) goto fail;
   uint32_t maxd = 0;
   for (size_t i = 0; i < n; i++)
     if (td[i] > maxd) maxd = td[i];
@@ -120,13 +120,11 @@ static size_t *tree_order(const sp_call *c, size_t n) {
   for (size_t d = 1; d <= maxd + 1; d++) start[d] += start[d - 1];
   for (size_t i = 0; i < n; i++) order[start[td[i]]++] = i;
   free(td);
-  free(path);
   free(start);
   return order;
 fail:
   free(td);
   free(order);
-  free(path);
   free(start);
   return NULL;
 }
@@ -154,7 +152,7 @@ static int nest_by_ids(const struct ev *e, sp_call *calls, size_t n) {
     map[i].pos = i;
   }
   qsort(map, n, sizeof *map, cmp_idpos);
-  int ok = 1;
+  int ok = 1, cross = 0;
   for (size_t i = 1; i < n && ok; i++)
     if (map[i].id == map[i - 1].id) ok = 0;
   for (size_t i = 0; i < n && ok; i++) {
@@ -173,10 +171,11 @@ static int nest_by_ids(const struct ev *e, sp_call *calls, size_t n) {
       ok = 0; /* a parent on another lane must have begun first */
     } else {
       calls[i].xparent = (int64_t)hit->pos;
+      cross = 1;
     }
   }
   free(map);
-  if (ok) { /* cross-lane parents must not loop */
+  if (ok && cross) { /* cross-lane parents must not loop */
     size_t *order = tree_order(calls, n);
     ok = order != NULL;
     free(order);
@@ -412,31 +411,63 @@ static int cmp_span_start(const void *pa, const void *pb) {
 
 /* One rank's share of every node's wall time (the union of its calls'
  * intervals) and its thread count (threads that ran it; async tasks of one
- * thread count once). */
+ * thread count once). Calls of one node on one thread never overlap (a
+ * recursive call is another node), so only nodes that ran on several
+ * threads need their intervals sorted. */
 static sp_status tree_wall(struct tree *t, const sp_call *c, size_t n, const size_t *node_of) {
-  struct span *sp = malloc((n ? n : 1) * sizeof *sp);
-  if (!sp) return sp__set_error(SP_ERR_NO_MEMORY, "out of memory");
+  int64_t *first = malloc((t->n ? t->n : 1) * sizeof *first);
+  unsigned char *many = calloc(t->n ? t->n : 1, 1);
+  if (!first || !many) {
+    free(first);
+    free(many);
+    return sp__set_error(SP_ERR_NO_MEMORY, "out of memory");
+  }
+  for (size_t k = 0; k < t->n; k++) first[k] = INT64_MIN;
+  size_t m = 0;
+  for (size_t i = 0; i < n; i++) {
+    size_t nd = node_of[i];
+    if (first[nd] == INT64_MIN) first[nd] = c[i].thread;
+    else if (first[nd] != c[i].thread) many[nd] = 1;
+  }
+  for (size_t i = 0; i < n; i++) {
+    sp_tree_node *x = &t->nodes[node_of[i]];
+    if (many[node_of[i]]) {
+      m++;
+      continue;
+    }
+    x->wall_ns += c[i].end_ns - c[i].start_ns;
+    if (x->threads < 1) x->threads = 1;
+  }
+  struct span *sp = m ? malloc(m * sizeof *sp) : NULL;
+  if (m && !sp) {
+    free(first);
+    free(many);
+    return sp__set_error(SP_ERR_NO_MEMORY, "out of memory");
+  }
+  size_t k = 0;
   for (size_t i = 0; i < n; i++)
-    sp[i] = (struct span){node_of[i], c[i].start_ns, c[i].end_ns, c[i].thread};
-  qsort(sp, n, sizeof *sp, cmp_span);
-  for (size_t lo = 0, hi; lo < n; lo = hi) {
+    if (many[node_of[i]]) sp[k++] = (struct span){node_of[i], c[i].start_ns, c[i].end_ns, c[i].thread};
+  if (m) qsort(sp, m, sizeof *sp, cmp_span);
+  for (size_t lo = 0, hi; lo < m; lo = hi) {
     uint32_t threads = 0;
-    for (hi = lo; hi < n && sp[hi].node == sp[lo].node; hi++)
+    for (hi = lo; hi < m && sp[hi].node == sp[lo].node; hi++)
       threads += hi == lo || sp[hi].thread != sp[hi - 1].thread;
     sp_tree_node *x = &t->nodes[sp[lo].node];
     if (threads > x->threads) x->threads = threads;
     qsort(sp + lo, hi - lo, sizeof *sp, cmp_span_start);
-    int64_t a = sp[lo].start, b = sp[lo].end;
+    int64_t a0 = sp[lo].start, b0 = sp[lo].end;
     for (size_t i = lo + 1; i < hi; i++) {
-      if (sp[i].start > b) {
-        x->wall_ns += b - a;
-        a = sp[i].start;
+      if (sp[i].start > b0) {
+        x->wall_ns += b0 - a0;
+        a0 = sp[i].start;
       }
-      if (sp[i].end > b) b = sp[i].end;
+      if (sp[i].end > b0) b0 = sp[i].end;
     }
-    x->wall_ns += b - a;
+    x->wall_ns += b0 - a0;
   }
   free(sp);
+  free(first);
+  free(many);
   return SP_OK;
 }
 
