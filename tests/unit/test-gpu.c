@@ -702,6 +702,7 @@ static void deliver_w(void *ctx, uint64_t tag, int64_t ns) {
   w->nvals[tag]++;
 }
 static struct sp__gpu_backend shared_b;
+static pthread_mutex_t legacy_turn = PTHREAD_MUTEX_INITIALIZER;
 
 static void *worker_main(void *arg) {
   struct worker *w = arg;
@@ -710,10 +711,15 @@ static void *worker_main(void *arg) {
       (sp__CUresult(*)(sp__CUstream *, unsigned))(uintptr_t)dlsym(h, "cuStreamCreate");
   sp__gpu_thread_init(&w->t, &shared_b, deliver_w, w, 0);
   /* The first begin binds the thread (primary context made current): the
-   * stream is created after it, in that context. */
+   * stream is created after it, in that context. That call runs on the
+   * legacy stream, which every thread of the context shares (as on a real
+   * device): two threads timing it at once would each measure the other's
+   * kernel too, so the binding calls take turns. */
+  pthread_mutex_lock(&legacy_turn);
   sp__gpu_begin(&w->t, NULL);
   launch(NULL, 5);
   sp__gpu_end(&w->t, NULL, 0, 0);
+  pthread_mutex_unlock(&legacy_turn);
   sp__CUstream s;
   ASSERT_EQ(create(&s, 0), 0);
   w->stream = s;
