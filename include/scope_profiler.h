@@ -61,11 +61,11 @@ typedef struct sp_results sp_results; /* scope_profiler/results.h */
 /* The process-wide default manager. Exported as a pointer, not as the
  * object: executables copy-relocate exported data, and a pointer's size
  * never changes, so the manager's layout stays private to the library. */
-SP_API extern struct sp_manager *const sp__default;
-#define SP_DEFAULT (sp__default)
+SP_API extern struct sp_manager *const sp_i_default;
+#define SP_DEFAULT (sp_i_default)
 
 /** Create an independent manager (not yet set up). NULL when out of memory or
- * when SP__MAX_MANAGERS managers are alive (sp_last_error() says which). */
+ * when SP_I_MAX_MANAGERS managers are alive (sp_last_error() says which). */
 SP_API sp_manager *sp_manager_create(void);
 
 /** Destroy a manager: a run still active is discarded unless it was
@@ -159,17 +159,17 @@ SP_API sp_region sp_region_intern_n(const char *name, size_t len);
 SP_API sp_region sp_region_intern_ex(const char *name, const char *file, int line,
                                      const char *func, const char *tags);
 /** Register a site (called once per site by sp_site_region). */
-SP_API sp_region sp__site_register(sp_site *site);
+SP_API sp_region sp_i_site_register(sp_site *site);
 
 /** The handle of a call site: one relaxed load after the first call. */
-SP__INLINE sp_region sp_site_region(sp_site *site) {
+SP_I_INLINE sp_region sp_site_region(sp_site *site) {
 #if defined(__GNUC__)
   uint32_t id = __atomic_load_n(&site->id, __ATOMIC_RELAXED);
 #else
   uint32_t id = site->id;
 #endif
-  if (SP__LIKELY(id != 0)) return id;
-  return sp__site_register(site);
+  if (SP_I_LIKELY(id != 0)) return id;
+  return sp_i_site_register(site);
 }
 
 /** Name of a region handle, or NULL. */
@@ -188,8 +188,8 @@ SP_API sp_status sp_register_opt_in_tag(const char *tag);
 /** Begin/end one call of region `r` on manager `m`. Return 0, or a negative
  * sp_status (SP_ERR_UNMATCHED_END when `r` is not the innermost open call of
  * this thread: the call is counted and nothing recorded is changed). */
-SP__INLINE int sp_region_begin(sp_manager *m, sp_region r) { return sp__begin(m, r); }
-SP__INLINE int sp_region_end(sp_manager *m, sp_region r) { return sp__end(m, r); }
+SP_I_INLINE int sp_region_begin(sp_manager *m, sp_region r) { return sp_i_begin(m, r); }
+SP_I_INLINE int sp_region_end(sp_manager *m, sp_region r) { return sp_i_end(m, r); }
 
 /** The same two calls out of line, for callers that cannot inline C: Fortran
  * bind(C) interfaces, Python ctypes/cffi, other FFIs, and programs that load
@@ -205,20 +205,20 @@ typedef struct sp_scope {
   int open;
 } sp_scope;
 
-SP__INLINE sp_scope sp_scope_begin(sp_manager *m, sp_region r) {
+SP_I_INLINE sp_scope sp_scope_begin(sp_manager *m, sp_region r) {
   sp_scope s;
   s.m = m;
   s.r = r;
-  s.open = sp__begin(m, r) == 0;
+  s.open = sp_i_begin(m, r) == 0;
   return s;
 }
 /** End the scope's call; a second end is harmless. */
-SP__INLINE int sp_scope_end(sp_scope *s) {
+SP_I_INLINE int sp_scope_end(sp_scope *s) {
   if (!s->open) return 0;
   s->open = 0;
-  return sp__end(s->m, s->r);
+  return sp_i_end(s->m, s->r);
 }
-SP__INLINE void sp_scope_cleanup(sp_scope *s) { (void)sp_scope_end(s); }
+SP_I_INLINE void sp_scope_cleanup(sp_scope *s) { (void)sp_scope_end(s); }
 
 /*====== Parents on another thread ======*/
 
@@ -293,16 +293,16 @@ SP_API sp_status sp_finalize(const sp_finalize_args *args, sp_results **results)
 SP_API void sp_pause(void);
 SP_API void sp_resume(void);
 SP_API int sp_is_active(void);
-SP__INLINE int sp_begin(sp_region r) { return sp__begin(SP_DEFAULT, r); }
-SP__INLINE int sp_end(sp_region r) { return sp__end(SP_DEFAULT, r); }
+SP_I_INLINE int sp_begin(sp_region r) { return sp_i_begin(SP_DEFAULT, r); }
+SP_I_INLINE int sp_end(sp_region r) { return sp_i_end(SP_DEFAULT, r); }
 /** The default manager as a function (for FFIs that cannot read the
  * exported data symbol behind SP_DEFAULT); never NULL. */
 SP_API sp_manager *sp_default_manager(void);
 
 /*====== Macros ======*/
 
-#define SP__CAT2(a, b) a##b
-#define SP__CAT(a, b) SP__CAT2(a, b)
+#define SP_I_CAT2(a, b) a##b
+#define SP_I_CAT(a, b) SP_I_CAT2(a, b)
 
 #if defined(SP_DISABLE)
 /* Compiled out: nothing is emitted, but every argument is still type-checked
@@ -319,28 +319,28 @@ SP_API sp_manager *sp_default_manager(void);
 #  if !defined(__GNUC__)
 #    error "scope-profiler's scoped macros need __attribute__((cleanup)); use sp_region_begin/sp_region_end"
 #  endif
-#  define SP__CLEANUP(fn) __attribute__((cleanup(fn)))
+#  define SP_I_CLEANUP(fn) __attribute__((cleanup(fn)))
 /* The scope variable is only there for its cleanup: clang would call it unused. */
-#  define SP__UNUSED __attribute__((unused))
-#  define SP__SITE(var, name, tags, kind) \
+#  define SP_I_UNUSED __attribute__((unused))
+#  define SP_I_SITE(var, name, tags, kind) \
      static sp_site var = {(name), __FILE__, __func__, __LINE__, (kind), (tags), 0}
-#  define SP__REGION_IMPL(mgr, name, tags, kind, n)                       \
-     SP__SITE(SP__CAT(sp__site_, n), name, tags, kind);                     \
-     sp_scope SP__CAT(sp__scope_, n) SP__CLEANUP(sp_scope_cleanup) SP__UNUSED = \
-         sp_scope_begin((mgr), sp_site_region(&SP__CAT(sp__site_, n)))
+#  define SP_I_REGION_IMPL(mgr, name, tags, kind, n)                       \
+     SP_I_SITE(SP_I_CAT(sp_i_site_, n), name, tags, kind);                     \
+     sp_scope SP_I_CAT(sp_i_scope_, n) SP_I_CLEANUP(sp_scope_cleanup) SP_I_UNUSED = \
+         sp_scope_begin((mgr), sp_site_region(&SP_I_CAT(sp_i_site_, n)))
 /** Declare, as a statement, a region that ends when the enclosing block is
  * left by any path (return, break, goto, end of block). */
-#  define SP_REGION_M(mgr, name) SP__REGION_IMPL(mgr, name, NULL, SP_SITE_BLOCK, __COUNTER__)
-#  define SP_REGION_TAGS_M(mgr, name, tags) SP__REGION_IMPL(mgr, name, tags, SP_SITE_BLOCK, __COUNTER__)
+#  define SP_REGION_M(mgr, name) SP_I_REGION_IMPL(mgr, name, NULL, SP_SITE_BLOCK, __COUNTER__)
+#  define SP_REGION_TAGS_M(mgr, name, tags) SP_I_REGION_IMPL(mgr, name, tags, SP_SITE_BLOCK, __COUNTER__)
 /** First statement of a function: profiles the whole body under the
  * function's name (the decorator counterpart). */
-#  define SP_FUNCTION_M(mgr) SP__REGION_IMPL(mgr, __func__, NULL, SP_SITE_FUNCTION, __COUNTER__)
+#  define SP_FUNCTION_M(mgr) SP_I_REGION_IMPL(mgr, __func__, NULL, SP_SITE_FUNCTION, __COUNTER__)
 /** Evaluate `expr` (any type, including void) inside a region. */
 #  define SP_CALL_M(mgr, name, expr) __extension__({ SP_REGION_M(mgr, name); (expr); })
 /** `SP_SESSION(s, &setup, &fin, &results) { body }`: setup before the body,
  * finalize after it on every exit path; s.status holds the outcome. */
 #  define SP_SESSION_M(var, mgr, setup, fin, res)                               \
-     for (sp_session var SP__CLEANUP(sp_session_cleanup) =                     \
+     for (sp_session var SP_I_CLEANUP(sp_session_cleanup) =                     \
               sp_session_begin((mgr), (setup), (fin), (res));                   \
           var.once; var.once = 0)
 #endif

@@ -36,59 +36,59 @@ extern "C" {
 typedef signed char sp_bool3;
 #define SP_UNSET (-1)
 
-#define SP__OPT_T_BOOL sp_bool3
-#define SP__OPT_T_INT int64_t
-#define SP__OPT_T_STR const char *
-#define SP__OPT_T_ENUM const char *
-#define SP__OPT_T_LIST const char *
+#define SP_I_OPT_T_BOOL sp_bool3
+#define SP_I_OPT_T_INT int64_t
+#define SP_I_OPT_T_STR const char *
+#define SP_I_OPT_T_ENUM const char *
+#define SP_I_OPT_T_LIST const char *
 
-#define SP__OPT_UNSET_BOOL SP_UNSET
-#define SP__OPT_UNSET_INT SP_INT_NONE
-#define SP__OPT_UNSET_STR NULL
-#define SP__OPT_UNSET_ENUM NULL
-#define SP__OPT_UNSET_LIST NULL
+#define SP_I_OPT_UNSET_BOOL SP_UNSET
+#define SP_I_OPT_UNSET_INT SP_INT_NONE
+#define SP_I_OPT_UNSET_STR NULL
+#define SP_I_OPT_UNSET_ENUM NULL
+#define SP_I_OPT_UNSET_LIST NULL
 
-/* Group membership filters: SP__IN_<WANTED>_<GROUP>(x) keeps x only when the
+/* Group membership filters: SP_I_IN_<WANTED>_<GROUP>(x) keeps x only when the
  * row's group is WANTED. Variadic because an initializer (".s = v,") carries
  * a comma. */
-#define SP__IN_MEMRAY_NONE(...)
-#define SP__IN_MEMRAY_MEMRAY(...) __VA_ARGS__
-#define SP__IN_MEMRAY_GPU(...)
-#define SP__IN_MEMRAY_HDF5(...)
-#define SP__IN_GPU_NONE(...)
-#define SP__IN_GPU_MEMRAY(...)
-#define SP__IN_GPU_GPU(...) __VA_ARGS__
-#define SP__IN_GPU_HDF5(...)
-#define SP__IN_HDF5_NONE(...)
-#define SP__IN_HDF5_MEMRAY(...)
-#define SP__IN_HDF5_GPU(...)
-#define SP__IN_HDF5_HDF5(...) __VA_ARGS__
+#define SP_I_IN_MEMRAY_NONE(...)
+#define SP_I_IN_MEMRAY_MEMRAY(...) __VA_ARGS__
+#define SP_I_IN_MEMRAY_GPU(...)
+#define SP_I_IN_MEMRAY_HDF5(...)
+#define SP_I_IN_GPU_NONE(...)
+#define SP_I_IN_GPU_MEMRAY(...)
+#define SP_I_IN_GPU_GPU(...) __VA_ARGS__
+#define SP_I_IN_GPU_HDF5(...)
+#define SP_I_IN_HDF5_NONE(...)
+#define SP_I_IN_HDF5_MEMRAY(...)
+#define SP_I_IN_HDF5_GPU(...)
+#define SP_I_IN_HDF5_HDF5(...) __VA_ARGS__
 
-#define SP__FLAT_FIELD(n, G, s, T, ...) SP__OPT_T_##T n;
-#define SP__MEMRAY_FIELD(n, G, s, T, ...) SP__IN_MEMRAY_##G(SP__OPT_T_##T s;)
-#define SP__GPU_FIELD(n, G, s, T, ...) SP__IN_GPU_##G(SP__OPT_T_##T s;)
-#define SP__HDF5_FIELD(n, G, s, T, ...) SP__IN_HDF5_##G(SP__OPT_T_##T s;)
+#define SP_I_FLAT_FIELD(n, G, s, T, ...) SP_I_OPT_T_##T n;
+#define SP_I_MEMRAY_FIELD(n, G, s, T, ...) SP_I_IN_MEMRAY_##G(SP_I_OPT_T_##T s;)
+#define SP_I_GPU_FIELD(n, G, s, T, ...) SP_I_IN_GPU_##G(SP_I_OPT_T_##T s;)
+#define SP_I_HDF5_FIELD(n, G, s, T, ...) SP_I_IN_HDF5_##G(SP_I_OPT_T_##T s;)
 
-#define SP__FLAT_INIT(n, G, s, T, ...) .n = SP__OPT_UNSET_##T,
-#define SP__MEMRAY_INIT(n, G, s, T, ...) SP__IN_MEMRAY_##G(.s = SP__OPT_UNSET_##T,)
-#define SP__GPU_INIT(n, G, s, T, ...) SP__IN_GPU_##G(.s = SP__OPT_UNSET_##T,)
-#define SP__HDF5_INIT(n, G, s, T, ...) SP__IN_HDF5_##G(.s = SP__OPT_UNSET_##T,)
+#define SP_I_FLAT_INIT(n, G, s, T, ...) .n = SP_I_OPT_UNSET_##T,
+#define SP_I_MEMRAY_INIT(n, G, s, T, ...) SP_I_IN_MEMRAY_##G(.s = SP_I_OPT_UNSET_##T,)
+#define SP_I_GPU_INIT(n, G, s, T, ...) SP_I_IN_GPU_##G(.s = SP_I_OPT_UNSET_##T,)
+#define SP_I_HDF5_INIT(n, G, s, T, ...) SP_I_IN_HDF5_##G(.s = SP_I_OPT_UNSET_##T,)
 
 /*====== Option groups ======*/
 
 /* Allocation capture settings ([profiling.memray]). */
 typedef struct sp_memray_options {
-  SP_SETTINGS(SP__MEMRAY_FIELD)
+  SP_SETTINGS(SP_I_MEMRAY_FIELD)
 } sp_memray_options;
 
 /* GPU timing and NVTX settings ([profiling.gpu]). */
 typedef struct sp_gpu_options {
-  SP_SETTINGS(SP__GPU_FIELD)
+  SP_SETTINGS(SP_I_GPU_FIELD)
 } sp_gpu_options;
 
 /* HDF5 storage settings ([profiling.hdf5]). */
 typedef struct sp_hdf5_options {
-  SP_SETTINGS(SP__HDF5_FIELD)
+  SP_SETTINGS(SP_I_HDF5_FIELD)
 } sp_hdf5_options;
 
 /*====== Options ======*/
@@ -97,21 +97,21 @@ typedef struct sp_hdf5_options {
  * stay valid until the sp_setup()/sp_manager_setup() call that reads them
  * returns. */
 typedef struct sp_options {
-  SP_SETTINGS(SP__FLAT_FIELD)
+  SP_SETTINGS(SP_I_FLAT_FIELD)
   sp_memray_options memray;
   sp_gpu_options gpu;
   sp_hdf5_options hdf5;
-  struct sp__arena *sp__owned; /* private: copies made by the setters */
+  struct sp_i_arena *sp_i_owned; /* private: copies made by the setters */
 } sp_options;
 
 /* Initialiser with every setting unset:  sp_options o = SP_OPTIONS_INIT; */
 #define SP_OPTIONS_INIT                               \
   {                                                   \
-    SP_SETTINGS(SP__FLAT_INIT)                        \
-    .memray = {SP_SETTINGS(SP__MEMRAY_INIT)},         \
-    .gpu = {SP_SETTINGS(SP__GPU_INIT)},               \
-    .hdf5 = {SP_SETTINGS(SP__HDF5_INIT)},             \
-    .sp__owned = NULL,                                \
+    SP_SETTINGS(SP_I_FLAT_INIT)                        \
+    .memray = {SP_SETTINGS(SP_I_MEMRAY_INIT)},         \
+    .gpu = {SP_SETTINGS(SP_I_GPU_INIT)},               \
+    .hdf5 = {SP_SETTINGS(SP_I_HDF5_INIT)},             \
+    .sp_i_owned = NULL,                                \
   }
 
 /** Set one setting by key, parsing `value` as the setting's type.
@@ -174,14 +174,14 @@ SP_API const char *sp_config_value_text(const sp_config *c, const char *flat_nam
 SP_API sp_origin sp_config_origin(const sp_config *c, const char *flat_name);
 
 /* Typed accessors for every property of the resolved configuration. */
-#define SP__ACC_T_BOOL int
-#define SP__ACC_T_INT int64_t
-#define SP__ACC_T_STR const char *
-#define SP__ACC_T_ENUM const char *
-#define SP__ACC_T_LIST const char *const *
-#define SP__CONFIG_ACCESSOR(n, G, s, T, ...) SP_API SP__ACC_T_##T sp_config_##n(const sp_config *c);
-SP_SETTINGS(SP__CONFIG_ACCESSOR)
-#undef SP__CONFIG_ACCESSOR
+#define SP_I_ACC_T_BOOL int
+#define SP_I_ACC_T_INT int64_t
+#define SP_I_ACC_T_STR const char *
+#define SP_I_ACC_T_ENUM const char *
+#define SP_I_ACC_T_LIST const char *const *
+#define SP_I_CONFIG_ACCESSOR(n, G, s, T, ...) SP_API SP_I_ACC_T_##T sp_config_##n(const sp_config *c);
+SP_SETTINGS(SP_I_CONFIG_ACCESSOR)
+#undef SP_I_CONFIG_ACCESSOR
 
 /* Accessors return what the run uses: sp_config_label() is the label as
  * given (NULL when none; sp_config_display_label() falls back to the output

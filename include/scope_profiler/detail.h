@@ -4,7 +4,7 @@
  * any release. They are visible only so that sp_region_begin()/sp_region_end()
  * can be inlined into the caller, which is what keeps a begin/end pair close to
  * the cost of reading the clock twice. The slow-path symbols carry the layout
- * version (sp__begin_slow_v3), so a program compiled against a different layout
+ * version (sp_i_begin_slow_v3), so a program compiled against a different layout
  * fails to link instead of misbehaving. Callers that cannot inline (bindings,
  * other languages) use the out-of-line sp_region_begin_fn()/sp_region_end_fn().
  *
@@ -14,7 +14,7 @@
  * takes, a mismatched end) goes to the out-of-line slow path in
  * src/core/record.c.
  *
- * Dispatch, by manager state (sp__hot.state) and region:
+ * Dispatch, by manager state (sp_i_hot.state) and region:
  *   OFF                     nothing (one compare)
  *   TIMELINE                inlined event; the slow path for opt-in tagged
  *                           regions (unless known disabled: nothing)
@@ -37,15 +37,15 @@ extern "C" {
 #endif
 
 #if defined(__GNUC__)
-#  define SP__LIKELY(x) __builtin_expect(!!(x), 1)
-#  define SP__UNLIKELY(x) __builtin_expect(!!(x), 0)
-#  define SP__INLINE static inline __attribute__((always_inline, no_instrument_function))
-#  define SP__TLS __thread __attribute__((tls_model("initial-exec")))
+#  define SP_I_LIKELY(x) __builtin_expect(!!(x), 1)
+#  define SP_I_UNLIKELY(x) __builtin_expect(!!(x), 0)
+#  define SP_I_INLINE static inline __attribute__((always_inline, no_instrument_function))
+#  define SP_I_TLS __thread __attribute__((tls_model("initial-exec")))
 #else
-#  define SP__LIKELY(x) (x)
-#  define SP__UNLIKELY(x) (x)
-#  define SP__INLINE static inline
-#  define SP__TLS _Thread_local
+#  define SP_I_LIKELY(x) (x)
+#  define SP_I_UNLIKELY(x) (x)
+#  define SP_I_INLINE static inline
+#  define SP_I_TLS _Thread_local
 #endif
 
 /* Managers that can be live at once in one process (each holds a TLS slot).
@@ -53,31 +53,31 @@ extern "C" {
  * initial-exec TLS in a dlopen()ed library lives in glibc's small static-TLS
  * surplus, and a larger block makes dlopen (Python's import, ctypes, cffi)
  * fail with "cannot allocate memory in static TLS block". */
-#define SP__MAX_MANAGERS 16
+#define SP_I_MAX_MANAGERS 16
 
 /* Manager states, read by every begin/end. */
-#define SP__STATE_OFF 0u      /* not set up, deactivated, or finalized for good */
-#define SP__STATE_TIMELINE 1u /* recording, no probes: fully inlined */
-#define SP__STATE_SLOW 2u     /* recording through the slow path (pause, probes) */
-#define SP__STATE_AGGREGATE 3u /* aggregation_mode: per-region accumulators, inlined */
+#define SP_I_STATE_OFF 0u      /* not set up, deactivated, or finalized for good */
+#define SP_I_STATE_TIMELINE 1u /* recording, no probes: fully inlined */
+#define SP_I_STATE_SLOW 2u     /* recording through the slow path (pause, probes) */
+#define SP_I_STATE_AGGREGATE 3u /* aggregation_mode: per-region accumulators, inlined */
 /* Flag on TIMELINE or AGGREGATE: extensions take some regions; a region
- * known to be taken by none (its bit in sp__hot.plain) stays inlined, the
+ * known to be taken by none (its bit in sp_i_hot.plain) stays inlined, the
  * others go through the slow path, which calls the extensions. */
-#define SP__STATE_EXT 4u
+#define SP_I_STATE_EXT 4u
 
 /* Region ids with this bit set carry an opt-in tag and always take the slow
  * path, where the manager decides whether the tag is enabled. */
-#define SP__REGION_SLOW_BIT 0x80000000u
+#define SP_I_REGION_SLOW_BIT 0x80000000u
 
 /* A stack entry with this bit set is a call that is not recorded (begun while
  * paused); the low 32 bits hold its region so its end can still be matched. */
-#define SP__GHOST_BIT (UINT64_C(1) << 63)
+#define SP_I_GHOST_BIT (UINT64_C(1) << 63)
 
-/* One recorded call. start/end are raw clock ticks (see sp__ticks), converted
+/* One recorded call. start/end are raw clock ticks (see sp_i_ticks), converted
  * to CLOCK_MONOTONIC nanoseconds at finalize; end == 0 while the call is open.
  * depth is the number of open calls of this thread when it began, which is all
  * finalize needs to rebuild exact parent ids. */
-struct sp__event {
+struct sp_i_event {
   uint64_t start;
   uint64_t end;
   uint32_t region;
@@ -87,7 +87,7 @@ struct sp__event {
 /* Aggregation mode: one accumulator per (thread, region), in raw ticks. The
  * sums are shifted by the first duration so the variance survives long runs
  * without cancellation; no division happens on the hot path. */
-struct sp__agg {
+struct sp_i_agg {
   uint64_t count;
   int64_t total, excl, min, max, first, last, shift;
   uint64_t start_min, last_start, end_max;
@@ -95,8 +95,8 @@ struct sp__agg {
 };
 
 /* Per-thread, per-manager recording state, owned by the manager. */
-struct sp__thread {
-  struct sp__event *ev; /* events of the current run, in begin order */
+struct sp_i_thread {
+  struct sp_i_event *ev; /* events of the current run, in begin order */
   uint64_t n;           /* events used */
   uint64_t cap;         /* events allocated */
   uint64_t *stack;      /* indices into ev of the open calls (or ghosts) */
@@ -111,16 +111,16 @@ struct sp__thread {
   uint32_t end_floor;
   /* aggregation mode: open calls (end = time of completed children; a
    * ghost has region 0 and its region in depth), and the accumulators */
-  struct sp__event *open;
+  struct sp_i_event *open;
   uint32_t nopen, open_cap;
-  struct sp__agg *acc;
+  struct sp_i_agg *acc;
   uint32_t acc_cap;
 };
 
 /* The first member of every manager: what the inlined path reads. */
-struct sp__hot {
+struct sp_i_hot {
   uint32_t state;
-  uint32_t slot; /* index into sp__tls */
+  uint32_t slot; /* index into sp_i_tls */
   uint32_t gen;  /* unique per live manager lifetime; 0 never matches */
   /* Region ids 1..nregions are live: a copy of the process-wide count, kept
    * here because the inlined path checks every handle against it and this
@@ -132,7 +132,7 @@ struct sp__hot {
    * region cost a load and a bit test. */
   uint64_t *optin_off;
   uint32_t optin_nbits;
-  /* Regions no extension of this run takes (SP__STATE_EXT), one bit per
+  /* Regions no extension of this run takes (SP_I_STATE_EXT), one bit per
    * region id, published like optin_off: the array first, then its size. */
   uint64_t *plain;
   uint32_t plain_nbits;
@@ -140,8 +140,8 @@ struct sp__hot {
 
 /* 1 when region r is known to be taken by no extension of h's run. The size
  * is loaded first: a reader that sees a size sees an array that large. An
- * id with SP__REGION_SLOW_BIT is never plain (it is past any size). */
-SP__INLINE int sp__ext_plain(const struct sp__hot *h, uint32_t r) {
+ * id with SP_I_REGION_SLOW_BIT is never plain (it is past any size). */
+SP_I_INLINE int sp_i_ext_plain(const struct sp_i_hot *h, uint32_t r) {
 #if defined(__GNUC__)
   uint32_t nbits = __atomic_load_n(&h->plain_nbits, __ATOMIC_ACQUIRE);
   const uint64_t *bits = __atomic_load_n(&h->plain, __ATOMIC_ACQUIRE);
@@ -156,8 +156,8 @@ SP__INLINE int sp__ext_plain(const struct sp__hot *h, uint32_t r) {
  * size is loaded first: the writer stores a grown array before its size, so a
  * reader that sees the new size also sees the new array, while one that sees
  * the old size reads inside either array (retired arrays are kept). */
-SP__INLINE int sp__optin_off(const struct sp__hot *h, uint32_t r) {
-  uint32_t id = r & ~SP__REGION_SLOW_BIT;
+SP_I_INLINE int sp_i_optin_off(const struct sp_i_hot *h, uint32_t r) {
+  uint32_t id = r & ~SP_I_REGION_SLOW_BIT;
 #if defined(__GNUC__)
   uint32_t nbits = __atomic_load_n(&h->optin_nbits, __ATOMIC_ACQUIRE);
   const uint64_t *bits = __atomic_load_n(&h->optin_off, __ATOMIC_ACQUIRE);
@@ -173,27 +173,27 @@ SP__INLINE int sp__optin_off(const struct sp__hot *h, uint32_t r) {
 /* A thread's record on manager slot s is t[s], valid while gen[s] equals the
  * manager's generation (a destroyed manager's records are freed, so the
  * generation, not the pointer, is what is checked). 192 bytes. */
-struct sp__tls_block {
-  struct sp__thread *t[SP__MAX_MANAGERS];
-  uint32_t gen[SP__MAX_MANAGERS];
+struct sp_i_tls_block {
+  struct sp_i_thread *t[SP_I_MAX_MANAGERS];
+  uint32_t gen[SP_I_MAX_MANAGERS];
 };
 
-SP_API extern SP__TLS struct sp__tls_block sp__tls;
-SP_API extern int sp__clock_tsc; /* 1: invariant-TSC cycles, 0: CLOCK_MONOTONIC ns, 2: manual */
-SP_API extern uint64_t sp__manual_ticks; /* the manual clock (tests: deterministic time) */
+SP_API extern SP_I_TLS struct sp_i_tls_block sp_i_tls;
+SP_API extern int sp_i_clock_tsc; /* 1: invariant-TSC cycles, 0: CLOCK_MONOTONIC ns, 2: manual */
+SP_API extern uint64_t sp_i_manual_ticks; /* the manual clock (tests: deterministic time) */
 
-#define sp__begin_slow sp__begin_slow_v3
-#define sp__end_slow sp__end_slow_v3
-SP_API int sp__begin_slow(void *m, uint32_t r);
-SP_API int sp__end_slow(void *m, uint32_t r);
+#define sp_i_begin_slow sp_i_begin_slow_v3
+#define sp_i_end_slow sp_i_end_slow_v3
+SP_API int sp_i_begin_slow(void *m, uint32_t r);
+SP_API int sp_i_end_slow(void *m, uint32_t r);
 
 /* Raw clock ticks: TSC cycles where the TSC is invariant, else nanoseconds
  * of CLOCK_MONOTONIC. Both map onto CLOCK_MONOTONIC at finalize. */
-SP__INLINE uint64_t sp__ticks(void) {
+SP_I_INLINE uint64_t sp_i_ticks(void) {
 #if defined(__x86_64__) && defined(__GNUC__)
-  if (SP__LIKELY(sp__clock_tsc == 1)) return __builtin_ia32_rdtsc();
+  if (SP_I_LIKELY(sp_i_clock_tsc == 1)) return __builtin_ia32_rdtsc();
 #endif
-  if (SP__UNLIKELY(sp__clock_tsc == 2)) return __atomic_load_n(&sp__manual_ticks, __ATOMIC_RELAXED);
+  if (SP_I_UNLIKELY(sp_i_clock_tsc == 2)) return __atomic_load_n(&sp_i_manual_ticks, __ATOMIC_RELAXED);
   struct timespec ts;
   clock_gettime(CLOCK_MONOTONIC, &ts);
   return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
@@ -201,7 +201,7 @@ SP__INLINE uint64_t sp__ticks(void) {
 
 /* Relaxed atomic: a plain load on every target, but pause/resume from another
  * thread is then a well-defined (if not instantly seen) state change. */
-SP__INLINE uint32_t sp__state(const struct sp__hot *h) {
+SP_I_INLINE uint32_t sp_i_state(const struct sp_i_hot *h) {
 #if defined(__GNUC__)
   return __atomic_load_n(&h->state, __ATOMIC_RELAXED);
 #else
@@ -209,24 +209,24 @@ SP__INLINE uint32_t sp__state(const struct sp__hot *h) {
 #endif
 }
 
-SP__INLINE int sp__agg_begin(void *m, const struct sp__hot *h, uint32_t r) {
-  struct sp__thread *t = sp__tls.t[h->slot];
-  if (SP__UNLIKELY(sp__tls.gen[h->slot] != h->gen || t->nopen == t->open_cap)) return sp__begin_slow(m, r);
-  struct sp__event *ev = &t->open[t->nopen++];
+SP_I_INLINE int sp_i_agg_begin(void *m, const struct sp_i_hot *h, uint32_t r) {
+  struct sp_i_thread *t = sp_i_tls.t[h->slot];
+  if (SP_I_UNLIKELY(sp_i_tls.gen[h->slot] != h->gen || t->nopen == t->open_cap)) return sp_i_begin_slow(m, r);
+  struct sp_i_event *ev = &t->open[t->nopen++];
   ev->region = r;
   ev->end = 0;
-  ev->start = sp__ticks();
+  ev->start = sp_i_ticks();
   return 0;
 }
 
 /* The accumulator update of a call of region r ending at `now`: the top of
  * t's open stack, already checked to be r, with r's accumulator allocated. */
-SP__INLINE void sp__agg_close(struct sp__thread *t, uint32_t r, uint64_t now) {
-  struct sp__event *ev = &t->open[--t->nopen];
+SP_I_INLINE void sp_i_agg_close(struct sp_i_thread *t, uint32_t r, uint64_t now) {
+  struct sp_i_event *ev = &t->open[--t->nopen];
   int64_t d = (int64_t)(now - ev->start);
   if (t->nopen) t->open[t->nopen - 1].end += (uint64_t)d;
-  struct sp__agg *a = &t->acc[r];
-  if (SP__UNLIKELY(a->count == 0)) a->shift = d;
+  struct sp_i_agg *a = &t->acc[r];
+  if (SP_I_UNLIKELY(a->count == 0)) a->shift = d;
   a->count++;
   a->total += d;
   a->excl += d - (int64_t)ev->end;
@@ -246,19 +246,19 @@ SP__INLINE void sp__agg_close(struct sp__thread *t, uint32_t r, uint64_t now) {
   a->s2 += x * x;
 }
 
-SP__INLINE int sp__agg_end(void *m, const struct sp__hot *h, uint32_t r) {
-  uint64_t now = sp__ticks();
-  struct sp__thread *t = sp__tls.t[h->slot];
-  if (SP__UNLIKELY(sp__tls.gen[h->slot] != h->gen || t->nopen == 0)) return sp__end_slow(m, r);
-  if (SP__UNLIKELY(t->open[t->nopen - 1].region != r || r >= t->acc_cap)) return sp__end_slow(m, r);
-  sp__agg_close(t, r, now);
+SP_I_INLINE int sp_i_agg_end(void *m, const struct sp_i_hot *h, uint32_t r) {
+  uint64_t now = sp_i_ticks();
+  struct sp_i_thread *t = sp_i_tls.t[h->slot];
+  if (SP_I_UNLIKELY(sp_i_tls.gen[h->slot] != h->gen || t->nopen == 0)) return sp_i_end_slow(m, r);
+  if (SP_I_UNLIKELY(t->open[t->nopen - 1].region != r || r >= t->acc_cap)) return sp_i_end_slow(m, r);
+  sp_i_agg_close(t, r, now);
   return 0;
 }
 
 /* 1 for a live handle without the opt-in bit: one compare covers the
  * invalid handle 0, handles never interned and opt-in handles (whose high bit
  * puts them past any count). */
-SP__INLINE int sp__plain_region(const struct sp__hot *h, uint32_t r) {
+SP_I_INLINE int sp_i_plain_region(const struct sp_i_hot *h, uint32_t r) {
 #if defined(__GNUC__)
   return r - 1u < __atomic_load_n(&h->nregions, __ATOMIC_RELAXED);
 #else
@@ -271,52 +271,52 @@ SP__INLINE int sp__plain_region(const struct sp__hot *h, uint32_t r) {
  *   state OFF                      -> return 0
  *   opt-in handle, known disabled  -> return 0
  *   EXT, plain handle no extension takes -> as without EXT
- *   AGGREGATE, plain handle        -> sp__agg_begin (inline)
+ *   AGGREGATE, plain handle        -> sp_i_agg_begin (inline)
  *   TIMELINE, plain handle         -> inline below, unless the thread is new,
  *                                     its buffer is full or it is armed
- *   anything else (SLOW, opt-in, invalid handle) -> sp__begin_slow */
-SP__INLINE int sp__begin(void *m, uint32_t r) {
-  const struct sp__hot *h = (const struct sp__hot *)m;
-  uint32_t state = sp__state(h);
+ *   anything else (SLOW, opt-in, invalid handle) -> sp_i_begin_slow */
+SP_I_INLINE int sp_i_begin(void *m, uint32_t r) {
+  const struct sp_i_hot *h = (const struct sp_i_hot *)m;
+  uint32_t state = sp_i_state(h);
   /* Off first: a deactivated run pays one compare and one branch. */
-  if (state == SP__STATE_OFF) return 0;
-  int plain = sp__plain_region(h, r);
-  if (SP__UNLIKELY(state != SP__STATE_TIMELINE || !plain)) {
-    if ((r & SP__REGION_SLOW_BIT) && sp__optin_off(h, r)) return 0;
-    if ((state & SP__STATE_EXT) && plain && sp__ext_plain(h, r)) state &= ~SP__STATE_EXT;
-    if (plain && state == SP__STATE_AGGREGATE) return sp__agg_begin(m, h, r);
-    if (state != SP__STATE_TIMELINE || !plain) return sp__begin_slow(m, r);
+  if (state == SP_I_STATE_OFF) return 0;
+  int plain = sp_i_plain_region(h, r);
+  if (SP_I_UNLIKELY(state != SP_I_STATE_TIMELINE || !plain)) {
+    if ((r & SP_I_REGION_SLOW_BIT) && sp_i_optin_off(h, r)) return 0;
+    if ((state & SP_I_STATE_EXT) && plain && sp_i_ext_plain(h, r)) state &= ~SP_I_STATE_EXT;
+    if (plain && state == SP_I_STATE_AGGREGATE) return sp_i_agg_begin(m, h, r);
+    if (state != SP_I_STATE_TIMELINE || !plain) return sp_i_begin_slow(m, r);
   }
-  struct sp__thread *t = sp__tls.t[h->slot];
-  if (SP__UNLIKELY(sp__tls.gen[h->slot] != h->gen || t->n == t->cap || t->depth >= t->stack_lim))
-    return sp__begin_slow(m, r);
+  struct sp_i_thread *t = sp_i_tls.t[h->slot];
+  if (SP_I_UNLIKELY(sp_i_tls.gen[h->slot] != h->gen || t->n == t->cap || t->depth >= t->stack_lim))
+    return sp_i_begin_slow(m, r);
   uint64_t i = t->n++;
-  struct sp__event *ev = &t->ev[i];
+  struct sp_i_event *ev = &t->ev[i];
   t->stack[t->depth] = i;
   ev->region = r;
   ev->depth = t->depth++;
   ev->end = 0;
-  ev->start = sp__ticks();
+  ev->start = sp_i_ticks();
   return 0;
 }
 
-SP__INLINE int sp__end(void *m, uint32_t r) {
-  const struct sp__hot *h = (const struct sp__hot *)m;
-  uint32_t state = sp__state(h);
-  if (state == SP__STATE_OFF) return 0;
-  if (SP__UNLIKELY(state != SP__STATE_TIMELINE || (r & SP__REGION_SLOW_BIT))) {
-    if ((r & SP__REGION_SLOW_BIT) && sp__optin_off(h, r)) return 0;
-    if ((state & SP__STATE_EXT) && sp__ext_plain(h, r)) state &= ~SP__STATE_EXT;
-    if (state == SP__STATE_AGGREGATE && !(r & SP__REGION_SLOW_BIT) && r) return sp__agg_end(m, h, r);
-    if (state != SP__STATE_TIMELINE || (r & SP__REGION_SLOW_BIT)) return sp__end_slow(m, r);
+SP_I_INLINE int sp_i_end(void *m, uint32_t r) {
+  const struct sp_i_hot *h = (const struct sp_i_hot *)m;
+  uint32_t state = sp_i_state(h);
+  if (state == SP_I_STATE_OFF) return 0;
+  if (SP_I_UNLIKELY(state != SP_I_STATE_TIMELINE || (r & SP_I_REGION_SLOW_BIT))) {
+    if ((r & SP_I_REGION_SLOW_BIT) && sp_i_optin_off(h, r)) return 0;
+    if ((state & SP_I_STATE_EXT) && sp_i_ext_plain(h, r)) state &= ~SP_I_STATE_EXT;
+    if (state == SP_I_STATE_AGGREGATE && !(r & SP_I_REGION_SLOW_BIT) && r) return sp_i_agg_end(m, h, r);
+    if (state != SP_I_STATE_TIMELINE || (r & SP_I_REGION_SLOW_BIT)) return sp_i_end_slow(m, r);
   }
-  uint64_t now = sp__ticks();
-  struct sp__thread *t = sp__tls.t[h->slot];
-  if (SP__UNLIKELY(sp__tls.gen[h->slot] != h->gen || t->depth <= t->end_floor)) return sp__end_slow(m, r);
+  uint64_t now = sp_i_ticks();
+  struct sp_i_thread *t = sp_i_tls.t[h->slot];
+  if (SP_I_UNLIKELY(sp_i_tls.gen[h->slot] != h->gen || t->depth <= t->end_floor)) return sp_i_end_slow(m, r);
   uint64_t i = t->stack[t->depth - 1];
-  if (SP__UNLIKELY(i & SP__GHOST_BIT)) return sp__end_slow(m, r);
-  struct sp__event *ev = &t->ev[i];
-  if (SP__UNLIKELY(ev->region != r)) return sp__end_slow(m, r);
+  if (SP_I_UNLIKELY(i & SP_I_GHOST_BIT)) return sp_i_end_slow(m, r);
+  struct sp_i_event *ev = &t->ev[i];
+  if (SP_I_UNLIKELY(ev->region != r)) return sp_i_end_slow(m, r);
   ev->end = now;
   t->depth--;
   return 0;

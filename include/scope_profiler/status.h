@@ -34,9 +34,9 @@ extern "C" {
   X(SP_ERR_MPI, -17, "MPI error")
 
 typedef enum sp_status {
-#define SP__STATUS_ENUM(name, value, text) name = value,
-  SP_STATUS_MAP(SP__STATUS_ENUM)
-#undef SP__STATUS_ENUM
+#define SP_I_STATUS_ENUM(name, value, text) name = value,
+  SP_STATUS_MAP(SP_I_STATUS_ENUM)
+#undef SP_I_STATUS_ENUM
 } sp_status;
 
 /** Short description of a status; never NULL. */

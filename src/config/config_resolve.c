@@ -739,7 +739,7 @@ static const char *const empty_list[1] = {NULL};
 #define SP__ACC_GET_ENUM(c, n) ((c) ? (const char *)(c)->n : NULL)
 #define SP__ACC_GET_LIST(c, n) ((c) && (c)->n ? (const char *const *)(c)->n : empty_list)
 #define SP__ACC_DEF(n, G, s, T, ...) \
-  SP__ACC_T_##T sp_config_##n(const sp_config *c) { return SP__ACC_GET_##T(c, n); }
+  SP_I_ACC_T_##T sp_config_##n(const sp_config *c) { return SP__ACC_GET_##T(c, n); }
 SP_SETTINGS(SP__ACC_DEF)
 #undef SP__ACC_DEF
 

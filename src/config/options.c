@@ -4,7 +4,7 @@
  * the public sp_options_set/clear/each_set.
  *
  * Text copied by the setters lives in a small arena hanging off the options
- * (o->sp__owned), one allocation per copy, so that sp_options_clear() can
+ * (o->sp_i_owned), one allocation per copy, so that sp_options_clear() can
  * free everything without knowing which fields point where: fields assigned
  * by the caller keep pointing at the caller's memory and are never freed.
  */
@@ -435,18 +435,18 @@ const char *sp__origin_name(sp_origin o) {
 
 /*====== Options fields ======*/
 
-struct sp__arena {
-  struct sp__arena *next;
+struct sp_i_arena {
+  struct sp_i_arena *next;
   char text[];
 };
 
 static const char *arena_dup(sp_options *o, const char *s) {
   size_t n = strlen(s);
-  struct sp__arena *a = malloc(sizeof *a + n + 1);
+  struct sp_i_arena *a = malloc(sizeof *a + n + 1);
   if (!a) return NULL;
   memcpy(a->text, s, n + 1);
-  a->next = o->sp__owned;
-  o->sp__owned = a;
+  a->next = o->sp_i_owned;
+  o->sp_i_owned = a;
   return a->text;
 }
 
@@ -542,9 +542,9 @@ sp_status sp_options_set(sp_options *o, const char *key, const char *value) {
 
 void sp_options_clear(sp_options *o) {
   if (!o) return;
-  struct sp__arena *a = o->sp__owned;
+  struct sp_i_arena *a = o->sp_i_owned;
   while (a) {
-    struct sp__arena *next = a->next;
+    struct sp_i_arena *next = a->next;
     free(a);
     a = next;
   }

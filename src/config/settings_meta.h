@@ -75,7 +75,7 @@ sp_status sp__check_value(const struct sp__setting *s, const char *spelling, con
 
 /* Read one spelling of a setting from options (returns v->set). */
 int sp__opt_get(const sp_options *o, const struct sp__setting *s, int grouped, sp__value *v);
-/* Write one spelling; text is copied into o->sp__owned. v->set == 0 unsets. */
+/* Write one spelling; text is copied into o->sp_i_owned. v->set == 0 unsets. */
 sp_status sp__opt_put(sp_options *o, const struct sp__setting *s, int grouped, const sp__value *v);
 /* The setting's value in options whichever way it was spelled. Sets
  * SP_ERR_CONFLICT ("a and b are both set; keep one") when both are. */

@@ -16,8 +16,8 @@
 
 #include "core/core.h"
 
-SP_API int sp__clock_tsc = 0;
-SP_API uint64_t sp__manual_ticks = 1;
+SP_API int sp_i_clock_tsc = 0;
+SP_API uint64_t sp_i_manual_ticks = 1;
 
 static pthread_once_t clock_once = PTHREAD_ONCE_INIT;
 static uint64_t calib_mult; /* ns per tick, 32.32 fixed point */
@@ -61,7 +61,7 @@ static void clock_setup(void) {
   /* "manual": time moves only through sp__clock_manual_advance(); tests use
    * it to feed two managers identical timestamps. */
   if (force && strcmp(force, "manual") == 0) {
-    sp__clock_tsc = 2;
+    sp_i_clock_tsc = 2;
     return;
   }
 #if defined(__x86_64__) && defined(__GNUC__)
@@ -79,7 +79,7 @@ static void clock_setup(void) {
   double ns_per_tick = (double)(n1 - n0) / (double)(t1 - t0);
   calib_mult = (uint64_t)(ns_per_tick * 4294967296.0);
   tsc_ghz = 1.0 / ns_per_tick;
-  sp__clock_tsc = 1;
+  sp_i_clock_tsc = 1;
 #else
   (void)force;
 #endif
@@ -87,15 +87,15 @@ static void clock_setup(void) {
 
 void sp__clock_init(void) { pthread_once(&clock_once, clock_setup); }
 
-const char *sp__clock_name(void) { return sp__clock_tsc == 1 ? "tsc" : sp__clock_tsc == 2 ? "manual" : "clock_gettime"; }
+const char *sp__clock_name(void) { return sp_i_clock_tsc == 1 ? "tsc" : sp_i_clock_tsc == 2 ? "manual" : "clock_gettime"; }
 
-void sp__clock_manual_advance(uint64_t ns) { __atomic_fetch_add(&sp__manual_ticks, ns, __ATOMIC_RELAXED); }
+void sp__clock_manual_advance(uint64_t ns) { __atomic_fetch_add(&sp_i_manual_ticks, ns, __ATOMIC_RELAXED); }
 
 double sp__clock_tsc_ghz(void) { return tsc_ghz; }
 
 struct sp_clock_map sp__clock_map(uint64_t tick0, int64_t ns0, uint64_t tick1, int64_t ns1) {
   struct sp_clock_map c = {tick0, ns0, calib_mult};
-  if (sp__clock_tsc != 1) {
+  if (sp_i_clock_tsc != 1) {
     c.tick0 = 0;
     c.ns0 = 0;
     return c; /* ticks are already CLOCK_MONOTONIC ns */
@@ -113,13 +113,13 @@ struct sp_clock_map sp__clock_map(uint64_t tick0, int64_t ns0, uint64_t tick1, i
 
 void sp__clock_anchor(uint64_t *tick, int64_t *ns) {
 #if defined(__x86_64__) && defined(__GNUC__)
-  if (sp__clock_tsc == 1) {
+  if (sp_i_clock_tsc == 1) {
     anchor(tick, ns);
     return;
   }
 #endif
-  if (sp__clock_tsc == 2) {
-    *tick = __atomic_load_n(&sp__manual_ticks, __ATOMIC_RELAXED);
+  if (sp_i_clock_tsc == 2) {
+    *tick = __atomic_load_n(&sp_i_manual_ticks, __ATOMIC_RELAXED);
     *ns = (int64_t)*tick;
     return;
   }

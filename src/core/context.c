@@ -37,7 +37,7 @@ static void adopted_make_key(void) { pthread_key_create(&adopted_key, free); }
 static struct adoption *adopted_table(void) {
   if (!adopted) {
     pthread_once(&adopted_once, adopted_make_key);
-    adopted = calloc(SP__MAX_MANAGERS, sizeof *adopted);
+    adopted = calloc(SP_I_MAX_MANAGERS, sizeof *adopted);
     if (adopted) pthread_setspecific(adopted_key, adopted);
   }
   return adopted;
@@ -66,18 +66,18 @@ static struct sp_xctx *xctx_at(const struct sp_manager *m, uint32_t k) {
 
 uint32_t sp__xctx_capture(struct sp_manager *m) {
   uint32_t state = __atomic_load_n(&m->hot.state, __ATOMIC_RELAXED);
-  if (state == SP__STATE_OFF || state == SP__STATE_AGGREGATE) return 0;
+  if (state == SP_I_STATE_OFF || state == SP_I_STATE_AGGREGATE) return 0;
   uint32_t slot = m->hot.slot;
-  sp_thread_rec *t = sp__tls.gen[slot] == m->hot.gen ? (sp_thread_rec *)sp__tls.t[slot] : NULL;
+  sp_thread_rec *t = sp_i_tls.gen[slot] == m->hot.gen ? (sp_thread_rec *)sp_i_tls.t[slot] : NULL;
   uint32_t d = t ? t->hot.depth : 0;
-  while (d && (t->hot.stack[d - 1] & SP__GHOST_BIT)) d--;
+  while (d && (t->hot.stack[d - 1] & SP_I_GHOST_BIT)) d--;
   if (d == 0) {
     /* Nothing of its own open: the thread passes on what it adopted, so
      * nested hand-offs keep their root. */
     return adopted_ctx(m);
   }
   uint64_t i = t->hot.stack[d - 1];
-  struct sp__event *ev = &t->hot.ev[i];
+  struct sp_i_event *ev = &t->hot.ev[i];
   if (t->xcap_ctx && t->xcap_i == i && t->xcap_start == ev->start) return t->xcap_ctx;
   pthread_mutex_lock(&m->lock);
   uint32_t k = m->nxctx;
@@ -176,7 +176,7 @@ void sp__adopt(struct sp_manager *m, uint32_t gen, uint32_t ctx) {
   } else if (adopted_table()) {
     adopted[s] = (struct adoption){gen, ctx};
   } /* out of memory: the thread's calls stay roots */
-  if (sp__tls.gen[s] == m->hot.gen && sp__tls.t[s]) sp__thread_rearm(m, (sp_thread_rec *)sp__tls.t[s]);
+  if (sp_i_tls.gen[s] == m->hot.gen && sp_i_tls.t[s]) sp__thread_rearm(m, (sp_thread_rec *)sp_i_tls.t[s]);
 }
 
 void sp_context_adopt(sp_manager *m, sp_context c) {

@@ -3,7 +3,7 @@
  *
  * Ownership: a manager owns one sp_thread_rec per thread that ever recorded on
  * it; the thread reaches its record through the TLS slot of the manager
- * (sp__tls in detail.h). Records outlive their threads until the manager is
+ * (sp_i_tls in detail.h). Records outlive their threads until the manager is
  * destroyed, so a thread that exits before finalize loses nothing.
  */
 #ifndef SP_CORE_H
@@ -60,7 +60,7 @@ struct sp_region_info {
   int opt_in;  /* carries a registered opt-in tag (atomic: read without the lock) */
 };
 
-/* Info of a handle (without SP__REGION_SLOW_BIT), or NULL. Lock-free. */
+/* Info of a handle (without SP_I_REGION_SLOW_BIT), or NULL. Lock-free. */
 const struct sp_region_info *sp__region_info(uint32_t id);
 /* Highest id handed out so far. */
 uint32_t sp__region_max_id(void);
@@ -151,7 +151,7 @@ struct sp_carry {
 };
 
 typedef struct sp_thread_rec {
-  struct sp__thread hot; /* first: sp__tls points here */
+  struct sp_i_thread hot; /* first: sp_i_tls points here */
   struct sp_thread_rec *next;
   struct sp_manager *m;
   uint32_t index;        /* dense per manager, in registration order */
@@ -171,7 +171,7 @@ typedef struct sp_thread_rec {
   struct sp_carry *carry;
   size_t ncarry;
   /* bounded memory: a buffer the stream writer handed back, for reuse */
-  struct sp__event *spare;
+  struct sp_i_event *spare;
   int64_t *spare_cols;
   struct sp_task *cur_task; /* track_async: the task running now, NULL = thread context */
   uint64_t *ctx_stack;   /* the thread context's open calls while a task runs */
@@ -233,7 +233,7 @@ void sp__ext_exit(struct sp_manager *m, struct sp_thread_rec *t, uint32_t mask, 
 void sp__ext_fold_call(struct sp_manager *m, struct sp_thread_rec *t, uint32_t id, const int64_t *cols);
 /* timeline: fold the completed calls of a buffer into t's accumulators
  * (snapshot, stream handoff), after resolve. */
-void sp__ext_fold_events(struct sp_manager *m, struct sp_thread_rec *t, const struct sp__event *ev,
+void sp__ext_fold_events(struct sp_manager *m, struct sp_thread_rec *t, const struct sp_i_event *ev,
                          const int64_t *cols, uint64_t n);
 void sp__ext_resolve(struct sp_manager *m, struct sp_thread_rec *t, uint64_t n);
 /* The thread exits (its key destructor), or its record is freed. */
@@ -255,7 +255,7 @@ static inline int64_t sp__ext_out_value(const struct sp_manager *m, const int64_
 /*====== Manager ======*/
 
 struct sp_manager {
-  struct sp__hot hot; /* first: the inlined path reads it */
+  struct sp_i_hot hot; /* first: the inlined path reads it */
   pthread_mutex_t lock;
   int is_default;
   int configured;     /* setup succeeded at least once */
@@ -356,11 +356,11 @@ void sp__threads_free(struct sp_manager *m);
 /* Aggregation mode: open-call stack and accumulator growth (record.c). */
 int sp__thread_grow_open(sp_thread_rec *t);
 int sp__thread_grow_acc(sp_thread_rec *t, uint32_t need);
-void sp__agg_reset(struct sp__agg *a, size_t n);
+void sp__agg_reset(struct sp_i_agg *a, size_t n);
 /* fork(): reset the process-wide locks in the child (record.c, regions.c). */
 void sp__record_after_fork_child(void);
 void sp__regions_after_fork_child(void);
-/* Set a bit of a lock-free-read region bitmap of sp__hot (record.c). */
+/* Set a bit of a lock-free-read region bitmap of sp_i_hot (record.c). */
 void sp__bitmap_set(uint64_t **bits, uint32_t *nbits, uint64_t ***retired, size_t *nretired, uint32_t id);
 /* Publish "region id is a disabled opt-in region" to the inlined path. */
 void sp__optin_mark_off(struct sp_manager *m, uint32_t id);

@@ -347,7 +347,7 @@ static void attach_locked(struct sp_manager *m, sp_thread_rec *t) {
 }
 
 uint32_t sp__ext_decide(struct sp_manager *m, sp_thread_rec *t, uint32_t id) {
-  if (SP__UNLIKELY(t->ext_epoch != m->ext_epoch)) {
+  if (SP_I_UNLIKELY(t->ext_epoch != m->ext_epoch)) {
     pthread_mutex_lock(&m->ext_lock);
     attach_locked(m, t);
     pthread_mutex_unlock(&m->ext_lock);
@@ -423,8 +423,8 @@ int sp_ext_task(const struct sp_ext_thread *th, uint32_t *index, uint64_t *suspe
 
 uint32_t sp_ext_current_region(const struct sp_manager *m) {
   uint32_t slot = m->hot.slot;
-  if (slot >= SP__MAX_MANAGERS || sp__tls.gen[slot] != m->hot.gen || !m->hot.gen) return 0;
-  const sp_thread_rec *t = (const sp_thread_rec *)sp__tls.t[slot];
+  if (slot >= SP_I_MAX_MANAGERS || sp_i_tls.gen[slot] != m->hot.gen || !m->hot.gen) return 0;
+  const sp_thread_rec *t = (const sp_thread_rec *)sp_i_tls.t[slot];
   if (!t || t->busy) return 0;
   __atomic_signal_fence(__ATOMIC_SEQ_CST);
   uint32_t r = 0;
@@ -435,7 +435,7 @@ uint32_t sp_ext_current_region(const struct sp_manager *m) {
     uint32_t d = t->hot.depth;
     if (d && d <= t->hot.stack_cap) {
       uint64_t i = t->hot.stack[d - 1];
-      if (!(i & SP__GHOST_BIT) && i < t->hot.n && t->hot.n <= t->hot.cap) r = t->hot.ev[i].region;
+      if (!(i & SP_I_GHOST_BIT) && i < t->hot.n && t->hot.n <= t->hot.cap) r = t->hot.ev[i].region;
     }
   }
   /* A begin this signal interrupted may not have stored its region yet. */
@@ -490,7 +490,7 @@ void sp__ext_fold_call(struct sp_manager *m, sp_thread_rec *t, uint32_t id, cons
   fold_row(m, acc, cols);
 }
 
-void sp__ext_fold_events(struct sp_manager *m, sp_thread_rec *t, const struct sp__event *ev, const int64_t *cols,
+void sp__ext_fold_events(struct sp_manager *m, sp_thread_rec *t, const struct sp_i_event *ev, const int64_t *cols,
                          uint64_t n) {
   if (!m->ext_stride || !cols) return;
   for (uint64_t i = 0; i < n; i++) {

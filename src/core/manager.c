@@ -24,7 +24,7 @@
 #include "scope_profiler/results.h"
 
 static struct sp_manager sp__default_manager = {
-    .hot = {.state = SP__STATE_OFF},
+    .hot = {.state = SP_I_STATE_OFF},
     .lock = PTHREAD_MUTEX_INITIALIZER,
     .fin_lock = PTHREAD_MUTEX_INITIALIZER,
     .is_default = 1,
@@ -32,7 +32,7 @@ static struct sp_manager sp__default_manager = {
     .ext_lock = PTHREAD_MUTEX_INITIALIZER,
 };
 
-SP_API struct sp_manager *const sp__default = &sp__default_manager;
+SP_API struct sp_manager *const sp_i_default = &sp__default_manager;
 
 sp_manager *sp_default_manager(void) { return &sp__default_manager; }
 
@@ -43,17 +43,17 @@ const char *sp_version_string(void) { return SP_VERSION_STRING; }
 /*====== Registry of live managers (for the exit hook) ======*/
 
 static pthread_mutex_t live_lock = PTHREAD_MUTEX_INITIALIZER;
-static struct sp_manager *live[SP__MAX_MANAGERS];
+static struct sp_manager *live[SP_I_MAX_MANAGERS];
 static pthread_once_t atexit_once = PTHREAD_ONCE_INIT;
 
 struct sp_manager *sp__live_manager(int i) {
-  return i >= 0 && i < SP__MAX_MANAGERS ? __atomic_load_n(&live[i], __ATOMIC_ACQUIRE) : NULL;
+  return i >= 0 && i < SP_I_MAX_MANAGERS ? __atomic_load_n(&live[i], __ATOMIC_ACQUIRE) : NULL;
 }
 
 static void exit_hook(void) {
   /* Under MPI, finalize is collective and MPI is usually finalized by now. */
   if (sp__mpi_ops && sp__mpi_ops->in_use()) return;
-  for (int i = 0; i < SP__MAX_MANAGERS; i++) {
+  for (int i = 0; i < SP_I_MAX_MANAGERS; i++) {
     struct sp_manager *m = sp__live_manager(i);
     if (m && m->exit_hook && m->run_active) (void)sp__finalize_cut(m, "exit");
   }
@@ -68,7 +68,7 @@ static void after_fork_child(void) {
   sp__record_after_fork_child();
   sp__regions_after_fork_child();
   sp__signals_after_fork_child();
-  for (int i = 0; i < SP__MAX_MANAGERS; i++) {
+  for (int i = 0; i < SP_I_MAX_MANAGERS; i++) {
     struct sp_manager *m = live[i];
     if (!m) continue;
     pthread_mutex_init(&m->lock, NULL);
@@ -79,7 +79,7 @@ static void after_fork_child(void) {
     m->stream = NULL; /* its writer thread does not exist here */
     m->run_active = 0;
     m->exit_hook = 0;
-    __atomic_store_n(&m->hot.state, SP__STATE_OFF, __ATOMIC_RELAXED);
+    __atomic_store_n(&m->hot.state, SP_I_STATE_OFF, __ATOMIC_RELAXED);
   }
 }
 static pthread_once_t atfork_once = PTHREAD_ONCE_INIT;
@@ -103,7 +103,7 @@ static void set_live(struct sp_manager *m, int on) {
    * and the slow path catches up with any count interned in between). */
   if (on) __atomic_store_n(&m->hot.nregions, sp__region_max_id(), __ATOMIC_RELEASE);
   pthread_mutex_lock(&live_lock);
-  for (int i = 0; i < SP__MAX_MANAGERS; i++) {
+  for (int i = 0; i < SP_I_MAX_MANAGERS; i++) {
     if (on && !live[i]) {
       __atomic_store_n(&live[i], m, __ATOMIC_RELEASE);
       break;
@@ -118,15 +118,15 @@ static void set_live(struct sp_manager *m, int on) {
 void sp__manager_publish_state(struct sp_manager *m) {
   uint32_t s;
   if (!m->configured || !m->have_cfg || m->cfg.deactivate_profiling)
-    s = SP__STATE_OFF;
+    s = SP_I_STATE_OFF;
   else if (m->paused)
-    s = SP__STATE_SLOW;
+    s = SP_I_STATE_SLOW;
   else if (m->cfg.aggregation_mode)
-    s = SP__STATE_AGGREGATE | (m->next ? SP__STATE_EXT : 0);
+    s = SP_I_STATE_AGGREGATE | (m->next ? SP_I_STATE_EXT : 0);
   else if (m->ext_all)
-    s = SP__STATE_SLOW; /* every region goes to the extensions */
+    s = SP_I_STATE_SLOW; /* every region goes to the extensions */
   else
-    s = SP__STATE_TIMELINE | (m->next ? SP__STATE_EXT : 0);
+    s = SP_I_STATE_TIMELINE | (m->next ? SP_I_STATE_EXT : 0);
   __atomic_store_n(&m->hot.state, s, __ATOMIC_RELEASE);
 }
 
@@ -144,7 +144,7 @@ sp_manager *sp_manager_create(void) {
     pthread_mutex_destroy(&m->lock);
     free(m);
     sp__set_error(SP_ERR_LIMIT, "sp_manager_create: %d managers are alive already; destroy one first",
-                  SP__MAX_MANAGERS - 1);
+                  SP_I_MAX_MANAGERS - 1);
     return NULL;
   }
   set_live(m, 1);
@@ -153,7 +153,7 @@ sp_manager *sp_manager_create(void) {
 
 void sp_manager_destroy(sp_manager *m) {
   if (!m || m->is_default) return;
-  __atomic_store_n(&m->hot.state, SP__STATE_OFF, __ATOMIC_RELEASE);
+  __atomic_store_n(&m->hot.state, SP_I_STATE_OFF, __ATOMIC_RELEASE);
   set_live(m, 0);
   sp__slot_release(m);
   sp__ext_teardown(m);
@@ -201,15 +201,15 @@ static double calibrate_overhead(struct sp_manager *m) {
   double best = -1;
   if (priv.hot.ev && priv.hot.stack && (!m->ext_stride || priv.cols) && sp__thread_grow_open(&priv) == 0 &&
       sp__ext_grow_open(m, &priv) == 0 && sp__thread_grow_acc(&priv, r + 1) == 0) {
-    struct sp__thread *saved_t = sp__tls.t[m->hot.slot];
-    uint32_t saved_gen = sp__tls.gen[m->hot.slot];
-    sp__tls.t[m->hot.slot] = &priv.hot;
-    sp__tls.gen[m->hot.slot] = m->hot.gen;
+    struct sp_i_thread *saved_t = sp_i_tls.t[m->hot.slot];
+    uint32_t saved_gen = sp_i_tls.gen[m->hot.slot];
+    sp_i_tls.t[m->hot.slot] = &priv.hot;
+    sp_i_tls.gen[m->hot.slot] = m->hot.gen;
     for (int rep = 0; rep < 3; rep++) { /* best of 3 */
       int64_t a = sp__mono_ns();
       for (int i = 0; i < N; i++) {
-        sp__begin(m, r);
-        sp__end(m, r);
+        sp_i_begin(m, r);
+        sp_i_end(m, r);
       }
       int64_t b = sp__mono_ns();
       double per = (double)(b - a) / N;
@@ -217,8 +217,8 @@ static double calibrate_overhead(struct sp_manager *m) {
       if (priv.cols) sp__ext_fill(m, priv.cols, 0, priv.hot.n);
       priv.hot.n = 0;
     }
-    sp__tls.t[m->hot.slot] = saved_t;
-    sp__tls.gen[m->hot.slot] = saved_gen;
+    sp_i_tls.t[m->hot.slot] = saved_t;
+    sp_i_tls.gen[m->hot.slot] = saved_gen;
   }
   sp__ext_thread_release(m, &priv); /* detaches what the calibration attached */
   free(priv.hot.ev);
@@ -249,7 +249,7 @@ static sp_status setup_run(sp_manager *m, const sp_setup_args *args) {
     }
     set_live(m, 1);
   }
-  __atomic_store_n(&m->hot.state, SP__STATE_OFF, __ATOMIC_RELEASE);
+  __atomic_store_n(&m->hot.state, SP_I_STATE_OFF, __ATOMIC_RELEASE);
   if (m->run_active) { /* replace: the old run's calls are dropped */
     sp__snapshot_compact(m);
     sp__snapshot_compact_aggregate(m);
@@ -290,7 +290,7 @@ static sp_status setup_run(sp_manager *m, const sp_setup_args *args) {
     return st;
   }
   sp__manager_publish_state(m);
-  m->overhead_ns = m->hot.state != SP__STATE_OFF && !m->paused ? calibrate_overhead(m) : -1;
+  m->overhead_ns = m->hot.state != SP_I_STATE_OFF && !m->paused ? calibrate_overhead(m) : -1;
   return SP_OK;
 }
 
@@ -380,7 +380,7 @@ static sp_status add_task_table(struct sp_manager *m, struct sp_run *run, const 
   struct sp_table *tb = new_table(run, "tasks", n, names, sizeof names / sizeof names[0], 2, "names");
   if (!tb) return SP_ERR_NO_MEMORY;
   double scale = (double)cm->mult / 4294967296.0;
-  uint64_t now = sp__ticks();
+  uint64_t now = sp_i_ticks();
   for (size_t i = 0; i < n; i++) {
     const struct sp_task *k = m->tasks[i];
     uint64_t running = k->running + (k->stack == NULL ? now - k->in_at : 0); /* running now */
@@ -638,7 +638,7 @@ void sp_manager_resume(sp_manager *m) {
 }
 
 int sp_manager_is_active(const sp_manager *m) {
-  return m && __atomic_load_n(&m->hot.state, __ATOMIC_RELAXED) != SP__STATE_OFF;
+  return m && __atomic_load_n(&m->hot.state, __ATOMIC_RELAXED) != SP_I_STATE_OFF;
 }
 int sp_manager_is_configured(const sp_manager *m) { return m && m->configured; }
 const sp_config *sp_manager_config(const sp_manager *m) { return m && m->have_cfg ? &m->cfg : NULL; }
@@ -659,7 +659,7 @@ sp_problem_counts sp_manager_problems(const sp_manager *m) {
 
 uint64_t sp_manager_num_calls(const sp_manager *m, sp_region r) {
   if (!m) return 0;
-  uint32_t id = r & ~SP__REGION_SLOW_BIT;
+  uint32_t id = r & ~SP_I_REGION_SLOW_BIT;
   uint64_t n = id < m->calls_done_cap ? m->calls_done[id] : 0;
   for (const sp_thread_rec *t = m->threads; t; t = t->next) {
     for (uint64_t i = 0; i < t->hot.n; i++)

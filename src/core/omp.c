@@ -52,21 +52,21 @@ struct omp_share {
   void *data;
   pthread_t owner;
   int any;
-  struct sp_manager *m[SP__MAX_MANAGERS];
-  uint32_t gen[SP__MAX_MANAGERS];
-  uint32_t ctx[SP__MAX_MANAGERS];
+  struct sp_manager *m[SP_I_MAX_MANAGERS];
+  uint32_t gen[SP_I_MAX_MANAGERS];
+  uint32_t ctx[SP_I_MAX_MANAGERS];
 };
 
 static void capture_all(struct omp_share *s) {
   s->any = 0;
   s->owner = pthread_self();
-  for (int i = 0; i < SP__MAX_MANAGERS; i++) {
+  for (int i = 0; i < SP_I_MAX_MANAGERS; i++) {
     struct sp_manager *m = sp__live_manager(i);
     if (!m || !m->run_active) continue;
     s->any = 1; /* the team's size is worth knowing even with nothing to adopt */
     uint32_t c = sp__xctx_capture(m);
     uint32_t slot = m->hot.slot;
-    if (!c || slot >= SP__MAX_MANAGERS) continue;
+    if (!c || slot >= SP_I_MAX_MANAGERS) continue;
     s->m[slot] = m;
     s->gen[slot] = m->hot.gen;
     s->ctx[slot] = c;
@@ -75,12 +75,12 @@ static void capture_all(struct omp_share *s) {
 
 /* What a team thread adopted before (restored after its share). */
 struct omp_saved {
-  uint32_t gen[SP__MAX_MANAGERS];
-  uint32_t ctx[SP__MAX_MANAGERS];
+  uint32_t gen[SP_I_MAX_MANAGERS];
+  uint32_t ctx[SP_I_MAX_MANAGERS];
 };
 
 static void adopt_all(const struct omp_share *s, struct omp_saved *old) {
-  for (int k = 0; k < SP__MAX_MANAGERS; k++) {
+  for (int k = 0; k < SP_I_MAX_MANAGERS; k++) {
     if (!s->gen[k]) continue;
     sp__adopted_get(s->m[k], &old->gen[k], &old->ctx[k]);
     sp__adopt(s->m[k], s->gen[k], s->ctx[k]);
@@ -88,7 +88,7 @@ static void adopt_all(const struct omp_share *s, struct omp_saved *old) {
 }
 
 static void restore_all(const struct omp_share *s, const struct omp_saved *old) {
-  for (int k = 0; k < SP__MAX_MANAGERS; k++)
+  for (int k = 0; k < SP_I_MAX_MANAGERS; k++)
     if (s->gen[k]) sp__adopt(s->m[k], old->gen[k], old->ctx[k]);
 }
 

@@ -21,7 +21,7 @@
 #include "core/core.h"
 #include "core/stream.h"
 
-SP_API SP__TLS struct sp__tls_block sp__tls;
+SP_API SP_I_TLS struct sp_i_tls_block sp_i_tls;
 
 /*====== TLS slots ======*/
 
@@ -29,7 +29,7 @@ static pthread_mutex_t slot_lock = PTHREAD_MUTEX_INITIALIZER;
 static struct {
   struct sp_manager *m;
   uint32_t gen;
-} slots[SP__MAX_MANAGERS];
+} slots[SP_I_MAX_MANAGERS];
 static uint32_t next_gen = 1;
 static pthread_key_t exit_key;
 static pthread_once_t exit_key_once = PTHREAD_ONCE_INIT;
@@ -42,7 +42,7 @@ int sp__slot_acquire(struct sp_manager *m) {
   pthread_mutex_lock(&slot_lock);
   int s = -1;
   /* Slot 0 is reserved for the default manager. */
-  for (int i = m->is_default ? 0 : 1; i < SP__MAX_MANAGERS; i++)
+  for (int i = m->is_default ? 0 : 1; i < SP_I_MAX_MANAGERS; i++)
     if (!slots[i].m) {
       s = i;
       break;
@@ -80,14 +80,14 @@ static int64_t thread_cpu_ns(void) {
 static void on_thread_exit(void *unused) {
   (void)unused;
   pthread_mutex_lock(&slot_lock);
-  for (int s = 0; s < SP__MAX_MANAGERS; s++) {
-    if (!slots[s].m || sp__tls.gen[s] != slots[s].gen || !sp__tls.t[s]) continue;
-    sp_thread_rec *t = (sp_thread_rec *)sp__tls.t[s];
+  for (int s = 0; s < SP_I_MAX_MANAGERS; s++) {
+    if (!slots[s].m || sp_i_tls.gen[s] != slots[s].gen || !sp_i_tls.t[s]) continue;
+    sp_thread_rec *t = (sp_thread_rec *)sp_i_tls.t[s];
     t->exited = 1;
     t->last_ns = sp__mono_ns();
     t->cpu_ns = thread_cpu_ns();
     sp__ext_thread_exit(slots[s].m, t);
-    sp__tls.gen[s] = 0;
+    sp_i_tls.gen[s] = 0;
   }
   pthread_mutex_unlock(&slot_lock);
 }
@@ -121,7 +121,7 @@ static int omp_thread_num(void) {
 
 sp_thread_rec *sp__thread_attach(struct sp_manager *m) {
   uint32_t slot = m->hot.slot;
-  if (sp__tls.gen[slot] == m->hot.gen && sp__tls.t[slot]) return (sp_thread_rec *)sp__tls.t[slot];
+  if (sp_i_tls.gen[slot] == m->hot.gen && sp_i_tls.t[slot]) return (sp_thread_rec *)sp_i_tls.t[slot];
   sp_thread_rec *t = calloc(1, sizeof *t);
   if (!t) return NULL;
   uint64_t cap = m->have_cfg && m->cfg.buffer_limit > 0 ? (uint64_t)m->cfg.buffer_limit : 1024;
@@ -167,8 +167,8 @@ sp_thread_rec *sp__thread_attach(struct sp_manager *m) {
   *tail = t; /* registration order = index order */
   pthread_mutex_unlock(&m->lock);
 
-  sp__tls.t[slot] = &t->hot;
-  sp__tls.gen[slot] = m->hot.gen;
+  sp_i_tls.t[slot] = &t->hot;
+  sp_i_tls.gen[slot] = m->hot.gen;
   return t;
 }
 
@@ -189,7 +189,7 @@ int sp__thread_grow_events(sp_thread_rec *t) {
   struct sp_manager *m = t->m;
   uint64_t ncap = t->hot.cap * 2;
   BUSY_BEGIN(t);
-  struct sp__event *ev = realloc(t->hot.ev, ncap * sizeof *ev);
+  struct sp_i_event *ev = realloc(t->hot.ev, ncap * sizeof *ev);
   if (ev) t->hot.ev = ev;
   BUSY_END(t);
   if (!ev) return -1;
@@ -215,7 +215,7 @@ static int make_room(struct sp_manager *m, sp_thread_rec *t) {
   return sp__thread_grow_events(t);
 }
 
-void sp__agg_reset(struct sp__agg *a, size_t n) {
+void sp__agg_reset(struct sp_i_agg *a, size_t n) {
   for (size_t i = 0; i < n; i++) {
     memset(&a[i], 0, sizeof a[i]);
     a[i].min = INT64_MAX;
@@ -227,7 +227,7 @@ void sp__agg_reset(struct sp__agg *a, size_t n) {
 int sp__thread_grow_open(sp_thread_rec *t) {
   uint32_t ncap = t->hot.open_cap ? t->hot.open_cap * 2 : 64;
   BUSY_BEGIN(t);
-  struct sp__event *o = realloc(t->hot.open, (size_t)ncap * sizeof *o);
+  struct sp_i_event *o = realloc(t->hot.open, (size_t)ncap * sizeof *o);
   if (o) {
     t->hot.open = o;
     t->hot.open_cap = ncap;
@@ -240,7 +240,7 @@ int sp__thread_grow_acc(sp_thread_rec *t, uint32_t need) {
   if (need <= t->hot.acc_cap) return 0;
   uint32_t ncap = t->hot.acc_cap ? t->hot.acc_cap : 64;
   while (ncap < need) ncap *= 2;
-  struct sp__agg *a = realloc(t->hot.acc, (size_t)ncap * sizeof *a);
+  struct sp_i_agg *a = realloc(t->hot.acc, (size_t)ncap * sizeof *a);
   if (!a) return -1;
   sp__agg_reset(a + t->hot.acc_cap, ncap - t->hot.acc_cap);
   t->hot.acc = a;
@@ -292,8 +292,8 @@ void sp__threads_free(struct sp_manager *m) {
  * (thread, region, setup) and cached in the thread's own array, so a disabled
  * region costs the slow-path call and one byte load. */
 static int opt_in_disabled(struct sp_manager *m, sp_thread_rec *t, uint32_t r) {
-  if (!(r & SP__REGION_SLOW_BIT)) return 0;
-  uint32_t id = r & ~SP__REGION_SLOW_BIT;
+  if (!(r & SP_I_REGION_SLOW_BIT)) return 0;
+  uint32_t id = r & ~SP_I_REGION_SLOW_BIT;
   if (t->optin_epoch != m->optin_epoch) {
     if (t->optin) memset(t->optin, 0, t->optin_cap);
     t->optin_epoch = m->optin_epoch;
@@ -325,14 +325,14 @@ static int opt_in_disabled(struct sp_manager *m, sp_thread_rec *t, uint32_t r) {
  * (off, disabled opt-in region) or refuse (no memory, invalid handle). */
 static sp_thread_rec *slow_entry(struct sp_manager *m, uint32_t r, uint32_t *id, int *rc) {
   *rc = 0;
-  if (__atomic_load_n(&m->hot.state, __ATOMIC_RELAXED) == SP__STATE_OFF) return NULL;
+  if (__atomic_load_n(&m->hot.state, __ATOMIC_RELAXED) == SP_I_STATE_OFF) return NULL;
   sp_thread_rec *t = sp__thread_attach(m);
   if (!t) {
     __atomic_fetch_add(&m->problems.dropped_events, 1, __ATOMIC_RELAXED);
     *rc = sp__set_error(SP_ERR_NO_MEMORY, "out of memory registering a thread; the call was not recorded");
     return NULL;
   }
-  *id = r & ~SP__REGION_SLOW_BIT;
+  *id = r & ~SP_I_REGION_SLOW_BIT;
   /* A manager made while a region was being interned may hold a smaller
    * count than the registry (detail.h): catch up, so the handle goes inline
    * from now on. */
@@ -369,17 +369,17 @@ static sp_status unmatched(sp_thread_rec *t, uint32_t id, uint32_t open_id) {
 static int begin_timeline(struct sp_manager *m, sp_thread_rec *t, uint32_t id) {
   if (t->hot.depth == t->hot.stack_cap && sp__thread_grow_stack(t) != 0) return no_memory(t);
   if (m->paused) {
-    t->hot.stack[t->hot.depth++] = SP__GHOST_BIT | id;
+    t->hot.stack[t->hot.depth++] = SP_I_GHOST_BIT | id;
     return 0;
   }
   if (t->hot.n == t->hot.cap && make_room(m, t) != 0) {
-    t->hot.stack[t->hot.depth++] = SP__GHOST_BIT | id; /* its end must still match */
+    t->hot.stack[t->hot.depth++] = SP_I_GHOST_BIT | id; /* its end must still match */
     return no_memory(t);
   }
   int stride = m->ext_stride;
   uint32_t mask = m->next ? sp__ext_decide(m, t, id) : 0;
   uint64_t i = t->hot.n++;
-  struct sp__event *ev = &t->hot.ev[i];
+  struct sp_i_event *ev = &t->hot.ev[i];
   uint32_t depth = t->hot.depth;
   t->hot.stack[t->hot.depth] = i;
   ev->region = id;
@@ -392,12 +392,12 @@ static int begin_timeline(struct sp_manager *m, sp_thread_rec *t, uint32_t id) {
   if (cols) cols[0] = mask; /* the slot is fresh: its columns hold their fills */
   /* Outside extensions before the timestamp: their cost is not the call's. */
   if (mask & ~m->ext_inside) sp__ext_enter(m, t, mask & ~m->ext_inside, id, depth, i, cols);
-  ev->start = sp__ticks();
+  ev->start = sp_i_ticks();
   if (mask & m->ext_inside) sp__ext_enter(m, t, mask & m->ext_inside, id, depth, i, cols);
   return 0;
 }
 
-SP_API int sp__begin_slow(void *mv, uint32_t r) {
+SP_API int sp_i_begin_slow(void *mv, uint32_t r) {
   struct sp_manager *m = mv;
   int rc;
   uint32_t id;
@@ -408,7 +408,7 @@ SP_API int sp__begin_slow(void *mv, uint32_t r) {
     if (t->hot.nopen == t->hot.open_cap && (sp__thread_grow_open(t) != 0 || sp__ext_grow_open(m, t) != 0))
       return no_memory(t);
     uint32_t depth = t->hot.nopen;
-    struct sp__event *ev = &t->hot.open[t->hot.nopen++];
+    struct sp_i_event *ev = &t->hot.open[t->hot.nopen++];
     if (m->paused) {
       ev->region = 0; /* ghost: its end must still match */
       ev->depth = id;
@@ -423,7 +423,7 @@ SP_API int sp__begin_slow(void *mv, uint32_t r) {
       cols[0] = mask;
     }
     if (mask & ~m->ext_inside) sp__ext_enter(m, t, mask & ~m->ext_inside, id, depth, UINT64_MAX, cols);
-    ev->start = sp__ticks();
+    ev->start = sp_i_ticks();
     if (mask & m->ext_inside) sp__ext_enter(m, t, mask & m->ext_inside, id, depth, UINT64_MAX, cols);
     return 0;
   }
@@ -444,10 +444,10 @@ static void agg_end_top(struct sp_manager *m, sp_thread_rec *t, uint32_t id, uin
   uint32_t mask = cols && m->next ? (uint32_t)cols[0] & sp__ext_decide(m, t, id) : 0;
   if (mask & m->ext_inside) {
     sp__ext_exit(m, t, mask & m->ext_inside, id, depth, UINT64_MAX, cols);
-    uint64_t later = sp__ticks();
+    uint64_t later = sp_i_ticks();
     if (later > now) now = later;
   }
-  sp__agg_close(&t->hot, id, now);
+  sp_i_agg_close(&t->hot, id, now);
   if (mask & ~m->ext_inside) sp__ext_exit(m, t, mask & ~m->ext_inside, id, depth, UINT64_MAX, cols);
   if (mask) sp__ext_fold_call(m, t, id, cols);
 }
@@ -455,19 +455,19 @@ static void agg_end_top(struct sp_manager *m, sp_thread_rec *t, uint32_t id, uin
 static int end_timeline(struct sp_manager *m, sp_thread_rec *t, uint32_t id, uint64_t now) {
   if (t->hot.depth == 0) return unmatched(t, id, 0);
   uint64_t top = t->hot.stack[t->hot.depth - 1];
-  if (top & SP__GHOST_BIT) {
+  if (top & SP_I_GHOST_BIT) {
     if ((uint32_t)top != id) return unmatched(t, id, (uint32_t)top);
     t->hot.depth--;
     return 0;
   }
-  struct sp__event *ev = &t->hot.ev[top];
+  struct sp_i_event *ev = &t->hot.ev[top];
   if (ev->region != id) return unmatched(t, id, ev->region);
   int stride = m->ext_stride;
   int64_t *cols = stride ? t->cols + top * (uint64_t)stride : NULL;
   uint32_t mask = cols ? (uint32_t)cols[0] : 0;
   if (mask & m->ext_inside) {
     sp__ext_exit(m, t, mask & m->ext_inside, id, t->hot.depth - 1, top, cols);
-    uint64_t later = sp__ticks();
+    uint64_t later = sp_i_ticks();
     if (later > now) now = later;
   }
   ev->end = now;
@@ -478,16 +478,16 @@ static int end_timeline(struct sp_manager *m, sp_thread_rec *t, uint32_t id, uin
   return 0;
 }
 
-SP_API int sp__end_slow(void *mv, uint32_t r) {
+SP_API int sp_i_end_slow(void *mv, uint32_t r) {
   struct sp_manager *m = mv;
-  uint64_t now = sp__ticks();
+  uint64_t now = sp_i_ticks();
   int rc;
   uint32_t id;
   sp_thread_rec *t = slow_entry(m, r, &id, &rc);
   if (!t) return rc;
   if (m->cfg.aggregation_mode) {
     if (t->hot.nopen == 0) return unmatched(t, id, 0);
-    struct sp__event *ev = &t->hot.open[t->hot.nopen - 1];
+    struct sp_i_event *ev = &t->hot.open[t->hot.nopen - 1];
     if (ev->region == 0 && ev->depth == id) { /* ghost */
       t->hot.nopen--;
       return 0;
@@ -520,7 +520,7 @@ void sp__cut_note(struct sp_manager *m, int64_t id) {
 
 /* Aggregation mode: the open call on top of t ends at `now`. */
 static void agg_close_top(struct sp_manager *m, sp_thread_rec *t, uint64_t now) {
-  struct sp__event *ev = &t->hot.open[t->hot.nopen - 1];
+  struct sp_i_event *ev = &t->hot.open[t->hot.nopen - 1];
   if (ev->region == 0 || sp__thread_grow_acc(t, ev->region + 1) != 0) { /* a ghost, or no memory */
     t->hot.nopen--;
     return;
@@ -530,35 +530,35 @@ static void agg_close_top(struct sp_manager *m, sp_thread_rec *t, uint64_t now) 
 }
 
 int sp__end_closing(struct sp_manager *m, uint32_t r) {
-  uint32_t id = r & ~SP__REGION_SLOW_BIT;
+  uint32_t id = r & ~SP_I_REGION_SLOW_BIT;
   uint32_t slot = m->hot.slot;
-  if (__atomic_load_n(&m->hot.state, __ATOMIC_RELAXED) == SP__STATE_OFF || sp__tls.gen[slot] != m->hot.gen ||
-      !sp__tls.t[slot])
-    return sp__end(m, r);
-  sp_thread_rec *t = (sp_thread_rec *)sp__tls.t[slot];
-  uint64_t now = sp__ticks();
+  if (__atomic_load_n(&m->hot.state, __ATOMIC_RELAXED) == SP_I_STATE_OFF || sp_i_tls.gen[slot] != m->hot.gen ||
+      !sp_i_tls.t[slot])
+    return sp_i_end(m, r);
+  sp_thread_rec *t = (sp_thread_rec *)sp_i_tls.t[slot];
+  uint64_t now = sp_i_ticks();
   if (m->cfg.aggregation_mode) {
     uint32_t d = t->hot.nopen;
     while (d && t->hot.open[d - 1].region != id && !(t->hot.open[d - 1].region == 0 && t->hot.open[d - 1].depth == id)) d--;
-    if (d == 0 || d == t->hot.nopen) return sp__end(m, r);
+    if (d == 0 || d == t->hot.nopen) return sp_i_end(m, r);
     while (t->hot.nopen > d) {
       t->left_open += t->hot.open[t->hot.nopen - 1].region != 0;
       agg_close_top(m, t, now);
     }
-    return sp__end(m, r);
+    return sp_i_end(m, r);
   }
   uint32_t d = t->hot.depth;
   while (d) {
     uint64_t e = t->hot.stack[d - 1];
-    if ((e & SP__GHOST_BIT) ? (uint32_t)e == id : t->hot.ev[e].region == id) break;
+    if ((e & SP_I_GHOST_BIT) ? (uint32_t)e == id : t->hot.ev[e].region == id) break;
     d--;
   }
   /* Not open here, or the innermost call: an ordinary end. */
-  if (d == 0 || d == t->hot.depth) return sp__end(m, r);
+  if (d == 0 || d == t->hot.depth) return sp_i_end(m, r);
   while (t->hot.depth > d) {
     uint64_t e = t->hot.stack[t->hot.depth - 1];
-    uint32_t rid = (e & SP__GHOST_BIT) ? (uint32_t)e : t->hot.ev[e].region;
-    if (!(e & SP__GHOST_BIT)) {
+    uint32_t rid = (e & SP_I_GHOST_BIT) ? (uint32_t)e : t->hot.ev[e].region;
+    if (!(e & SP_I_GHOST_BIT)) {
       t->hot.ev[e].depth |= SP__DEPTH_CUT;
       t->left_open++;
     }
@@ -581,7 +581,7 @@ void sp__cut_open_calls(struct sp_manager *m, uint64_t tick1) {
     /* Every open call of the log (the thread's stack, a task's, the thread
      * context's while a task runs): those not ended yet. */
     for (uint64_t i = 0; i < t->hot.n; i++) {
-      struct sp__event *ev = &t->hot.ev[i];
+      struct sp_i_event *ev = &t->hot.ev[i];
       if (ev->end || !ev->region) continue;
       ev->end = tick1 > ev->start ? tick1 : ev->start;
       ev->depth |= SP__DEPTH_CUT;
@@ -597,13 +597,13 @@ void sp__cut_open_calls(struct sp_manager *m, uint64_t tick1) {
 
 /* A NULL manager is refused rather than dereferenced: an FFI caller's null
  * pointer must not take the program down. */
-SP_API int sp_region_begin_fn(sp_manager *m, sp_region r) { return m ? sp__begin(m, r) : SP_ERR_INVALID_ARGUMENT; }
-SP_API int sp_region_end_fn(sp_manager *m, sp_region r) { return m ? sp__end(m, r) : SP_ERR_INVALID_ARGUMENT; }
+SP_API int sp_region_begin_fn(sp_manager *m, sp_region r) { return m ? sp_i_begin(m, r) : SP_ERR_INVALID_ARGUMENT; }
+SP_API int sp_region_end_fn(sp_manager *m, sp_region r) { return m ? sp_i_end(m, r) : SP_ERR_INVALID_ARGUMENT; }
 
 /*====== Disabled opt-in regions, for the inlined path ======*/
 
 /* Set bit `id` of a bitmap that lock-free readers load size first (see
- * sp__optin_off, sp__ext_plain); the caller holds the writers' lock. A
+ * sp_i_optin_off, sp_i_ext_plain); the caller holds the writers' lock. A
  * bitmap that must grow is replaced, and the old one retired, not freed:
  * readers may still hold it. Out of memory: the bit stays unset, and the
  * slow path keeps deciding (correct, just slower). */

@@ -34,7 +34,7 @@ struct table {
 static pthread_mutex_t reg_lock = PTHREAD_MUTEX_INITIALIZER;
 static struct sp_region_info *_Atomic chunks[MAX_CHUNKS];
 /* Highest id handed out. Written only under reg_lock, with release; every
- * live manager keeps a copy for the inlined path (sp__hot.nregions). */
+ * live manager keeps a copy for the inlined path (sp_i_hot.nregions). */
 static uint32_t region_count;
 static struct table *_Atomic table;
 static char **opt_in_tags;
@@ -52,7 +52,7 @@ static uint64_t hash_bytes(const char *s, size_t n) {
 }
 
 const struct sp_region_info *sp__region_info(uint32_t id) {
-  id &= ~SP__REGION_SLOW_BIT;
+  id &= ~SP_I_REGION_SLOW_BIT;
   if (id == 0 || id > __atomic_load_n(&region_count, __ATOMIC_ACQUIRE)) return NULL;
   struct sp_region_info *c = atomic_load_explicit(&chunks[id >> CHUNK_BITS], memory_order_acquire);
   return c ? &c[id & (CHUNK_SIZE - 1)] : NULL;
@@ -191,7 +191,7 @@ static uint32_t with_slow_bit_locked(uint32_t id) {
   int yes = 0;
   for (size_t i = 0; ri && i < ri->ntags && !yes; i++) yes = is_opt_in_tag_locked(ri->tags[i]);
   if (ri) __atomic_store_n(&ri->opt_in, yes, __ATOMIC_RELEASE);
-  return yes ? id | SP__REGION_SLOW_BIT : id;
+  return yes ? id | SP_I_REGION_SLOW_BIT : id;
 }
 
 static sp_region intern(const char *name, size_t len, const char *file, int line, const char *func,
@@ -201,14 +201,14 @@ static sp_region intern(const char *name, size_t len, const char *file, int line
   uint32_t id = lookup(name, len, h);
   if (id && (!tags || !*tags)) { /* known name, nothing to merge: no lock */
     const struct sp_region_info *ri = sp__region_info(id);
-    return __atomic_load_n(&ri->opt_in, __ATOMIC_ACQUIRE) ? id | SP__REGION_SLOW_BIT : id;
+    return __atomic_load_n(&ri->opt_in, __ATOMIC_ACQUIRE) ? id | SP_I_REGION_SLOW_BIT : id;
   }
 
   pthread_mutex_lock(&reg_lock);
   id = lookup(name, len, h);
   if (!id) {
     uint32_t nid = __atomic_load_n(&region_count, __ATOMIC_RELAXED) + 1;
-    if (nid >= MAX_CHUNKS * CHUNK_SIZE || (nid & SP__REGION_SLOW_BIT)) {
+    if (nid >= MAX_CHUNKS * CHUNK_SIZE || (nid & SP_I_REGION_SLOW_BIT)) {
       pthread_mutex_unlock(&reg_lock);
       sp__set_error(SP_ERR_LIMIT, "more than %u distinct region names; intern fewer names", MAX_CHUNKS * CHUNK_SIZE - 1);
       return 0;
@@ -229,7 +229,7 @@ static sp_region intern(const char *name, size_t len, const char *file, int line
     ri->tags = split_tags(tags, &ri->ntags);
     if (table_insert_locked(h, nid) != 0) goto oom;
     __atomic_store_n(&region_count, nid, __ATOMIC_RELEASE);
-    for (int k = 0; k < SP__MAX_MANAGERS; k++) {
+    for (int k = 0; k < SP_I_MAX_MANAGERS; k++) {
       struct sp_manager *m = sp__live_manager(k);
       if (m) __atomic_store_n(&m->hot.nregions, nid, __ATOMIC_RELEASE);
     }
@@ -264,7 +264,7 @@ sp_region sp_region_intern(const char *name) { return sp_region_intern_ex(name, 
 
 sp_region sp_region_intern_n(const char *name, size_t len) { return intern(name, len, NULL, -1, NULL, NULL); }
 
-sp_region sp__site_register(sp_site *site) {
+sp_region sp_i_site_register(sp_site *site) {
   sp_region id = sp_region_intern_ex(site->name, site->file, site->line, site->func, site->tags);
   if (id == 0) return 0;
   uint32_t expected = 0;

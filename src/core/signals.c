@@ -77,10 +77,10 @@ static void on_fatal(int sig, siginfo_t *si, void *uc) {
   (void)si;
   (void)uc;
   int saved = errno;
-  for (int i = 0; i < SP__MAX_MANAGERS; i++) {
+  for (int i = 0; i < SP_I_MAX_MANAGERS; i++) {
     struct sp_manager *m = sp__live_manager(i);
     if (m && m->run_active && m->have_cfg && m->cfg.crash_spill) {
-      __atomic_store_n(&m->hot.state, SP__STATE_OFF, __ATOMIC_RELAXED);
+      __atomic_store_n(&m->hot.state, SP_I_STATE_OFF, __ATOMIC_RELAXED);
       sp__spill_write(m, sig);
     }
   }
@@ -118,12 +118,12 @@ static void *watch(void *unused) {
      * and leave whichever came second in the file. */
     int terminate = !(o->sa_flags & SA_SIGINFO) && o->sa_handler == SIG_DFL;
     const char *name = sp__signal_name(sig);
-    for (int i = 0; i < SP__MAX_MANAGERS && terminate; i++) {
+    for (int i = 0; i < SP_I_MAX_MANAGERS && terminate; i++) {
       struct sp_manager *m = sp__live_manager(i);
       if (!m || !m->run_active || m->forked_child) continue;
       /* Stop recording and give calls in flight on other threads a moment
        * to leave begin/end before their buffers are read. */
-      __atomic_store_n(&m->hot.state, SP__STATE_OFF, __ATOMIC_RELEASE);
+      __atomic_store_n(&m->hot.state, SP_I_STATE_OFF, __ATOMIC_RELEASE);
       struct timespec ts = {0, 2000000};
       nanosleep(&ts, NULL);
       if (sp__mpi_ops && sp__mpi_ops->in_use()) {

@@ -84,7 +84,7 @@ static inline struct frame *lane_push(struct lanes *l, uint32_t L, uint32_t dept
  * call's duration is added to its region's exclusive total and taken out of
  * its parent's (or parked on the parent while that one is open, and carried
  * with it). The calls still open are returned in *carry, by log index. */
-sp_status sp__thread_pass(struct sp_manager *m, sp_thread_rec *t, const struct sp__event *ev, uint64_t n,
+sp_status sp__thread_pass(struct sp_manager *m, sp_thread_rec *t, const struct sp_i_event *ev, uint64_t n,
                           const struct sp_clock_map *cm, struct lanes *lanes, int64_t *excl, emit_fn emit,
                           void *ctx, struct sp_carry **carry, size_t *ncarry);
 
@@ -93,7 +93,7 @@ static int cmp_carry(const void *a, const void *b) {
   return (x->i > y->i) - (x->i < y->i);
 }
 
-sp_status sp__thread_pass(struct sp_manager *m, sp_thread_rec *t, const struct sp__event *ev, uint64_t n,
+sp_status sp__thread_pass(struct sp_manager *m, sp_thread_rec *t, const struct sp_i_event *ev, uint64_t n,
                           const struct sp_clock_map *cm, struct lanes *lanes, int64_t *excl, emit_fn emit,
                           void *ctx, struct sp_carry **carry, size_t *ncarry) {
   lanes_reset(lanes);
@@ -149,7 +149,7 @@ sp_status sp__thread_pass(struct sp_manager *m, sp_thread_rec *t, const struct s
 }
 
 /* sp__thread_pass with its own single-lane stacks (the stream writer). */
-sp_status sp__thread_pass_alone(struct sp_manager *m, sp_thread_rec *t, const struct sp__event *ev, uint64_t n,
+sp_status sp__thread_pass_alone(struct sp_manager *m, sp_thread_rec *t, const struct sp_i_event *ev, uint64_t n,
                                 const struct sp_clock_map *cm, int64_t *excl, emit_fn emit, void *ctx,
                                 struct sp_carry **carry, size_t *ncarry) {
   struct lanes l;
@@ -279,7 +279,7 @@ struct place_ctx {
 
 static void emit_row(void *ctx, uint64_t i, int64_t id, int64_t parent_id, uint32_t region) {
   struct place_ctx *c = ctx;
-  const struct sp__event *e = &c->t->hot.ev[i];
+  const struct sp_i_event *e = &c->t->hot.ev[i];
   struct sp_run *run = c->run;
   struct sp_manager *m = c->m;
   uint32_t row = c->row_of[region];
@@ -336,7 +336,7 @@ sp_status sp__snapshot_build(struct sp_manager *m, const struct sp_clock_map *cm
   for (sp_thread_rec *t = m->threads; t; t = t->next) {
     uint64_t done = 0;
     for (uint64_t i = 0; i < t->hot.n; i++) {
-      const struct sp__event *e = &t->hot.ev[i];
+      const struct sp_i_event *e = &t->hot.ev[i];
       if (e->end) {
         count[e->region]++;
         done++;
@@ -484,7 +484,7 @@ void sp__snapshot_compact(struct sp_manager *m) {
       uint64_t *old = malloc(((size_t)t->hot.depth + 1) * sizeof *old);
       for (uint32_t d = 0; d < t->hot.depth; d++) {
         uint64_t i = t->hot.stack[d];
-        if (i & SP__GHOST_BIT) continue;
+        if (i & SP_I_GHOST_BIT) continue;
         if (old) old[k] = i;
         t->hot.ev[k] = t->hot.ev[i];
         if (m->ext_stride)
@@ -510,7 +510,7 @@ void sp__snapshot_compact(struct sp_manager *m) {
     nref = 0;
     for (size_t k = 0; k < ns; k++)
       for (uint32_t d = 0; d < *dd[k]; d++)
-        if (!((*ss[k])[d] & SP__GHOST_BIT)) refs[nref++] = &(*ss[k])[d];
+        if (!((*ss[k])[d] & SP_I_GHOST_BIT)) refs[nref++] = &(*ss[k])[d];
     qsort(refs, nref, sizeof *refs, cmp_u64);
     uint64_t k = 0, prev = UINT64_MAX;
     uint64_t *old = malloc((nref + 1) * sizeof *old);
@@ -574,7 +574,7 @@ sp_status sp__snapshot_build_aggregate(struct sp_manager *m, const struct sp_clo
     double mean = 0, m2 = 0;
     for (sp_thread_rec *t = m->threads; t; t = t->next) {
       if (id >= t->hot.acc_cap || !t->hot.acc[id].count) continue;
-      const struct sp__agg *a = &t->hot.acc[id];
+      const struct sp_i_agg *a = &t->hot.acc[id];
       double nb = (double)a->count;
       double mean_b = (double)a->shift + a->s1 / nb;
       double m2_b = a->s2 - a->s1 * a->s1 / nb;

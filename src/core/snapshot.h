@@ -18,7 +18,7 @@ void sp__snapshot_compact(struct sp_manager *m);
  * bounded-memory stream writer (stream.c). */
 struct lanes;
 typedef void (*emit_fn)(void *ctx, uint64_t i, int64_t id, int64_t parent_id, uint32_t region);
-sp_status sp__thread_pass_alone(struct sp_manager *m, sp_thread_rec *t, const struct sp__event *ev, uint64_t n,
+sp_status sp__thread_pass_alone(struct sp_manager *m, sp_thread_rec *t, const struct sp_i_event *ev, uint64_t n,
                                 const struct sp_clock_map *cm, int64_t *excl, emit_fn emit, void *ctx,
                                 struct sp_carry **carry, size_t *ncarry);
 #include "core/source.h"

@@ -82,7 +82,7 @@ int sp__spill_write_to(struct sp_manager *m, int sig, const char *path) {
   put_u64(&o, tick1);
   put_u64(&o, (uint64_t)ns1);
   put_u64(&o, (uint64_t)m->cfg.start_time_ns);
-  put_u32(&o, (uint32_t)sp__clock_tsc);
+  put_u32(&o, (uint32_t)sp_i_clock_tsc);
   /* Settings as key=value, from the text the resolver rendered at setup. */
   put_u32(&o, SP__NSETTINGS);
   for (size_t i = 0; i < SP__NSETTINGS; i++) {
@@ -170,7 +170,7 @@ static int near_start(uint64_t t, uint64_t tick0) {
 
 /* An event that ended must end after it starts, near the run; otherwise it
  * is dropped like a call of an unknown region. Adds its duration to *spent. */
-static void check_event(struct sp__event *ev, uint64_t tick0, uint64_t *spent) {
+static void check_event(struct sp_i_event *ev, uint64_t tick0, uint64_t *spent) {
   if (!ev->end) return;
   if (ev->end < ev->start || !near_start(ev->start, tick0) || !near_start(ev->end, tick0) ||
       __builtin_add_overflow(*spent, ev->end - ev->start, spent)) {
@@ -182,7 +182,7 @@ static void check_event(struct sp__event *ev, uint64_t tick0, uint64_t *spent) {
 /* An accumulator whose fields contradict each other is dropped (count 0).
  * Adds its time to *spent and its calls to *calls (the file's int64 counts
  * must hold their sum). */
-static void check_agg(struct sp__agg *a, uint64_t tick0, uint64_t *spent, uint64_t *calls) {
+static void check_agg(struct sp_i_agg *a, uint64_t tick0, uint64_t *spent, uint64_t *calls) {
   if (!a->count) return;
   int64_t reach = (int64_t)TICK_REACH;
   uint64_t sum;
@@ -289,7 +289,7 @@ sp_status sp__spill_recover_mem(const void *data, size_t len, const char *spill,
     }
     if (name && !in.bad) {
       sp_region r = sp_region_intern_ex(name, file && *file ? file : NULL, line, NULL, ntags ? tags : NULL);
-      idmap[id] = r & ~SP__REGION_SLOW_BIT;
+      idmap[id] = r & ~SP_I_REGION_SLOW_BIT;
       struct sp_region_info *ri = (struct sp_region_info *)sp__region_info(r);
       if (ri && kind == SP_SITE_FUNCTION) ri->kind = SP_SITE_FUNCTION;
     }
@@ -304,7 +304,7 @@ sp_status sp__spill_recover_mem(const void *data, size_t len, const char *spill,
     uint32_t index = get_u32(&in), tid = get_u32(&in);
     char *tname = get_str(&in);
     uint64_t n = get_u64(&in);
-    if (in.bad || n > (uint64_t)(in.end - in.p) / sizeof(struct sp__event)) {
+    if (in.bad || n > (uint64_t)(in.end - in.p) / sizeof(struct sp_i_event)) {
       free(tname);
       in.p = mark;
       in.bad = 1;
@@ -328,8 +328,8 @@ sp_status sp__spill_recover_mem(const void *data, size_t len, const char *spill,
       check_event(&t->hot.ev[e], tick0, &spent);
     }
     uint32_t acc_cap = get_u32(&in);
-    if (!in.bad && acc_cap <= (uint64_t)(in.end - in.p) / sizeof(struct sp__agg)) {
-      struct sp__agg *acc = acc_cap ? malloc((size_t)acc_cap * sizeof *acc) : NULL;
+    if (!in.bad && acc_cap <= (uint64_t)(in.end - in.p) / sizeof(struct sp_i_agg)) {
+      struct sp_i_agg *acc = acc_cap ? malloc((size_t)acc_cap * sizeof *acc) : NULL;
       if (acc_cap && acc) get(&in, acc, (size_t)acc_cap * sizeof *acc);
       /* remap accumulator slots onto this process's region ids */
       uint32_t need = 1;

@@ -47,7 +47,7 @@ struct seg {
 struct block {
   struct block *next;
   sp_thread_rec *t;
-  struct sp__event *ev;
+  struct sp_i_event *ev;
   int64_t *cols;
   uint64_t n, cap;
 };
@@ -240,7 +240,7 @@ static sp_status process_block(struct sp_stream *s, struct block *b) {
 
 /* Hand a processed buffer back to its thread for reuse, or free it. */
 static void recycle(struct block *b) {
-  struct sp__event *expected = NULL;
+  struct sp_i_event *expected = NULL;
   if (__atomic_compare_exchange_n(&b->t->spare, &expected, b->ev, 0, __ATOMIC_RELEASE, __ATOMIC_RELAXED)) {
     /* the columns travel with the buffer (NULL without probes) */
     int64_t *old = __atomic_exchange_n(&b->t->spare_cols, b->cols, __ATOMIC_RELEASE);
@@ -343,7 +343,7 @@ int sp__stream_handoff(struct sp_manager *m, sp_thread_rec *t) {
   }
   size_t ncols = (size_t)m->ext_stride;
   uint64_t cap = t->hot.cap;
-  struct sp__event *fresh = __atomic_exchange_n(&t->spare, NULL, __ATOMIC_ACQUIRE);
+  struct sp_i_event *fresh = __atomic_exchange_n(&t->spare, NULL, __ATOMIC_ACQUIRE);
   int64_t *fresh_cols = __atomic_exchange_n(&t->spare_cols, NULL, __ATOMIC_ACQUIRE);
   if (!fresh) fresh = malloc(cap * sizeof *fresh);
   if (ncols && !fresh_cols) fresh_cols = malloc(cap * ncols * sizeof *fresh_cols);
@@ -377,7 +377,7 @@ int sp__stream_handoff(struct sp_manager *m, sp_thread_rec *t) {
   __atomic_signal_fence(__ATOMIC_SEQ_CST);
   for (uint32_t d = 0; d < t->hot.depth; d++) {
     uint64_t i = t->hot.stack[d];
-    if (i & SP__GHOST_BIT) continue;
+    if (i & SP_I_GHOST_BIT) continue;
     fresh[k] = t->hot.ev[i];
     if (ncols) memcpy(fresh_cols + k * ncols, t->cols + i * ncols, ncols * sizeof *fresh_cols);
     t->hot.stack[d] = k++;

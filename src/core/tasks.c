@@ -53,10 +53,10 @@ out:
 }
 
 void sp_manager_task_switch(sp_manager *m, uint64_t task) {
-  if (!m || !m->configured || !m->cfg.track_async || m->hot.state == SP__STATE_OFF) return;
+  if (!m || !m->configured || !m->cfg.track_async || m->hot.state == SP_I_STATE_OFF) return;
   sp_thread_rec *t = sp__thread_attach(m);
   if (!t) return;
-  uint64_t now = sp__ticks();
+  uint64_t now = sp_i_ticks();
   struct sp_task *out = t->cur_task, *in = task ? task_get(m, task, t, now) : NULL;
   if (task && !in) {
     t->dropped_events++; /* out of memory: the switch is not recorded */
@@ -118,7 +118,7 @@ static struct sp_task *locked_find(struct sp_manager *m, uint64_t task) {
 void sp_manager_task_name(sp_manager *m, uint64_t task, const char *name) {
   if (!m || !m->configured || !m->cfg.track_async || !task) return;
   sp_thread_rec *t = sp__thread_attach(m);
-  struct sp_task *k = t ? task_get(m, task, t, sp__ticks()) : NULL;
+  struct sp_task *k = t ? task_get(m, task, t, sp_i_ticks()) : NULL;
   if (!k) return;
   char *copy = sp__strdup(name);
   if (copy) {
@@ -130,7 +130,7 @@ void sp_manager_task_name(sp_manager *m, uint64_t task, const char *name) {
 void sp_manager_task_done(sp_manager *m, uint64_t task) {
   if (!m || !m->configured || !m->cfg.track_async || !task) return;
   struct sp_task *k = locked_find(m, task);
-  if (k) k->done_at = sp__ticks();
+  if (k) k->done_at = sp_i_ticks();
 }
 
 void sp_task_switch(uint64_t task) { sp_manager_task_switch(SP_DEFAULT, task); }

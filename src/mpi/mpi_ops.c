@@ -143,7 +143,7 @@ static int mpi_size(void) {
 }
 
 int64_t sp__mpi_now(void) {
-  if (sp__clock_tsc == 2) return (int64_t)__atomic_load_n(&sp__manual_ticks, __ATOMIC_RELAXED);
+  if (sp_i_clock_tsc == 2) return (int64_t)__atomic_load_n(&sp_i_manual_ticks, __ATOMIC_RELAXED);
   return sp__mono_ns();
 }
 

@@ -94,7 +94,7 @@ void sp__mpi_wrap_init(void) { sp__ext_register(&bytes_probe); }
 
 /* The one load the off path pays. */
 #define MPI_CALLS_OFF() \
-  SP__LIKELY(!__atomic_load_n(&sp__default->cfg.profile_mpi_calls, __ATOMIC_RELAXED) || in_mpi)
+  SP_I_LIKELY(!__atomic_load_n(&sp_i_default->cfg.profile_mpi_calls, __ATOMIC_RELAXED) || in_mpi)
 
 static uint32_t enter(uint32_t *cache, const char *name) {
   in_mpi = 1;

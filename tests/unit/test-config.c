@@ -119,7 +119,7 @@ SP_TEST(setter_parses_each_type_and_both_spellings) {
   ASSERT_OK(sp_options_set(&o, "label", NULL));
   ASSERT(o.label == NULL);
   sp_options_clear(&o);
-  ASSERT(o.file_path == NULL && o.hdf5.compression == NULL && o.sp__owned == NULL);
+  ASSERT(o.file_path == NULL && o.hdf5.compression == NULL && o.sp_i_owned == NULL);
   ASSERT_EQ(o.buffer_limit, SP_INT_NONE);
   ASSERT_EQ(o.memray.enabled, SP_UNSET);
   sp_options_clear(&o); /* twice is fine */

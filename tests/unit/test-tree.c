@@ -558,7 +558,7 @@ SP_TEST(optin_bitmap_grows_under_readers) {
   for (int i = 0; i < N; i++) {
     snprintf(name, sizeof name, "opt%d", i);
     r[i] = sp_region_intern_ex(name, NULL, -1, NULL, "optin_grow");
-    ASSERT(r[i] & SP__REGION_SLOW_BIT);
+    ASSERT(r[i] & SP_I_REGION_SLOW_BIT);
   }
   int stop = 0;
   struct optin_job j = {m, r, N, &stop};
