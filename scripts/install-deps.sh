@@ -13,6 +13,8 @@ pkgs=(
   libzstd-dev liblzf-dev            # zstd (32015) and lzf (32000) HDF5 filters
   libdw-dev                         # DWARF lines for line profiles and recursive regions
   libunwind-dev                     # native stacks of allocations (memray_native_traces)
+  libpfm4-dev libpapi-dev papi-tools # perf_events PMU names (libpfm4) and PAPI_* counters
+  likwid                            # use_likwid: marker API (loaded by dlopen) and likwid-perfctr
   python3-h5py python3-numpy        # independent reader used by the tests
   clang libclang-rt-14-dev          # libFuzzer and TSan builds
   valgrind

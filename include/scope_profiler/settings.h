@@ -45,7 +45,7 @@
   X(use_likwid, NONE, use_likwid, BOOL, 0, 0, 1, "", \
     "Bracket every region with LIKWID marker regions (run under likwid-perfctr -m).", PLANNED) \
   X(perf_events, NONE, perf_events, LIST, NULL, 0, 0, "", \
-    "Linux perf_event_open events counted per region (e.g. \"cycles,instructions\"); empty means off.", PLANNED) \
+    "Events counted per region call: perf(1)'s names (cycles, instructions, task-clock, page-faults, ...), PMU names through libpfm4, PAPI_* or papi:<native> through PAPI; a list or a comma string; empty means off.", PERF_BUILD) \
   X(use_line_profiler, NONE, use_line_profiler, BOOL, 0, 0, 1, "", \
     "Line-level profiling of profiled functions (Python upstream: line_profiler).", PLANNED) \
   X(use_memray, MEMRAY, enabled, BOOL, 0, 0, 1, "", \

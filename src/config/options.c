@@ -58,6 +58,12 @@
 
 #define SP__STATUS_READY SP__SS_READY
 #define SP__STATUS_PLANNED SP__SS_PLANNED
+/* Settings whose feature is a build switch (cmake/counters.cmake). */
+#ifdef SP_HAVE_PERF
+#define SP__STATUS_PERF_BUILD SP__SS_READY
+#else
+#define SP__STATUS_PERF_BUILD SP__SS_PLANNED
+#endif
 
 #define SP__SETTING_ROW(n, G, s, T, def, lo_, hi_, ch, doc_, st)                                  \
   {.name = #n,                                                                                   \

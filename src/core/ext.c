@@ -461,6 +461,7 @@ static int64_t *acc_row(struct sp_manager *m, sp_thread_rec *t, uint32_t id) {
 
 static void fold_value(int64_t *taken_value, const struct sp_ext_col *col, int64_t v) {
   if ((col->flags & SP_EXT_COL_GPU) && v < 0) return;
+  if (col->fill < 0 && v == col->fill) return; /* a negative fill is "no value" */
   int64_t *taken = &taken_value[0], *acc = &taken_value[1];
   if (*taken == 0) *acc = col->fold == SP_EXT_FOLD_NONE ? 0 : v;
   else if (col->fold == SP_EXT_FOLD_SUM) *acc += v;

