@@ -63,3 +63,5 @@ if(SP_WITH_LIKWID)
 endif()
 message(STATUS "scope-profiler counters: perf_events=${SP_WITH_PERF} libpfm4=${SP_WITH_LIBPFM} "
                "papi=${SP_WITH_PAPI} likwid=${SP_WITH_LIKWID}")
+# For builds that link the static archive by hand (scripts/fuzz-all.sh).
+file(WRITE ${PROJECT_BINARY_DIR}/sp_counter_libs.txt "${SP_PC_COUNTER_LIBS}\n")

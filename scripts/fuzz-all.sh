@@ -3,11 +3,11 @@
 # except the TOML reader (scripts/fuzz.sh has that one): the profile reader
 # on mutated HDF5 files (fuzz_reader), the crash-spill parser (fuzz_spill),
 # region names through intern/begin/end/finalize (fuzz_names), settings
-# from the environment (fuzz_env) and allocation capture files
-# (fuzz_memcap). tests/fuzz/fuzz_<target>.c says what each one feeds and
+# from the environment (fuzz_env), allocation capture files (fuzz_memcap)
+# and LIKWID's marker file and result stream (fuzz_likwid). tests/fuzz/fuzz_<target>.c says what each one feeds and
 # checks.
 #
-#   scripts/fuzz-all.sh [SECONDS] [TARGET...]   (default 60 s each, all five)
+#   scripts/fuzz-all.sh [SECONDS] [TARGET...]   (default 60 s each, all six)
 #
 # The library is built once with clang under -fsanitize=fuzzer-no-link,
 # address,undefined in $SP_FUZZ_OUT/lib (default build-fuzz-all/lib; serial
@@ -23,7 +23,7 @@ root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 secs=${1:-60}
 [[ $# -gt 0 ]] && shift
 targets=("$@")
-[[ ${#targets[@]} -eq 0 ]] && targets=(reader spill names env memcap)
+[[ ${#targets[@]} -eq 0 ]] && targets=(reader spill names env memcap likwid)
 out=${SP_FUZZ_OUT:-$root/build-fuzz-all}
 mkdir -p "$out"
 out=$(cd "$out" && pwd)
@@ -53,6 +53,7 @@ build() {
     "$cc" -g -O1 $san -fsanitize=fuzzer -D_GNU_SOURCE -I"$root/include" -I"$root/src" \
       "$root/tests/fuzz/fuzz_$t.c" "$out/lib/libscope_profiler.a" \
       $(pkg-config --cflags --libs hdf5-serial libdw) -lzstd -llzf -lm -lpthread -ldl \
+      $(cat "$out/lib/sp_counter_libs.txt" 2>/dev/null) \
       -o "$out/fuzz_$t.new" && mv "$out/fuzz_$t.new" "$out/fuzz_$t" || return 1
   done
 }
@@ -84,10 +85,11 @@ printf '"%s"\n' "scope-profiler memory capture\\x0a\\x01\\x00" HEAD CLCK EVNT ST
 declare -A extra=([reader]="-fork=1 -ignore_crashes=1 -ignore_timeouts=1 -ignore_ooms=1 -max_len=65536 -dict=$out/reader.dict"
                   [spill]="-max_len=65536" [names]="-max_len=8192"
                   [env]="-max_len=4096 -dict=$out/env.dict"
-                  [memcap]="-max_len=65536 -dict=$out/memcap.dict")
+                  [memcap]="-max_len=65536 -dict=$out/memcap.dict"
+                  [likwid]="-max_len=16384")
 # A run normally takes milliseconds; HDF5's endless loops would eat the
 # reader's budget at a long timeout.
-declare -A timeout=([reader]=3 [spill]=20 [names]=20 [env]=20 [memcap]=20)
+declare -A timeout=([reader]=3 [spill]=20 [names]=20 [env]=20 [memcap]=20 [likwid]=20)
 # HDF5 1.10 leaks the strings it converted when a variable-length read fails
 # midway on a corrupt file (allocated inside H5T__conv_vlen, never handed
 # to us, so no H5Dvlen_reclaim can free them). Only that allocation site is

@@ -159,6 +159,20 @@ SP_API void sp_events_free(sp_events *e);
  * origin the exporters measure relative times from. 0 when nothing recorded. */
 SP_API sp_status sp_results_min_start(sp_results *r, int64_t *out);
 
+/* Per-region counter totals (perf_events): upstream's
+ * rank<N>/perf_events/<region> groups, one row per (rank, region). */
+typedef struct sp_counter_row {
+  int64_t rank;
+  char *region;        /* the region's name ('|' of the group name mapped back to '/') */
+  int64_t calls;       /* calls of the region on that rank */
+  size_t nevents;
+  char **event_names;  /* as the perf_events setting named them */
+  uint64_t *values;    /* summed over the region's calls */
+} sp_counter_row;
+/** Every counter row of the file (none: *n = 0); free with sp_counter_rows_free. */
+SP_API sp_status sp_results_counters(sp_results *r, sp_counter_row **rows, size_t *n);
+SP_API void sp_counter_rows_free(sp_counter_row *rows, size_t n);
+
 /** Progress reports for long event reads: called with events read so far and
  * the total of the current operation. NULL turns it off. */
 typedef void (*sp_progress_fn)(void *ctx, uint64_t done, uint64_t total);

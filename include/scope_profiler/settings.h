@@ -43,7 +43,7 @@
   X(label, NONE, label, STR, NULL, 0, 0, "", \
     "Short name for the run, stored as the `label` metadata attribute (default: the output file's stem).", READY) \
   X(use_likwid, NONE, use_likwid, BOOL, 0, 0, 1, "", \
-    "Bracket every region with LIKWID marker regions (run under likwid-perfctr -m).", PLANNED) \
+    "Bracket every region with LIKWID marker regions and store LIKWID's counter results (rank<N>/likwid); takes effect under likwid-perfctr -m or likwid-mpirun -marker, and warns otherwise.", LIKWID_BUILD) \
   X(perf_events, NONE, perf_events, LIST, NULL, 0, 0, "", \
     "Events counted per region call: perf(1)'s names (cycles, instructions, task-clock, page-faults, ...), PMU names through libpfm4, PAPI_* or papi:<native> through PAPI; a list or a comma string; empty means off.", PERF_BUILD) \
   X(use_line_profiler, NONE, use_line_profiler, BOOL, 0, 0, 1, "", \
@@ -107,6 +107,8 @@
   X(hdf5_schema, HDF5, schema, INT, 3, 2, 3, "", \
     "File schema: 3 stores each call as row-relative deltas in narrow integers (about a quarter of the bytes; 4-byte ones, half, for a run that streamed past max_buffer_bytes); 2 stores four int64 per call, for readers of schema 2.", READY) \
   X(quiet, NONE, quiet, BOOL, 0, 0, 1, "", \
-    "Print nothing on stderr: no warning about a setting this build cannot honour, and no line saying why a setup failed (the status and sp_last_error() still do).", READY)
+    "Print nothing on stderr: no warning about a setting this build cannot honour, and no line saying why a setup failed (the status and sp_last_error() still do).", READY) \
+  X(likwid_library, NONE, likwid_library, STR, NULL, 0, 0, "", \
+    "LIKWID's library for use_likwid, loaded at setup (default: liblikwid.so.5 from the loader's search path, e.g. the LD_LIBRARY_PATH of a LIKWID module).", LIKWID_BUILD)
 
 #endif

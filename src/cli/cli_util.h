@@ -136,4 +136,8 @@ struct sp_cli_cmp {
 int sp_cli_compare(const char *cmd, sp_results *a, sp_results *b, const sp_filter *f, int metric,
                    struct sp_cli_cmp **rows, size_t *n);
 
+/* inspect's perf_events table (cli_counters.c): nothing when the file has
+ * no counters; 0, or 2 with a message. */
+int sp_cli_print_counters(const char *cmd, sp_results *r, const sp_filter *f);
+
 #endif

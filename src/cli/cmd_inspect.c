@@ -324,7 +324,7 @@ static int print_table(sp_results *r, const sp_filter *f, const int *cols, size_
   }
   free(rows);
   sp__memory_table_free(&mt);
-  return 0;
+  return sp_cli_print_counters(CMD, r, f);
 }
 
 /* ---- --tree ------------------------------------------------------------------------ */

@@ -64,6 +64,11 @@
 #else
 #define SP__STATUS_PERF_BUILD SP__SS_PLANNED
 #endif
+#ifdef SP_HAVE_LIKWID
+#define SP__STATUS_LIKWID_BUILD SP__SS_READY
+#else
+#define SP__STATUS_LIKWID_BUILD SP__SS_PLANNED
+#endif
 
 #define SP__SETTING_ROW(n, G, s, T, def, lo_, hi_, ch, doc_, st)                                  \
   {.name = #n,                                                                                   \

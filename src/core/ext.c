@@ -50,7 +50,8 @@ void sp_ext_warn(struct sp_manager *m, const char *fmt, ...) {
     }
     /* A setting the user turned on does not do what it says here, and
      * silence would hide that (the `quiet` setting silences it). */
-    if (!(m && m->have_cfg && m->cfg.quiet)) sp__message(SP_MESSAGE_WARNING, "%s", buf);
+    /* Every rank of a job would say the same: rank 0 speaks for them. */
+    if (!(m && m->have_cfg && m->cfg.quiet) && sp__launcher_rank() <= 0) sp__message(SP_MESSAGE_WARNING, "%s", buf);
   }
   pthread_mutex_unlock(&warn_lock);
   if (!m) return;
