@@ -6,15 +6,19 @@
  * "bench.ext"), timed on a region it does not take (stays inlined: one
  * bitmap test more) and on one it takes (slow path plus two no-op hooks);
  * and, when this machine can open them, perf_events counted pairs (the
- * counters read with rdpmc where the kernel allows it, read() otherwise).
+ * counters read with rdpmc where the kernel allows it, read() otherwise),
+ * beside the floor of the read() path: two bare read()s of one counter.
  *
  *   ext_overhead [--pairs N] [--reps R] [--events LIST] [--json FILE]
  *   ext_overhead --count CASE N    one case, for callgrind (bench/callgrind.sh)
  */
+#include <linux/perf_event.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/syscall.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "common/error.h"
 #include "core/core.h"
@@ -42,6 +46,19 @@ static void loop_rdtsc(long n) {
 #endif
   }
 }
+/* The floor of a read()-path counted pair: two read()s of a task-clock
+ * counter, nothing else. */
+static int raw_fd = -1;
+static void loop_raw_reads(long n) {
+  uint64_t b[3];
+  for (long i = 0; i < n; i++) {
+    if (read(raw_fd, b, sizeof b) < 0) break;
+    BARRIER();
+    if (read(raw_fd, b, sizeof b) < 0) break;
+    sink += b[0];
+  }
+}
+
 static void loop_region(long n) {
   for (long i = 0; i < n; i++) {
     sp_region_begin(mgr, reg);
@@ -194,6 +211,14 @@ int main(int argc, char **argv) {
       {"ext-taken", "selective extension, region it takes (no-op hooks)"},
       {"perf", "perf_events counted pair"},
   };
+  struct perf_event_attr pa;
+  memset(&pa, 0, sizeof pa);
+  pa.size = sizeof pa;
+  pa.type = PERF_TYPE_SOFTWARE;
+  pa.config = PERF_COUNT_SW_TASK_CLOCK;
+  pa.exclude_kernel = 1;
+  pa.read_format = PERF_FORMAT_TOTAL_TIME_ENABLED | PERF_FORMAT_TOTAL_TIME_RUNNING;
+  raw_fd = (int)syscall(SYS_perf_event_open, &pa, 0, -1, -1, 0);
   for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++) {
     if (prepare(cases[c][0], events) != 0) {
       printf("%-56s skipped: %s\n", cases[c][1], sp_last_error());
@@ -205,6 +230,10 @@ int main(int argc, char **argv) {
     res[n++] = measure(label, loop_region, pairs, reps);
     sp_manager_destroy(mgr);
     mgr = NULL;
+  }
+  if (raw_fd >= 0) {
+    res[n++] = measure("two raw read()s of a task-clock counter (no profiler)", loop_raw_reads, pairs, reps);
+    close(raw_fd);
   }
   double base = n > 1 ? res[1].med : 1;
   printf("scope-profiler %s extension overhead: %ld pairs x %d reps; median [min, max] ns per pair\n",

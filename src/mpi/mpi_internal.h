@@ -91,12 +91,16 @@ sp_status sp__mpi_gather_bytes(const struct sp_mbuf *mine, char **all, size_t **
 #define SP_PACK_SHAPE 1u   /* counts, region names, column and table names and types */
 #define SP_PACK_STRINGS 2u /* the rows' strings and the tables' string columns */
 #define SP_PACK_NUMERIC 4u /* everything else: row numbers, events, column data */
-#define SP_PACK_ALL 7u
+#define SP_PACK_AUX 8u     /* the extensions' rank<N>/ groups (mpi_aux.c), last */
+#define SP_PACK_ALL 15u
 
 /* Shape is always packed; `what` adds the rest. Metadata is never packed. */
 void sp__mpi_run_pack(const struct sp_run *run, unsigned what, struct sp_mbuf *b);
 /* Rebuilds what was packed; parts not packed are zero/NULL. */
 sp_status sp__mpi_run_unpack(struct sp_mrbuf *r, unsigned what, struct sp_run *out);
+/* run->aux into/out of a buffer (mpi_aux.c); unpack: 0, or -1 damaged. */
+void sp__mpi_aux_pack(const struct sp_run *run, struct sp_mbuf *b);
+int sp__mpi_aux_unpack(struct sp_mrbuf *r, struct sp_run *out);
 
 /*====== The job layout (mpi_layout.c) ======*/
 

@@ -195,6 +195,7 @@ void sp__mpi_run_pack(const struct sp_run *run, unsigned what, struct sp_mbuf *b
       for (size_t c = 0; c < t->ncols; c++) sp__mb_bytes(b, t->cols[c].data, t->nrows * col_elem(t->cols[c].type));
     }
   }
+  if (what & SP_PACK_AUX) sp__mpi_aux_pack(run, b);
 }
 
 /* Copies n*elem bytes from the buffer into a fresh allocation (at least
@@ -306,6 +307,7 @@ sp_status sp__mpi_run_unpack(struct sp_mrbuf *r, unsigned what, struct sp_run *o
       for (size_t c = 0; c < t->ncols && !r->bad; c++) t->cols[c].data = take(r, t->nrows, col_elem(t->cols[c].type));
     }
   }
+  if (!r->bad && (what & SP_PACK_AUX) && sp__mpi_aux_unpack(r, out) != 0) r->bad = 1;
   if (r->bad) goto bad;
   return SP_OK;
 bad:

@@ -452,6 +452,7 @@ static sp_status write_direct(const struct sp_run *run, const struct sp_config *
           job_head(f, L, &run->meta, &failed);
           job_create(f, L, cfg, W_NUMERIC | W_STRINGS, &failed);
           if (!failed) job_part(f, L, mine, run, d, 0, H5P_DEFAULT, W_NUMERIC | W_STRINGS, &failed);
+          if (!failed) sp__h5_write_aux(f, run->aux, run->naux, &failed);
           if (H5Fclose(f) < 0) failed = 1;
         }
       }
@@ -482,6 +483,7 @@ static sp_status write_direct(const struct sp_run *run, const struct sp_config *
         f = H5Fopen(tok.tmp, H5F_ACC_RDWR, fapl);
         if (f >= 0) {
           job_part(f, L, mine, run, d, (uint32_t)rank, H5P_DEFAULT, W_NUMERIC | W_STRINGS, &failed);
+          if (!failed) sp__h5_write_aux(f, run->aux, run->naux, &failed);
           if (H5Fclose(f) < 0) failed = 1;
         }
       }
@@ -577,7 +579,7 @@ static sp_status write_parallel(const struct sp_run *run, const struct sp_config
 
   /* The strings, through rank 0 (parallel HDF5 cannot write them). */
   struct sp_mbuf mine_s = {0};
-  sp__mpi_run_pack(run, SP_PACK_STRINGS, &mine_s);
+  sp__mpi_run_pack(run, SP_PACK_STRINGS | SP_PACK_AUX, &mine_s);
   if (mine_s.oom) mine_s.n = 0;
   char *blob = NULL;
   size_t *sizes = NULL;
@@ -597,11 +599,12 @@ static sp_status write_parallel(const struct sp_run *run, const struct sp_config
           struct sp_mrbuf rb = {blob + off, sizes[r], 0, 0};
           off += sizes[r];
           struct sp_run part;
-          if (sizes[r] == 0 || sp__mpi_run_unpack(&rb, SP_PACK_STRINGS, &part) != SP_OK) {
+          if (sizes[r] == 0 || sp__mpi_run_unpack(&rb, SP_PACK_STRINGS | SP_PACK_AUX, &part) != SP_OK) {
             failed = 1;
             break;
           }
           job_part(f0, L, &all[r], &part, NULL, (uint32_t)r, H5P_DEFAULT, W_STRINGS, &failed);
+          if (!failed) sp__h5_write_aux(f0, part.aux, part.naux, &failed);
           sp__run_free(&part);
         }
         if (H5Fclose(f0) < 0) failed = 1;
@@ -853,9 +856,11 @@ static sp_status gathered_image(const struct sp_run *run, const struct sp_config
       if (f >= 0) {
         job_head(f, &L, &run->meta, &failed);
         job_create(f, &L, cfg, W_NUMERIC | W_STRINGS, &failed);
-        for (int r = 0; r < size && !failed; r++)
+        for (int r = 0; r < size && !failed; r++) {
           job_part(f, &L, &places[r], &parts[r], L.schema == 3 ? &deltas[r] : NULL, (uint32_t)r, H5P_DEFAULT,
                    W_NUMERIC | W_STRINGS, &failed);
+          if (!failed) sp__h5_write_aux(f, parts[r].aux, parts[r].naux, &failed);
+        }
         H5Fflush(f, H5F_SCOPE_GLOBAL);
         ssize_t n = failed ? -1 : H5Fget_file_image(f, NULL, 0);
         if (n > 0 && (*image = malloc((size_t)n)) && H5Fget_file_image(f, *image, (size_t)n) == n) *isize = (size_t)n;

@@ -9,7 +9,9 @@
  *  - threads: per rank and thread, the calls recorded, the first entry and
  *    the last exit (files that recorded thread ids, track_threads);
  *  - memory, memory_time, memory_peak: use_memray's figures
- *    (report_memory.c).
+ *    (report_memory.c);
+ *  - counters: per rank and region, each perf_events counter's total and
+ *    mean per call (upstream's rank<N>/perf_events groups).
  */
 #include <stdlib.h>
 #include <string.h>
@@ -62,6 +64,97 @@ static int view_threads(FILE *o, struct rp_model *m, const char *cmd, const char
   return rc ? rc : total ? 1 : 0;
 }
 
+/* The event names of every file's counter rows, in order of appearance. */
+static int add_event_name(char ***names, size_t *n, const char *name) {
+  for (size_t i = 0; i < *n; i++)
+    if (!strcmp((*names)[i], name)) return (int)i;
+  char **nn = realloc(*names, (*n + 1) * sizeof *nn);
+  if (!nn) return -1;
+  *names = nn;
+  nn[*n] = (char *)name;
+  return (int)(*n)++;
+}
+
+static int view_counters(FILE *o, struct rp_model *m, const char *cmd, const char **notes) {
+  sp_counter_row **rows = calloc(m->nfiles ? m->nfiles : 1, sizeof *rows);
+  size_t *nrows = calloc(m->nfiles ? m->nfiles : 1, sizeof *nrows), total = 0, nev = 0;
+  char **events = NULL;
+  int rc = rows && nrows ? 0 : -1;
+  for (size_t fi = 0; fi < m->nfiles && !rc; fi++) {
+    if (sp_results_counters(m->files[fi].r, &rows[fi], &nrows[fi]) != SP_OK) {
+      rc = sp_cli_error(cmd, "%s", sp_last_error());
+      break;
+    }
+    for (size_t k = 0; k < nrows[fi] && !rc; k++)
+      for (size_t e = 0; e < rows[fi][k].nevents && !rc; e++)
+        if (add_event_name(&events, &nev, rows[fi][k].event_names[e]) < 0) rc = -1;
+    total += nrows[fi];
+  }
+  int written = 0;
+  if (!rc && total && nev) {
+    *notes = "Hardware and software counters per rank and region (perf_events), summed over the "
+             "region's calls, and their mean per call. The rank selector filters the rows; a click "
+             "highlights the region.";
+    int several = m->nfiles > 1;
+    fprintf(o, "{\"renderer\":\"table\",\"rank_column\":%d,\"region_column\":%d,\"columns\":[", several,
+            several + 1);
+    if (several) fputs("{\"key\":\"file\",\"label\":\"file\",\"text\":true},", o);
+    fputs("{\"key\":\"rank\",\"label\":\"rank\"},{\"key\":\"region\",\"label\":\"region\",\"region\":true},"
+          "{\"key\":\"calls\",\"label\":\"calls\"}",
+          o);
+    for (size_t e = 0; e < nev; e++) {
+      fputs(",{\"key\":", o);
+      char key[32];
+      snprintf(key, sizeof key, "e%zu", e);
+      rp_json_str(o, key);
+      fputs(",\"label\":", o);
+      rp_json_str(o, events[e]);
+      fputs("},{\"key\":", o);
+      snprintf(key, sizeof key, "e%zu_call", e);
+      rp_json_str(o, key);
+      char label[300];
+      snprintf(label, sizeof label, "%s per call", events[e]);
+      fputs(",\"label\":", o);
+      rp_json_str(o, label);
+      fputc('}', o);
+    }
+    fputs("],\"rows\":[", o);
+    for (size_t fi = 0; fi < m->nfiles; fi++) {
+      const struct rp_file *f = &m->files[fi];
+      for (size_t k = 0; k < nrows[fi]; k++) {
+        const sp_counter_row *c = &rows[fi][k];
+        size_t ri;
+        if (!sp_filter_match_rank(m->f, c->rank) || sp_results_find_region(f->r, c->region, &ri) != SP_OK ||
+            f->gidx[ri] == SIZE_MAX)
+          continue;
+        fputs(written++ ? ",[" : "[", o);
+        if (several) {
+          rp_json_str(o, f->label);
+          fputc(',', o);
+        }
+        fprintf(o, "%lld,%zu,%lld", (long long)c->rank, f->gidx[ri], (long long)c->calls);
+        for (size_t e = 0; e < nev; e++) {
+          size_t j = 0;
+          while (j < c->nevents && strcmp(c->event_names[j], events[e])) j++;
+          if (j == c->nevents) {
+            fputs(",null,null", o);
+            continue;
+          }
+          fprintf(o, ",%llu,", (unsigned long long)c->values[j]);
+          rp_json_num(o, c->calls ? (double)c->values[j] / (double)c->calls : 0);
+        }
+        fputc(']', o);
+      }
+    }
+    fputs("]}", o);
+  }
+  for (size_t fi = 0; rows && fi < m->nfiles; fi++) sp_counter_rows_free(rows[fi], nrows[fi]);
+  free(rows);
+  free(nrows);
+  free(events);
+  return rc ? rc : written ? 1 : 0;
+}
+
 struct rp_view {
   const char *id, *title;
   /* Writes the view's JSON object to o: 1 written, 0 nothing to show (the
@@ -74,6 +167,7 @@ static const struct rp_view views[] = {
     {"memory", "Memory by region", rp_view_memory},
     {"memory_time", "Memory over time", rp_view_memory_time},
     {"memory_peak", "Memory live at the peak: flame graph", rp_view_memory_peak},
+    {"counters", "Counters", view_counters},
 };
 
 size_t rp_num_views(void) { return sizeof views / sizeof views[0]; }

@@ -10,6 +10,8 @@
 #                           metadata_detail=full), then the manual clock
 #   run.sh compare NP       the direct and parallel files of `write` agree
 #   run.sh calls NP         profile_mpi_calls on (both writers) and off
+#   run.sh counters NP      perf_events: every rank's rank<N>/perf_events groups,
+#                           both writers
 #   run.sh rank0 NP         direct mode sends no events to rank 0 (rank0_shim)
 #   run.sh stream NP        streamed runs (events filled by a callback), both
 #                           writers, through the static library
@@ -77,6 +79,39 @@ assert not [n for n in names if n.startswith("MPI_")], names
 assert "mpi_bytes_sent" not in f["events"], "byte columns without profile_mpi_calls"
 print("profile_mpi_calls=0: no MPI region, no byte columns")
 EOF
+  ;;
+counters)
+  np=$2
+  work=$(mktemp -d /tmp/sp-mpi-XXXXXX); trap 'rm -rf "$work"' EXIT
+  cd "$work"
+  for mode in direct parallel; do
+    SCOPE_PROFILER_PERF_EVENTS=task-clock,page-faults SCOPE_PROFILER_OUTPUT_MODE=$mode SCOPE_PROFILER_QUIET=1 \
+      SCOPE_PROFILER_FILE_PATH=cnt.h5 "${mpirun[@]}" -np "$np" "$SP_MPI_BIN/mpi_job" --events 30 ||
+      { echo "skip: perf_event_open is not available here"; exit 77; }
+    "$SP_PYTHON" - cnt.h5 "$np" "$mode" <<'EOF'
+import sys, h5py
+path, np_, mode = sys.argv[1], int(sys.argv[2]), sys.argv[3]
+with h5py.File(path, "r") as f:
+    names = [n.decode() if isinstance(n, bytes) else n for n in f["region_table/names"][:]]
+    rri = f["rank_region_index"]
+    calls = {}
+    for rid, rank, cnt in zip(rri["region_ids"][:], rri["ranks"][:], rri["event_counts"][:]):
+        calls[(int(rank), names[rid])] = int(cnt)
+    for r in range(np_):
+        g = f["rank%d/perf_events" % r]
+        for region in g:
+            grp = g[region]
+            ev = [e.decode() if isinstance(e, bytes) else e for e in grp.attrs["event_names"]]
+            assert ev == ["task-clock", "page-faults"], ev
+            key = (r, region.replace("|", "/"))
+            assert grp.attrs["calls"] == calls[key], (key, grp.attrs["calls"], calls[key])
+            assert grp["values"].shape == (2,)
+        assert len(g) > 0, "rank %d has no counter group" % r
+    assert "perf_task-clock" in f["events"]
+print("%s, %d ranks: every rank's counter totals, calls as in the index" % (mode, np_))
+EOF
+    rm -f cnt.h5
+  done
   ;;
 rank0)
   np=$2

@@ -1,9 +1,12 @@
 /* perf.c - perf_events: hardware and software counters per region call.
  *
  * The events the perf_events setting names (perf_names.c) are counted per
- * thread: one kernel counter group opened with perf_event_open() on the
- * thread's first call (the thread itself, any CPU), plus a PAPI EventSet for
- * PAPI names (perf_papi.c). A call's counters are read before its start
+ * thread, opened with perf_event_open() on the thread's first call (the
+ * thread itself, any CPU): the hardware counters as one group (scheduled
+ * together, read together), each software event on its own (a software
+ * event in a group is not brought up to date when the group is read while
+ * its leader does not tick), plus a PAPI EventSet for PAPI names
+ * (perf_papi.c). A call's counters are read before its start
  * timestamp and after its end one (an outside extension): its columns are the
  * deltas, /events/perf_<event>, and each region's sums go to upstream's
  * rank<N>/perf_events/<region> (attributes calls and event_names, dataset
@@ -38,7 +41,9 @@ struct perf_ev {
   char *name;   /* as the user wrote it */
   char *column;
   int papi;     /* counted through PAPI */
-  int index;    /* within its backend: kernel group position, or PAPI set position */
+  int index;    /* within its backend: kernel descriptor, or PAPI set position */
+  int grouped;  /* a hardware counter, in the thread's counter group */
+  int gpos;     /* its position in the group */
   struct perf_event_attr attr;
 };
 
@@ -48,6 +53,7 @@ struct perf_thr {
   struct perf_event_mmap_page *pc[MAX_EVENTS];
   int rdpmc; /* every kernel event read with rdpmc */
   int papi_set;
+  int leader; /* the group's first descriptor, -1 without hardware counters */
   pid_t owner; /* the counted thread */
   uint64_t buf[3 + MAX_EVENTS];
   long long pbuf[MAX_EVENTS];
@@ -55,7 +61,7 @@ struct perf_thr {
 
 struct perf_proc {
   struct sp_manager *m;
-  int n, nk, np;
+  int n, nk, np, ng; /* events; kernel ones, PAPI ones, grouped kernel ones */
   struct perf_ev ev[MAX_EVENTS];
   int papi_codes[MAX_EVENTS];
   struct sp_ext_col cols[MAX_EVENTS + 2]; /* then scratch: time enabled, running */
@@ -134,48 +140,55 @@ static void close_thr(struct perf_proc *p, struct perf_thr *t) {
 #endif
 }
 
+static int is_grouped(const struct perf_event_attr *a) {
+  return a->type == PERF_TYPE_HARDWARE || a->type == PERF_TYPE_HW_CACHE || a->type == PERF_TYPE_RAW ||
+         a->type >= PERF_TYPE_MAX;
+}
+
 /* The calling thread's counters; 0, or -1 with sp_last_error(). */
 static int open_thr(struct perf_proc *p, struct perf_thr *t) {
   memset(t, 0, sizeof *t);
   for (int i = 0; i < MAX_EVENTS; i++) t->fd[i] = -1;
   t->papi_set = -1;
   t->owner = (pid_t)syscall(SYS_gettid);
-  int all_hw = p->nk > 0;
-  for (int k = 0, i = 0; i < p->n; i++) {
-    struct perf_ev *ev = &p->ev[i];
-    if (ev->papi) continue;
-    struct perf_event_attr a = ev->attr;
-    a.read_format = PERF_FORMAT_GROUP | PERF_FORMAT_TOTAL_TIME_ENABLED | PERF_FORMAT_TOTAL_TIME_RUNNING;
-    a.disabled = 0;
-    a.inherit = 0;
-    long fd = perf_open(&a, k ? t->fd[0] : -1);
-    if (fd < 0) {
-      int e = errno;
-      close_thr(p, t);
-      open_error(ev, e);
-      return -1;
+  int leader = -1;
+  /* the group first (its leader is its first member), then the others */
+  for (int pass = 0; pass < 2; pass++)
+    for (int i = 0; i < p->n; i++) {
+      struct perf_ev *ev = &p->ev[i];
+      if (ev->papi || ev->grouped != !pass) continue;
+      struct perf_event_attr a = ev->attr;
+      a.read_format = PERF_FORMAT_TOTAL_TIME_ENABLED | PERF_FORMAT_TOTAL_TIME_RUNNING | (ev->grouped ? PERF_FORMAT_GROUP : 0);
+      a.disabled = 0;
+      a.inherit = 0;
+      long fd = perf_open(&a, ev->grouped ? leader : -1);
+      if (fd < 0) {
+        int e = errno;
+        close_thr(p, t);
+        open_error(ev, e);
+        return -1;
+      }
+      t->fd[ev->index] = (int)fd;
+      if (ev->grouped && leader < 0) leader = (int)fd;
     }
-    t->fd[k] = (int)fd;
-    if (a.type != PERF_TYPE_HARDWARE && a.type != PERF_TYPE_HW_CACHE && a.type != PERF_TYPE_RAW && a.type < PERF_TYPE_MAX)
-      all_hw = 0;
-    k++;
-  }
+  t->leader = leader;
 #if defined(__x86_64__) || defined(__i386__)
-  if (all_hw) {
+  /* rdpmc: every grouped counter readable from user space */
+  if (p->ng) {
     long page = sysconf(_SC_PAGESIZE);
-    for (int k = 0; k < p->nk && all_hw; k++) {
-      void *mp = mmap(NULL, (size_t)page, PROT_READ, MAP_SHARED, t->fd[k], 0);
+    int ok = 1;
+    for (int i = 0; i < p->n && ok; i++) {
+      if (p->ev[i].papi || !p->ev[i].grouped) continue;
+      void *mp = mmap(NULL, (size_t)page, PROT_READ, MAP_SHARED, t->fd[p->ev[i].index], 0);
       if (mp == MAP_FAILED) {
-        all_hw = 0;
+        ok = 0;
         break;
       }
-      t->pc[k] = mp;
-      if (!t->pc[k]->cap_user_rdpmc) all_hw = 0;
+      t->pc[p->ev[i].index] = mp;
+      if (!t->pc[p->ev[i].index]->cap_user_rdpmc) ok = 0;
     }
-    t->rdpmc = all_hw;
+    t->rdpmc = ok;
   }
-#else
-  (void)all_hw;
 #endif
 #ifdef SP_HAVE_PAPI
   if (p->np) {
@@ -213,7 +226,8 @@ static int rdpmc_read(const volatile struct perf_event_mmap_page *pc, uint64_t *
 #endif
 
 /* Every counter of the thread into vals (user order), with the group's
- * enabled and running times (-1 when read with rdpmc: no scaling). */
+ * enabled and running times (-1 when read with rdpmc or without a group:
+ * no scaling). */
 static int read_all(struct perf_proc *p, struct perf_thr *t, int64_t *vals, int64_t *en, int64_t *run) {
   int done = 0;
   *en = *run = -1;
@@ -221,19 +235,26 @@ static int read_all(struct perf_proc *p, struct perf_thr *t, int64_t *vals, int6
   if (t->rdpmc) {
     uint64_t v[MAX_EVENTS];
     done = 1;
-    for (int k = 0; k < p->nk && done; k++) done = rdpmc_read(t->pc[k], &v[k]);
+    for (int i = 0; i < p->n && done; i++)
+      if (!p->ev[i].papi && p->ev[i].grouped) done = rdpmc_read(t->pc[p->ev[i].index], &v[i]);
     if (done)
       for (int i = 0; i < p->n; i++)
-        if (!p->ev[i].papi) vals[i] = (int64_t)v[p->ev[i].index];
+        if (!p->ev[i].papi && p->ev[i].grouped) vals[i] = (int64_t)v[i];
   }
 #endif
-  if (!done && p->nk) {
-    ssize_t want = (ssize_t)((3 + (size_t)p->nk) * sizeof(uint64_t));
-    if (read(t->fd[0], t->buf, (size_t)want) != want) return -1;
+  if (!done && p->ng) {
+    ssize_t want = (ssize_t)((3 + (size_t)p->ng) * sizeof(uint64_t));
+    if (read(t->leader, t->buf, (size_t)want) != want) return -1;
     *en = (int64_t)t->buf[1];
     *run = (int64_t)t->buf[2];
     for (int i = 0; i < p->n; i++)
-      if (!p->ev[i].papi) vals[i] = (int64_t)t->buf[3 + p->ev[i].index];
+      if (!p->ev[i].papi && p->ev[i].grouped) vals[i] = (int64_t)t->buf[3 + p->ev[i].gpos];
+  }
+  for (int i = 0; i < p->n; i++) {
+    if (p->ev[i].papi || p->ev[i].grouped) continue;
+    uint64_t b[3];
+    if (read(t->fd[p->ev[i].index], b, sizeof b) != (ssize_t)sizeof b) return -1;
+    vals[i] = (int64_t)b[0];
   }
 #ifdef SP_HAVE_PAPI
   if (p->np) {
@@ -268,7 +289,7 @@ static void perf_exit(void *proc, void *thr, const struct sp_ext_call *c) {
   }
   for (int i = 0; i < p->n; i++) {
     int64_t d = v[i] - col[i];
-    if (!p->ev[i].papi && scale != 1) d = scale < 0 ? -1 : (int64_t)((double)d * scale + 0.5);
+    if (p->ev[i].grouped && scale != 1) d = scale < 0 ? -1 : (int64_t)((double)d * scale + 0.5);
     col[i] = d;
   }
 }
@@ -391,6 +412,7 @@ static sp_status perf_setup(struct sp_ext_setup *s, void **procp) {
       break;
     }
     ev->index = p->nk++;
+    if ((ev->grouped = is_grouped(&ev->attr))) ev->gpos = p->ng++;
   }
 #ifdef SP_HAVE_PAPI
   if (st == SP_OK && p->np && sp__papi_setup(papi_names, p->np, p->papi_codes, err, sizeof err) != 0)

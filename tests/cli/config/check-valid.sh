@@ -1,6 +1,6 @@
 # `config check` accepts valid files, flat or grouped, and says so on stdout;
-# on stderr it warns about what setup would warn about (perf_events is not
-# available in this build).
+# on stderr it warns about what setup would warn about (recursive_profile is
+# not available in this build).
 unset $(compgen -e | grep '^SCOPE_PROFILER_') 2>/dev/null  # a clean environment
 cat > run.toml <<'TOML'
 # a shared file: other tools' tables are left alone
@@ -11,6 +11,7 @@ x = 1
 file_path = "out/run.h5"
 label = "baseline"
 perf_events = ["cycles", "instructions"]
+recursive_profile = true
 track_async = true
 
 [profiling.hdf5]
