@@ -236,6 +236,7 @@ SP_TEST(under_likwid_the_full_api_results_land_in_upstreams_layout) {
   free(log);
   const char *g = "/rank0/likwid/regions/solve-phase-2";
   char *src = h5_attr_str("full.h5", g, "source");
+  if (strcmp(src, "full_api") != 0) fprintf(stderr, "  why: %s\n", h5_attr_str("full.h5", "/rank0/likwid", "sources_not_used"));
   ASSERT_STR_EQ(src, "full_api");
   free(src);
   char *tag = h5_attr_str("full.h5", g, "tag");
@@ -285,7 +286,8 @@ SP_TEST(marker_file_is_the_fallback_when_the_api_read_back_fails) {
   ASSERT_STR_EQ(src, "marker_file");
   free(src);
   char *why = h5_attr_str("file.h5", "/rank0/likwid", "sources_not_used");
-  ASSERT_CONTAINS(why, "crashed");
+  /* "crashed (Segmentation fault)", or under ASan, whose handler catches it, "exited with status 1" */
+  ASSERT(strstr(why, "full_api: it crashed") || strstr(why, "full_api: it exited"));
   free(why);
   long long n;
   int64_t *cc = h5_i64("file.h5", "/rank0/likwid/regions/solve-phase-2/call_counts", &n);

@@ -53,9 +53,9 @@ static int64_t thread_cpu_ns(void) {
   return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
 }
 
+static volatile double spin_sink;
 static void spin(long n) {
-  volatile double x = 0;
-  for (long i = 0; i < n; i++) x += 1e-9;
+  for (long i = 0; i < n; i++) spin_sink += 1e-9;
 }
 
 SP_TEST(task_clock_of_a_busy_loop_is_its_cpu_time) {
@@ -223,12 +223,13 @@ SP_TEST(each_thread_counts_its_own_calls) {
   int64_t *ti = h5_i64("thr.h5", "/events/thread_ids", &nt);
   ASSERT_EQ(n, 2);
   ASSERT_NE(ti[0], ti[1]);
-  /* one thread touched 100 pages, the other 200: neither sees the other's */
+  /* one thread touched 100 pages, the other 200: each counted its own
+   * (a sanitizer's shadow memory adds faults in proportion, so no upper
+   * bound; a process-wide counter would give both calls the same count) */
   int64_t lo = pf[0] < pf[1] ? pf[0] : pf[1], hi = pf[0] < pf[1] ? pf[1] : pf[0];
   ASSERT_GE(lo, 100);
-  ASSERT_LT(lo, 200);
   ASSERT_GE(hi, 200);
-  ASSERT_LT(hi, 300);
+  ASSERT_GE(hi, lo + 50);
   free(pf);
   free(ti);
   sp_manager_destroy(tm);

@@ -146,7 +146,9 @@ static int64_t split_group(const char *tag, size_t len, size_t *label_len) {
     return -1;
   }
   *label_len = i - 1;
-  return strtoll(tag + i, NULL, 10);
+  int64_t g = 0; /* the digits are not NUL-terminated: the tag is a slice of the file */
+  for (size_t k = i; k < len; k++) g = g * 10 + (tag[k] - '0');
+  return g;
 }
 
 /* The g-th '|'-separated entry of LIKWID_EVENTS, or "". */
