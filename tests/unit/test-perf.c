@@ -354,4 +354,19 @@ SP_TEST(papi_events_count_through_papi) {
   }
 }
 
+/* Whatever PAPI can count here, a name it does not know (a preset or a
+ * native event) fails setup with a message naming it and where to look. */
+SP_TEST(unknown_papi_names_are_setup_errors_naming_them) {
+  const char *bad[] = {"PAPI_NO_SUCH_PRESET", "papi:no_such_native_event", "task-clock,papi:no_such_native_event"};
+  const char *named[] = {"'PAPI_NO_SUCH_PRESET'", "'no_such_native_event'", "'no_such_native_event'"};
+  for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+    sp_status st = try_setup(bad[i]);
+    if (st != SP_OK && strstr(sp_last_error(), "no PAPI")) SKIP("built without PAPI");
+    ASSERT_EQ(st, SP_ERR_UNSUPPORTED);
+    if (strstr(sp_last_error(), "does not initialise")) SKIP("PAPI does not initialise here: %s", sp_last_error());
+    ASSERT_CONTAINS(sp_last_error(), named[i]);
+    ASSERT_CONTAINS(sp_last_error(), "papi_avail");
+  }
+}
+
 int main(int argc, char **argv) { return sp_test_main(argc, argv); }
