@@ -12,6 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/prctl.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -304,6 +305,28 @@ SP_TEST(what_cannot_be_counted_is_a_setup_error_naming_it) {
     ASSERT_CONTAINS(sp_last_error(), "'cycles'");
     ASSERT_CONTAINS(sp_last_error(), "remove 'cycles'");
   }
+}
+
+/* Past perf_event_paranoid 1 an unprivileged process counts user space
+ * only: the probe asks for just that, and a kernel-only name (':k') is an
+ * error saying why and what to drop. Run as nobody where the test is root
+ * (the case has its own process). */
+SP_TEST(unprivileged_runs_count_user_space_and_kernel_only_is_a_clear_error) {
+  FILE *f = fopen("/proc/sys/kernel/perf_event_paranoid", "r");
+  int level = -9;
+  if (f) {
+    if (fscanf(f, "%d", &level) != 1) level = -9;
+    fclose(f);
+  }
+  if (level < 2) SKIP("kernel.perf_event_paranoid is %d here: unprivileged processes may count kernel space", level);
+  if (geteuid() == 0 && (setresgid(65534, 65534, 65534) != 0 || setresuid(65534, 65534, 65534) != 0))
+    SKIP("cannot become an unprivileged user: %s", strerror(errno));
+  prctl(PR_SET_DUMPABLE, 1, 0, 0, 0); /* a leak checker stops the process's threads with ptrace */
+  ASSERT_OK(try_setup("task-clock,page-faults:u"));
+  ASSERT_EQ(try_setup("task-clock,page-faults:k"), SP_ERR_UNSUPPORTED);
+  ASSERT_CONTAINS(sp_last_error(), "'page-faults:k'");
+  ASSERT_CONTAINS(sp_last_error(), "drop ':k'");
+  ASSERT_CONTAINS(sp_last_error(), "perf_event_paranoid");
 }
 
 SP_TEST(libpfm4_names_count_like_the_generic_ones) {

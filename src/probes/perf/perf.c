@@ -106,6 +106,12 @@ static sp_status open_error(const struct perf_ev *ev, int err) {
                          strerror(err));
   case EACCES:
   case EPERM:
+    if (ev->attr.exclude_user && !ev->attr.exclude_kernel && paranoid_level() >= 2)
+      return sp__set_error(SP_ERR_UNSUPPORTED,
+                           "perf_events: not allowed to count '%s' (%s): it counts kernel space only (the ':k' "
+                           "suffix), which kernel.perf_event_paranoid %d allows only to root or CAP_PERFMON; drop "
+                           "':k', or count with kernel.perf_event_paranoid at 1",
+                           ev->name, strerror(err), paranoid_level());
     return sp__set_error(SP_ERR_UNSUPPORTED,
                          "perf_events: not allowed to count '%s' (%s): kernel.perf_event_paranoid is %d; counting "
                          "your own threads needs it at 2 or below (user space only, which is what is asked for "
