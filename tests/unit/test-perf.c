@@ -381,7 +381,7 @@ SP_TEST(papi_events_count_through_papi) {
  * native event) fails setup with a message naming it and where to look. */
 SP_TEST(unknown_papi_names_are_setup_errors_naming_them) {
   const char *bad[] = {"PAPI_NO_SUCH_PRESET", "papi:no_such_native_event", "task-clock,papi:no_such_native_event"};
-  const char *named[] = {"'PAPI_NO_SUCH_PRESET'", "'no_such_native_event'", "'no_such_native_event'"};
+  const char *named[] = {"'PAPI_NO_SUCH_PRESET'", "'papi:no_such_native_event'", "'papi:no_such_native_event'"};
   for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
     sp_status st = try_setup(bad[i]);
     if (st != SP_OK && strstr(sp_last_error(), "no PAPI")) SKIP("built without PAPI");

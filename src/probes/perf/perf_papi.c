@@ -6,6 +6,7 @@
  */
 #include <pthread.h>
 #include <stdio.h>
+#include <string.h>
 
 #include <papi.h>
 
@@ -83,9 +84,9 @@ int sp__papi_setup(const char *const *names, int n, int *codes, char *err, size_
     int rc = PAPI_event_name_to_code(names[i], &codes[i]);
     if (rc != PAPI_OK) {
       snprintf(err, errlen,
-               "PAPI has no event '%s' on this machine (%s); `papi_avail -a` lists the presets it can count and "
+               "PAPI has no event '%s%s' on this machine (%s); `papi_avail -a` lists the presets it can count and "
                "`papi_native_avail` the native events (write those as papi:<name>)",
-               names[i], PAPI_strerror(rc));
+               strncmp(names[i], "PAPI_", 5) ? "papi:" : "", names[i], PAPI_strerror(rc)); /* as written */
       return -1;
     }
   }
