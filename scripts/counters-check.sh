@@ -41,7 +41,7 @@ PY
 fi
 echo "== 2. the counted pair, rdpmc and read()"
 "$build/bench/ext_overhead" --reps 11 --events cycles,instructions
-"$build/bench/ext_overhead" --reps 11 --events task-clock | tail -1
+"$build/bench/ext_overhead" --reps 11 --events task-clock | tail -2 # the counted pair, the bare reads
 echo "== 3. PAPI presets"
 if command -v papi_avail >/dev/null && papi_avail -a 2>/dev/null | grep -q PAPI_TOT_CYC; then
   ( cd "$work" && SCOPE_PROFILER_PERF_EVENTS=PAPI_TOT_CYC,PAPI_TOT_INS SCOPE_PROFILER_FILE_PATH=papi.h5 \
