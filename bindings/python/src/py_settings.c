@@ -1,0 +1,393 @@
+/* py_settings.c - the settings table and options, for
+ * scope_profiler.profile_config.
+ *
+ * The Python module keeps no list of settings of its own: its dataclass
+ * fields, defaults, documentation, group spellings and the properties of
+ * ProfilingConfig are built at import from settings_table() below, and
+ * every value goes through the library's setter (sp_options_set), so that
+ * types, bounds, choices, "did you mean", the flat+grouped conflict and
+ * TOML parsing are the C library's, with its messages.
+ *
+ * _core.Options wraps one sp_options: set(key, text) by flat name or group
+ * spelling, set_items() (flat name -> text, groups expanded; the conflict
+ * error when one setting is given both ways), and load(path) for TOML.
+ */
+#include "py_core.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "structmember.h"
+
+/*====== The table API on libraries that predate it ======*/
+
+/* Libraries whose scope_profiler/settings.h still carries the table as the
+ * SP_SETTINGS macro (before the run-time table API) get the same
+ * functions here, expanded from that macro: the table is still the
+ * library's own header, never a copy. */
+#ifdef SP_SETTINGS
+typedef enum { SP_SETTING_BOOL = 1, SP_SETTING_INT, SP_SETTING_STRING, SP_SETTING_ENUM, SP_SETTING_LIST } sp_setting_type;
+typedef enum { SP_SETTING_READY = 0, SP_SETTING_PLANNED = 1, SP_SETTING_UNBUILT = 2 } sp_setting_status;
+typedef struct sp_setting_info {
+  size_t size;
+  const char *name, *group, *spelling, *field, *env;
+  sp_setting_type type;
+  int has_default;
+  const char *default_text;
+  int64_t min, max;
+  const char *const *choices;
+  const char *doc;
+  sp_setting_status status;
+} sp_setting_info;
+typedef struct sp_setting_group_info {
+  size_t size;
+  const char *name, *title, *doc;
+  int spelled;
+} sp_setting_group_info;
+
+struct compat_row {
+  const char *name, *group, *field, *spelling, *choices_text, *doc, *sdef;
+  sp_setting_type type;
+  int64_t idef, lo, hi;
+  sp_setting_status status;
+};
+#define PYC_T_BOOL SP_SETTING_BOOL
+#define PYC_T_INT SP_SETTING_INT
+#define PYC_T_STR SP_SETTING_STRING
+#define PYC_T_ENUM SP_SETTING_ENUM
+#define PYC_T_LIST SP_SETTING_LIST
+#define PYC_I_BOOL(d) (d)
+#define PYC_I_INT(d) (d)
+#define PYC_I_STR(d) 0
+#define PYC_I_ENUM(d) 0
+#define PYC_I_LIST(d) 0
+#define PYC_S_BOOL(d) NULL
+#define PYC_S_INT(d) NULL
+#define PYC_S_STR(d) (d)
+#define PYC_S_ENUM(d) (d)
+#define PYC_S_LIST(d) (d)
+#define PYC_G_NONE "core"
+#define PYC_G_MEMRAY "memray"
+#define PYC_G_GPU "gpu"
+#define PYC_G_HDF5 "hdf5"
+#define PYC_SP_NONE(s) NULL
+#define PYC_SP_MEMRAY(s) "memray." #s
+#define PYC_SP_GPU(s) "gpu." #s
+#define PYC_SP_HDF5(s) "hdf5." #s
+#define PYC_ROW(n, G, s, T, def, lo_, hi_, ch, doc_, st)                                          \
+  {#n, PYC_G_##G, #s, PYC_SP_##G(s), ch, doc_, PYC_S_##T(def), PYC_T_##T, PYC_I_##T(def), (lo_), (hi_), \
+   SP_SETTING_##st},
+static const struct compat_row compat_rows[] = {SP_SETTINGS(PYC_ROW)};
+#define NCOMPAT (sizeof compat_rows / sizeof compat_rows[0])
+static const char *const *compat_choices[NCOMPAT];
+static char compat_env[NCOMPAT][96];
+static char compat_def[NCOMPAT][32];
+
+static const char *const *split_choices(const char *text) {
+  if (!text || !*text) return NULL;
+  size_t n = 1;
+  for (const char *p = text; *p; p++) n += *p == '|';
+  char **out = calloc(n + 1, sizeof *out);
+  char *copy = strdup(text);
+  if (!out || !copy) return NULL;
+  size_t i = 0;
+  for (char *save = NULL, *w = strtok_r(copy, "|", &save); w; w = strtok_r(NULL, "|", &save)) out[i++] = w;
+  return (const char *const *)out;
+}
+
+static sp_status sp_setting_info_at(size_t i, sp_setting_info *info) {
+  if (i >= NCOMPAT) return SP_ERR_INVALID_ARGUMENT;
+  const struct compat_row *r = &compat_rows[i];
+  if (!compat_env[i][0]) {
+    snprintf(compat_env[i], sizeof compat_env[i], "SCOPE_PROFILER_");
+    for (size_t k = 0; r->name[k] && k + 16 < sizeof compat_env[i]; k++)
+      compat_env[i][15 + k] = (char)(r->name[k] >= 'a' && r->name[k] <= 'z' ? r->name[k] - 32 : r->name[k]);
+    compat_choices[i] = split_choices(r->choices_text);
+  }
+  info->name = r->name;
+  info->group = r->group;
+  info->field = r->field;
+  info->spelling = r->spelling;
+  info->env = compat_env[i];
+  info->type = r->type;
+  info->doc = r->doc;
+  info->status = r->status;
+  info->min = r->lo;
+  info->max = r->hi;
+  info->choices = r->type == SP_SETTING_ENUM ? compat_choices[i] : NULL;
+  if (r->type == SP_SETTING_BOOL) {
+    info->has_default = 1;
+    info->default_text = r->idef ? "true" : "false";
+  } else if (r->type == SP_SETTING_INT) {
+    info->has_default = r->idef != SP_INT_NONE;
+    snprintf(compat_def[i], sizeof compat_def[i], "%lld", (long long)r->idef);
+    info->default_text = info->has_default ? compat_def[i] : "";
+  } else {
+    info->has_default = r->sdef != NULL;
+    info->default_text = r->sdef ? r->sdef : "";
+  }
+  return SP_OK;
+}
+
+static size_t sp_setting_group_count(void) { return 4; }
+static sp_status sp_setting_group_at(size_t i, sp_setting_group_info *g) {
+  static const char *const names[] = {"core", "memray", "gpu", "hdf5"};
+  static const char *const titles[] = {"General", "Allocation capture", "GPU", "HDF5 storage"};
+  if (i >= 4) return SP_ERR_INVALID_ARGUMENT;
+  g->name = names[i];
+  g->title = titles[i];
+  g->doc = "";
+  g->spelled = i > 0;
+  return SP_OK;
+}
+
+/* Key lookup and value checks through the setter of a scratch options
+ * struct: the library's parser, bounds, choices and did-you-mean. */
+static sp_status sp_setting_check(const char *key, const char *value) {
+  sp_options o = SP_OPTIONS_INIT;
+  sp_status st = sp_options_set(&o, key, value);
+  sp_options_clear(&o);
+  return st;
+}
+
+static sp_status sp_setting_find(const char *key, size_t *index) {
+  sp_status st = sp_setting_check(key, NULL);
+  if (st != SP_OK) return st;
+  for (size_t i = 0; i < NCOMPAT; i++)
+    if (!strcmp(compat_rows[i].name, key) || (compat_rows[i].spelling && !strcmp(compat_rows[i].spelling, key))) {
+      *index = i;
+      return SP_OK;
+    }
+  return SP_ERR_UNKNOWN_SETTING;
+}
+#endif
+
+/*====== The table ======*/
+
+static PyObject *choices_tuple(const char *const *choices) {
+  size_t n = 0;
+  while (choices && choices[n]) n++;
+  PyObject *t = PyTuple_New((Py_ssize_t)n);
+  for (size_t i = 0; t && i < n; i++) {
+    PyObject *s = PyUnicode_FromString(choices[i]);
+    if (!s) {
+      Py_CLEAR(t);
+      break;
+    }
+    PyTuple_SET_ITEM(t, (Py_ssize_t)i, s);
+  }
+  return t;
+}
+
+static const char *type_word(sp_setting_type t) {
+  switch (t) {
+  case SP_SETTING_BOOL: return "bool";
+  case SP_SETTING_INT: return "int";
+  case SP_SETTING_STRING: return "str";
+  case SP_SETTING_ENUM: return "enum";
+  case SP_SETTING_LIST: return "list";
+  }
+  return "str";
+}
+
+static const char *status_word(sp_setting_status s) {
+  switch (s) {
+  case SP_SETTING_READY: return "ready";
+  case SP_SETTING_PLANNED: return "planned";
+  case SP_SETTING_UNBUILT: return "unbuilt";
+  }
+  return "planned";
+}
+
+/* settings_table() -> tuple of dicts, one per setting in table order:
+ * name, group, field, spelling, env, type, default (text or None), min,
+ * max, choices, doc, status. */
+static PyObject *py_settings_table(PyObject *self, PyObject *noargs) {
+  (void)self, (void)noargs;
+  size_t n = sp_setting_count();
+  PyObject *t = PyTuple_New((Py_ssize_t)n);
+  for (size_t i = 0; t && i < n; i++) {
+    sp_setting_info info;
+    memset(&info, 0, sizeof info);
+    info.size = sizeof info;
+    sp_status st = sp_setting_info_at(i, &info);
+    if (st != SP_OK) {
+      Py_DECREF(t);
+      return sp_py_raise(st, "cannot read the settings table");
+    }
+    PyObject *choices = choices_tuple(info.choices);
+    PyObject *d = choices ? Py_BuildValue("{s:s,s:s,s:s,s:z,s:s,s:s,s:z,s:L,s:L,s:N,s:s,s:s}", "name", info.name,
+                                          "group", info.group, "field", info.field, "spelling", info.spelling,
+                                          "env", info.env, "type", type_word(info.type), "default",
+                                          info.has_default ? info.default_text : NULL, "min", (long long)info.min,
+                                          "max", (long long)info.max, "choices", choices, "doc", info.doc,
+                                          "status", status_word(info.status))
+                          : NULL;
+    if (!d) {
+      Py_DECREF(t);
+      return NULL;
+    }
+    PyTuple_SET_ITEM(t, (Py_ssize_t)i, d);
+  }
+  return t;
+}
+
+/* groups() -> tuple of dicts: name, title, doc, spelled. */
+static PyObject *py_setting_groups(PyObject *self, PyObject *noargs) {
+  (void)self, (void)noargs;
+  size_t n = sp_setting_group_count();
+  PyObject *t = PyTuple_New((Py_ssize_t)n);
+  for (size_t i = 0; t && i < n; i++) {
+    sp_setting_group_info g;
+    memset(&g, 0, sizeof g);
+    g.size = sizeof g;
+    sp_status st = sp_setting_group_at(i, &g);
+    if (st != SP_OK) {
+      Py_DECREF(t);
+      return sp_py_raise(st, "cannot read the settings groups");
+    }
+    PyObject *d = Py_BuildValue("{s:s,s:s,s:s,s:O}", "name", g.name, "title", g.title, "doc", g.doc ? g.doc : "",
+                                "spelled", g.spelled ? Py_True : Py_False);
+    if (!d) {
+      Py_DECREF(t);
+      return NULL;
+    }
+    PyTuple_SET_ITEM(t, (Py_ssize_t)i, d);
+  }
+  return t;
+}
+
+/* find_setting(key) -> flat name (key is a flat name or a group spelling);
+ * UnknownSettingError with the library's "did you mean" otherwise. */
+static PyObject *py_find_setting(PyObject *self, PyObject *arg) {
+  (void)self;
+  const char *key = PyUnicode_AsUTF8(arg);
+  if (!key) return NULL;
+  size_t i;
+  sp_status st = sp_setting_find(key, &i);
+  if (st != SP_OK) return sp_py_raise(st, "unknown setting");
+  return PyUnicode_FromString(sp_setting_name(i));
+}
+
+/* check_setting(key, text): the library's per-value validation. */
+static PyObject *py_check_setting(PyObject *self, PyObject *args) {
+  (void)self;
+  const char *key, *value;
+  if (!PyArg_ParseTuple(args, "ss:check_setting", &key, &value)) return NULL;
+  sp_status st = sp_setting_check(key, value);
+  if (st != SP_OK) return sp_py_raise(st, "invalid setting");
+  Py_RETURN_NONE;
+}
+
+/*====== Options ======*/
+
+typedef struct {
+  PyObject_HEAD
+  sp_options o;
+} OptionsObject;
+
+static PyTypeObject OptionsType;
+
+static PyObject *options_new(PyTypeObject *type, PyObject *args, PyObject *kwds) {
+  if (PyTuple_GET_SIZE(args) || (kwds && PyDict_GET_SIZE(kwds)))
+    return PyErr_Format(PyExc_TypeError, "Options() takes no arguments");
+  OptionsObject *self = (OptionsObject *)type->tp_alloc(type, 0);
+  if (!self) return NULL;
+  sp_options init = SP_OPTIONS_INIT;
+  self->o = init;
+  return (PyObject *)self;
+}
+
+static void options_dealloc(OptionsObject *self) {
+  sp_options_clear(&self->o);
+  Py_TYPE(self)->tp_free(self);
+}
+
+/* set(key, text-or-None) */
+static PyObject *options_set(OptionsObject *self, PyObject *args) {
+  const char *key, *value;
+  if (!PyArg_ParseTuple(args, "sz:set", &key, &value)) return NULL;
+  sp_status st = sp_options_set(&self->o, key, value);
+  if (st != SP_OK) return sp_py_raise(st, "invalid setting");
+  Py_RETURN_NONE;
+}
+
+struct collect {
+  PyObject *list;
+  int failed;
+};
+
+static void collect_item(const char *name, const char *value, void *user) {
+  struct collect *c = user;
+  if (c->failed) return;
+  PyObject *t = Py_BuildValue("(ss)", name, value);
+  if (!t || PyList_Append(c->list, t) < 0) c->failed = 1;
+  Py_XDECREF(t);
+}
+
+/* items() -> [(flat name, text)] of the settings that are set, groups
+ * expanded; ConfigurationError when one is set both flat and grouped. */
+static PyObject *options_items(OptionsObject *self, PyObject *noargs) {
+  (void)noargs;
+  struct collect c = {PyList_New(0), 0};
+  if (!c.list) return NULL;
+  sp_status st = sp_options_each_set(&self->o, collect_item, &c);
+  if (st != SP_OK) {
+    Py_DECREF(c.list);
+    return sp_py_raise(st, "conflicting settings");
+  }
+  if (c.failed) {
+    Py_DECREF(c.list);
+    return NULL;
+  }
+  return c.list;
+}
+
+/* Options.load(path) -> Options read from a TOML file's [profiling] table. */
+static PyObject *options_load(PyObject *cls, PyObject *arg) {
+  PyObject *bytes;
+  if (!PyUnicode_FSConverter(arg, &bytes)) return NULL;
+  OptionsObject *self = (OptionsObject *)PyObject_CallNoArgs(cls);
+  if (!self) {
+    Py_DECREF(bytes);
+    return NULL;
+  }
+  sp_status st = sp_load_profiling_config(PyBytes_AS_STRING(bytes), &self->o);
+  Py_DECREF(bytes);
+  if (st != SP_OK) {
+    Py_DECREF(self);
+    return sp_py_raise(st, "cannot load the configuration file");
+  }
+  return (PyObject *)self;
+}
+
+static PyMethodDef options_methods[] = {
+    {"set", (PyCFunction)options_set, METH_VARARGS, "set(key, text): one setting, validated by the library."},
+    {"items", (PyCFunction)options_items, METH_NOARGS, "[(flat name, text)] of what is set, groups expanded."},
+    {"load", (PyCFunction)options_load, METH_O | METH_CLASS, "Options.load(path): the [profiling] table of a TOML file."},
+    {NULL, NULL, 0, NULL},
+};
+
+static PyTypeObject OptionsType = {
+    PyVarObject_HEAD_INIT(NULL, 0).tp_name = "scope_profiler._core.Options",
+    .tp_basicsize = sizeof(OptionsObject),
+    .tp_flags = Py_TPFLAGS_DEFAULT,
+    .tp_doc = "A set of settings, each unset until given (the C library's sp_options).",
+    .tp_new = options_new,
+    .tp_dealloc = (destructor)options_dealloc,
+    .tp_methods = options_methods,
+};
+
+static PyMethodDef settings_module_methods[] = {
+    {"settings_table", py_settings_table, METH_NOARGS, "Every setting of the C library's table, in order."},
+    {"setting_groups", py_setting_groups, METH_NOARGS, "The groups of the settings table."},
+    {"find_setting", py_find_setting, METH_O, "The flat name of a setting key (did-you-mean on error)."},
+    {"check_setting", py_check_setting, METH_VARARGS, "check_setting(key, text): validate one value."},
+    {NULL, NULL, 0, NULL},
+};
+
+int sp_py_settings_init(PyObject *module) {
+  if (PyType_Ready(&OptionsType) < 0) return -1;
+  if (PyModule_AddObjectRef(module, "Options", (PyObject *)&OptionsType) < 0) return -1;
+  return PyModule_AddFunctions(module, settings_module_methods);
+}
