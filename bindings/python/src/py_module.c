@@ -3,7 +3,7 @@
  * setup-time messages turned into Python warnings, and the module-level
  * functions that are not about one manager.
  *
- * The package's Python modules (scope_profiler/*.py) are thin: every
+ * The package's Python modules (scope_profiler/...py) are thin: every
  * setting, validation, recording and reading call ends up here, in the C
  * library.
  */

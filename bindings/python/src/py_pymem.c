@@ -20,6 +20,7 @@
 #include "py_core.h"
 
 #include <dlfcn.h>
+#include <link.h>
 #include <stdint.h>
 #include <string.h>
 #include <sys/mman.h>
@@ -163,11 +164,31 @@ static const struct sp_memory_api *find_api(void) {
 }
 
 /* 1 when malloc itself goes through the interposer (it was preloaded or
- * linked before libc), so the blocks pymalloc takes from malloc are seen. */
+ * linked before libc), so the blocks pymalloc takes from malloc are seen.
+ * Symbols resolve in link-map order, which dl_iterate_phdr walks; a library
+ * dlopen'ed later comes after libc and interposes nothing. (dlsym of
+ * "malloc" cannot tell: a non-PIE executable such as Debian's python3
+ * answers with its own PLT slot.) */
+struct order {
+  int i, mem, libc;
+};
+
+static int order_cb(struct dl_phdr_info *info, size_t size, void *user) {
+  (void)size;
+  struct order *o = user;
+  const char *n = info->dlpi_name ? info->dlpi_name : "";
+  const char *base = strrchr(n, '/');
+  base = base ? base + 1 : n;
+  if (o->mem < 0 && strstr(base, "libscope_profiler_memory")) o->mem = o->i;
+  if (o->libc < 0 && !strncmp(base, "libc.so", 7)) o->libc = o->i;
+  o->i++;
+  return 0;
+}
+
 static int malloc_interposed(void) {
-  Dl_info info;
-  void *m = dlsym(RTLD_DEFAULT, "malloc");
-  return m && dladdr(m, &info) && info.dli_fname && strstr(info.dli_fname, "scope_profiler_memory");
+  struct order o = {0, -1, -1};
+  dl_iterate_phdr(order_cb, &o);
+  return o.mem >= 0 && (o.libc < 0 || o.mem < o.libc);
 }
 
 /* pymalloc_hooks(on) -> dict(installed, all_sizes) */
@@ -208,7 +229,14 @@ static PyObject *py_malloc_interposed(PyObject *self, PyObject *noargs) {
   return PyBool_FromLong(malloc_interposed());
 }
 
+static PyObject *py_memory_library_loaded(PyObject *self, PyObject *noargs) {
+  (void)self, (void)noargs;
+  return PyBool_FromLong(find_api() != NULL);
+}
+
 static PyMethodDef pymem_methods[] = {
+    {"memory_library_loaded", py_memory_library_loaded, METH_NOARGS,
+     "Whether libscope_profiler_memory.so (sp_memory_api_v1) is visible in this process."},
     {"pymalloc_hooks", py_pymalloc_hooks, METH_O,
      "Install (True) or remove (False) the hooks of Python's object and memory allocators."},
     {"malloc_interposed", py_malloc_interposed, METH_NOARGS,

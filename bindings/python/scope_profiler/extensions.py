@@ -1,0 +1,94 @@
+"""The Python counterparts of the settings that only make sense in Python.
+
+At ``setup()`` the manager asks this module to start what its resolved
+configuration turns on, and at the next ``setup()`` (or the end of a
+session) to stop it again:
+
+- ``track_async``: the asyncio task factory of :mod:`scope_profiler.concurrency`
+  (each task's coroutine announced to the core's task API);
+- ``memray_trace_python_allocators`` (with ``use_memray``): Python's object
+  and memory allocators hooked onto the allocation capture of
+  libscope_profiler_memory.so (``_core.pymalloc_hooks``), which is loaded
+  for the run when it is not preloaded.
+
+A setting whose Python side this build lacks warns once at setup that it
+is unavailable (the library warns for its own unavailable settings).
+"""
+
+from __future__ import annotations
+
+import ctypes
+import os
+import warnings
+
+from . import _core
+
+_loaded_memory = None
+
+
+def load_memory_library() -> bool:
+    """Make sp_memory_api_v1 visible to the core (RTLD_GLOBAL), so that a
+    use_memray run set up from Python has its capture without LD_PRELOAD.
+    Loading it interposes nothing: it only records what is handed to it."""
+    global _loaded_memory
+    if _loaded_memory is not None or _core.memory_library_loaded():
+        return True
+    from . import _paths
+
+    path = _paths.MEMORY_LIBRARY
+    if not path or not os.path.exists(path):
+        return False
+    _loaded_memory = ctypes.CDLL(path, mode=ctypes.RTLD_GLOBAL)
+    return True
+
+
+def prepare(wants_memray: bool) -> None:
+    """Before the C setup: what must exist when the core resolves its extensions."""
+    if wants_memray:
+        load_memory_library()
+
+
+def start(manager, config) -> None:
+    """After a successful setup: start the Python-side hooks the config asks for."""
+    hooks = manager._hooks
+    if config.track_async:
+        from . import concurrency
+
+        hooks.append(concurrency.AsyncTracker(manager))
+    if config.use_memray and _core.memory_library_loaded() and not _core.malloc_interposed():
+        warnings.warn("use_memray: malloc is not interposed in this process, so only Python's own allocators are "
+                      "captured (with memray_trace_python_allocators); for native allocations start Python with "
+                      "LD_PRELOAD=libscope_profiler_memory.so", _core.ScopeProfilerWarning, stacklevel=3)
+    if config.use_memray and config.memray_trace_python_allocators:
+        if _core.memory_library_loaded():
+            _core.pymalloc_hooks(True)
+            hooks.append(_PymallocHooks())
+        else:
+            warnings.warn("memray_trace_python_allocators = true is not available: libscope_profiler_memory.so "
+                          "is not loaded in this process (build it with SP_WITH_MEMORY=ON)",
+                          _core.ScopeProfilerWarning, stacklevel=3)
+    for hook in hooks:
+        hook.start()
+
+
+def before_finalize(manager) -> None:
+    for hook in manager._hooks:
+        hook.before_finalize()
+
+
+def stop(manager) -> None:
+    """Remove the hooks of the manager's previous run."""
+    hooks, manager._hooks = manager._hooks, []
+    for hook in reversed(hooks):
+        hook.stop()
+
+
+class _PymallocHooks:
+    def start(self):
+        pass
+
+    def before_finalize(self):
+        pass
+
+    def stop(self):
+        _core.pymalloc_hooks(False)

@@ -1,0 +1,393 @@
+"""Reading profiles back: ``scope_profiler.load(path)`` and the results of
+``finalize(return_results=True)``, both over the C reader.
+
+:class:`ProfilingResults` is upstream's analysis type: regions by name
+(:class:`MPIRegion`, one :class:`Region` per rank), per-region statistics
+computed by the reader, events as numpy int64 arrays (nanoseconds on the
+run's clock), the call stack of a rank and the call-path tree. Durations
+and statistics in seconds, as upstream's newer releases; the ``*_ns``
+forms are exact integers.
+"""
+
+from __future__ import annotations
+
+import errno
+import json
+import os
+import re
+
+import numpy as np
+
+from . import _core
+
+
+def _i64(b: bytes) -> np.ndarray:
+    return np.frombuffer(b, dtype=np.int64)
+
+
+def _patterns(p):
+    if p is None:
+        return None
+    if isinstance(p, str):
+        p = [p]
+    return [re.compile(x) for x in p]
+
+
+class Region:
+    """One region's calls on one rank."""
+
+    def __init__(self, results: "ProfilingResults", index: int, rank: int):
+        self._res = results
+        self._index = index
+        self.rank = rank
+        self._events = None
+        self._stats = None
+
+    def _ev(self):
+        if self._events is None:
+            self._events = {k: _i64(v) for k, v in self._res._r.events(self._index, self.rank).items()}
+        return self._events
+
+    def _st(self):
+        if self._stats is None:
+            self._stats = self._res._r.region_stats(self._index, rank=self.rank, own=True)
+        return self._stats
+
+    @property
+    def name(self) -> str:
+        return self._res._names[self._index]
+
+    @property
+    def start_times_ns(self) -> np.ndarray:
+        return self._ev()["start_ns"]
+
+    @property
+    def end_times_ns(self) -> np.ndarray:
+        return self._ev()["end_ns"]
+
+    @property
+    def durations_ns(self) -> np.ndarray:
+        return self.end_times_ns - self.start_times_ns
+
+    @property
+    def start_times(self) -> np.ndarray:
+        """Start times in seconds from the results' time origin."""
+        return (self.start_times_ns - self._res.time_origin_ns) / 1e9
+
+    @property
+    def end_times(self) -> np.ndarray:
+        return (self.end_times_ns - self._res.time_origin_ns) / 1e9
+
+    @property
+    def durations(self) -> np.ndarray:
+        return self.durations_ns / 1e9
+
+    @property
+    def call_ids(self) -> np.ndarray:
+        return self._ev()["call_ids"]
+
+    @property
+    def parent_ids(self) -> np.ndarray:
+        return self._ev()["parent_ids"]
+
+    @property
+    def thread_ids(self) -> np.ndarray:
+        return self._ev()["thread_ids"]
+
+    @property
+    def threads(self) -> tuple:
+        t = self.thread_ids
+        return tuple(int(x) for x in np.unique(t[t >= 0]))
+
+    def for_thread(self, i: int) -> dict:
+        """This region's calls made on thread i: start_ns/end_ns arrays."""
+        keep = self.thread_ids == i
+        return {"start_ns": self.start_times_ns[keep], "end_ns": self.end_times_ns[keep]}
+
+    @property
+    def num_calls(self) -> int:
+        return int(self._st()["count"])
+
+    @property
+    def first_start_time(self) -> float:
+        return (self._st()["first_start_ns"] - self._res.time_origin_ns) / 1e9 if self.num_calls else 0.0
+
+    @property
+    def total_duration(self) -> float:
+        return self._st()["total_ns"] / 1e9
+
+    @property
+    def average_duration(self) -> float:
+        return self._st()["mean_ns"] / 1e9 if self.num_calls else 0.0
+
+    @property
+    def min_duration(self) -> float:
+        return self._st()["min_ns"] / 1e9 if self.num_calls else 0.0
+
+    @property
+    def max_duration(self) -> float:
+        return self._st()["max_ns"] / 1e9 if self.num_calls else 0.0
+
+    @property
+    def std_duration(self) -> float:
+        return self._st()["std_ns"] / 1e9 if self.num_calls else 0.0
+
+    @property
+    def total_exclusive_duration(self) -> float:
+        return self._st().get("own_ns", 0) / 1e9
+
+    exclusive_duration = total_exclusive_duration
+
+    def get_summary(self) -> dict:
+        return {
+            "num_calls": self.num_calls,
+            "total_duration": self.total_duration,
+            "average_duration": self.average_duration,
+            "min_duration": self.min_duration,
+            "max_duration": self.max_duration,
+            "std_duration": self.std_duration,
+        }
+
+    def __repr__(self):
+        return f"<Region {self.name!r} rank {self.rank}: {self.num_calls} calls, {self.total_duration:.6f} s>"
+
+
+class MPIRegion:
+    """One region over every rank that recorded it."""
+
+    def __init__(self, results: "ProfilingResults", index: int):
+        self._res = results
+        self._index = index
+        info = results._r.region_info(index)
+        self.name = info["name"]
+        self.source_file = info["source_file"] or None
+        self.source_lineno = info["source_lineno"] if info["source_lineno"] >= 0 else None
+        self.source_text = info["source_text"] or None
+        self.tags = tuple(json.loads(info["tags"] or "[]"))
+        self.regions = {rank: Region(results, index, rank) for rank in results.ranks}
+        self._stats = None
+
+    @property
+    def has_source(self) -> bool:
+        return self.source_text is not None
+
+    @property
+    def ranks(self) -> tuple:
+        return tuple(r for r, reg in self.regions.items() if reg.num_calls)
+
+    def __getitem__(self, rank: int) -> Region:
+        return self.regions[rank]
+
+    def stats(self, percentiles: bool = False) -> dict:
+        """The reader's statistics over every rank, in ns (count, total_ns,
+        mean_ns, std_ns, min_ns, max_ns, imbalance, own_ns, p50/p95/p99)."""
+        return self._res._r.region_stats(self._index, percentiles=percentiles, own=True)
+
+    def _all(self):
+        if self._stats is None:
+            self._stats = self.stats()
+        return self._stats
+
+    @property
+    def num_calls(self) -> int:
+        return int(self._all()["count"])
+
+    @property
+    def total_duration(self) -> float:
+        return self._all()["total_ns"] / 1e9
+
+    @property
+    def average_duration(self) -> float:
+        return self._all()["mean_ns"] / 1e9 if self.num_calls else 0.0
+
+    @property
+    def min_duration(self) -> float:
+        return self._all()["min_ns"] / 1e9 if self.num_calls else 0.0
+
+    @property
+    def max_duration(self) -> float:
+        return self._all()["max_ns"] / 1e9 if self.num_calls else 0.0
+
+    @property
+    def first_start_time(self) -> float:
+        return (self._all()["first_start_ns"] - self._res.time_origin_ns) / 1e9 if self.num_calls else 0.0
+
+    def num_calls_per_rank(self) -> dict:
+        return {r: reg.num_calls for r, reg in self.regions.items()}
+
+    def average_durations(self) -> dict:
+        return {r: reg.average_duration for r, reg in self.regions.items()}
+
+    def min_durations(self) -> dict:
+        return {r: reg.min_duration for r, reg in self.regions.items()}
+
+    def max_durations(self) -> dict:
+        return {r: reg.max_duration for r, reg in self.regions.items()}
+
+    def __repr__(self):
+        return f"<MPIRegion {self.name!r}: {self.num_calls} calls on {len(self.ranks)} rank(s)>"
+
+
+class ProfilingResults:
+    """A profile: regions, statistics, events and call trees."""
+
+    def __init__(self, core_results):
+        self._core = core_results
+        self._info = core_results.info()
+        self._names = core_results.region_names()
+        self.ranks = tuple(core_results.ranks())
+        self._regions = {}
+        self._metadata = None
+
+    @property
+    def _r(self):
+        if self._core is None:
+            raise _core.StateError("these results were closed")
+        return self._core
+
+    def close(self) -> None:
+        """Release the reader (and the file it holds open) now."""
+        self._core = None
+        self._regions.clear()
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+
+    # ---- what the file is ---------------------------------------------------------
+
+    @property
+    def file_path(self):
+        return self._info["path"]
+
+    @property
+    def schema(self) -> int:
+        return self._info["schema"]
+
+    @property
+    def num_ranks(self) -> int:
+        return len(self.ranks)
+
+    @property
+    def is_root(self) -> bool:
+        return True
+
+    @property
+    def region_names(self) -> list:
+        return list(self._names)
+
+    @property
+    def metadata(self) -> dict:
+        if self._metadata is None:
+            self._metadata = self._r.metadata()
+        return dict(self._metadata)
+
+    @property
+    def label(self):
+        return self._info["label"]
+
+    @property
+    def display_label(self):
+        return self._info["display_label"]
+
+    @property
+    def num_events(self) -> int:
+        return self._info["num_events"]
+
+    @property
+    def run_start_time_ns(self):
+        v = self.metadata.get("start_time_ns")
+        return int(v) if v is not None else None
+
+    @property
+    def time_origin_ns(self) -> int:
+        """The run's start when recorded, else the first region entry."""
+        start = self.run_start_time_ns
+        return start if start is not None else self._r.min_start()
+
+    @property
+    def minimum_start_time(self) -> float:
+        return (self._r.min_start() - self.time_origin_ns) / 1e9
+
+    # ---- regions ----------------------------------------------------------------------
+
+    def get_region(self, name: str) -> MPIRegion:
+        try:
+            index = self._names.index(name)
+        except ValueError:
+            raise KeyError(f"no region {name!r} in this profile") from None
+        if index not in self._regions:
+            self._regions[index] = MPIRegion(self, index)
+        return self._regions[index]
+
+    __getitem__ = get_region
+
+    def __contains__(self, name) -> bool:
+        return name in self._names
+
+    def get_regions(self, include=None, exclude=None) -> list:
+        """Regions whose name matches an include regex (re.match) and no exclude
+        one, sorted by their first start."""
+        inc, exc = _patterns(include), _patterns(exclude)
+        out = []
+        for name in self._names:
+            if inc and not any(p.match(name) for p in inc):
+                continue
+            if exc and any(p.match(name) for p in exc):
+                continue
+            out.append(self.get_region(name))
+        return sorted(out, key=lambda r: r.first_start_time)
+
+    def events(self, name: str, rank: int | None = None) -> dict:
+        """Events of one region on one rank (default: the first) as numpy int64
+        arrays: start_ns, end_ns, call_ids, parent_ids, thread_ids."""
+        r = self.get_region(name)
+        rank = self.ranks[0] if rank is None else rank
+        ev = r.regions[rank]._ev() if rank in r.regions else \
+            {k: _i64(v) for k, v in self._r.events(r._index, rank).items()}
+        return dict(ev)
+
+    def call_stack(self, rank: int | None = None, include=None, exclude=None) -> dict:
+        """Every call of a rank, nested: numpy columns start_ns, end_ns, parent
+        (index, -1 for a root), thread, task, region (index into region_names),
+        depth, plus "names" (region name per call) and "overlaps"."""
+        rank = self.ranks[0] if rank is None and self.ranks else (rank or 0)
+        d = self._r.call_stack(rank, include, exclude)
+        out = {k: _i64(d[k]) for k in ("start_ns", "end_ns", "parent", "thread", "task")}
+        out["region"] = np.frombuffer(d["region"], dtype=np.uint32)
+        out["depth"] = np.frombuffer(d["depth"], dtype=np.uint32)
+        out["names"] = [self._names[i] for i in out["region"]]
+        out["overlaps"] = d["overlaps"]
+        return out
+
+    def call_tree(self, ranks: str | None = None, include=None, exclude=None) -> list:
+        """The call-path tree merged over ranks: one dict per node (parents
+        first) with name, region, parent (node index, -1 for a root), count,
+        total_ns, own_ns."""
+        nodes = self._r.call_tree(ranks, include, exclude)
+        return [{"name": self._names[reg], "region": reg, "parent": parent, "count": count, "total_ns": total,
+                 "own_ns": total - children} for reg, parent, count, total, children in nodes]
+
+    def print_summary(self, file=None) -> None:
+        import sys
+
+        out = file or sys.stdout
+        out.write(f"{'region':<32} {'calls':>10} {'total [s]':>12} {'avg [s]':>12}\n")
+        for r in self.get_regions():
+            out.write(f"{r.name:<32} {r.num_calls:>10} {r.total_duration:>12.6f} {r.average_duration:>12.9f}\n")
+
+    def __repr__(self):
+        return f"<ProfilingResults {self.display_label!r}: {len(self._names)} regions, {self.num_ranks} rank(s)>"
+
+
+def load(path: str | os.PathLike) -> ProfilingResults:
+    """Open a profile (ours, schema 2/3, or upstream's layouts) through the C reader."""
+    path = os.fspath(path)
+    if not os.path.exists(path):
+        raise FileNotFoundError(errno.ENOENT, "no such profile", path)
+    return ProfilingResults(_core.open(os.fspath(path)))
+
+
+read_h5 = load

@@ -1,0 +1,126 @@
+"""Threads and asyncio: every thread records into its own C buffers
+(safe without any option); track_threads records the thread of each call;
+track_async makes every asyncio task a lane through the core's task API."""
+import asyncio
+import threading
+
+import h5py
+import numpy as np
+import pytest
+
+import scope_profiler as sp
+
+
+def _hammer(n, region, barrier):
+    barrier.wait()
+    for _ in range(n):
+        with region:
+            with sp.profile_region("t_inner"):
+                pass
+
+
+@pytest.mark.parametrize("track", [False, True])
+def test_threads_record_exact_counts(h5, track):
+    sp.setup(file_path=h5, track_threads=track)
+    region = sp.profile_region("t_outer")
+    nthreads, n = 4, 2000
+    barrier = threading.Barrier(nthreads)
+    threads = [threading.Thread(target=_hammer, args=(n, region, barrier)) for _ in range(nthreads)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    res = sp.finalize(verbose=False, return_results=True)
+    assert res["t_outer"].num_calls == nthreads * n
+    assert res["t_inner"].num_calls == nthreads * n
+    cs = res.call_stack()
+    names = np.array(cs["names"])
+    inner = names == "t_inner"
+    parents = cs["parent"][inner]
+    assert (parents >= 0).all()
+    assert set(names[parents]) == {"t_outer"}
+    assert cs["overlaps"] == 0
+    assert len(set(cs["thread"][names == "t_outer"].tolist())) == nthreads
+    res.close()
+    with h5py.File(h5, "r") as f:
+        assert "thread_ids" in f["events"]
+        assert ("threads" in f) == track  # the thread table only with track_threads
+
+
+def test_track_async_tasks_are_lanes(h5):
+    sp.setup(file_path=h5, track_async=True)
+
+    async def job(i):
+        with sp.profile_region("job"):
+            await asyncio.sleep(0.005 * (i + 1))
+            with sp.profile_region("after_await"):
+                pass
+
+    async def main():
+        with sp.profile_region("main"):
+            await asyncio.gather(*(job(i) for i in range(3)))
+
+    asyncio.run(main())
+    res = sp.finalize(verbose=False, return_results=True)
+    assert res["job"].num_calls == 3 and res["after_await"].num_calls == 3
+    cs = res.call_stack()
+    names = np.array(cs["names"])
+    jobs = names == "job"
+    tasks = cs["task"][jobs]
+    assert len(set(tasks.tolist())) == 3 and (tasks > 0).all()
+    # each after_await nests in the job of its own task, not in another task's
+    for i in np.nonzero(names == "after_await")[0]:
+        p = cs["parent"][i]
+        assert names[p] == "job" and cs["task"][p] == cs["task"][i]
+    # the jobs overlap in time but each lane nests properly
+    assert cs["overlaps"] == 0
+    res.close()
+    with h5py.File(h5, "r") as f:
+        assert "task_ids" in f["events"] and "await_times" in f["events"] or "await_ns" in f["events"]
+        assert "tasks" in f
+
+
+def test_track_async_chains_an_existing_factory(h5):
+    seen = []
+
+    def factory(loop, coro, **kw):
+        seen.append(coro)
+        return asyncio.Task(coro, loop=loop, **kw)
+
+    async def leaf():
+        with sp.profile_region("leaf"):
+            await asyncio.sleep(0)
+        return 7
+
+    async def main():
+        asyncio.get_running_loop().set_task_factory(factory)
+        sp.setup(file_path=h5, track_async=True, replace=True)
+        return await asyncio.gather(leaf(), leaf())
+
+    assert asyncio.run(main()) == [7, 7]
+    res = sp.finalize(verbose=False, return_results=True)
+    assert res["leaf"].num_calls == 2
+    # our factory wrapped each coroutine, then called theirs
+    leaves = [c for c in seen if getattr(c, "__wrapped__", None) is not None and c.__qualname__.endswith("leaf")]
+    assert len(leaves) == 2
+    assert all(type(c).__name__ == "TaskSteps" for c in seen)
+    cs = res.call_stack()
+    assert (cs["task"][np.array(cs["names"]) == "leaf"] > 0).all()
+
+
+def test_without_track_async_no_factory(h5):
+    sp.setup(file_path=h5)
+
+    async def main():
+        return asyncio.get_running_loop().get_task_factory()
+
+    assert asyncio.run(main()) is None
+    sp.finalize(verbose=False)
+
+
+def test_hooks_removed_at_next_setup(h5):
+    sp.setup(file_path=h5, track_async=True)
+    patched = asyncio.BaseEventLoop.create_task
+    sp.setup(file_path=h5, replace=True)
+    assert asyncio.BaseEventLoop.create_task is not patched
+    sp.finalize(verbose=False)
