@@ -23,3 +23,9 @@ if "$build/scope-profiler" --help 2>/dev/null | grep -q '^  report'; then
   echo "== HTML report: $(pwd)/report/report.html"
 fi
 echo "== profile: $(pwd)/$out  (open with: scope-profiler inspect $out, or h5py)"
+if [[ -d "$build/python/scope_profiler" ]]; then
+  echo
+  echo "== the same from Python: examples/python/sim.py (PYTHONPATH=$build/python)"
+  (unset SCOPE_PROFILER_FILE_PATH; PYTHONPATH="$build/python" /usr/bin/python3 \
+     "$(dirname "$0")/../examples/python/sim.py" --steps 20 --out profiling_data_python.h5)
+fi

@@ -66,6 +66,24 @@ class _hybrid:
         return self.func.__get__(obj, owner)
 
 
+class _c_method:
+    """A method that is the C manager's own (no Python frame on the hot
+    path): ``ProfileManager.profile_region`` is the default manager's
+    ``_core.Manager.profile_region``, ``pm.profile_region`` pm's."""
+
+    def __init__(self, name, doc):
+        self.name = name
+        self.__doc__ = doc
+
+    def __set_name__(self, owner, name):
+        self.name = name
+
+    def __get__(self, obj, owner):
+        if obj is None:
+            obj = owner._default_instance()
+        return getattr(obj._m, self.name)
+
+
 class Run:
     """What ``session()`` yields: ``results`` holds the ProfilingResults when
     ``return_results=True`` (after the session ended), ``manager`` the manager."""
@@ -201,13 +219,10 @@ class ProfileManager:
 
     # ---- regions ----------------------------------------------------------------
 
-    @_hybrid
-    def profile_region(self, region_name: str, functions=None):
-        """The region called ``region_name`` (made once, then the same object):
-        ``with ProfileManager.profile_region("solve"): ...``."""
-        if functions is None:
-            return self._m.profile_region(region_name)
-        return self._m.profile_region(region_name, functions)
+    profile_region = _c_method(
+        "profile_region",
+        """profile_region(region_name, functions=None): the region called region_name
+        (made once, then the same object): ``with ProfileManager.profile_region("solve"):``.""")
 
     @_hybrid
     def region(self, name: str, tags=None):

@@ -98,6 +98,41 @@ int sp_py_collect_end(void) {
   return rc;
 }
 
+/*====== NullContext: the benchmark's baseline ======*/
+
+/* A context manager written in C that does nothing: the same call shapes
+ * as a Region (__enter__ METH_NOARGS returning self, __exit__ METH_FASTCALL),
+ * so bench/python_overhead.py can subtract what the interpreter costs for a
+ * `with` of a C object from what a region costs. */
+typedef struct {
+  PyObject_HEAD
+} NullObject;
+
+static PyObject *null_enter(PyObject *self, PyObject *noargs) {
+  (void)noargs;
+  return Py_NewRef(self);
+}
+
+static PyObject *null_exit(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
+  (void)self, (void)args, (void)nargs;
+  Py_RETURN_NONE;
+}
+
+static PyMethodDef null_methods[] = {
+    {"__enter__", null_enter, METH_NOARGS, NULL},
+    {"__exit__", (PyCFunction)(void (*)(void))null_exit, METH_FASTCALL, NULL},
+    {NULL, NULL, 0, NULL},
+};
+
+static PyTypeObject NullType = {
+    PyVarObject_HEAD_INIT(NULL, 0).tp_name = "scope_profiler._core.NullContext",
+    .tp_basicsize = sizeof(NullObject),
+    .tp_flags = Py_TPFLAGS_DEFAULT,
+    .tp_doc = "A C context manager that does nothing (a benchmark baseline).",
+    .tp_new = PyType_GenericNew,
+    .tp_methods = null_methods,
+};
+
 /*====== Module functions ======*/
 
 static PyObject *py_version(PyObject *self, PyObject *noargs) {
@@ -202,6 +237,10 @@ PyMODINIT_FUNC SP_PY_MODULE_INIT(void);
 PyMODINIT_FUNC SP_PY_MODULE_INIT(void) {
   PyObject *m = PyModule_Create(&module_def);
   if (!m) return NULL;
+  if (PyType_Ready(&NullType) < 0 || PyModule_AddObjectRef(m, "NullContext", (PyObject *)&NullType) < 0) {
+    Py_DECREF(m);
+    return NULL;
+  }
   if (add_exceptions(m) < 0 || sp_py_manager_init(m) < 0 || sp_py_settings_init(m) < 0 ||
       sp_py_results_init(m) < 0 || sp_py_tasks_init(m) < 0 || sp_py_pymem_init(m) < 0) {
     Py_DECREF(m);
