@@ -15,7 +15,46 @@ process that records with ``SP_REGION`` records into the default manager:
 one timeline, one file.
 """
 
-from . import _core
+import os as _os
+import sys as _sys
+
+
+def _load_core():
+    """The extension over libscope_profiler, or, in an MPI job, the same one
+    over libscope_profiler_mpi (_core_mpi; the two cannot share a process).
+    An MPI job: SCOPE_PROFILER_MPI=1, a launcher's per-rank environment, or
+    mpi4py already imported; SCOPE_PROFILER_MPI=0 forces the serial one. The
+    MPI one is loaded RTLD_GLOBAL so that its MPI_* wrappers
+    (profile_mpi_calls) are the ones mpi4py calls."""
+    forced = _os.environ.get("SCOPE_PROFILER_MPI", "").strip().lower()
+    launched = any(v in _os.environ for v in ("OMPI_COMM_WORLD_RANK", "PMIX_RANK", "PMI_RANK",
+                                              "MV2_COMM_WORLD_RANK"))
+    want_mpi = forced in ("1", "true", "yes", "on") or (
+        forced not in ("0", "false", "no", "off") and (launched or "mpi4py.MPI" in _sys.modules))
+    if want_mpi:
+        import ctypes
+        import importlib
+
+        flags = _sys.getdlopenflags()
+        _sys.setdlopenflags(flags | ctypes.RTLD_GLOBAL)
+        try:
+            core = importlib.import_module(__name__ + "._core_mpi")
+        except ImportError:
+            core = None
+        finally:
+            _sys.setdlopenflags(flags)
+        if core is not None:
+            _sys.modules[__name__ + "._core"] = core
+            return core
+    from . import _core as core
+
+    return core
+
+
+_core = _load_core()
+#: True when this process uses libscope_profiler_mpi (an MPI job).
+MPI_BUILD = _core.__name__.endswith("_core_mpi")
+
 from ._core import (ConfigurationError, FormatError, ScopeProfilerError, ScopeProfilerWarning, StateError,
                     UnknownSettingError)
 from .profile_config import (GPUOptions, HDF5Options, MemrayOptions, ProfilingConfig, ProfilingOptions,

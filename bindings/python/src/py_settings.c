@@ -27,7 +27,15 @@
  * library's own header, never a copy. */
 #ifdef SP_SETTINGS
 typedef enum { SP_SETTING_BOOL = 1, SP_SETTING_INT, SP_SETTING_STRING, SP_SETTING_ENUM, SP_SETTING_LIST } sp_setting_type;
-typedef enum { SP_SETTING_READY = 0, SP_SETTING_PLANNED = 1, SP_SETTING_UNBUILT = 2 } sp_setting_status;
+/* SP_SETTING_BUILD_DEPENDENT: a row whose status is a build switch of the
+ * library (e.g. LIKWID_BUILD), which its header cannot tell; only the
+ * run-time table API can. */
+typedef enum {
+  SP_SETTING_READY = 0,
+  SP_SETTING_PLANNED = 1,
+  SP_SETTING_UNBUILT = 2,
+  SP_SETTING_BUILD_DEPENDENT = 3
+} sp_setting_status;
 typedef struct sp_setting_info {
   size_t size;
   const char *name, *group, *spelling, *field, *env;
@@ -49,7 +57,7 @@ struct compat_row {
   const char *name, *group, *field, *spelling, *choices_text, *doc, *sdef;
   sp_setting_type type;
   int64_t idef, lo, hi;
-  sp_setting_status status;
+  const char *status;
 };
 #define PYC_T_BOOL SP_SETTING_BOOL
 #define PYC_T_INT SP_SETTING_INT
@@ -76,7 +84,7 @@ struct compat_row {
 #define PYC_SP_HDF5(s) "hdf5." #s
 #define PYC_ROW(n, G, s, T, def, lo_, hi_, ch, doc_, st)                                          \
   {#n, PYC_G_##G, #s, PYC_SP_##G(s), ch, doc_, PYC_S_##T(def), PYC_T_##T, PYC_I_##T(def), (lo_), (hi_), \
-   SP_SETTING_##st},
+   #st},
 static const struct compat_row compat_rows[] = {SP_SETTINGS(PYC_ROW)};
 #define NCOMPAT (sizeof compat_rows / sizeof compat_rows[0])
 static const char *const *compat_choices[NCOMPAT];
@@ -111,7 +119,9 @@ static sp_status sp_setting_info_at(size_t i, sp_setting_info *info) {
   info->env = compat_env[i];
   info->type = r->type;
   info->doc = r->doc;
-  info->status = r->status;
+  info->status = !strcmp(r->status, "READY")     ? SP_SETTING_READY
+                 : !strcmp(r->status, "PLANNED") ? SP_SETTING_PLANNED
+                                                 : SP_SETTING_BUILD_DEPENDENT;
   info->min = r->lo;
   info->max = r->hi;
   info->choices = r->type == SP_SETTING_ENUM ? compat_choices[i] : NULL;
@@ -191,12 +201,12 @@ static const char *type_word(sp_setting_type t) {
 }
 
 static const char *status_word(sp_setting_status s) {
-  switch (s) {
+  switch ((int)s) {
   case SP_SETTING_READY: return "ready";
   case SP_SETTING_PLANNED: return "planned";
   case SP_SETTING_UNBUILT: return "unbuilt";
+  default: return "build";
   }
-  return "planned";
 }
 
 /* settings_table() -> tuple of dicts, one per setting in table order:

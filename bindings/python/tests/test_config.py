@@ -154,10 +154,10 @@ def test_config_properties(h5):
 
 def test_planned_setting_warns(h5):
     rows = {r["name"]: r for r in _core.settings_table()}
-    if rows["use_likwid"]["status"] == "ready":
-        pytest.skip("use_likwid is available in this build")
-    with pytest.warns(sp.ScopeProfilerWarning, match="use_likwid"):
-        sp.setup(file_path=h5, use_likwid=True)
+    if rows["recursive_profile"]["status"] != "planned":
+        pytest.skip("recursive_profile is available in this build")
+    with pytest.warns(sp.ScopeProfilerWarning, match="recursive_profile"):
+        sp.setup(file_path=h5, recursive_profile=True)
     sp.finalize(verbose=False)
 
 
