@@ -46,6 +46,8 @@ _PY_TYPES = {
 
 #: Settings whose Python value may be an object rather than a word.
 _OBJECT_SETTINGS = {"gpu_timing_backend"}
+#: gpu_timing_backend words that name a Python backend (scope_profiler.gpu).
+_PYTHON_BACKENDS = ("torch", "cupy")
 
 
 def _text(name: str, value: Any) -> str | None:
@@ -54,7 +56,7 @@ def _text(name: str, value: Any) -> str | None:
         return None
     row = _BY_NAME.get(name)
     kind = row["type"] if row else None
-    if name in _OBJECT_SETTINGS and not isinstance(value, str):
+    if name in _OBJECT_SETTINGS and (not isinstance(value, str) or value in _PYTHON_BACKENDS):
         return "callbacks"  # an object backend: Python drives the library's callbacks backend
     if isinstance(value, bool):
         return "true" if value else "false"

@@ -143,18 +143,25 @@ class ProfileManager:
         opt_values = _options_to_kwargs(options) if options is not None else {}
         opt_pairs = [(k, _text(k, v)) for k, v in opt_values.items()]
         kw_pairs = _expand_kwargs(overrides)
+        from . import gpu as _gpu
+
         backend = overrides.get("gpu_timing_backend", opt_values.get("gpu_timing_backend"))
-        gpu = overrides.get("gpu")
-        if gpu is not None and getattr(gpu, "backend", None) is not None:
-            backend = gpu.backend
+        group = overrides.get("gpu")
+        if group is not None and getattr(group, "backend", None) is not None:
+            backend = group.backend
+        backend_obj = _gpu.resolve(backend)
         if config_path is not None:
             config_path = os.fspath(config_path)
         extensions.stop(self)
         extensions.prepare(_wants_memray(kw_pairs + opt_pairs, config_path))
+        if backend_obj is not None or self._backend is not None:
+            if not _core.set_gpu_backend(self._m, backend_obj) and backend_obj is not None:
+                warnings.warn(f"gpu_timing_backend = {backend!r} is not available: this build of the library has "
+                              "no GPU callbacks backend", _core.ScopeProfilerWarning, stacklevel=2)
+        self._backend = backend_obj
         self._m.setup(options=opt_pairs, overrides=kw_pairs, config_path=config_path, replace=replace,
                       auto_finalize=auto_finalize)
-        self._backend = backend if backend is not None and not isinstance(backend, str) else None
-        self._config = ProfilingConfig(self._m, self._backend)
+        self._config = ProfilingConfig(self._m, backend if backend_obj is not None else None)
         self._last_results = None
         extensions.start(self, self._config)
 

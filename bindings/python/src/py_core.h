@@ -41,6 +41,7 @@ int sp_py_settings_init(PyObject *module);
 int sp_py_results_init(PyObject *module);
 int sp_py_tasks_init(PyObject *module);
 int sp_py_pymem_init(PyObject *module);
+int sp_py_gpu_init(PyObject *module);
 
 /* The C manager behind a _core.Manager object, or NULL with TypeError. */
 sp_manager *sp_py_manager_ptr(PyObject *obj);
