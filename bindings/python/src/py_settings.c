@@ -209,62 +209,58 @@ static const char *status_word(sp_setting_status s) {
   }
 }
 
-/* settings_table() -> tuple of dicts, one per setting in table order:
- * name, group, field, spelling, env, type, default (text or None), min,
- * max, choices, doc, status. */
-static PyObject *py_settings_table(PyObject *self, PyObject *noargs) {
-  (void)self, (void)noargs;
-  size_t n = sp_setting_count();
+/* A tuple of row(i) for i < n (NULL with the exception row() raised). */
+static PyObject *tuple_of(size_t n, PyObject *(*row)(size_t i)) {
   PyObject *t = PyTuple_New((Py_ssize_t)n);
   for (size_t i = 0; t && i < n; i++) {
-    sp_setting_info info;
-    memset(&info, 0, sizeof info);
-    info.size = sizeof info;
-    sp_status st = sp_setting_info_at(i, &info);
-    if (st != SP_OK) {
-      Py_DECREF(t);
-      return sp_py_raise(st, "cannot read the settings table");
-    }
-    PyObject *choices = choices_tuple(info.choices);
-    PyObject *d = choices ? Py_BuildValue("{s:s,s:s,s:s,s:z,s:s,s:s,s:z,s:L,s:L,s:N,s:s,s:s}", "name", info.name,
-                                          "group", info.group, "field", info.field, "spelling", info.spelling,
-                                          "env", info.env, "type", type_word(info.type), "default",
-                                          info.has_default ? info.default_text : NULL, "min", (long long)info.min,
-                                          "max", (long long)info.max, "choices", choices, "doc", info.doc,
-                                          "status", status_word(info.status))
-                          : NULL;
+    PyObject *d = row(i);
     if (!d) {
-      Py_DECREF(t);
-      return NULL;
+      Py_CLEAR(t);
+      break;
     }
     PyTuple_SET_ITEM(t, (Py_ssize_t)i, d);
   }
   return t;
 }
 
-/* groups() -> tuple of dicts: name, title, doc, spelled. */
+/* One setting as a dict: name, group, field, spelling, env, type, default
+ * (text or None), min, max, choices, doc, status. */
+static PyObject *setting_row(size_t i) {
+  sp_setting_info info;
+  memset(&info, 0, sizeof info);
+  info.size = sizeof info;
+  sp_status st = sp_setting_info_at(i, &info);
+  if (st != SP_OK) return sp_py_raise(st, "cannot read the settings table");
+  PyObject *choices = choices_tuple(info.choices);
+  if (!choices) return NULL;
+  return Py_BuildValue("{s:s,s:s,s:s,s:z,s:s,s:s,s:z,s:L,s:L,s:N,s:s,s:s}", "name", info.name, "group", info.group,
+                       "field", info.field, "spelling", info.spelling, "env", info.env, "type",
+                       type_word(info.type), "default", info.has_default ? info.default_text : NULL, "min",
+                       (long long)info.min, "max", (long long)info.max, "choices", choices, "doc", info.doc,
+                       "status", status_word(info.status));
+}
+
+/* One group as a dict: name, title, doc, spelled. */
+static PyObject *group_row(size_t i) {
+  sp_setting_group_info g;
+  memset(&g, 0, sizeof g);
+  g.size = sizeof g;
+  sp_status st = sp_setting_group_at(i, &g);
+  if (st != SP_OK) return sp_py_raise(st, "cannot read the settings groups");
+  return Py_BuildValue("{s:s,s:s,s:s,s:O}", "name", g.name, "title", g.title, "doc", g.doc ? g.doc : "", "spelled",
+                       g.spelled ? Py_True : Py_False);
+}
+
+/* settings_table() -> tuple of dicts, one per setting in table order. */
+static PyObject *py_settings_table(PyObject *self, PyObject *noargs) {
+  (void)self, (void)noargs;
+  return tuple_of(sp_setting_count(), setting_row);
+}
+
+/* setting_groups() -> tuple of dicts, one per group. */
 static PyObject *py_setting_groups(PyObject *self, PyObject *noargs) {
   (void)self, (void)noargs;
-  size_t n = sp_setting_group_count();
-  PyObject *t = PyTuple_New((Py_ssize_t)n);
-  for (size_t i = 0; t && i < n; i++) {
-    sp_setting_group_info g;
-    memset(&g, 0, sizeof g);
-    g.size = sizeof g;
-    sp_status st = sp_setting_group_at(i, &g);
-    if (st != SP_OK) {
-      Py_DECREF(t);
-      return sp_py_raise(st, "cannot read the settings groups");
-    }
-    PyObject *d = Py_BuildValue("{s:s,s:s,s:s,s:O}", "name", g.name, "title", g.title, "doc", g.doc ? g.doc : "",
-                                "spelled", g.spelled ? Py_True : Py_False);
-    if (!d) {
-      Py_DECREF(t);
-      return NULL;
-    }
-    PyTuple_SET_ITEM(t, (Py_ssize_t)i, d);
-  }
-  return t;
+  return tuple_of(sp_setting_group_count(), group_row);
 }
 
 /* find_setting(key) -> flat name (key is a flat name or a group spelling);
