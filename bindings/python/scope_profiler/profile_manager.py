@@ -111,6 +111,7 @@ class ProfileManager:
         self._last_results = None
         self._hooks = []  # extensions active for the current run (async, python allocators, ...)
         self._backend = None
+        self._decorated_codes = set()  # code objects of decorated functions (never traced)
 
     @classmethod
     def _default_instance(cls) -> "ProfileManager":
@@ -245,16 +246,25 @@ class ProfileManager:
     def profile(self, region_name=None, recursive: bool | None = None, tags=None):
         """Decorator: ``@ProfileManager.profile`` or ``@ProfileManager.profile("name")``.
         Every call of the function is one call of its region (named after the
-        function by default). Works before ``setup()``."""
+        function by default). Works before ``setup()``. With ``recursive=True``
+        (or ``recursive_profile`` on when the decorator is applied) the Python
+        user-code functions it calls become regions too (scope_profiler.recursive)."""
         if callable(region_name) and not isinstance(region_name, str):
             return self.profile()(region_name)
-        if recursive:
-            warnings.warn("recursive profiling of Python callees is not available in this build; "
-                          "the decorated function itself is profiled", _core.ScopeProfilerWarning, stacklevel=2)
 
         def deco(func):
+            from .recursive import Recursive
+
             name = region_name if region_name is not None else getattr(func, "__name__", repr(func))
             wrapped = self._m.wrap(func, name, tags)
+            code = getattr(func, "__code__", None)
+            if code is not None:
+                self._decorated_codes.add(code)
+            rec = recursive
+            if rec is None and self._m.is_configured():
+                rec = bool(self._config.recursive_profile)
+            if rec:
+                wrapped = Recursive(self, wrapped, func)
             try:
                 functools.update_wrapper(wrapped, func)
             except AttributeError:

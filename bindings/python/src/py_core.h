@@ -42,8 +42,12 @@ int sp_py_results_init(PyObject *module);
 int sp_py_tasks_init(PyObject *module);
 int sp_py_pymem_init(PyObject *module);
 int sp_py_gpu_init(PyObject *module);
+int sp_py_recursive_init(PyObject *module);
 
 /* The C manager behind a _core.Manager object, or NULL with TypeError. */
 sp_manager *sp_py_manager_ptr(PyObject *obj);
+
+/* The manager and region id of a _core.Region; -1 with TypeError. */
+int sp_py_region_handle(PyObject *obj, sp_manager **m, sp_region *id);
 
 #endif

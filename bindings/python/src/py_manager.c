@@ -65,6 +65,16 @@ sp_manager *sp_py_manager_ptr(PyObject *obj) {
   return ((ManagerObject *)obj)->m;
 }
 
+int sp_py_region_handle(PyObject *obj, sp_manager **m, sp_region *id) {
+  if (!PyObject_TypeCheck(obj, &RegionType)) {
+    PyErr_SetString(PyExc_TypeError, "expected a scope_profiler._core.Region");
+    return -1;
+  }
+  *m = ((RegionObject *)obj)->m;
+  *id = ((RegionObject *)obj)->id;
+  return 0;
+}
+
 static PyObject *manager_new(PyTypeObject *type, PyObject *args, PyObject *kwds) {
   if (PyTuple_GET_SIZE(args) || (kwds && PyDict_GET_SIZE(kwds)))
     return PyErr_Format(PyExc_TypeError, "Manager() takes no arguments");
