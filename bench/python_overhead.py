@@ -2,7 +2,9 @@
 
     PYTHONPATH=build/python python3 bench/python_overhead.py [--calls N] [--repeat R] [--json OUT]
 
-ns per iteration, median of R repeats, for: an empty loop; `with` of an
+ns per iteration, the minimum over R rounds (as timeit advises: on a
+loaded machine the other processes only ever add time), the cases of a
+round run one after the other, for: an empty loop; `with` of an
 empty C context manager (_core.NullContext: what the interpreter charges
 for any `with` of a C object); a perf_counter_ns() pair (what a hand-made
 Python timer costs); `with ProfileManager.profile_region("x"):` (lookup +
@@ -77,8 +79,8 @@ def bench(n):
 
 def main():
     ap = argparse.ArgumentParser()
-    ap.add_argument("--calls", type=int, default=200_000)
-    ap.add_argument("--repeat", type=int, default=7)
+    ap.add_argument("--calls", type=int, default=50_000)
+    ap.add_argument("--repeat", type=int, default=41)
     ap.add_argument("--json")
     a = ap.parse_args()
     with tempfile.TemporaryDirectory() as d:
@@ -87,16 +89,17 @@ def main():
         for _ in range(a.repeat):
             runs.append(bench(a.calls))
             sp.finalize(verbose=False)  # keeps memory flat between repeats
-        med = {k: statistics.median(r[k] for r in runs) for k in runs[0]}
+        med = {k: min(r[k] for r in runs) for k in runs[0]}
+        spread = {k: statistics.median(r[k] for r in runs) for k in runs[0]}
     res = {
-        "calls": a.calls, "repeat": a.repeat, "python": sys.version.split()[0], "ns_per_iteration": med,
+        "calls": a.calls, "repeat": a.repeat, "python": sys.version.split()[0], "ns_per_iteration": med, "median_ns_per_iteration": spread,
         "region_with_over_null_with_ns": med["with_local"] - med["with_null"],
         "region_with_lookup_over_null_with_ns": med["with_lookup"] - med["with_null"],
         "decorated_over_plain_ns": med["decorated_call"] - med["plain_call"],
         "perf_pair_over_empty_ns": med["perf_pair"] - med["empty"],
     }
     for k, v in med.items():
-        print(f"{k:16s} {v:8.1f} ns/iter")
+        print(f"{k:16s} {v:8.1f} ns/iter (median {spread[k]:.1f})")
     print(f"with region: {res['region_with_over_null_with_ns']:.1f} ns over an empty C `with` "
           f"(with the profile_region lookup: {res['region_with_lookup_over_null_with_ns']:.1f}); "
           f"decorated call: {res['decorated_over_plain_ns']:.1f} ns over a plain call; "
