@@ -189,9 +189,22 @@ static struct mem_block *handoff(struct mem_tls *t, struct mem_thread *r) {
     full->nwords = 0;
     b = full;
   } else {
+    /* While we wait, this thread's signal handlers defer what they allocate
+     * into r->defer, drained only once this event is recorded. A long wait
+     * (a loaded machine) would overflow it and lose their events, so the
+     * wait is sliced and gives up the queue bound once the deferred buffer
+     * is half full: the bound yields one block rather than events. */
     while (full && CAP.nqueued >= CAP.max_queued && CAP.writer_running && !CAP.writer_failed) {
+      if (__atomic_load_n(&r->ndefer, __ATOMIC_RELAXED) >= MEM_DEFER_WORDS / 2) break;
       CAP.waits++;
-      pthread_cond_wait(&CAP.qspace, &CAP.qlock);
+      struct timespec until;
+      clock_gettime(CLOCK_REALTIME, &until);
+      until.tv_nsec += 500000;
+      if (until.tv_nsec >= 1000000000L) {
+        until.tv_sec++;
+        until.tv_nsec -= 1000000000L;
+      }
+      pthread_cond_timedwait(&CAP.qspace, &CAP.qlock, &until);
     }
     if (full) enqueue(full);
     b = fresh_block(r->index); /* NULL: no memory and no writer to give any back */
