@@ -25,7 +25,7 @@ import scope_profiler as sp
 from scope_profiler import _core
 
 
-def bench(n):
+def bench(n, only=None):
     pc = time.perf_counter_ns
     null = _core.NullContext()
     region = sp.profile_region("bench_with")
@@ -69,6 +69,9 @@ def bench(n):
             g(i)
 
     cases = [empty, with_null, perf_pair, with_lookup, with_local, plain_call, decorated_call]
+    if only is not None:
+        {c.__name__: c for c in cases}[only]()
+        return None
     out = {}
     for c in cases:
         t0 = time.perf_counter_ns()
@@ -82,7 +85,14 @@ def main():
     ap.add_argument("--calls", type=int, default=50_000)
     ap.add_argument("--repeat", type=int, default=41)
     ap.add_argument("--json")
+    ap.add_argument("--case", help="run only this case once, untimed (for bench/python_callgrind.sh)")
     a = ap.parse_args()
+    if a.case:
+        with tempfile.TemporaryDirectory() as d:
+            sp.setup(file_path=os.path.join(d, "bench.h5"), buffer_limit=1 << 20, deactivate_file_output=True)
+            bench(a.calls, a.case)
+            sys.stdout.flush()
+            os._exit(0)  # no finalize: the count is the recording alone
     with tempfile.TemporaryDirectory() as d:
         sp.setup(file_path=os.path.join(d, "bench.h5"), buffer_limit=1 << 20)
         runs = []

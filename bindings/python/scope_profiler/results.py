@@ -16,13 +16,22 @@ import json
 import os
 import re
 
-import numpy as np
-
 from . import _core
 
+try:
+    import numpy as np
+except ImportError:  # recording needs no numpy; reading events does (python3-numpy)
+    np = None
 
-def _i64(b: bytes) -> np.ndarray:
-    return np.frombuffer(b, dtype=np.int64)
+
+def _numpy():
+    if np is None:
+        raise ImportError("reading events needs numpy (Debian: apt-get install python3-numpy)")
+    return np
+
+
+def _i64(b: bytes):
+    return _numpy().frombuffer(b, dtype=_numpy().int64)
 
 
 def _patterns(p):
@@ -58,46 +67,46 @@ class Region:
         return self._res._names[self._index]
 
     @property
-    def start_times_ns(self) -> np.ndarray:
+    def start_times_ns(self) :
         return self._ev()["start_ns"]
 
     @property
-    def end_times_ns(self) -> np.ndarray:
+    def end_times_ns(self) :
         return self._ev()["end_ns"]
 
     @property
-    def durations_ns(self) -> np.ndarray:
+    def durations_ns(self) :
         return self.end_times_ns - self.start_times_ns
 
     @property
-    def start_times(self) -> np.ndarray:
+    def start_times(self) :
         """Start times in seconds from the results' time origin."""
         return (self.start_times_ns - self._res.time_origin_ns) / 1e9
 
     @property
-    def end_times(self) -> np.ndarray:
+    def end_times(self) :
         return (self.end_times_ns - self._res.time_origin_ns) / 1e9
 
     @property
-    def durations(self) -> np.ndarray:
+    def durations(self) :
         return self.durations_ns / 1e9
 
     @property
-    def call_ids(self) -> np.ndarray:
+    def call_ids(self) :
         return self._ev()["call_ids"]
 
     @property
-    def parent_ids(self) -> np.ndarray:
+    def parent_ids(self) :
         return self._ev()["parent_ids"]
 
     @property
-    def thread_ids(self) -> np.ndarray:
+    def thread_ids(self) :
         return self._ev()["thread_ids"]
 
     @property
     def threads(self) -> tuple:
         t = self.thread_ids
-        return tuple(int(x) for x in np.unique(t[t >= 0]))
+        return tuple(int(x) for x in _numpy().unique(t[t >= 0]))
 
     def for_thread(self, i: int) -> dict:
         """This region's calls made on thread i: start_ns/end_ns arrays."""
@@ -356,8 +365,8 @@ class ProfilingResults:
         rank = self.ranks[0] if rank is None and self.ranks else (rank or 0)
         d = self._r.call_stack(rank, include, exclude)
         out = {k: _i64(d[k]) for k in ("start_ns", "end_ns", "parent", "thread", "task")}
-        out["region"] = np.frombuffer(d["region"], dtype=np.uint32)
-        out["depth"] = np.frombuffer(d["depth"], dtype=np.uint32)
+        out["region"] = _numpy().frombuffer(d["region"], dtype=_numpy().uint32)
+        out["depth"] = _numpy().frombuffer(d["depth"], dtype=_numpy().uint32)
         out["names"] = [self._names[i] for i in out["region"]]
         out["overlaps"] = d["overlaps"]
         return out
