@@ -193,7 +193,12 @@ class ProfileManager:
             with root:
                 yield run
         finally:
-            run.results = self.finalize(verbose=verbose, return_results=return_results)
+            try:
+                run.results = self.finalize(verbose=verbose, return_results=return_results)
+            finally:
+                from . import extensions
+
+                extensions.stop(self)  # a session removes its hooks at exit (setup() keeps them)
 
     @_hybrid
     def session(self, func: Callable | None = None, /, *, return_results: bool = False, verbose: bool = False,

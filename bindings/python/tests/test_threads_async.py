@@ -124,3 +124,10 @@ def test_hooks_removed_at_next_setup(h5):
     sp.setup(file_path=h5, replace=True)
     assert asyncio.BaseEventLoop.create_task is not patched
     sp.finalize(verbose=False)
+
+
+def test_session_removes_its_hooks(h5):
+    original = asyncio.BaseEventLoop.create_task
+    with sp.session(file_path=h5, track_async=True):
+        assert asyncio.BaseEventLoop.create_task is not original
+    assert asyncio.BaseEventLoop.create_task is original
