@@ -54,7 +54,9 @@ def start(manager, config) -> None:
     if config.track_async:
         from . import concurrency
 
-        hooks.append(concurrency.AsyncTracker(manager))
+        tracker = concurrency.AsyncTracker(manager)
+        config._tracker = tracker
+        hooks.append(tracker)
     if config.use_memray and _core.memory_library_loaded() and not _core.malloc_interposed():
         warnings.warn("use_memray: malloc is not interposed in this process, so only Python's own allocators are "
                       "captured (with memray_trace_python_allocators); for native allocations start Python with "

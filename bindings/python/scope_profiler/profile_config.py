@@ -335,7 +335,7 @@ class ProfilingConfig:
         """None unless ``track_threads`` is set; otherwise the manager's tracker."""
         if not self.track_threads:
             return None
-        return getattr(self._manager, "_sp_tracker", None)
+        return getattr(self, "_tracker", None)
 
     def stop_memory_profiling(self) -> None:
         """Finish the allocation capture: done by the library at finalize."""

@@ -110,6 +110,7 @@ def test_track_async_chains_an_existing_factory(h5):
 
 def test_without_track_async_no_factory(h5):
     sp.setup(file_path=h5)
+    assert sp.get_config().tracker is None
 
     async def main():
         return asyncio.get_running_loop().get_task_factory()
@@ -120,6 +121,8 @@ def test_without_track_async_no_factory(h5):
 
 def test_hooks_removed_at_next_setup(h5):
     sp.setup(file_path=h5, track_async=True)
+    tracker = sp.get_config().tracker
+    assert tracker is not None and hasattr(tracker, "instrument_loop")
     patched = asyncio.BaseEventLoop.create_task
     sp.setup(file_path=h5, replace=True)
     assert asyncio.BaseEventLoop.create_task is not patched
