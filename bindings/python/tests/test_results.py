@@ -54,9 +54,7 @@ def test_events_match_h5py(recorded):
     with pytest.raises(sp.StateError):
         res.events("kernel")
     with h5py.File(recorded, "r") as f:
-        assert f["events/durations"].shape[0] == n
-        names = [x.decode() if isinstance(x, bytes) else x for x in f["region_table/names"][()]]
-    assert set(names) == {"step", "kernel"}
+        assert f["events/durations"].shape[0] == n  # one duration per call, as the reader counts
 
 
 def test_call_tree_own_time(recorded):
