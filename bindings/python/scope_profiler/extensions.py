@@ -6,6 +6,8 @@ session) to stop it again:
 
 - ``track_async``: the asyncio task factory of :mod:`scope_profiler.concurrency`
   (each task's coroutine announced to the core's task API);
+- ``use_line_profiler``: a warning that line timing of Python functions is
+  not available yet (the library's own line profiler samples native code);
 - ``memray_trace_python_allocators`` (with ``use_memray``): Python's object
   and memory allocators hooked onto the allocation capture of
   libscope_profiler_memory.so (``_core.pymalloc_hooks``), which is loaded
@@ -69,6 +71,13 @@ def start(manager, config) -> None:
             warnings.warn("memray_trace_python_allocators = true is not available: libscope_profiler_memory.so "
                           "is not loaded in this process (build it with SP_WITH_MEMORY=ON)",
                           _core.ScopeProfilerWarning, stacklevel=3)
+    if config.use_line_profiler:
+        # The library's line profiler samples native code; timing the lines of
+        # profiled Python functions needs its entry point for foreign line records.
+        warnings.warn("use_line_profiler: line timing of Python functions is not available in this build; "
+                      "the library's sampler (when available) attributes samples to native code lines "
+                      "(the interpreter's C lines), not to Python source lines",
+                      _core.ScopeProfilerWarning, stacklevel=3)
     for hook in hooks:
         hook.start()
 
