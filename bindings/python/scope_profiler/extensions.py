@@ -6,6 +6,8 @@ session) to stop it again:
 
 - ``track_async``: the asyncio task factory of :mod:`scope_profiler.concurrency`
   (each task's coroutine announced to the core's task API);
+- ``track_threads``: the OS names of threads started during the run are
+  their ``threading`` names, so the thread table shows them;
 - ``use_line_profiler``: a warning that line timing of Python functions is
   not available yet (the library's own line profiler samples native code);
 - ``memray_trace_python_allocators`` (with ``use_memray``): Python's object
@@ -71,6 +73,8 @@ def start(manager, config) -> None:
             warnings.warn("memray_trace_python_allocators = true is not available: libscope_profiler_memory.so "
                           "is not loaded in this process (build it with SP_WITH_MEMORY=ON)",
                           _core.ScopeProfilerWarning, stacklevel=3)
+    if config.track_threads:
+        hooks.append(_ThreadNames())
     if config.use_line_profiler:
         # The library's line profiler samples native code; timing the lines of
         # profiled Python functions needs its entry point for foreign line records.
@@ -92,6 +96,40 @@ def stop(manager) -> None:
     hooks, manager._hooks = manager._hooks, []
     for hook in reversed(hooks):
         hook.stop()
+
+
+class _ThreadNames:
+    """track_threads: each thread started during the run gives its OS thread
+    its ``threading`` name at its first Python call (a profile hook that
+    removes itself, chaining threading's own profile hook), so the thread
+    table names it. The main thread keeps its name (the process's)."""
+
+    def start(self):
+        import sys
+        import threading
+
+        self._prev = threading.getprofile()
+        prev = self._prev
+
+        def hook(frame, event, arg):
+            sys.setprofile(prev)
+            try:
+                _core.set_thread_name(threading.current_thread().name)
+            except (OSError, ValueError):
+                pass
+            if prev is not None:
+                return prev(frame, event, arg)
+            return None
+
+        threading.setprofile(hook)
+
+    def before_finalize(self):
+        pass
+
+    def stop(self):
+        import threading
+
+        threading.setprofile(self._prev)
 
 
 class _PymallocHooks:

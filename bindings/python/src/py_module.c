@@ -9,6 +9,7 @@
  */
 #include "py_core.h"
 
+#include <errno.h>
 #include <pthread.h>
 #include <string.h>
 
@@ -158,7 +159,29 @@ static PyObject *py_region_name(PyObject *self, PyObject *arg) {
   return PyUnicode_FromString(name);
 }
 
+/* set_thread_name(name): the calling thread's OS name (15 bytes at most,
+ * cut at a UTF-8 character boundary), which the library records in the
+ * thread table when the thread records its first call. */
+static PyObject *py_set_thread_name(PyObject *self, PyObject *arg) {
+  (void)self;
+  Py_ssize_t len;
+  const char *name = PyUnicode_AsUTF8AndSize(arg, &len);
+  if (!name) return NULL;
+  char buf[16];
+  size_t n = (size_t)len < sizeof buf - 1 ? (size_t)len : sizeof buf - 1;
+  while (n > 0 && n < (size_t)len && ((unsigned char)name[n] & 0xC0) == 0x80) n--;
+  memcpy(buf, name, n);
+  buf[n] = 0;
+  int rc = pthread_setname_np(pthread_self(), buf);
+  if (rc) {
+    errno = rc;
+    return PyErr_SetFromErrno(PyExc_OSError);
+  }
+  Py_RETURN_NONE;
+}
+
 static PyMethodDef module_methods[] = {
+    {"set_thread_name", py_set_thread_name, METH_O, "Name the calling OS thread (at most 15 bytes)."},
     {"version", py_version, METH_NOARGS, "The C library's version string."},
     {"register_opt_in_tag", py_register_opt_in_tag, METH_O,
      "Mark a tag as opt-in: regions carrying it stay disabled unless it is enabled."},

@@ -136,3 +136,31 @@ def test_session_removes_its_hooks(h5):
     with sp.session(file_path=h5, track_async=True):
         assert asyncio.BaseEventLoop.create_task is not original
     assert asyncio.BaseEventLoop.create_task is original
+
+
+def test_track_threads_names_threads(h5):
+    sp.setup(file_path=h5, track_threads=True)
+    comm = {}
+
+    def work():
+        import os
+        with open(f"/proc/self/task/{threading.get_native_id()}/comm") as f:
+            comm["name"] = f.read().strip()
+        with sp.profile_region("named"):
+            pass
+
+    t = threading.Thread(target=work, name="solver-thread-7")
+    t.start()
+    t.join()
+    res = sp.finalize(verbose=False, return_results=True)
+    assert res["named"].num_calls == 1
+    assert comm["name"] == "solver-thread-7"
+    res.close()
+    with h5py.File(h5, "r") as f:
+        table = f["threads"] if "threads" in f else f["thread_table"]
+        key = "names" if "names" in table else "name"
+        names = [n.decode() if isinstance(n, bytes) else n for n in table[key][()]]
+    assert "solver-thread-7" in names
+    sp.setup(file_path=h5, replace=True)
+    assert threading.getprofile() is None  # the hook went with the run
+    sp.finalize(verbose=False)
