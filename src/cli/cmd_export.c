@@ -17,6 +17,7 @@
 #include "cli/cli_util.h"
 #include "cli/cli_opts.h"
 #include "cli/commands.h"
+#include "common/dest.h"
 #include "report/report_internal.h"
 
 #define CMD "export"
@@ -134,8 +135,23 @@ int sp_cmd_export(int argc, char **argv) {
     abs[i] = sp_cli_abspath(files.v[i]);
   }
 
+  const char *why;
+  enum sp_dest dest = sp__dest_kind(out_s, &why);
+  if (dest == SP_DEST_BAD) {
+    rc = sp_cli_error(CMD, "-o %s is %s; give a file name (or a device, a FIFO, - for stdout)", out_s, why);
+    goto done;
+  }
   if (!strcmp(out_s, "-")) {
     out = stdout;
+  } else if (dest == SP_DEST_STREAM) {
+    /* a device or a FIFO is written in place: renaming over it would
+     * replace the node itself with a regular file */
+    int fd = sp__dest_open_stream(out_s);
+    if (fd < 0 || !(out = fdopen(fd, "w"))) {
+      rc = sp_cli_error(CMD, "cannot write %s: %s", out_s, strerror(errno));
+      if (fd >= 0) close(fd);
+      goto done;
+    }
   } else {
     tmp = malloc(strlen(out_s) + 16);
     if (!tmp) {
@@ -167,7 +183,7 @@ int sp_cmd_export(int argc, char **argv) {
     if ((rc = rp_export_flamegraph(rs[0], files.v[0], f, (int)o.width, CMD, out, &xs.events))) {
       if (out != stdout) {
         fclose(out);
-        unlink(tmp);
+        if (tmp) unlink(tmp);
       }
       out = NULL;
       goto done;
@@ -200,12 +216,12 @@ int sp_cmd_export(int argc, char **argv) {
   if (out != stdout) {
     if (fclose(out) != 0 && st == SP_OK) st = SP_ERR_IO;
     out = NULL;
-    if (st == SP_OK && rename(tmp, out_s) != 0) {
+    if (st == SP_OK && tmp && rename(tmp, out_s) != 0) {
       rc = sp_cli_error(CMD, "cannot rename %s to %s: %s", tmp, out_s, strerror(errno));
       unlink(tmp);
       goto done;
     }
-    if (st != SP_OK) unlink(tmp);
+    if (st != SP_OK && tmp) unlink(tmp);
   } else {
     fflush(stdout);
   }

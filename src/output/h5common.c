@@ -5,6 +5,9 @@
  * destination directory (mkstemp: O_CREAT|O_EXCL, never following a planted
  * symlink), flushed with fsync and renamed over the destination, so readers
  * never see a partial file and a failure leaves the previous file intact.
+ * Only a regular file is replaced so: a device, a FIFO or "-" (stdout) gets
+ * the finished file's bytes written into it, from a temporary file in TMPDIR
+ * (common/dest.c); a directory or a socket is refused.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -15,6 +18,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "common/dest.h"
 #include "common/error.h"
 #include "output/h5common.h"
 
@@ -191,13 +195,23 @@ void sp__h5_write_aux(int64_t file, const struct sp_aux_group *aux, size_t naux,
 
 sp_status sp__h5_tmp_create(const char *path, char **tmp_out) {
   *tmp_out = NULL;
-  struct stat sb;
-  if (stat(path, &sb) == 0 && S_ISDIR(sb.st_mode))
+  const char *why;
+  enum sp_dest kind = sp__dest_kind(path, &why);
+  if (kind == SP_DEST_BAD && !strcmp(why, "a directory"))
     return sp__set_error(SP_ERR_IO, "output path %s is a directory; set file_path to a file name inside it", path);
-  char *pathcopy = sp__strdup(path), *dir = pathcopy ? dirname(pathcopy) : NULL;
-  const char *base = strrchr(path, '/') ? strrchr(path, '/') + 1 : path;
-  char *tmp = dir ? sp__asprintf("%s/.%s.tmp.XXXXXX", dir, base) : NULL;
-  free(pathcopy);
+  if (kind == SP_DEST_BAD)
+    return sp__set_error(SP_ERR_IO, "output path %s is %s; set file_path to a regular file (or a device or FIFO "
+                         "to write into)", path, why);
+  char *tmp;
+  if (kind == SP_DEST_STREAM) { /* written whole beside nothing: in TMPDIR, then copied in */
+    const char *td = getenv("TMPDIR");
+    tmp = sp__asprintf("%s/.scope_profiler.out.XXXXXX", td && *td ? td : "/tmp");
+  } else {
+    char *pathcopy = sp__strdup(path), *dir = pathcopy ? dirname(pathcopy) : NULL;
+    const char *base = strrchr(path, '/') ? strrchr(path, '/') + 1 : path;
+    tmp = dir ? sp__asprintf("%s/.%s.tmp.XXXXXX", dir, base) : NULL;
+    free(pathcopy);
+  }
   if (!tmp) return sp__set_error(SP_ERR_NO_MEMORY, "out of memory preparing %s", path);
   int fd = mkstemp(tmp);
   if (fd < 0) {
@@ -238,7 +252,37 @@ static void sync_directory(const char *path) {
   free(pathcopy);
 }
 
+/* A device, FIFO or stdout gets the finished file's bytes; the temporary
+ * file goes. */
+static sp_status copy_into(char *tmp, const char *path) {
+  int in = open(tmp, O_RDONLY | O_CLOEXEC), out = in >= 0 ? sp__dest_open_stream(path) : -1;
+  int err = in < 0 || out < 0 ? errno : 0;
+  char buf[1 << 16];
+  for (ssize_t r = 1; !err && r > 0;) {
+    r = read(in, buf, sizeof buf);
+    if (r < 0 && errno == EINTR) {
+      r = 1; /* read again */
+      continue;
+    }
+    if (r < 0) err = errno;
+    for (ssize_t off = 0; !err && r > 0 && off < r;) {
+      ssize_t w = write(out, buf + off, (size_t)(r - off));
+      if (w < 0 && errno == EINTR) continue;
+      if (w <= 0) err = w < 0 ? errno : EIO;
+      else off += w;
+    }
+  }
+  if (in >= 0) close(in);
+  if (out >= 0 && close(out) != 0 && !err) err = errno;
+  unlink(tmp);
+  free(tmp);
+  if (err) return sp__set_error(SP_ERR_IO, "writing into %s failed: %s", path, strerror(err));
+  return SP_OK;
+}
+
 sp_status sp__h5_publish(char *tmp, const char *path, int failed) {
+  const char *why;
+  if (!failed && sp__dest_kind(path, &why) == SP_DEST_STREAM) return copy_into(tmp, path);
   if (!failed && sp__h5_fsync_path(tmp) != 0) failed = 1;
   if (failed) {
     unlink(tmp);
