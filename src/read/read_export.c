@@ -4,7 +4,9 @@
  * region_statistics.json and metadata JSON.
  *
  * The Chrome trace and the gantt CSV stream each row's events in blocks, so
- * their memory does not grow with the file. Speedscope, flame CSV and folded
+ * their memory does not grow with the file; a file without thread ids is the
+ * exception for the Chrome trace, which then nests each rank's calls in
+ * memory to give calls that overlap without nesting tracks of their own. Speedscope, flame CSV and folded
  * stacks need nesting, which needs one rank's calls in memory at a time.
  * CSV follows Python's csv module (minimal quoting, CRLF line ends) and
  * floats are written as Python's repr(), so output matches upstream's.
@@ -98,10 +100,130 @@ static int cmp_lane(const void *pa, const void *pb) {
   return (a->tid > b->tid) - (a->tid < b->tid);
 }
 
+static void chrome_x(FILE *out, int *first, const char *name, int64_t ts, int64_t dur, int64_t pid, int64_t tid) {
+  fputs(*first ? "" : ",\n", out);
+  *first = 0;
+  fputs("{\"name\":", out);
+  sp__json_write_string(out, name);
+  /* microseconds with exact nanosecond decimals; ts >= 0 and dur >= 0 */
+  fprintf(out,
+          ",\"cat\":\"region\",\"ph\":\"X\",\"ts\":%lld.%03lld,\"dur\":%lld.%03lld,"
+          "\"pid\":%lld,\"tid\":%lld}",
+          (long long)(ts / 1000), (long long)(ts % 1000), (long long)(dur / 1000), (long long)(dur % 1000),
+          (long long)pid, (long long)tid);
+}
+
+/* Tracks for one lane's calls c[lo..hi) (sorted by start, longer first), so
+ * that no two calls on a track overlap without one containing the other: a
+ * call goes on its lane parent's track when it fits there, else on the first
+ * track where it fits (the track's innermost open call contains it, or
+ * nothing is open there), else on a new one. Files without thread ids put
+ * every thread's calls in one lane; this is what keeps them apart. */
+struct track {
+  int64_t *end; /* open calls' ends, innermost last */
+  size_t n, cap;
+};
+static int track_fits(struct track *k, const sp_call *c) {
+  while (k->n && k->end[k->n - 1] <= c->start_ns) k->n--;
+  return k->n == 0 || k->end[k->n - 1] >= c->end_ns;
+}
+static sp_status assign_tracks(const sp_call *c, size_t lo, size_t hi, uint32_t *track, uint32_t *ntracks) {
+  struct track *k = NULL;
+  uint32_t nk = 0, capk = 0;
+  sp_status st = SP_OK;
+  for (size_t i = lo; i < hi && st == SP_OK; i++) {
+    uint32_t t = UINT32_MAX;
+    if (c[i].parent >= 0 && track_fits(&k[track[c[i].parent]], &c[i])) t = track[c[i].parent];
+    for (uint32_t j = 0; t == UINT32_MAX && j < nk; j++)
+      if (track_fits(&k[j], &c[i])) t = j;
+    if (t == UINT32_MAX) {
+      if (nk == capk) {
+        capk = capk ? capk * 2 : 8;
+        struct track *nkp = realloc(k, capk * sizeof *k);
+        if (!nkp) {
+          st = sp__set_error(SP_ERR_NO_MEMORY, "out of memory");
+          break;
+        }
+        k = nkp;
+      }
+      memset(&k[nk], 0, sizeof k[nk]);
+      t = nk++;
+    }
+    if (k[t].n == k[t].cap) {
+      size_t cap = k[t].cap ? k[t].cap * 2 : 16;
+      int64_t *e = realloc(k[t].end, cap * sizeof *e);
+      if (!e) {
+        st = sp__set_error(SP_ERR_NO_MEMORY, "out of memory");
+        break;
+      }
+      k[t].end = e;
+      k[t].cap = cap;
+    }
+    k[t].end[k[t].n++] = c[i].end_ns;
+    track[i] = t;
+  }
+  for (uint32_t j = 0; j < nk; j++) free(k[j].end);
+  free(k);
+  *ntracks = nk;
+  return st;
+}
+
+/* The Chrome trace of a file without thread ids: each rank's calls in memory,
+ * on tracks that nest (tid = track), instead of one tid where the calls of
+ * several threads would overlap. */
+static sp_status chrome_trace_tracks(sp_results *r, const sp_filter *f, FILE *out, sp_export_stats *xs,
+                                     int64_t origin) {
+  sp_status st = SP_OK;
+  int first = 1;
+  fputs("{\"traceEvents\":[\n", out);
+  for (size_t ri = 0; ri < r->nranks && st == SP_OK; ri++) {
+    int64_t rank = r->ranks[ri];
+    if (!sp_filter_match_rank(f, rank)) continue;
+    sp_call *c;
+    size_t n;
+    st = sp_results_call_stack(r, rank, f, &c, &n, NULL);
+    if (st != SP_OK) break;
+    uint32_t *track = malloc((n ? n : 1) * sizeof *track), ntracks = 0;
+    if (!track) st = sp__set_error(SP_ERR_NO_MEMORY, "out of memory");
+    if (st == SP_OK) st = assign_tracks(c, 0, n, track, &ntracks);
+    for (size_t i = 0; i < n && st == SP_OK; i++)
+      chrome_x(out, &first, r->names[c[i].region], c[i].start_ns - origin, c[i].end_ns - c[i].start_ns, rank,
+               track[i]);
+    if (st == SP_OK && n) {
+      fprintf(out,
+              "%s{\"name\":\"process_name\",\"ph\":\"M\",\"pid\":%lld,\"tid\":0,"
+              "\"args\":{\"name\":\"rank %lld\"}}",
+              first ? "" : ",\n", (long long)rank, (long long)rank);
+      first = 0;
+      fprintf(out,
+              ",\n{\"name\":\"process_sort_index\",\"ph\":\"M\",\"pid\":%lld,\"tid\":0,"
+              "\"args\":{\"sort_index\":%lld}}",
+              (long long)rank, (long long)rank);
+      for (uint32_t k = 0; k < ntracks; k++)
+        fprintf(out,
+                ",\n{\"name\":\"thread_name\",\"ph\":\"M\",\"pid\":%lld,\"tid\":%u,"
+                "\"args\":{\"name\":\"track %u (threads not recorded)\"}}",
+                (long long)rank, k, k);
+    }
+    xs->events += n;
+    free(track);
+    free(c);
+  }
+  if (st != SP_OK) return st;
+  fputs("\n],\n\"displayTimeUnit\":\"ns\",\n\"otherData\":{\"exporter\":", out);
+  sp__json_write_string(out, "scope-profiler " SP_VERSION_STRING);
+  fputs(",\"label\":", out);
+  sp__json_write_string(out, r->display_label);
+  fputs("}}\n", out);
+  return SP_OK;
+}
+
 static sp_status chrome_trace(sp_results *r, const sp_filter *f, FILE *out, sp_export_stats *xs) {
   int64_t origin;
   sp_status st = sp_results_min_start(r, &origin);
   if (st != SP_OK) return st;
+  /* Calls of one recorded thread (or task) nest: they stream. */
+  if (!sp_results_has_threads(r) && !sp_results_has_tasks(r)) return chrome_trace_tracks(r, f, out, xs, origin);
   int64_t *buf = malloc(4 * BLOCK * sizeof *buf);
   struct lane *lanes = NULL;
   size_t nlanes = 0, cap = 0;
@@ -145,17 +267,7 @@ static sp_status chrome_trace(sp_results *r, const sp_filter *f, FILE *out, sp_e
           }
           last_tid = tid;
         }
-        fputs(first ? "" : ",\n", out);
-        first = 0;
-        fputs("{\"name\":", out);
-        sp__json_write_string(out, r->names[w->region]);
-        /* microseconds with exact nanosecond decimals; ts >= 0 and dur >= 0 */
-        int64_t ts = buf[k] - origin, dur = buf[BLOCK + k] - buf[k];
-        fprintf(out,
-                ",\"cat\":\"region\",\"ph\":\"X\",\"ts\":%lld.%03lld,\"dur\":%lld.%03lld,"
-                "\"pid\":%lld,\"tid\":%lld}",
-                (long long)(ts / 1000), (long long)(ts % 1000), (long long)(dur / 1000),
-                (long long)(dur % 1000), (long long)w->rank, (long long)tid);
+        chrome_x(out, &first, r->names[w->region], buf[k] - origin, buf[BLOCK + k] - buf[k], w->rank, tid);
       }
       done += n;
       xs->events += n;
@@ -406,8 +518,9 @@ static sp_status gantt_csv(sp_results *r, const sp_filter *f, const char *label,
   int64_t origin_ns;
   sp_status st = sp_results_min_start(r, &origin_ns);
   if (st != SP_OK) return st;
-  /* upstream subtracts in seconds: (start_ns / 1e9) - (origin_ns / 1e9) */
-  double origin = (double)origin_ns / 1e9;
+  /* Relative times are subtracted in nanoseconds, then scaled: upstream's
+   * (start_ns / 1e9) - (origin_ns / 1e9) prints float noise such as
+   * 0.30000000000000004 for 300 ms. */
   size_t *order, nreg;
   st = ordered_regions(r, f, &order, &nreg);
   if (st != SP_OK) return st;
@@ -440,9 +553,9 @@ static sp_status gantt_csv(sp_results *r, const sp_filter *f, const char *label,
           fprintf(out, ",%lld,", (long long)w->rank);
           csv_field(out, r->names[region]);
           fputc(',', out);
-          put_double(out, (double)buf[i] / 1e9 - origin);
+          put_double(out, (double)(buf[i] - origin_ns) / 1e9);
           fputc(',', out);
-          put_double(out, (double)buf[BLOCK + i] / 1e9 - origin);
+          put_double(out, (double)(buf[BLOCK + i] - origin_ns) / 1e9);
           fputs("\r\n", out);
         }
         done += n;

@@ -56,6 +56,17 @@ def chrome(path, expected=None):
         fail(f"threads without a name: {sorted(lanes - tnamed)}")
     if expected is not None and len(xs) != expected:
         fail(f"{len(xs)} X events, expected {expected}")
+    # Every track nests: two calls on one (pid, tid) either nest or are apart.
+    for lane in lanes:
+        ev = sorted(((e["ts"], -e["dur"]) for e in xs if (e["pid"], e["tid"]) == lane))
+        stack = []
+        for ts, nd in ev:
+            end = ts - nd
+            while stack and stack[-1] <= ts:
+                stack.pop()
+            if stack and end > stack[-1]:
+                fail(f"track {lane}: a call at {ts} overlaps another without nesting")
+            stack.append(end)
     print(f"ok: chrome trace with {len(xs)} complete events on {len(lanes)} lanes "
           f"of {len(pids)} processes")
 
