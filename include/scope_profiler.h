@@ -6,7 +6,7 @@
  *                output file; SP_DEFAULT is the process-wide default manager
  *                behind the short calls sp_setup(), sp_finalize(), ...
  *   Lifecycle    setup -> record -> finalize. Finalize writes the run to one
- *                HDF5 file (schema 2, docs/file-format.md) and can hand the
+ *                HDF5 file (schema 3 by default, docs/file-format.md) and can hand the
  *                results back in memory; recording continues afterwards and a
  *                later finalize writes only the newer events. SP_SESSION and
  *                sp_session_run() always finalize and record one root region
@@ -49,7 +49,7 @@ extern "C" {
 #define SP_VERSION_PATCH 0
 #define SP_VERSION_STRING "0.1.0"
 /* HDF5 layout written by this library (see docs/file-format.md). */
-#define SP_FILE_SCHEMA 2
+#define SP_FILE_SCHEMA 3
 
 SP_API const char *sp_version_string(void);
 

@@ -180,8 +180,16 @@ static inline int64_t *h5_schema3_events(const char *file, int column, long long
   uint64_t *u[4] = {NULL, NULL, NULL, NULL};
   int64_t *t[4] = {NULL, NULL, NULL, NULL};
   int have[4] = {0, 0, 0, 0};
+  /* only the coded columns this one is made of: starts from start gaps,
+   * ends from those and the durations, ids from id gaps, parents from
+   * those and the offsets (a 20M-event file is 160 MB a column) */
+  static const int need[4][4] = {{1, 0, 0, 0}, {1, 1, 0, 0}, {0, 0, 1, 0}, {0, 0, 1, 1}};
   for (int c = 0; c < 4; c++) {
     char path[96];
+    if (!need[column][c]) {
+      have[c] = 1;
+      continue;
+    }
     snprintf(path, sizeof path, "/events/%s", coded[c]);
     u[c] = h5_read_as(file, path, H5T_NATIVE_UINT64, &len[c]);
     if (!u[c]) continue;
@@ -191,6 +199,8 @@ static inline int64_t *h5_schema3_events(const char *file, int column, long long
       t[c][i] = c < 2 ? (int64_t)u[c][i]
               : c == 3 && u[c][i] == 0 ? INT64_MIN
                                         : (int64_t)((u[c][i] >> 1) ^ (0 - (u[c][i] & 1)));
+    free(u[c]);
+    u[c] = NULL;
     long long ni, nv;
     snprintf(path, sizeof path, "/events/%s_overflow_index", coded[c]);
     int64_t *oi = h5_i64(file, path, &ni);
@@ -201,19 +211,19 @@ static inline int64_t *h5_schema3_events(const char *file, int column, long long
     free(ov);
     have[c] = 1;
   }
-  *n = len[0];
+  *n = column < 2 ? len[0] : len[2];
   int64_t *offs = h5_i64(file, "/rank_region_index/event_offsets", &k);
   int64_t *cnts = h5_i64(file, "/rank_region_index/event_counts", &kk);
   int64_t *sb = h5_i64(file, "/rank_region_index/start_bases", &kk);
   int64_t *cb = h5_i64(file, "/rank_region_index/call_id_bases", &kk);
   int64_t *out = NULL;
-  if (have[0] && have[1] && offs && cnts && sb && cb && (column < 2 || (have[2] && have[3]))) {
+  if (have[0] && have[1] && have[2] && have[3] && offs && cnts && sb && cb) {
     out = malloc(((size_t)*n + 1) * sizeof *out);
     for (long long r = 0; r < k; r++) {
       uint64_t s = (uint64_t)sb[r], id = (uint64_t)cb[r];
       for (int64_t i = offs[r]; i < offs[r] + cnts[r]; i++) {
-        s += (uint64_t)t[0][i];
-        if (column >= 2) id += (uint64_t)t[2][i];
+        if (column < 2) s += (uint64_t)t[0][i];
+        else id += (uint64_t)t[2][i];
         switch (column) {
         case 0: out[i] = (int64_t)s; break;
         case 1: out[i] = (int64_t)(s + (uint64_t)t[1][i]); break;

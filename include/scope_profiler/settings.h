@@ -97,13 +97,13 @@
   X(enable_tags, NONE, enable_tags, LIST, NULL, 0, 0, "", \
     "Opt-in region tags to record (comma list); \"*\" enables every opt-in tag.", READY) \
   X(signals, NONE, signals, LIST, "SIGTERM,SIGINT,SIGXCPU,SIGUSR1", 0, 0, "", \
-    "Signals on which the run so far is written before the signal takes effect (e.g. a batch system's time limit); empty disables.", READY) \
+    "Signals on which the run so far is written, its open calls ended there and marked cut short, before the signal takes effect (e.g. a batch system's time limit); a signal the program handles itself is left to it; empty disables.", READY) \
   X(crash_spill, NONE, crash_spill, BOOL, 1, 0, 1, "", \
     "On SIGSEGV, SIGBUS, SIGFPE, SIGABRT or SIGILL, write the raw buffers to <file_path>.spill for `scope-profiler recover`.", READY) \
   X(finalize_on_exit, NONE, finalize_on_exit, BOOL, 1, 0, 1, "", \
     "Write a run the program did not finalize when the process exits (not under MPI, where finalize is collective).", READY) \
   X(max_buffer_bytes, NONE, max_buffer_bytes, INT, INT64_C(1) << 30, INT64_C(1) << 20, INT64_MAX, "", \
-    "Memory budget for recorded events; past it, full buffers are streamed to a staging file by a writer thread and merged at finalize.", READY) \
+    "Memory budget for recorded events: once growing a full buffer would take the live buffers past a quarter of it, the buffer is streamed to a staging file by a writer thread instead (merged at finalize); the rest holds buffers on their way to the writer.", READY) \
   X(hdf5_schema, HDF5, schema, INT, 3, 2, 3, "", \
     "File schema: 3 stores each call as row-relative deltas in narrow integers (about a quarter of the bytes; 4-byte ones, half, for a run that streamed past max_buffer_bytes); 2 stores four int64 per call, for readers of schema 2.", READY) \
   X(quiet, NONE, quiet, BOOL, 0, 0, 1, "", \

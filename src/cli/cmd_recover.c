@@ -1,8 +1,10 @@
-/* cmd_recover.c - `scope-profiler recover SPILL [-o FILE]`: turn the spill
- * file a crashed run left beside its output (<file_path>.spill, written from
- * a fatal-signal handler) into a normal HDF5 profile (schema 3 unless the
- * run asked for 2). */
+/* cmd_recover.c - `scope-profiler recover SPILL... [-o FILE]`: turn the
+ * spill file a crashed run left beside its output (<file_path>.spill, written
+ * from a fatal-signal handler) into a normal HDF5 profile (schema 3 unless
+ * the run asked for 2); the spills of an MPI job's ranks
+ * (<file_path>.rank<R>.spill) into the job's one file. */
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "cli/commands.h"
@@ -10,13 +12,16 @@
 #include "core/spill.h"
 
 static const char usage[] =
-    "usage: scope-profiler recover SPILL [-o FILE]\n"
+    "usage: scope-profiler recover SPILL... [-o FILE]\n"
     "\n"
     "Rebuild the profile of a run that died on a fatal signal (SIGSEGV, SIGBUS, SIGFPE,\n"
     "SIGABRT, SIGILL) from the spill file it wrote beside its output. The events recorded\n"
-    "before the crash are written as a normal HDF5 profile; its metadata has\n"
-    "recovered_from_signal (the signal number) and recovery_complete (0 when the spill\n"
-    "itself was cut short).\n"
+    "before the crash are written as a normal HDF5 profile, the calls still open ending at\n"
+    "the crash (cut_short_call_ids); its metadata has recovered_from_signal (the signal\n"
+    "number) and recovery_complete (0 when the spill itself was cut short). Given the\n"
+    "spills of every rank of an MPI job (<file_path>.rank<R>.spill, also what a rank\n"
+    "writes on a termination signal), it writes the job's one file with their ranks;\n"
+    "recovery_complete is then 1 only when every rank's spill was whole.\n"
     "\n"
     "options:\n"
     "  -o, --output FILE  where to write (default: the crashed run's file_path)\n"
@@ -24,36 +29,46 @@ static const char usage[] =
     "\n"
     "examples:\n"
     "  scope-profiler recover profiling_data.h5.spill\n"
-    "  scope-profiler recover run.h5.spill -o recovered.h5\n";
+    "  scope-profiler recover run.h5.spill -o recovered.h5\n"
+    "  scope-profiler recover job.h5.rank*.spill\n";
 
 int sp_cmd_recover(int argc, char **argv) {
-  const char *spill = NULL, *out = NULL;
+  const char *out = NULL;
+  const char **spills = calloc((size_t)argc + 1, sizeof *spills);
+  size_t nspills = 0;
+  if (!spills) {
+    fprintf(stderr, "scope-profiler recover: out of memory\n");
+    return 2;
+  }
   for (int i = 1; i < argc; i++) {
     if (!strcmp(argv[i], "-h") || !strcmp(argv[i], "--help")) {
       fputs(usage, stdout);
+      free(spills);
       return 0;
     } else if ((!strcmp(argv[i], "-o") || !strcmp(argv[i], "--output")) && i + 1 < argc) {
       out = argv[++i];
     } else if (argv[i][0] == '-' && argv[i][1]) {
       fprintf(stderr, "scope-profiler recover: unknown option %s\n%s", argv[i], usage);
+      free(spills);
       return 2;
-    } else if (!spill) {
-      spill = argv[i];
     } else {
-      fprintf(stderr, "scope-profiler recover: one spill file at a time (got %s and %s)\n", spill, argv[i]);
-      return 2;
+      spills[nspills++] = argv[i];
     }
   }
-  if (!spill) {
+  if (!nspills) {
     fprintf(stderr, "scope-profiler recover: give the spill file to recover\n%s", usage);
+    free(spills);
     return 2;
   }
   char written[4096] = "";
-  sp_status st = sp__spill_recover(spill, out, written, sizeof written);
+  sp_status st = sp__spill_recover_job(spills, nspills, out, written, sizeof written);
   if (st != SP_OK) {
     fprintf(stderr, "scope-profiler recover: %s\n", sp_last_error());
+    free(spills);
     return 2;
   }
-  printf("recovered %s -> %s\n", spill, written);
+  if (nspills == 1) printf("recovered %s -> %s\n", spills[0], written);
+  else printf("recovered %zu ranks' spills -> %s\n", nspills, written);
+  free(spills);
   return 0;
 }

@@ -39,6 +39,39 @@ int sp__launcher_rank(void) {
   return -1;
 }
 
+static int env_num(const char *name) {
+  const char *v = getenv(name);
+  if (!v || !(*v >= '0' && *v <= '9')) return -1;
+  char *end;
+  long x = strtol(v, &end, 10);
+  return *end || x > 1 << 30 ? -1 : (int)x;
+}
+
+int sp__launcher_world(int *rank, int *size) {
+  /* rank variable, size variable */
+  static const char *const vars[][2] = {{"OMPI_COMM_WORLD_RANK", "OMPI_COMM_WORLD_SIZE"},
+                                        {"PMI_RANK", "PMI_SIZE"},
+                                        {"MV2_COMM_WORLD_RANK", "MV2_COMM_WORLD_SIZE"},
+                                        {"PMIX_RANK", "OMPI_COMM_WORLD_SIZE"}};
+  for (size_t i = 0; i < sizeof vars / sizeof vars[0]; i++) {
+    int r = env_num(vars[i][0]), n = env_num(vars[i][1]);
+    if (r >= 0 && n > r) {
+      *rank = r;
+      *size = n;
+      return n > 1;
+    }
+  }
+  /* srun: the tasks of a job step (not the batch script, which has no step
+   * task count of its own). */
+  int r = env_num("SLURM_PROCID"), n = env_num("SLURM_STEP_NUM_TASKS");
+  if (r >= 0 && n > r && (env_num("SLURM_STEP_ID") >= 0 || env_num("SLURM_STEPID") >= 0)) {
+    *rank = r;
+    *size = n;
+    return n > 1;
+  }
+  return 0;
+}
+
 void sp__message(sp_message_level level, const char *fmt, ...) {
   char text[2048];
   va_list ap;

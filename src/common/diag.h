@@ -14,4 +14,10 @@ void sp__message(sp_message_level level, const char *fmt, ...) __attribute__((fo
  * MPICH/Hydra, MVAPICH), or -1 when it was not started by one. No MPI call. */
 int sp__launcher_rank(void);
 
+/* This process's place among the processes its launcher started: 1 with
+ * *rank and *size set, from Open MPI, PMIx, MPICH/Hydra and Intel MPI,
+ * MVAPICH, or Slurm's srun (a job step's tasks); 0 when it was not started
+ * by one of them, or started alone. No MPI call. */
+int sp__launcher_world(int *rank, int *size);
+
 #endif

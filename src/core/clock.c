@@ -3,9 +3,11 @@
  *
  * Events store raw ticks; every file stores CLOCK_MONOTONIC nanoseconds, the
  * clock upstream's Python perf_counter_ns reads, so C and Python timelines
- * line up. Ticks are mapped per run from two (tick, ns) anchor pairs taken at
- * setup and finalize; runs too short for a precise rate use the rate
- * calibrated once per process. SCOPE_PROFILER_CLOCK=monotonic forces the
+ * line up. Ticks are mapped per run through (tick, ns) anchor pairs taken at
+ * setup and finalize, and in between every second (by the signal watcher)
+ * and at each streamed block: piecewise linear, so every timestamp is as
+ * close to the monotonic clock as the anchors are. The rate calibrated once
+ * per process serves only runs too short to measure their own. SCOPE_PROFILER_CLOCK=monotonic forces the
  * portable clock; =tsc uses the TSC even where CPUID does not report it
  * invariant (emulators such as valgrind hide the flag).
  */
@@ -93,22 +95,81 @@ void sp__clock_manual_advance(uint64_t ns) { __atomic_fetch_add(&sp_i_manual_tic
 
 double sp__clock_tsc_ghz(void) { return tsc_ghz; }
 
+/* The rate between two anchors, or the calibrated one when they are too
+ * close to say (or disagree with it wildly: anchors read back from a spill
+ * file may be corrupt). */
+static uint64_t rate(uint64_t tick0, int64_t ns0, uint64_t tick1, int64_t ns1) {
+  if (!(ns1 > ns0 && tick1 > tick0 && ns1 - ns0 >= 20000)) return calib_mult;
+  double mult = (double)((uint64_t)ns1 - (uint64_t)ns0) / (double)(tick1 - tick0) * 4294967296.0;
+  return mult > (double)calib_mult / 2 && mult < (double)calib_mult * 2 ? (uint64_t)mult : calib_mult;
+}
+
 struct sp_clock_map sp__clock_map(uint64_t tick0, int64_t ns0, uint64_t tick1, int64_t ns1) {
-  struct sp_clock_map c = {tick0, ns0, calib_mult};
+  struct sp_clock_map c = {tick0, ns0, calib_mult, NULL, 0};
   if (sp_i_clock_tsc != 1) {
     c.tick0 = 0;
     c.ns0 = 0;
     return c; /* ticks are already CLOCK_MONOTONIC ns */
   }
-  /* Over a second or more the run's own span gives a better rate than the
-   * start-up calibration (and follows any slow drift between the clocks). */
-  if (ns1 > ns0 && (uint64_t)ns1 - (uint64_t)ns0 >= 1000000000u && tick1 > tick0) {
-    double mult = (double)((uint64_t)ns1 - (uint64_t)ns0) / (double)(tick1 - tick0) * 4294967296.0;
-    /* Anchors read back from a spill file may be corrupt: a rate far from
-     * the calibration is not the clock's. */
-    if (mult > (double)calib_mult / 2 && mult < (double)calib_mult * 2) c.mult = (uint64_t)mult;
-  }
+  /* The run's own anchors, whatever its length: the start-up calibration's
+   * rate is off by a few parts per million (4 ms of it), which is 1-2.5 us
+   * a second, while the line through the run's two anchors is as close to the
+   * monotonic clock as the anchors themselves (tens of ns) at both ends, and
+   * in between as far as the clocks' rates stay put. From 20 us on: a
+   * shorter run is within the anchors' error either way. */
+  c.mult = rate(tick0, ns0, tick1, ns1);
   return c;
+}
+
+void sp__clock_note(struct sp_manager *m) {
+  if (sp_i_clock_tsc != 1) return;
+  uint64_t tick;
+  int64_t ns;
+  sp__clock_anchor(&tick, &ns);
+  pthread_mutex_lock(&m->lock);
+  if (m->nanchors == m->anchors_cap) {
+    size_t cap = m->anchors_cap ? m->anchors_cap * 2 : 64;
+    uint64_t(*a)[2] = realloc(m->anchors, cap * sizeof *a);
+    if (a) {
+      m->anchors = a;
+      m->anchors_cap = cap;
+    }
+  }
+  if (m->nanchors < m->anchors_cap) {
+    m->anchors[m->nanchors][0] = tick;
+    m->anchors[m->nanchors][1] = (uint64_t)ns;
+    m->nanchors++;
+  }
+  pthread_mutex_unlock(&m->lock);
+}
+
+struct sp_clock_seg *sp__clock_segments(struct sp_manager *m, uint64_t tick1, int64_t ns1, size_t *n) {
+  *n = 0;
+  pthread_mutex_lock(&m->lock);
+  size_t na = m->nanchors;
+  struct sp_clock_seg *seg = na && sp_i_clock_tsc == 1 ? malloc((na + 1) * sizeof *seg) : NULL;
+  if (seg) {
+    uint64_t pt = m->run_tick0;
+    int64_t pn = m->run_ns0;
+    size_t k = 0;
+    for (size_t i = 0; i <= na; i++) {
+      uint64_t t = i < na ? m->anchors[i][0] : tick1;
+      int64_t ns = i < na ? (int64_t)m->anchors[i][1] : ns1;
+      if (t <= pt || ns < pn || (i < na && t >= tick1)) continue; /* out of order: skipped */
+      seg[k++] = (struct sp_clock_seg){pt, pn, rate(pt, pn, t, ns)};
+      pt = t;
+      pn = ns;
+    }
+    *n = k;
+  }
+  m->nanchors = 0; /* the next run starts from the end of this one */
+  pthread_mutex_unlock(&m->lock);
+  if (seg && *n < 2) { /* nothing in between: the straight line is the map */
+    free(seg);
+    seg = NULL;
+    *n = 0;
+  }
+  return seg;
 }
 
 void sp__clock_anchor(uint64_t *tick, int64_t *ns) {

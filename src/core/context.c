@@ -130,6 +130,23 @@ void sp__xctx_resolve(struct sp_manager *m, uint32_t thread, uint64_t start, uin
   pthread_mutex_unlock(&m->lock);
 }
 
+int sp__xctx_restore(struct sp_manager *m, uint32_t k, uint32_t thread, uint64_t start, uint32_t depth, int64_t id) {
+  if (k != m->nxctx || k / SP__XCTX_CHUNK >= SP__XCTX_CHUNKS) return -1;
+  struct sp_xctx **chunk = &m->xctx[k / SP__XCTX_CHUNK];
+  if (!*chunk && !(*chunk = malloc(SP__XCTX_CHUNK * sizeof **chunk))) return -1;
+  if (m->nxctx_open == m->xctx_open_cap) {
+    size_t cap = m->xctx_open_cap ? m->xctx_open_cap * 2 : 64;
+    uint32_t *o = realloc(m->xctx_open, cap * sizeof *o);
+    if (!o) return -1;
+    m->xctx_open = o;
+    m->xctx_open_cap = cap;
+  }
+  (*chunk)[k % SP__XCTX_CHUNK] = (struct sp_xctx){start, thread, depth & SP__DEPTH_MASK, id < 0 ? -1 : id};
+  if (id < 0) m->xctx_open[m->nxctx_open++] = k;
+  m->nxctx = k + 1;
+  return 0;
+}
+
 int64_t sp__xctx_parent(const struct sp_manager *m, int64_t pid) {
   if (pid > -2) return pid;
   int64_t k = -2 - pid;

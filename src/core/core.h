@@ -19,11 +19,25 @@
 
 /*====== Clock ======*/
 
-/* Maps raw ticks onto CLOCK_MONOTONIC nanoseconds for one run. */
+/* One piece of a run's clock map: from `tick` on (until the next piece),
+ * ns = ns + (t - tick) * mult. */
+struct sp_clock_seg {
+  uint64_t tick;
+  int64_t ns;
+  uint64_t mult; /* ns per tick, 32.32 fixed point */
+};
+
+/* Maps raw ticks onto CLOCK_MONOTONIC nanoseconds for one run: the straight
+ * line through its first and last anchors (durations use its rate), and,
+ * where anchors were taken in between (every second, every streamed block),
+ * the line through each pair, so that the map follows the monotonic clock's
+ * slewing over a long run. */
 struct sp_clock_map {
   uint64_t tick0;
   int64_t ns0;
   uint64_t mult; /* ns per tick, 32.32 fixed point */
+  const struct sp_clock_seg *seg;
+  size_t nseg;   /* 0: the straight line only */
 };
 
 void sp__clock_init(void);              /* once per process; picks TSC or clock_gettime */
@@ -37,9 +51,30 @@ double sp__clock_tsc_ghz(void);         /* calibrated rate (0 without TSC) */
 struct sp_clock_map sp__clock_map(uint64_t tick0, int64_t ns0, uint64_t tick1, int64_t ns1);
 __extension__ typedef __int128 sp__i128;
 static inline int64_t sp__ticks_to_ns(const struct sp_clock_map *c, uint64_t t) {
-  sp__i128 d = (sp__i128)((int64_t)(t - c->tick0)) * (sp__i128)c->mult;
-  return c->ns0 + (int64_t)(d >> 32);
+  uint64_t tick0 = c->tick0, mult = c->mult;
+  int64_t ns0 = c->ns0;
+  if (c->nseg) { /* the last piece that starts at or before t (the first one before all) */
+    size_t lo = 0, hi = c->nseg;
+    while (hi - lo > 1) {
+      size_t mid = lo + (hi - lo) / 2;
+      if ((int64_t)(t - c->seg[mid].tick) >= 0) lo = mid;
+      else hi = mid;
+    }
+    tick0 = c->seg[lo].tick;
+    ns0 = c->seg[lo].ns;
+    mult = c->seg[lo].mult;
+  }
+  sp__i128 d = (sp__i128)((int64_t)(t - tick0)) * (sp__i128)mult;
+  return ns0 + (int64_t)(d >> 32);
 }
+/* Anchors of the current run (manager.c): one now, kept for finalize's map;
+ * pieces of the map through them, malloc'd (NULL, 0 when there is nothing
+ * between the run's two ends). */
+struct sp_manager;
+void sp__clock_note(struct sp_manager *m);
+/* Remove the live managers' staging files at exit (registered once). */
+void sp__stage_cleanup_at_exit(void);
+struct sp_clock_seg *sp__clock_segments(struct sp_manager *m, uint64_t tick1, int64_t ns1, size_t *n);
 
 /* A function from the running process (NULL if absent), without linking
  * its library: used for optional runtimes such as OpenMP. */
@@ -114,6 +149,12 @@ int64_t sp__xctx_parent(const struct sp_manager *m, int64_t pid);
  * or 0 when it has none. */
 uint32_t sp__xctx_capture(struct sp_manager *m);
 void sp__xctx_free(struct sp_manager *m);
+/* Recovery: context k (the next one) as a spill recorded it; 0 or -1. */
+int sp__xctx_restore(struct sp_manager *m, uint32_t k, uint32_t thread, uint64_t start, uint32_t depth, int64_t id);
+/* Recovery of a job: the ranks' runs (ascending rank, each taken over and
+ * emptied) as one run, its metadata the first rank's with mpi_size n. */
+struct sp_run;
+sp_status sp__runs_merge(struct sp_run *runs, size_t n, struct sp_run *out);
 /* Make context ctx (index + 1; 0: none) of the manager generation `gen` the
  * calling thread's adopted one on m. */
 void sp__adopt(struct sp_manager *m, uint32_t gen, uint32_t ctx);
@@ -264,7 +305,13 @@ struct sp_manager {
   int exit_hook;      /* finalize at exit if still active */
   int forked_child;   /* this process is a fork of the one that set it up */
   pthread_mutex_t fin_lock; /* finalize from the program, the exit hook and the signal watcher */
-  char spill_path[4096];    /* <file_path>.spill, prepared at setup for the crash handler */
+  char spill_path[4096];    /* <file_path>[.rank<R>].spill, prepared at setup for the crash handler */
+  int spill_rank, spill_size; /* this process's rank and the job's size for the spill, -1 unknown */
+  char stage_path[4096];    /* the staging file of a streaming run ("" none), for the spill */
+  int per_rank_file;        /* file_path got this process's rank (a launch without a job file) */
+  int rank_override;        /* recovery: the rank of the spilled process (-1: none) */
+  struct sp_run *run_sink;  /* recovery of a job: finalize hands the run here instead of writing */
+  uint64_t recovered_lost;  /* recovery: blocks the crashed run had streamed (lost with its staging file) */
   double overhead_ns;       /* measured cost of one begin/end pair in this run's mode */
   struct sp_config cfg;
   int have_cfg;
@@ -316,6 +363,9 @@ struct sp_manager {
   uint32_t nxctx;
   uint32_t *xctx_open; /* contexts whose call no pass has met yet */
   size_t nxctx_open, xctx_open_cap;
+  /* clock anchors taken during the current run (after run_tick0), under lock */
+  uint64_t (*anchors)[2];
+  size_t nanchors, anchors_cap;
   /* call ids of the calls of this run closed without their end (cut short),
    * gathered by the passes (snapshot.c, the stream writer) */
   int64_t *cut_ids;

@@ -10,6 +10,8 @@
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
+#include <strings.h>
 
 #include "common/diag.h"
 #include "common/error.h"
@@ -23,12 +25,15 @@
 #include "output/output.h"
 #include "scope_profiler/results.h"
 
+static sp_status per_rank_file_path(struct sp_manager *m);
+
 static struct sp_manager sp__default_manager = {
     .hot = {.state = SP_I_STATE_OFF},
     .lock = PTHREAD_MUTEX_INITIALIZER,
     .fin_lock = PTHREAD_MUTEX_INITIALIZER,
     .is_default = 1,
     .lane_col = -1,
+    .rank_override = -1,
     .ext_lock = PTHREAD_MUTEX_INITIALIZER,
 };
 
@@ -49,6 +54,23 @@ static pthread_once_t atexit_once = PTHREAD_ONCE_INIT;
 struct sp_manager *sp__live_manager(int i) {
   return i >= 0 && i < SP_I_MAX_MANAGERS ? __atomic_load_n(&live[i], __ATOMIC_ACQUIRE) : NULL;
 }
+
+void sp__clock_note_all(void) {
+  pthread_mutex_lock(&live_lock);
+  for (int i = 0; i < SP_I_MAX_MANAGERS; i++)
+    if (live[i]) sp__clock_note(live[i]);
+  pthread_mutex_unlock(&live_lock);
+}
+
+static void stage_cleanup(void) {
+  for (int i = 0; i < SP_I_MAX_MANAGERS; i++) {
+    struct sp_manager *m = sp__live_manager(i);
+    if (m && m->stage_path[0]) unlink(m->stage_path);
+  }
+}
+static pthread_once_t stage_once = PTHREAD_ONCE_INIT;
+static void register_stage_cleanup(void) { atexit(stage_cleanup); }
+void sp__stage_cleanup_at_exit(void) { pthread_once(&stage_once, register_stage_cleanup); }
 
 static void exit_hook(void) {
   /* Under MPI, finalize is collective and MPI is usually finalized by now. */
@@ -77,6 +99,7 @@ static void after_fork_child(void) {
     sp__ext_after_fork(m);
     m->forked_child = 1;
     m->stream = NULL; /* its writer thread does not exist here */
+    m->stage_path[0] = 0; /* nor is the staging file the child's to remove */
     m->run_active = 0;
     m->exit_hook = 0;
     __atomic_store_n(&m->hot.state, SP_I_STATE_OFF, __ATOMIC_RELAXED);
@@ -138,6 +161,7 @@ sp_manager *sp_manager_create(void) {
   }
   pthread_mutex_init(&m->lock, NULL);
   pthread_mutex_init(&m->fin_lock, NULL);
+  m->rank_override = -1;
   pthread_mutex_init(&m->ext_lock, NULL);
   m->lane_col = -1;
   if (sp__slot_acquire(m) < 0) {
@@ -165,6 +189,7 @@ void sp_manager_destroy(sp_manager *m) {
   free(m->calls_done);
   free(m->output_path);
   free(m->cut_ids);
+  free(m->anchors);
   free(m->hot.optin_off);
   for (size_t i = 0; i < m->noptin_retired; i++) free(m->optin_retired[i]);
   free(m->optin_retired);
@@ -266,12 +291,19 @@ static sp_status setup_run(sp_manager *m, const sp_setup_args *args) {
   if (m->have_cfg) sp__config_free(&m->cfg);
   m->cfg = cfg;
   m->have_cfg = 1;
+  if ((st = per_rank_file_path(m)) != SP_OK) {
+    m->run_active = 0;
+    return st;
+  }
   st = sp__ext_setup(m);
   if (st != SP_OK) {
     m->run_active = 0;
     return st;
   }
+  pthread_mutex_lock(&m->lock); /* the signal watcher adds anchors */
   sp__clock_anchor(&m->run_tick0, &m->run_ns0);
+  m->nanchors = 0;
+  pthread_mutex_unlock(&m->lock);
   m->setup_ns = m->run_ns0;
   m->cfg.start_time_ns = m->run_ns0;
   m->paused = 0;
@@ -283,7 +315,13 @@ static sp_status setup_run(sp_manager *m, const sp_setup_args *args) {
   m->run_active = 1;
   m->exit_hook = (args && args->auto_finalize) || m->cfg.finalize_on_exit;
   if (m->exit_hook) pthread_once(&atexit_once, register_atexit);
-  int n = snprintf(m->spill_path, sizeof m->spill_path, "%s.spill", m->cfg.file_path);
+  /* Ranks of one launch that write one job file each spill to their own
+   * file, recorded with their rank, so `recover` rebuilds the job's file. */
+  int lrank = -1, lsize = -1, ranked = sp__launcher_world(&lrank, &lsize) && !m->per_rank_file;
+  m->spill_rank = lrank;
+  m->spill_size = lsize;
+  int n = ranked ? snprintf(m->spill_path, sizeof m->spill_path, "%s.rank%d.spill", m->cfg.file_path, lrank)
+                 : snprintf(m->spill_path, sizeof m->spill_path, "%s.spill", m->cfg.file_path);
   if (n < 0 || (size_t)n >= sizeof m->spill_path) m->spill_path[0] = 0;
   if (!m->cfg.deactivate_profiling && !m->cfg.deactivate_file_output && (st = sp__signals_install(&m->cfg)) != SP_OK) {
     m->run_active = 0;
@@ -309,6 +347,41 @@ sp_status sp__manager_setup_ex(sp_manager *m, const sp_setup_args *args, unsigne
                 sp_last_error());
   }
   return st;
+}
+
+/* SCOPE_PROFILER_MPI=0 (or any false spelling). */
+static int mpi_forced_off(void) {
+  const char *e = getenv("SCOPE_PROFILER_MPI");
+  static const char *const off[] = {"0", "false", "no", "off"};
+  for (size_t i = 0; e && i < 4; i++)
+    if (strcasecmp(e, off[i]) == 0) return 1;
+  return 0;
+}
+
+/* Several processes of one launch that will not write one job file (the
+ * library without its MPI layer, or SCOPE_PROFILER_MPI=0) would all write
+ * file_path, each replacing the last: each gets <stem>.rank<R><suffix>, and
+ * rank 0 says so once. */
+static sp_status per_rank_file_path(struct sp_manager *m) {
+  int rank, size;
+  m->per_rank_file = 0;
+  if (!sp__launcher_world(&rank, &size) || (sp__mpi_ops && !mpi_forced_off())) return SP_OK;
+  const char *p = m->cfg.file_path, *base = strrchr(p, '/');
+  base = base ? base + 1 : p;
+  const char *dot = strrchr(base, '.');
+  size_t stem = dot && dot != base ? (size_t)(dot - p) : strlen(p);
+  char *ranked = sp__asprintf("%.*s.rank%d%s", (int)stem, p, rank, p + stem);
+  if (!ranked) return sp__set_error(SP_ERR_NO_MEMORY, "setup: out of memory");
+  if (rank == 0 && !m->cfg.quiet)
+    sp__message(SP_MESSAGE_WARNING,
+                "%d processes of one launch without an MPI job file (%s): each writes its own, %.*s.rank<N>%s; "
+                "link libscope_profiler_mpi for one file of the job",
+                size, sp__mpi_ops ? "SCOPE_PROFILER_MPI=0" : "this program does not use libscope_profiler_mpi",
+                (int)stem, p, p + stem);
+  free(m->cfg.file_path);
+  m->cfg.file_path = ranked;
+  m->per_rank_file = 1;
+  return SP_OK;
 }
 
 sp_status sp_manager_setup(sp_manager *m, const sp_setup_args *args) {
@@ -373,7 +446,8 @@ static struct sp_table *new_table(struct sp_run *run, const char *name, size_t n
   return tb;
 }
 
-static sp_status add_task_table(struct sp_manager *m, struct sp_run *run, const struct sp_clock_map *cm) {
+static sp_status add_task_table(struct sp_manager *m, struct sp_run *run, const struct sp_clock_map *cm,
+                                uint32_t rank) {
   static const char *const names[] = {"ranks", "index", "ids", "thread_index", "steps", "running_ns",
                                       "awaiting_ns", "created_ns", "done_ns"};
   size_t n = m->ntasks;
@@ -384,7 +458,7 @@ static sp_status add_task_table(struct sp_manager *m, struct sp_run *run, const 
   for (size_t i = 0; i < n; i++) {
     const struct sp_task *k = m->tasks[i];
     uint64_t running = k->running + (k->stack == NULL ? now - k->in_at : 0); /* running now */
-    ((uint32_t *)tb->cols[0].data)[i] = 0;
+    ((uint32_t *)tb->cols[0].data)[i] = rank;
     ((uint32_t *)tb->cols[1].data)[i] = k->index;
     ((int64_t *)tb->cols[2].data)[i] = (int64_t)k->id;
     ((int64_t *)tb->cols[3].data)[i] = k->thread ? (int64_t)k->thread->index : -1;
@@ -398,7 +472,7 @@ static sp_status add_task_table(struct sp_manager *m, struct sp_run *run, const 
   return SP_OK;
 }
 
-static sp_status add_thread_table(struct sp_manager *m, struct sp_run *run) {
+static sp_status add_thread_table(struct sp_manager *m, struct sp_run *run, uint32_t rank) {
   struct sp_table *tb = calloc(1, sizeof *tb);
   if (!tb) return SP_ERR_NO_MEMORY;
   run->tables = tb;
@@ -425,7 +499,7 @@ static sp_status add_thread_table(struct sp_manager *m, struct sp_run *run) {
   int64_t now = sp__mono_ns();
   size_t i = 0;
   for (sp_thread_rec *t = m->threads; t && i < n; t = t->next, i++) {
-    ((uint32_t *)tb->cols[0].data)[i] = 0;
+    ((uint32_t *)tb->cols[0].data)[i] = rank;
     ((uint32_t *)tb->cols[1].data)[i] = t->index;
     ((int64_t *)tb->cols[2].data)[i] = t->tid;
     ((int64_t *)tb->cols[3].data)[i] = t->omp_thread;
@@ -463,9 +537,23 @@ static int add_problem_meta(struct sp_manager *m, struct sp_meta *meta, uint64_t
 
 /* The work of finalize, for a run that ended at (tick1, ns1). `recovered`
  * is the signal a spill file was written on (0 for a normal finalize). */
+static sp_status finalize_map(struct sp_manager *m, const sp_finalize_args *args, sp_results **results,
+                              uint64_t tick1, int64_t ns1, int recovered, int complete, const char *cut,
+                              struct sp_clock_map cm);
+
 static sp_status finalize_run(struct sp_manager *m, const sp_finalize_args *args, sp_results **results,
                               uint64_t tick1, int64_t ns1, int recovered, int complete, const char *cut) {
   struct sp_clock_map cm = sp__clock_map(m->run_tick0, m->run_ns0, tick1, ns1);
+  struct sp_clock_seg *seg = sp__clock_segments(m, tick1, ns1, &cm.nseg);
+  cm.seg = seg;
+  sp_status st = finalize_map(m, args, results, tick1, ns1, recovered, complete, cut, cm);
+  free(seg);
+  return st;
+}
+
+static sp_status finalize_map(struct sp_manager *m, const sp_finalize_args *args, sp_results **results,
+                              uint64_t tick1, int64_t ns1, int recovered, int complete, const char *cut,
+                              struct sp_clock_map cm) {
   /* A run cut short (a termination signal, the exit hook, a crash) ends
    * here for good: its open calls end at this instant, marked, so the tree
    * keeps its root and every parent. */
@@ -473,7 +561,8 @@ static sp_status finalize_run(struct sp_manager *m, const sp_finalize_args *args
 
   /* Under MPI every rank gets here (finalize is collective there). */
   const struct sp_mpi_ops *mpi = sp__mpi_ops && sp__mpi_ops->in_use() ? sp__mpi_ops : NULL;
-  uint32_t rank = mpi ? (uint32_t)mpi->rank() : 0;
+  /* a spill recovered as one rank of a job keeps its rank */
+  uint32_t rank = mpi ? (uint32_t)mpi->rank() : m->rank_override >= 0 ? (uint32_t)m->rank_override : 0;
   struct sp_run run;
   uint64_t open_calls = 0;
   int agg = m->cfg.aggregation_mode;
@@ -493,8 +582,8 @@ static sp_status finalize_run(struct sp_manager *m, const sp_finalize_args *args
                  : streamed ? sp__stream_build(m, &cm, rank, &run, &open_calls, &fill_ctx)
                             : sp__snapshot_build(m, &cm, rank, &run, &open_calls);
   if (st != SP_OK) return st;
-  if ((m->cfg.track_threads && add_thread_table(m, &run) != SP_OK) ||
-      (m->cfg.track_async && add_task_table(m, &run, &cm) != SP_OK)) {
+  if ((m->cfg.track_threads && add_thread_table(m, &run, rank) != SP_OK) ||
+      (m->cfg.track_async && add_task_table(m, &run, &cm, rank) != SP_OK)) {
     sp__run_free(&run);
     return sp__set_error(SP_ERR_NO_MEMORY, "finalize: out of memory for the thread and task tables");
   }
@@ -515,6 +604,7 @@ static sp_status finalize_run(struct sp_manager *m, const sp_finalize_args *args
   if (recovered) {
     sp__meta_i64(&run.meta, "recovered_from_signal", recovered);
     sp__meta_i64(&run.meta, "recovery_complete", complete);
+    if (m->recovered_lost) sp__meta_i64(&run.meta, "streamed_blocks_lost", (int64_t)m->recovered_lost);
   }
   if (add_problem_meta(m, &run.meta, open_calls, cut) != 0) {
     sp__run_free(&run);
@@ -524,7 +614,10 @@ static sp_status finalize_run(struct sp_manager *m, const sp_finalize_args *args
 
   sp_status io = SP_OK;
   char io_msg[1024] = "";
-  if (!m->cfg.deactivate_file_output) {
+  if (m->run_sink) { /* one rank of a job being recovered: the caller writes the job */
+    *m->run_sink = run;
+    memset(&run, 0, sizeof run);
+  } else if (!m->cfg.deactivate_file_output) {
     io = mpi ? mpi->write(&run, &m->cfg, m->cfg.file_path) : sp__h5_write_file(&run, &m->cfg, m->cfg.file_path);
     if (io == SP_OK) {
       free(m->output_path);
@@ -613,14 +706,22 @@ sp_status sp__finalize_cut(sp_manager *m, const char *why) {
   int64_t ns1;
   sp__clock_anchor(&tick1, &ns1);
   sp_status st = finalize_run(m, &none, NULL, tick1, ns1, 0, 1, why);
+  /* the process ends with the signal, without exit handlers */
+  if (m->stage_path[0] && strcmp(why, "exit") != 0) unlink(m->stage_path);
   pthread_mutex_unlock(&m->fin_lock);
   return st;
 }
 
-sp_status sp__finalize_recovered(struct sp_manager *m, uint64_t tick1, int64_t ns1, int sig, int complete) {
+sp_status sp__finalize_recovered(struct sp_manager *m, uint64_t tick1, int64_t ns1, int sig, int complete, int rank,
+                                 struct sp_run *sink) {
   sp_finalize_args none = {0};
   const char *why = sig > 0 ? sp__signal_name(sig) : NULL;
-  return finalize_run(m, &none, NULL, tick1, ns1, sig ? sig : -1, complete, why ? why : "a crash");
+  m->rank_override = rank;
+  m->run_sink = sink;
+  sp_status st = finalize_run(m, &none, NULL, tick1, ns1, sig ? sig : -1, complete, why ? why : "a crash");
+  m->rank_override = -1;
+  m->run_sink = NULL;
+  return st;
 }
 
 void sp_manager_pause(sp_manager *m) {

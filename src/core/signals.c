@@ -11,8 +11,8 @@
  *
  * Under MPI the watcher cannot finalize (finalize is collective, and the
  * other ranks are being killed too): each rank spills instead, to
- * <file_path>.rank<R>.spill, and `scope-profiler recover` makes one file per
- * rank of them.
+ * <file_path>.rank<R>.spill, with its rank, and `scope-profiler recover`
+ * given all of them writes the job's one file.
  *
  * Fatal signals (SIGSEGV, SIGBUS, SIGFPE, SIGABRT, SIGILL; `crash_spill`):
  * HDF5 cannot run in a signal handler, so the handler writes the raw
@@ -24,6 +24,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <fcntl.h>
+#include <poll.h>
 #include <pthread.h>
 #include <signal.h>
 #include <string.h>
@@ -92,19 +93,18 @@ static void on_fatal(int sig, siginfo_t *si, void *uc) {
   errno = saved;
 }
 
-/* The rank from the launcher's environment: no MPI call from this thread. */
-static int launcher_rank(void) {
-  static const char *const vars[] = {"OMPI_COMM_WORLD_RANK", "PMIX_RANK", "PMI_RANK", "MV2_COMM_WORLD_RANK"};
-  for (size_t i = 0; i < sizeof vars / sizeof vars[0]; i++) {
-    const char *v = getenv(vars[i]);
-    if (v && *v) return atoi(v);
-  }
-  return (int)getpid();
-}
-
 static void *watch(void *unused) {
   (void)unused;
   for (;;) {
+    /* Every second without a signal, a clock anchor for each run: the
+     * run's map follows the monotonic clock however long it lasts. */
+    struct pollfd pfd = {pipe_fd[0], POLLIN, 0};
+    int ready = poll(&pfd, 1, 1000);
+    if (ready == 0) {
+      sp__clock_note_all();
+      continue;
+    }
+    if (ready < 0 && errno == EINTR) continue;
     unsigned char b;
     ssize_t r = read(pipe_fd[0], &b, 1);
     if (r < 0 && errno == EINTR) continue;
@@ -127,9 +127,7 @@ static void *watch(void *unused) {
       struct timespec ts = {0, 2000000};
       nanosleep(&ts, NULL);
       if (sp__mpi_ops && sp__mpi_ops->in_use()) {
-        char path[4200];
-        snprintf(path, sizeof path, "%s.rank%d.spill", m->cfg.file_path, launcher_rank());
-        sp__spill_write_to(m, sig, path);
+        sp__spill_write(m, sig); /* <file_path>.rank<R>.spill (setup named it) */
       } else {
         (void)sp__finalize_cut(m, name ? name : "a signal");
       }

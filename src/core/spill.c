@@ -12,9 +12,10 @@
  * the clock anchors of the run start and of the crash, u32 count + key=value
  * strings of the resolved settings, u32 region count + per region (name,
  * file, line, kind, tags), u32 thread count + per thread (index, tid, name,
- * event count, raw events, open-call count), then "SPILLEND". Strings are u32
- * length + bytes. A file that ends early (the process died while writing) is
- * recovered up to its last complete thread.
+ * event count, raw events, open-call count), then optional sections behind
+ * 8-byte tags (the rank and job size, the cross-thread contexts), then
+ * "SPILLEND". Strings are u32 length + bytes. A file that ends early (the
+ * process died while writing) is recovered up to its last complete thread.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -29,9 +30,17 @@
 #include "core/metadata.h"
 #include "core/snapshot.h"
 #include "core/spill.h"
+#include "core/stream.h"
 
 #define SPILL_MAGIC "SPSPILL1"
 #define SPILL_END "SPILLEND"
+#define SPILL_RANK "SPRANK01" /* i32 rank, i32 size of the job (-1: unknown) */
+#define SPILL_XCTX "SPXCTX01" /* u32 n, n x (u64 start, u32 thread, u32 depth, i64 id): cross-thread contexts */
+#define SPILL_STRM "SPSTRM01" /* u64 blocks the run had streamed (their calls are not in the spill) */
+/* The staging file of a streaming run: str path, i64 next call id, u32 writer
+ * idle, u32 n, n x (u32 thread index, u32 kept calls, kept x (i64 id, i64
+ * child ns)): what recovery needs to read back the streamed calls. */
+#define SPILL_STAGE "SPSTAGE1"
 #define SPILL_VERSION 1u
 
 /*====== Writing (async-signal-safe) ======*/
@@ -114,6 +123,40 @@ int sp__spill_write_to(struct sp_manager *m, int sig, const char *path) {
     put_u32(&o, t->hot.acc_cap);
     put(&o, t->hot.acc, (size_t)t->hot.acc_cap * sizeof *t->hot.acc);
   }
+  /* Optional sections, each behind its tag (older spills end here). */
+  put(&o, SPILL_RANK, 8);
+  put_u32(&o, (uint32_t)m->spill_rank);
+  put_u32(&o, (uint32_t)m->spill_size);
+  uint32_t nx = __atomic_load_n(&m->nxctx, __ATOMIC_ACQUIRE);
+  put(&o, SPILL_XCTX, 8);
+  put_u32(&o, nx);
+  for (uint32_t k = 0; k < nx; k++) {
+    const struct sp_xctx *c = m->xctx[k / SP__XCTX_CHUNK] ? &m->xctx[k / SP__XCTX_CHUNK][k % SP__XCTX_CHUNK] : NULL;
+    put_u64(&o, c ? c->start : 0);
+    put_u32(&o, c ? c->thread : UINT32_MAX);
+    put_u32(&o, c ? c->depth : 0);
+    put_u64(&o, (uint64_t)(c ? c->id : -1));
+  }
+  if (m->stage_path[0]) {
+    put(&o, SPILL_STAGE, 8);
+    put_str(&o, m->stage_path);
+    put_u64(&o, (uint64_t)m->next_callid);
+    put_u32(&o, (uint32_t)sp__stream_idle_now(m));
+    uint32_t nt = 0;
+    for (sp_thread_rec *t = m->threads; t; t = t->next) nt++;
+    put_u32(&o, nt);
+    for (sp_thread_rec *t = m->threads; t && nt; t = t->next, nt--) {
+      uint32_t nk = t->nkept;
+      put_u32(&o, t->index);
+      put_u32(&o, nk);
+      for (uint32_t k = 0; k < nk; k++) {
+        put_u64(&o, (uint64_t)t->kept_ids[k]);
+        put_u64(&o, (uint64_t)t->kept_child[k]);
+      }
+    }
+  }
+  put(&o, SPILL_STRM, 8);
+  put_u64(&o, sp__stream_blocks_now(m));
   put(&o, SPILL_END, 8);
   fsync(fd);
   close(fd);
@@ -198,9 +241,13 @@ static void check_agg(struct sp_i_agg *a, uint64_t tick0, uint64_t *spent, uint6
   else a->count = 0;
 }
 
-sp_status sp__spill_recover(const char *spill, const char *out_path, char *written, size_t written_len) {
+/* The whole of a spill file; NULL with the message set. */
+static unsigned char *read_spill(const char *spill, size_t *lenp) {
   FILE *f = fopen(spill, "rb");
-  if (!f) return sp__set_error(SP_ERR_IO, "cannot open spill file %s: %s", spill, strerror(errno));
+  if (!f) {
+    sp__set_error(SP_ERR_IO, "cannot open spill file %s: %s", spill, strerror(errno));
+    return NULL;
+  }
   unsigned char *buf = NULL;
   size_t len = 0, cap = 0;
   for (;;) {
@@ -216,15 +263,40 @@ sp_status sp__spill_recover(const char *spill, const char *out_path, char *writt
     if (r == 0) break;
   }
   fclose(f);
+  *lenp = len;
+  if (!buf) sp__set_error(SP_ERR_NO_MEMORY, "out of memory reading %s", spill);
+  return buf;
+}
+
+sp_status sp__spill_recover(const char *spill, const char *out_path, char *written, size_t written_len) {
+  size_t len = 0;
+  unsigned char *buf = read_spill(spill, &len);
+  if (!buf) return SP_ERR_IO;
   sp_status st = sp__spill_recover_mem(buf, len, spill, out_path, written, written_len);
   free(buf);
   return st;
 }
 
-/* The parser proper, on bytes in memory (the fuzz target calls it directly);
- * `spill` only names the input in messages. */
-sp_status sp__spill_recover_mem(const void *data, size_t len, const char *spill, const char *out_path,
-                                char *written, size_t written_len) {
+/* A spill read back: a manager holding the crashed run's settings, regions
+ * and buffers, ready to finalize as of the crash. */
+struct recovered {
+  struct sp_manager *m;
+  uint64_t tick1;
+  int64_t ns1;
+  uint32_t sig;
+  int complete;
+  int rank, size; /* -1: the spill does not say */
+  uint64_t streamed_lost; /* blocks streamed before the crash: their calls are not in the spill */
+};
+
+/* The parser proper, on bytes in memory; `spill` only names the input in
+ * messages. On success rv->m is the caller's to destroy. */
+static sp_status spill_load(const void *data, size_t len, const char *spill, const char *out_path,
+                            struct recovered *rv) {
+  memset(rv, 0, sizeof *rv);
+  rv->rank = rv->size = -1;
+  char *stage = NULL; /* the staging file a streaming run named */
+  int stage_idle = 0;
   const unsigned char *buf = data;
   struct in in = {buf, buf + len, 0};
   char magic[8];
@@ -348,10 +420,69 @@ sp_status sp__spill_recover_mem(const void *data, size_t len, const char *spill,
     tail = &t->next;
     m->nthreads++;
   }
-  /* A crash while writing leaves a file without its end marker: recover the
-   * threads that are complete, and say so. */
-  char endm[8] = {0};
-  int complete = !in.bad && get(&in, endm, 8) == 0 && memcmp(endm, SPILL_END, 8) == 0;
+  /* The optional sections, then the end marker. A crash while writing
+   * leaves a file without it: recover the threads that are complete, and
+   * say so. */
+  int complete = 0;
+  for (int sections = 0; !in.bad && sections < 16; sections++) {
+    char tag[8] = {0};
+    if (get(&in, tag, 8) != 0) break;
+    if (memcmp(tag, SPILL_END, 8) == 0) {
+      complete = 1;
+      break;
+    }
+    if (memcmp(tag, SPILL_RANK, 8) == 0) {
+      int r = (int)get_u32(&in), n = (int)get_u32(&in);
+      if (!in.bad && r >= 0 && n > r) {
+        rv->rank = r;
+        rv->size = n;
+      }
+    } else if (memcmp(tag, SPILL_XCTX, 8) == 0) {
+      uint32_t nx = get_u32(&in);
+      if (in.bad || nx > (uint64_t)(in.end - in.p) / 24 || nx > SP__XCTX_CHUNK * SP__XCTX_CHUNKS) {
+        in.bad = 1;
+        break;
+      }
+      for (uint32_t k = 0; k < nx && !in.bad; k++) {
+        uint64_t start = get_u64(&in);
+        uint32_t thread = get_u32(&in), depth = get_u32(&in);
+        int64_t id = (int64_t)get_u64(&in);
+        if (sp__xctx_restore(m, k, thread, start, depth, id) != 0) in.bad = 1;
+      }
+    } else if (memcmp(tag, SPILL_STAGE, 8) == 0) {
+      free(stage);
+      stage = get_str(&in);
+      int64_t next = (int64_t)get_u64(&in);
+      stage_idle = (int)get_u32(&in);
+      uint32_t nt = get_u32(&in);
+      if (!in.bad && next >= 0 && next < (INT64_C(1) << 62)) m->next_callid = next;
+      for (uint32_t j = 0; j < nt && !in.bad; j++) {
+        uint32_t index = get_u32(&in), nk = get_u32(&in);
+        sp_thread_rec *t = m->threads;
+        while (t && t->index != index) t = t->next;
+        if (in.bad || nk > (uint64_t)(in.end - in.p) / 16 || !t || nk > t->hot.n) {
+          in.bad = 1;
+          break;
+        }
+        t->kept_ids = calloc(nk + 1, sizeof *t->kept_ids);
+        t->kept_child = calloc(nk + 1, sizeof *t->kept_child);
+        if (!t->kept_ids || !t->kept_child) {
+          in.bad = 1;
+          break;
+        }
+        for (uint32_t k = 0; k < nk; k++) {
+          t->kept_ids[k] = (int64_t)get_u64(&in);
+          t->kept_child[k] = (int64_t)get_u64(&in);
+          if (t->kept_ids[k] < 0 || t->kept_child[k] < 0) in.bad = 1;
+        }
+        t->nkept = t->kept_cap = nk;
+      }
+    } else if (memcmp(tag, SPILL_STRM, 8) == 0) {
+      rv->streamed_lost = get_u64(&in);
+    } else {
+      in.bad = 1; /* unknown section: not from this build */
+    }
+  }
   struct sp_clock_map cm = sp__clock_map(tick0, ns0, tick1, ns1);
   if ((double)spent * (double)cm.mult / 4294967296.0 >= 0x1p62) {
     st = sp__set_error(SP_ERR_FORMAT, "%s: the calls in the spill add up to an impossible duration; "
@@ -362,14 +493,111 @@ sp_status sp__spill_recover_mem(const void *data, size_t len, const char *spill,
   m->run_ns0 = ns0;
   m->cfg.start_time_ns = start_ns;
   (void)clock_kind;
-  /* Calls open at the crash never ended: they end at the crash, marked cut
-   * short, so the recovered tree keeps its root. */
-  st = sp__finalize_recovered(m, tick1, ns1, (int)sig, complete);
-  if (st == SP_OK && written) snprintf(written, written_len, "%s", m->cfg.file_path);
+  rv->m = m;
+  rv->tick1 = tick1;
+  rv->ns1 = ns1;
+  rv->sig = sig;
+  /* Calls streamed before the crash are read back from the staging file the
+   * run kept; when it is gone, torn, or the writer had a block in hand, the
+   * recovery is not complete, and says how many blocks it could miss. */
+  if (stage && rv->streamed_lost && !in.bad) {
+    int got = sp__stream_adopt(m, stage, idmap, nreg, &cm);
+    if (got == 0 && stage_idle) rv->streamed_lost = 0;
+  }
+  rv->complete = complete && rv->streamed_lost == 0;
+  m->recovered_lost = rv->streamed_lost;
+  m = NULL;
 done:
+  free(stage);
   sp_manager_destroy(m);
   for (size_t k = 0; ov && k < nov; k++) free(ov[k]);
   free(ov);
   free(idmap);
+  return st;
+}
+
+sp_status sp__spill_recover_mem(const void *data, size_t len, const char *spill, const char *out_path,
+                                char *written, size_t written_len) {
+  struct recovered rv;
+  sp_status st = spill_load(data, len, spill, out_path, &rv);
+  if (st != SP_OK) return st;
+  /* Calls open at the crash never ended: they end at the crash, marked cut
+   * short, so the recovered tree keeps its root. */
+  st = sp__finalize_recovered(rv.m, rv.tick1, rv.ns1, (int)rv.sig, rv.complete, rv.rank < 0 ? 0 : rv.rank, NULL);
+  if (st == SP_OK && written) snprintf(written, written_len, "%s", rv.m->cfg.file_path);
+  sp_manager_destroy(rv.m);
+  return st;
+}
+
+/*====== An MPI job: one spill per rank, one file ======*/
+
+struct job_rank {
+  struct recovered rv;
+  struct sp_run run;
+  const char *spill;
+};
+
+static int cmp_rank(const void *a, const void *b) {
+  const struct job_rank *x = a, *y = b;
+  return (x->rv.rank > y->rv.rank) - (x->rv.rank < y->rv.rank);
+}
+
+sp_status sp__spill_recover_job(const char *const *spills, size_t n, const char *out_path, char *written,
+                                size_t written_len) {
+  if (n == 1) return sp__spill_recover(spills[0], out_path, written, written_len);
+  struct job_rank *jr = calloc(n, sizeof *jr);
+  if (!jr) return sp__set_error(SP_ERR_NO_MEMORY, "out of memory");
+  sp_status st = SP_OK;
+  struct sp_manager *first = NULL; /* its settings write the job */
+  int complete = 1, size = -1;
+  /* One rank at a time: a run outlives its manager (managers are few). */
+  for (size_t i = 0; i < n && st == SP_OK; i++) {
+    size_t len = 0;
+    unsigned char *buf = read_spill(spills[i], &len);
+    struct recovered *rv = &jr[i].rv;
+    jr[i].spill = spills[i];
+    st = buf ? spill_load(buf, len, spills[i], out_path, rv) : SP_ERR_IO;
+    free(buf);
+    if (st == SP_OK && rv->rank < 0)
+      st = sp__set_error(SP_ERR_INVALID_ARGUMENT, "%s does not say which rank wrote it (a run outside a launcher, "
+                         "or an older spill): recover it on its own", spills[i]);
+    if (st == SP_OK) {
+      complete &= rv->complete;
+      if (size < 0) size = rv->size;
+      st = sp__finalize_recovered(rv->m, rv->tick1, rv->ns1, (int)rv->sig, rv->complete, rv->rank, &jr[i].run);
+    }
+    if (!first) first = rv->m;
+    else sp_manager_destroy(rv->m);
+    rv->m = NULL;
+  }
+  if (st == SP_OK) {
+    qsort(jr, n, sizeof *jr, cmp_rank);
+    for (size_t i = 1; i < n && st == SP_OK; i++)
+      if (jr[i].rv.rank == jr[i - 1].rv.rank)
+        st = sp__set_error(SP_ERR_INVALID_ARGUMENT, "%s and %s were both written by rank %d; give each rank's "
+                           "spill once", jr[i - 1].spill, jr[i].spill, jr[i].rv.rank);
+  }
+  struct sp_run job;
+  memset(&job, 0, sizeof job);
+  struct sp_run *runs = st == SP_OK ? malloc(n * sizeof *runs) : NULL;
+  if (st == SP_OK && !runs) st = sp__set_error(SP_ERR_NO_MEMORY, "out of memory");
+  if (runs) {
+    for (size_t i = 0; i < n; i++) runs[i] = jr[i].run;
+    st = sp__runs_merge(runs, n, &job);
+    for (size_t i = 0; i < n; i++) jr[i].run = runs[i]; /* emptied where taken over: freed below */
+    free(runs);
+  }
+  if (st == SP_OK) {
+    /* whole when every rank's spill was, and there was one for every rank
+     * the launcher started */
+    sp__meta_i64(&job.meta, "recovery_complete", complete && size == (int)n);
+    sp__meta_i64(&job.meta, "recovered_ranks", (int64_t)n);
+    st = sp__h5_write_file(&job, &first->cfg, first->cfg.file_path);
+    if (st == SP_OK && written) snprintf(written, written_len, "%s", first->cfg.file_path);
+  }
+  sp__run_free(&job);
+  for (size_t i = 0; i < n; i++) sp__run_free(&jr[i].run);
+  sp_manager_destroy(first);
+  free(jr);
   return st;
 }

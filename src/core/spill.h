@@ -24,13 +24,23 @@ void sp__signals_after_fork_child(void);
 
 /* Finalize a manager rebuilt from a spill: end anchors from the spill, and
  * metadata saying the run was recovered. */
-sp_status sp__finalize_recovered(struct sp_manager *m, uint64_t tick1, int64_t ns1, int sig, int complete);
+struct sp_run;
+sp_status sp__finalize_recovered(struct sp_manager *m, uint64_t tick1, int64_t ns1, int sig, int complete, int rank,
+                                 struct sp_run *sink);
+/* Recover the spill files of one MPI job (one per rank, each naming its
+ * rank) into one job file at out_path (NULL: the job's file_path). */
+sp_status sp__spill_recover_job(const char *const *spills, size_t n, const char *out_path, char *written,
+                                size_t written_len);
 
 /* Finalize a run that ends here for good (the exit hook, a termination
  * signal): open calls end now, marked cut short, `why` in the metadata. */
 sp_status sp__finalize_cut(struct sp_manager *m, const char *why);
 /* "SIGTERM" for SIGTERM, NULL for a signal without a name here. */
 const char *sp__signal_name(int sig);
+
+/* A clock anchor for every live manager (under the registry's lock, so none
+ * is destroyed meanwhile). */
+void sp__clock_note_all(void);
 
 /* The i-th live manager (for handlers and the watcher), or NULL. */
 struct sp_manager *sp__live_manager(int i);

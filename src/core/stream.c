@@ -6,8 +6,10 @@
  * recycled buffer when the writer has handed one back), keeping only its
  * calls still open. The writer rebuilds the calls' tree (the same per-thread
  * pass finalize uses, so ids, parents and exclusive time are identical),
- * groups the completed calls by region and appends them as segments to an
- * unlinked staging file beside the output. Finalize hands over what is left,
+ * groups the completed calls by region and appends them as segments, each
+ * behind a header, to a staging file beside the output (.<name>.stage.XXXXXX,
+ * kept while the run lasts so that a crash spill can name it and recovery
+ * read the streamed calls back: sp__stream_adopt). Finalize hands over what is left,
  * waits for the writer, and assembles the file from the segments a
  * row at a time (a k-way merge by start time across threads), so neither
  * side ever holds the run in memory.
@@ -44,6 +46,17 @@ struct seg {
   uint64_t off;    /* file offset: start[count], end[count], id[count], parent[count], cols */
 };
 
+/* Each segment of the staging file starts with this header, so that a crash
+ * spill's recovery can read back what was streamed (sp__stream_adopt). */
+#define SEG_MAGIC UINT64_C(0x3130304745535053) /* "SPSEG001" */
+#define SEG_HEAD 32u
+struct seg_head {
+  uint64_t magic;
+  uint32_t region, thread;
+  uint64_t count;
+  uint32_t ncols, reserved;
+};
+
 struct block {
   struct block *next;
   sp_thread_rec *t;
@@ -73,6 +86,7 @@ struct sp_stream {
   uint64_t queued_bytes;
   int busy, stop;
   pthread_t th;
+  int adopted; /* recovery: the crashed run's staging file */
   uint64_t blocks;
   sp_status err;
   char errmsg[512];
@@ -157,6 +171,7 @@ static sp_status process_block(struct sp_stream *s, struct block *b) {
   int64_t ns1;
   sp__clock_anchor(&tick1, &ns1);
   struct sp_clock_map cm = sp__clock_map(m->run_tick0, m->run_ns0, tick1, ns1);
+  sp__clock_note(m); /* and one for the run's final map, at every block */
   struct emit_ctx ec = {s};
   struct sp_carry *carry = NULL;
   size_t ncarry = 0;
@@ -210,9 +225,9 @@ static sp_status process_block(struct sp_stream *s, struct block *b) {
       s->segs = n;
       s->segs_cap = cap;
     }
-    s->segs[s->nsegs] = (struct seg){r, t->index, nr, s->file_end};
+    s->segs[s->nsegs] = (struct seg){r, t->index, nr, s->file_end + SEG_HEAD};
     for (int col = 0; col < 4 + ncols && st == SP_OK; col++) {
-      uint64_t off = s->file_end + (uint64_t)col * nr * 8;
+      uint64_t off = s->file_end + SEG_HEAD + (uint64_t)col * nr * 8;
       for (uint64_t k0 = 0; k0 < nr && st == SP_OK; k0 += CHUNK) {
         uint64_t kn = nr - k0 < CHUNK ? nr - k0 : CHUNK;
         for (uint64_t k = 0; k < kn; k++) {
@@ -229,8 +244,12 @@ static sp_status process_block(struct sp_stream *s, struct block *b) {
           st = sp__set_error(SP_ERR_IO, "stream: writing the staging file failed: %s (disk full?)", strerror(errno));
       }
     }
+    /* The header last: a segment the process died writing has none. */
+    struct seg_head h = {SEG_MAGIC, r, t->index, nr, (uint32_t)ncols, 0};
+    if (st == SP_OK && put_at(s->fd, &h, sizeof h, s->file_end) != 0)
+      st = sp__set_error(SP_ERR_IO, "stream: writing the staging file failed: %s (disk full?)", strerror(errno));
     if (st != SP_OK) break;
-    s->file_end += nr * 8 * (uint64_t)(4 + ncols);
+    s->file_end += SEG_HEAD + nr * 8 * (uint64_t)(4 + ncols);
     s->nsegs++;
   }
   free(count);
@@ -292,17 +311,26 @@ static struct sp_stream *stream_open(struct sp_manager *m) {
   s->m = m;
   s->fd = -1;
   /* The staging file lives beside the output (same file system as the final
-   * write), else in TMPDIR; it is unlinked at once, so a killed run leaves
-   * nothing behind. */
+   * write), else in TMPDIR. It keeps its name while the run lasts, so that a
+   * crash spill can name it and `recover` read back what was streamed; it
+   * is removed when the run is written, the manager destroyed, or the
+   * process exits. */
   char *copy = sp__strdup(m->cfg.file_path);
+  const char *base = copy && strrchr(m->cfg.file_path, '/') ? strrchr(m->cfg.file_path, '/') + 1 : m->cfg.file_path;
   const char *dirs[] = {copy ? dirname(copy) : ".", getenv("TMPDIR"), "/tmp"};
   for (size_t i = 0; i < 3 && s->fd < 0; i++) {
     if (!dirs[i]) continue;
-    char *tmpl = sp__asprintf("%s/.scope_profiler.stage.XXXXXX", dirs[i]);
-    if (tmpl && (s->fd = mkstemp(tmpl)) >= 0) unlink(tmpl);
+    char *tmpl = sp__asprintf("%s/.%s.stage.XXXXXX", dirs[i], base);
+    if (tmpl && (s->fd = mkstemp(tmpl)) >= 0 && strlen(tmpl) < sizeof m->stage_path) {
+      memcpy(m->stage_path, tmpl, strlen(tmpl) + 1);
+    } else if (s->fd >= 0) {
+      unlink(tmpl); /* a name too long for the spill: unnamed, not recoverable */
+      m->stage_path[0] = 0;
+    }
     free(tmpl);
   }
   free(copy);
+  if (s->fd >= 0) sp__stage_cleanup_at_exit();
   if (s->fd < 0) {
     free(s);
     return NULL;
@@ -321,8 +349,9 @@ static struct sp_stream *stream_open(struct sp_manager *m) {
 /*====== Recording side ======*/
 
 uint64_t sp__stream_live_limit(const struct sp_manager *m) {
-  /* A quarter of the budget per live buffer leaves room for the buffer in
-   * flight to the writer and its scratch arrays. */
+  /* A quarter of the budget for all live buffers together leaves room for
+   * the two buffers that may be on their way to the writer and its scratch
+   * arrays (docs/configuration.md says so). */
   return (uint64_t)m->cfg.max_buffer_bytes / 4;
 }
 
@@ -776,7 +805,8 @@ void sp__stream_fill_free(void *fill_ctx) {
 void sp__stream_reset(struct sp_manager *m) {
   struct sp_stream *s = m->stream;
   if (!s) return;
-  if (ftruncate(s->fd, 0) != 0) { /* the next run appends past the old data: wasteful, not wrong */ }
+  /* (a crashed run's file read back by recovery is left as it was) */
+  if (!s->adopted && ftruncate(s->fd, 0) != 0) { /* the next run appends past the old data: wasteful, not wrong */ }
   s->file_end = 0;
   s->nsegs = 0;
   s->blocks = 0;
@@ -802,6 +832,8 @@ void sp__stream_close(struct sp_manager *m) {
     free(b);
   }
   close(s->fd);
+  if (m->stage_path[0]) unlink(m->stage_path);
+  m->stage_path[0] = 0;
   free(s->segs);
   free(s->excl);
   free(s->dropped);
@@ -814,6 +846,145 @@ void sp__stream_close(struct sp_manager *m) {
   pthread_cond_destroy(&s->idle);
   free(s);
   m->stream = NULL;
+}
+
+int sp__stream_idle_now(const struct sp_manager *m) {
+  const struct sp_stream *s = __atomic_load_n(&m->stream, __ATOMIC_ACQUIRE);
+  return !s || (!__atomic_load_n(&s->busy, __ATOMIC_RELAXED) && !__atomic_load_n(&s->head, __ATOMIC_RELAXED));
+}
+
+/* A staged call read back, for the exclusive totals. */
+struct staged {
+  int64_t id, parent, dur;
+  uint32_t region, thread;
+};
+static int cmp_staged(const void *a, const void *b) {
+  int64_t x = ((const struct staged *)a)->id, y = ((const struct staged *)b)->id;
+  return (x > y) - (x < y);
+}
+
+/* A private, unlinked copy of the first `len` bytes of fd (recovery writes
+ * its own blocks after them, and the crashed run's file stays as it was). */
+static int private_copy(int fd, uint64_t len) {
+  const char *td = getenv("TMPDIR");
+  char *tmpl = sp__asprintf("%s/.scope_profiler.recover.XXXXXX", td && *td ? td : "/tmp");
+  int out = tmpl ? mkstemp(tmpl) : -1;
+  if (out >= 0) unlink(tmpl);
+  free(tmpl);
+  char buf[1 << 16];
+  for (uint64_t off = 0; out >= 0 && off < len;) {
+    size_t n = len - off < sizeof buf ? (size_t)(len - off) : sizeof buf;
+    if (get_at(fd, buf, n, off) != 0 || put_at(out, buf, n, off) != 0) {
+      close(out);
+      out = -1;
+    }
+    off += n;
+  }
+  return out;
+}
+
+int sp__stream_adopt(struct sp_manager *m, const char *path, const uint32_t *idmap, uint32_t nreg,
+                     const struct sp_clock_map *cm) {
+  int fd = open(path, O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return -1;
+  off_t size = lseek(fd, 0, SEEK_END);
+  struct sp_stream *s = calloc(1, sizeof *s);
+  if (!s || size < 0 || grow_regions(s, sp__region_max_id() + 1) != 0) {
+    close(fd);
+    free(s);
+    return -1;
+  }
+  s->m = m;
+  s->fd = fd;
+  s->adopted = 1;
+  int ncols = m->ext_nout, clean = 0;
+  uint64_t off = 0, n = 0;
+  for (;;) {
+    struct seg_head h;
+    if (off == (uint64_t)size) {
+      clean = 1;
+      break;
+    }
+    if (off + SEG_HEAD > (uint64_t)size || get_at(fd, &h, sizeof h, off) != 0 || h.magic != SEG_MAGIC) break;
+    uint64_t data = h.count * 8 * (uint64_t)(4 + h.ncols);
+    if (h.count > ((uint64_t)1 << 40) || h.ncols != (uint32_t)ncols || off + SEG_HEAD + data > (uint64_t)size) break;
+    uint32_t region = h.region <= nreg ? idmap[h.region] : 0;
+    int known = 0;
+    for (sp_thread_rec *t = m->threads; t && !known; t = t->next) known = t->index == h.thread;
+    if (region && known && region < s->nregions) {
+      if (s->nsegs == s->segs_cap) {
+        size_t cap = s->segs_cap ? s->segs_cap * 2 : 256;
+        struct seg *g = realloc(s->segs, cap * sizeof *g);
+        if (!g) break;
+        s->segs = g;
+        s->segs_cap = cap;
+      }
+      s->segs[s->nsegs++] = (struct seg){region, h.thread, h.count, off + SEG_HEAD};
+      s->calls[region] += h.count;
+      n += h.count;
+    }
+    off += SEG_HEAD + data;
+  }
+  /* Exclusive time of the staged calls: each call's duration, less that of
+   * its children of the same thread that were staged too (a child of a call
+   * still open at the crash is in that call's kept child time). */
+  struct staged *v = malloc((n ? n : 1) * sizeof *v);
+  int64_t *col = malloc(4 * 8192 * sizeof *col);
+  size_t k = 0;
+  int ok = v && col;
+  for (size_t g = 0; g < s->nsegs && ok; g++) {
+    const struct seg *sg = &s->segs[g];
+    for (uint64_t p = 0; p < sg->count && ok; p += 8192) {
+      uint64_t kn = sg->count - p < 8192 ? sg->count - p : 8192;
+      for (int c = 0; c < 4 && ok; c++) ok = get_at(fd, col + c * 8192, kn * 8, sg->off + ((uint64_t)c * sg->count + p) * 8) == 0;
+      for (uint64_t i = 0; i < kn && ok; i++) {
+        int64_t d = sp__ticks_to_ns(cm, (uint64_t)col[8192 + i]) - sp__ticks_to_ns(cm, (uint64_t)col[i]);
+        v[k++] = (struct staged){col[2 * 8192 + i], col[3 * 8192 + i], d < 0 ? 0 : d, sg->region, sg->thread};
+      }
+    }
+  }
+  free(col);
+  if (ok) {
+    qsort(v, k, sizeof *v, cmp_staged);
+    for (size_t i = 0; i < k; i++) {
+      s->excl[v[i].region] += v[i].dur;
+      struct staged key = {v[i].parent, 0, 0, 0, 0};
+      const struct staged *p = v[i].parent >= 0 ? bsearch(&key, v, k, sizeof *v, cmp_staged) : NULL;
+      if (p && p->thread == v[i].thread) s->excl[p->region] -= v[i].dur;
+    }
+  }
+  free(v);
+  s->file_end = off;
+  int copy = ok ? private_copy(fd, off) : -1;
+  close(fd);
+  fd = s->fd = copy;
+  ok = ok && copy >= 0;
+  pthread_mutex_init(&s->mu, NULL);
+  pthread_cond_init(&s->wake, NULL);
+  pthread_cond_init(&s->idle, NULL);
+  if (!ok || pthread_create(&s->th, NULL, writer, s) != 0) {
+    pthread_mutex_destroy(&s->mu);
+    pthread_cond_destroy(&s->wake);
+    pthread_cond_destroy(&s->idle);
+    if (fd >= 0) close(fd);
+    free(s->segs);
+    free(s->excl);
+    free(s->dropped);
+    free(s->calls);
+    free(s);
+    return -1;
+  }
+  m->stream = s;
+  return clean ? 0 : 1;
+}
+
+uint64_t sp__stream_blocks_now(const struct sp_manager *m) {
+  const struct sp_stream *s = __atomic_load_n(&m->stream, __ATOMIC_ACQUIRE);
+  if (!s) return 0;
+  /* a plain read: called from a fatal-signal handler, where no lock may be
+   * taken; a block counted a moment late only makes the count larger */
+  return __atomic_load_n(&s->blocks, __ATOMIC_RELAXED) + (__atomic_load_n(&s->head, __ATOMIC_RELAXED) != NULL) +
+         (__atomic_load_n(&s->current, __ATOMIC_RELAXED) != NULL);
 }
 
 uint64_t sp__stream_calls(const struct sp_manager *m, uint32_t region) {

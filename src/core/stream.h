@@ -22,6 +22,17 @@ void sp__stream_fill_free(void *fill_ctx);
 /* Completed calls of a region streamed in this run. */
 uint64_t sp__stream_calls(const struct sp_manager *m, uint32_t region);
 void sp__stream_reset(struct sp_manager *m);
+/* Blocks this run streamed or has on their way to the writer (async-signal
+ * safe: the crash spill records it). */
+uint64_t sp__stream_blocks_now(const struct sp_manager *m);
+/* 1 when the writer had nothing in hand (async-signal safe). */
+int sp__stream_idle_now(const struct sp_manager *m);
+/* Recovery: the crashed run's staging file at `path` (its region ids mapped
+ * through idmap) becomes m's stream, read back segment by segment: 0 when
+ * read whole, 1 when it ended in a torn segment (what came before is kept),
+ * -1 when it cannot be used. The file is left where it is. */
+int sp__stream_adopt(struct sp_manager *m, const char *path, const uint32_t *idmap, uint32_t nreg,
+                     const struct sp_clock_map *cm);
 void sp__stream_close(struct sp_manager *m);
 
 #endif

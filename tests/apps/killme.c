@@ -1,7 +1,7 @@
 /* killme.c - an instrumented program for the signal tests: it records
  * `work` calls, prints "ready N" once N calls are complete, then either keeps
  * working until a signal arrives (--wait) or raises a signal itself
- * (--raise SIG). With --app-handler it installs its own SIGUSR1 handler
+ * (--raise SIG, after --pause-ms MS). With --app-handler it installs its own SIGUSR1 handler
  * before setup, which must keep working (chained), and then finishes
  * normally. Output file: SCOPE_PROFILER_FILE_PATH (default killme.h5). */
 #include <signal.h>
@@ -26,11 +26,12 @@ static void work(int n) {
 }
 
 int main(int argc, char **argv) {
-  int ready_after = 1000, raise_sig = 0, app = 0;
+  int ready_after = 1000, raise_sig = 0, app = 0, pause_ms = 0;
   for (int i = 1; i < argc; i++) {
     if (!strcmp(argv[i], "--ready") && i + 1 < argc) ready_after = atoi(argv[++i]);
     else if (!strcmp(argv[i], "--raise") && i + 1 < argc) raise_sig = atoi(argv[++i]);
     else if (!strcmp(argv[i], "--app-handler")) app = 1;
+    else if (!strcmp(argv[i], "--pause-ms") && i + 1 < argc) pause_ms = atoi(argv[++i]);
   }
   if (app) signal(SIGUSR1, app_handler);
   /* Background jobs of a non-interactive shell start with SIGINT ignored,
@@ -45,6 +46,9 @@ int main(int argc, char **argv) {
   printf("ready %d\n", ready_after);
   fflush(stdout);
   if (raise_sig) {
+    /* a moment for the stream writer to finish what it has (a streaming run) */
+    struct timespec pause = {pause_ms / 1000, (long)(pause_ms % 1000) * 1000000};
+    if (pause_ms) nanosleep(&pause, NULL);
     SP_REGION("crashing");
     if (raise_sig == SIGSEGV) {
       volatile int *p = NULL;
