@@ -95,6 +95,10 @@ void sp__clock_manual_advance(uint64_t ns) { __atomic_fetch_add(&sp_i_manual_tic
 
 double sp__clock_tsc_ghz(void) { return tsc_ghz; }
 
+void sp__clock_skew_calibration(double ppm) {
+  if (sp_i_clock_tsc == 1) calib_mult = (uint64_t)((double)calib_mult * (1.0 + ppm * 1e-6));
+}
+
 /* The rate between two anchors, or the calibrated one when they are too
  * close to say (or disagree with it wildly: anchors read back from a spill
  * file may be corrupt). */

@@ -47,6 +47,9 @@ void sp__clock_anchor(uint64_t *tick, int64_t *ns); /* (tick, ns) taken together
 /* Manual clock (SCOPE_PROFILER_CLOCK=manual): advance it by `ns`. */
 SP_API void sp__clock_manual_advance(uint64_t ns);
 double sp__clock_tsc_ghz(void);         /* calibrated rate (0 without TSC) */
+/* Tests: make the start-up calibration off by `ppm` parts per million, as a
+ * 4 ms calibration on a busy machine can be; runs must not depend on it. */
+void sp__clock_skew_calibration(double ppm);
 /* The map for a run from (tick, ns) pairs at its start and end. */
 struct sp_clock_map sp__clock_map(uint64_t tick0, int64_t ns0, uint64_t tick1, int64_t ns1);
 __extension__ typedef __int128 sp__i128;
