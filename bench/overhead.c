@@ -7,7 +7,11 @@
  * (the default recording mode), a handle-per-call vs a name interned each
  * call, the exported out-of-line begin/end (what bindings call), nested
  * regions 3 deep, a region whose opt-in tag is not enabled,
- * track_threads, and aggregation mode. Each case is timed REPS times over N pairs;
+ * track_threads, and aggregation mode; then the front ends beside C: the C
+ * macro SP_REGION_M, C++'s SP_PROFILE_SCOPE_M, sp::Scope on a handle and on a
+ * run-time name (bench/overhead_cxx.cpp), Fortran by handle and by name
+ * (bench/overhead_fortran.f90), on a created manager and on the default one.
+ * Each case is timed REPS times over N pairs;
  * the median is reported with min and max.
  *
  *   overhead [--pairs N] [--reps R] [--json FILE]
@@ -23,6 +27,16 @@
 #define BARRIER() __asm__ volatile("" ::: "memory")
 
 void bench_loop_compiled_out(long n);
+#if defined(SP_BENCH_CXX)
+void bench_cxx_macro(sp_manager *m, long n);
+void bench_cxx_scope(sp_manager *m, long n);
+void bench_cxx_runtime_name(sp_manager *m, long n);
+#endif
+#if defined(SP_BENCH_FORTRAN)
+void bench_fortran_handle(sp_manager *m, long n);
+void bench_fortran_name(sp_manager *m, long n);
+void bench_fortran_default(long n);
+#endif
 
 static double now_s(void) {
   struct timespec ts;
@@ -88,6 +102,30 @@ static void loop_interned(long n) {
     sp_region_end(mgr, r);
   }
 }
+/* The front ends, each against the C call that does the same. */
+static void loop_c_macro(long n) {
+  for (long i = 0; i < n; i++) {
+    SP_REGION_M(mgr, "bench");
+    BARRIER();
+  }
+}
+static void loop_c_default(long n) {
+  for (long i = 0; i < n; i++) {
+    sp_begin(reg);
+    BARRIER();
+    sp_end(reg);
+  }
+}
+#if defined(SP_BENCH_CXX)
+static void loop_cxx_macro(long n) { bench_cxx_macro(mgr, n); }
+static void loop_cxx_scope(long n) { bench_cxx_scope(mgr, n); }
+static void loop_cxx_runtime_name(long n) { bench_cxx_runtime_name(mgr, n); }
+#endif
+#if defined(SP_BENCH_FORTRAN)
+static void loop_fortran_handle(long n) { bench_fortran_handle(mgr, n); }
+static void loop_fortran_name(long n) { bench_fortran_name(mgr, n); }
+static void loop_fortran_default(long n) { bench_fortran_default(n); }
+#endif
 static void loop_nested3(long n) {
   for (long i = 0; i < n; i++) {
     sp_region_begin(mgr, reg);
@@ -231,6 +269,32 @@ int main(int argc, char **argv) {
   res[n++] = measure("timeline, interned name", loop_interned, pairs, reps, 1, 1);
   res[n++] = measure("timeline, nested 3 deep (per pair)", loop_nested3, pairs / 3, reps, 3, 1);
   res[n++] = measure("disabled opt-in tag", loop_tagged, pairs, reps, 1, 1);
+  res[n++] = measure("C: SP_REGION_M", loop_c_macro, pairs, reps, 1, 1);
+#if defined(SP_BENCH_CXX)
+  res[n++] = measure("C++: SP_PROFILE_SCOPE_M", loop_cxx_macro, pairs, reps, 1, 1);
+  res[n++] = measure("C++: sp::Scope(manager, Region)", loop_cxx_scope, pairs, reps, 1, 1);
+  res[n++] = measure("C++: sp::Scope(manager, string_view)", loop_cxx_runtime_name, pairs, reps, 1, 1);
+#endif
+#if defined(SP_BENCH_FORTRAN)
+  res[n++] = measure("Fortran: by handle", loop_fortran_handle, pairs, reps, 1, 1);
+  res[n++] = measure("Fortran: by name", loop_fortran_name, pairs, reps, 1, 1);
+#endif
+  {
+    /* The default manager: sp_begin/sp_end and the Fortran calls without a
+     * manager argument. */
+    sp_manager *own = mgr;
+    sp_setup_args a = {.overrides = on};
+    if (sp_setup(&a) != SP_OK) {
+      fprintf(stderr, "overhead: setup failed: %s\n", sp_last_error());
+      return 1;
+    }
+    mgr = SP_DEFAULT;
+    res[n++] = measure("C: sp_begin/sp_end, default manager", loop_c_default, pairs, reps, 1, 1);
+#if defined(SP_BENCH_FORTRAN)
+    res[n++] = measure("Fortran: by handle, default manager", loop_fortran_default, pairs, reps, 1, 1);
+#endif
+    mgr = own;
+  }
   thread_regions[0] = reg;
   thread_regions[1] = reg2;
   workers_raw = 1;

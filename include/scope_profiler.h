@@ -36,6 +36,7 @@
 #include "scope_profiler/config.h"
 #include "scope_profiler/detail.h"
 #include "scope_profiler/export.h"
+#include "scope_profiler/results.h"
 #include "scope_profiler/status.h"
 
 #ifdef __cplusplus
@@ -56,7 +57,6 @@ SP_API const char *sp_version_string(void);
 /*====== Managers ======*/
 
 typedef struct sp_manager sp_manager;
-typedef struct sp_results sp_results; /* scope_profiler/results.h */
 
 /* The process-wide default manager. Exported as a pointer, not as the
  * object: executables copy-relocate exported data, and a pointer's size

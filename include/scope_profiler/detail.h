@@ -45,7 +45,11 @@ extern "C" {
 #  define SP_I_LIKELY(x) (x)
 #  define SP_I_UNLIKELY(x) (x)
 #  define SP_I_INLINE static inline
-#  define SP_I_TLS _Thread_local
+#  if defined(__cplusplus)
+#    define SP_I_TLS thread_local
+#  else
+#    define SP_I_TLS _Thread_local
+#  endif
 #endif
 
 /* Managers that can be live at once in one process (each holds a TLS slot).
@@ -186,6 +190,11 @@ SP_API extern uint64_t sp_i_manual_ticks; /* the manual clock (tests: determinis
 #define sp_i_end_slow sp_i_end_slow_v3
 SP_API int sp_i_begin_slow(void *m, uint32_t r);
 SP_API int sp_i_end_slow(void *m, uint32_t r);
+/* CLOCK_MONOTONIC in nanoseconds, out of line: for programs compiled in a
+ * strict ISO mode (gcc -std=c11), whose <time.h> declares neither
+ * clock_gettime nor CLOCK_MONOTONIC (they are POSIX), so that the headers
+ * need no _POSIX_C_SOURCE from their users. */
+SP_API uint64_t sp_i_clock_ns(void);
 
 /* Raw clock ticks: TSC cycles where the TSC is invariant, else nanoseconds
  * of CLOCK_MONOTONIC. Both map onto CLOCK_MONOTONIC at finalize. */
@@ -194,9 +203,13 @@ SP_I_INLINE uint64_t sp_i_ticks(void) {
   if (SP_I_LIKELY(sp_i_clock_tsc == 1)) return __builtin_ia32_rdtsc();
 #endif
   if (SP_I_UNLIKELY(sp_i_clock_tsc == 2)) return __atomic_load_n(&sp_i_manual_ticks, __ATOMIC_RELAXED);
+#if defined(CLOCK_MONOTONIC)
   struct timespec ts;
   clock_gettime(CLOCK_MONOTONIC, &ts);
   return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+#else
+  return sp_i_clock_ns();
+#endif
 }
 
 /* Relaxed atomic: a plain load on every target, but pause/resume from another

@@ -31,6 +31,8 @@ int64_t sp__mono_ns(void) {
   return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
 }
 
+SP_API uint64_t sp_i_clock_ns(void) { return (uint64_t)sp__mono_ns(); }
+
 #if defined(__x86_64__) && defined(__GNUC__)
 #include <cpuid.h>
 
