@@ -2,13 +2,57 @@
  * counting instructions under callgrind (bench/callgrind.sh): the difference
  * between two N is the exact instruction cost of N pairs, free of noise.
  *
- *   pair_count MODE N     MODE: empty, timeline, aggregation, deactivated, tag
+ *   pair_count MODE N     MODE: empty, timeline, aggregation, deactivated, tag,
+ *                         c_macro (SP_REGION_M), c_fn (sp_region_begin_fn/
+ *                         sp_region_end_fn, out of line), and where built the front
+ *                         ends' loops of bench/overhead: cxx_macro, cxx_scope,
+ *                         cxx_name, fortran_handle, fortran_name
  */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "scope_profiler.h"
+
+#if defined(SP_BENCH_CXX)
+void bench_cxx_macro(sp_manager *m, long n);
+void bench_cxx_scope(sp_manager *m, long n);
+void bench_cxx_runtime_name(sp_manager *m, long n);
+#endif
+#if defined(SP_BENCH_FORTRAN)
+void bench_fortran_handle(sp_manager *m, long n);
+void bench_fortran_name(sp_manager *m, long n);
+#endif
+
+/* The loops of other front ends; 0 when MODE is none of them. */
+static int front_end(const char *mode, sp_manager *m, long n) {
+  if (!strcmp(mode, "c_macro")) {
+    for (long i = 0; i < n; i++) {
+      SP_REGION_M(m, "pair.macro");
+      __asm__ volatile("" ::: "memory");
+    }
+    return 1;
+  }
+  if (!strcmp(mode, "c_fn")) { /* the exported out-of-line pair the bindings call */
+    sp_region r = sp_region_intern("pair.fn");
+    for (long i = 0; i < n; i++) {
+      sp_region_begin_fn(m, r);
+      __asm__ volatile("" ::: "memory");
+      sp_region_end_fn(m, r);
+    }
+    return 1;
+  }
+#if defined(SP_BENCH_CXX)
+  if (!strcmp(mode, "cxx_macro")) return bench_cxx_macro(m, n), 1;
+  if (!strcmp(mode, "cxx_scope")) return bench_cxx_scope(m, n), 1;
+  if (!strcmp(mode, "cxx_name")) return bench_cxx_runtime_name(m, n), 1;
+#endif
+#if defined(SP_BENCH_FORTRAN)
+  if (!strcmp(mode, "fortran_handle")) return bench_fortran_handle(m, n), 1;
+  if (!strcmp(mode, "fortran_name")) return bench_fortran_name(m, n), 1;
+#endif
+  return 0;
+}
 
 int main(int argc, char **argv) {
   if (argc != 3) {
@@ -29,6 +73,15 @@ int main(int argc, char **argv) {
     r = sp_region_intern_ex("pair.tagged", NULL, -1, NULL, "off");
     sp_region_begin(m, r); /* the first call decides, later ones hit the bitmap */
     sp_region_end(m, r);
+  }
+  if (front_end(mode, m, n)) {
+    sp_manager_destroy(m);
+    return 0;
+  }
+  if (strcmp(mode, "empty") && strcmp(mode, "timeline") && strcmp(mode, "aggregation") &&
+      strcmp(mode, "deactivated") && strcmp(mode, "tag")) {
+    fprintf(stderr, "pair_count: no mode '%s' in this build\n", mode);
+    return 2;
   }
   int empty = !strcmp(mode, "empty");
   for (long i = 0; i < n; i++) {

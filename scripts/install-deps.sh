@@ -19,6 +19,7 @@ pkgs=(
   python3-dev python3-pytest        # the Python package (CPython extension) and its tests
   python3-mpi4py                    # the Python package under mpirun (profile_mpi_calls)
   clang libclang-rt-14-dev          # libFuzzer and TSan builds
+  gfortran                          # the Fortran module (bindings/fortran/) and its tests
   valgrind
   libncurses-dev tmux               # the tui command; its pseudo-terminal tests
 )

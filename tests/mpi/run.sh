@@ -19,6 +19,7 @@
 #                           pkg-config consumers under mpirun
 #   run.sh detect           when MPI is used, and finalize after MPI_Finalize
 #   run.sh demo NP          examples/sim_mpi under mpirun
+#   run.sh fortran NP       fortran_job (the Fortran module, MPI, OpenMP): one job file
 set -euo pipefail
 "$SP_PYTHON" -c 'import h5py' 2>/dev/null || { echo "python3-h5py missing"; exit 77; }
 [ -x "${SP_MPIEXEC:-}" ] || { echo "no mpirun"; exit 77; }
@@ -181,6 +182,15 @@ install)
       "${mpirun[@]}" "${envargs[@]}" -np 2 "$work/$exe"
     check $name.h5 --ranks 2 --per-rank consumer=3 --per-rank MPI_Barrier=3 --parent MPI_Barrier=consumer
   done
+  ;;
+fortran)
+  np=$2
+  work=$(mktemp -d /tmp/sp-mpi-XXXXXX); trap 'rm -rf "$work"' EXIT
+  cd "$work"
+  rank_env OMP_NUM_THREADS 2
+  "${mpirun[@]}" "${envargs[@]}" -np "$np" "$SP_MPI_BIN/fortran_job" job.h5
+  check job.h5 --ranks "$np" --per-rank step=4 --per-rank exchange=4 --per-rank work=8 \
+    --parent exchange=step
   ;;
 detect)
   work=$(mktemp -d /tmp/sp-mpi-XXXXXX); trap 'rm -rf "$work"' EXIT
