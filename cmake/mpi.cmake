@@ -92,8 +92,14 @@ set_target_properties(scope_profiler_mpi_static PROPERTIES OUTPUT_NAME scope_pro
   EXPORT_NAME scope_profiler_mpi_static)
 add_library(ScopeProfiler::scope_profiler_mpi ALIAS scope_profiler_mpi)
 add_library(ScopeProfiler::scope_profiler_mpi_static ALIAS scope_profiler_mpi_static)
+# scope_profiler.hpp over the MPI library (ScopeProfiler::cxx_mpi).
+add_library(scope_profiler_cxx_mpi INTERFACE)
+target_link_libraries(scope_profiler_cxx_mpi INTERFACE scope_profiler_mpi)
+target_compile_features(scope_profiler_cxx_mpi INTERFACE cxx_std_11)
+set_target_properties(scope_profiler_cxx_mpi PROPERTIES EXPORT_NAME cxx_mpi)
+add_library(ScopeProfiler::cxx_mpi ALIAS scope_profiler_cxx_mpi)
 
-install(TARGETS scope_profiler_mpi scope_profiler_mpi_static
+install(TARGETS scope_profiler_mpi scope_profiler_mpi_static scope_profiler_cxx_mpi
         EXPORT ScopeProfilerMPITargets
         LIBRARY DESTINATION ${CMAKE_INSTALL_LIBDIR}
         ARCHIVE DESTINATION ${CMAKE_INSTALL_LIBDIR})
