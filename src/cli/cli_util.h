@@ -139,5 +139,7 @@ int sp_cli_compare(const char *cmd, sp_results *a, sp_results *b, const sp_filte
 /* inspect's perf_events table (cli_counters.c): nothing when the file has
  * no counters; 0, or 2 with a message. */
 int sp_cli_print_counters(const char *cmd, sp_results *r, const sp_filter *f);
+/* inspect's LIKWID tables (rank<N>/likwid/regions); nothing when the file has none. */
+int sp_cli_print_likwid(const char *cmd, sp_results *r, const sp_filter *f);
 
 #endif

@@ -324,7 +324,8 @@ static int print_table(sp_results *r, const sp_filter *f, const int *cols, size_
   }
   free(rows);
   sp__memory_table_free(&mt);
-  return sp_cli_print_counters(CMD, r, f);
+  int rc = sp_cli_print_counters(CMD, r, f);
+  return rc ? rc : sp_cli_print_likwid(CMD, r, f);
 }
 
 /* ---- --tree ------------------------------------------------------------------------ */

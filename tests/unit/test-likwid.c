@@ -13,6 +13,8 @@
 #include "harness.h"
 #include "h5util.h"
 #include "probes/likwid/likwid_results.h"
+#include "read/likwid_read.h"
+#include "scope_profiler/reader.h"
 #include "scope_profiler.h"
 
 /* A 2-D float64 dataset ([rows][cols], malloc'd), or NULL. */
@@ -270,6 +272,30 @@ SP_TEST(under_likwid_the_full_api_results_land_in_upstreams_layout) {
   ASSERT_STR_EQ(mode, "1");
   free(mode);
   ASSERT_EQ(h5_attr_i64("full.h5", "/rank0/likwid", "num_regions"), 2);
+  /* what the probe wrote reads back as inspect shows it */
+  sp_results *res;
+  ASSERT_OK(sp_results_open("full.h5", &res));
+  struct sp_likwid_row *lr;
+  size_t nl;
+  ASSERT_OK(sp__results_likwid(res, &lr, &nl));
+  ASSERT_EQ(nl, 2);
+  int seen = 0;
+  for (size_t i = 0; i < nl; i++) {
+    ASSERT_EQ(lr[i].rank, 0);
+    ASSERT_STR_EQ(lr[i].source, "full_api");
+    ASSERT_STR_EQ(lr[i].group_name, "MOCK_GROUP");
+    ASSERT_EQ(lr[i].nevents, 2);
+    if (strcmp(lr[i].region, "solve-phase-2") == 0) {
+      seen |= 1;
+      ASSERT_EQ(lr[i].calls, 4);
+      ASSERT_EQ(lr[i].nthreads, 1);
+      ASSERT_NEAR(lr[i].events[0], 4000, 1e-6);
+    } else if (strcmp(lr[i].region, "io/write") == 0)
+      seen |= 2;
+  }
+  ASSERT_EQ(seen, 3);
+  sp__likwid_rows_free(lr, nl);
+  sp_results_free(res);
   /* A second finalize collects nothing (the marker API is closed) */
   sp_region r = sp_region_intern("after");
   sp_begin(r);
