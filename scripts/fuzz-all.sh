@@ -65,7 +65,8 @@ flock -u 9
 # Dictionaries: tokens random mutation rarely invents. The environment
 # target gets every setting's variable name, the reader the names a profile's
 # groups, datasets and attributes have.
-sed -n 's/^  X(\([a-z0-9_]*\),.*/\1/p' "$root/include/scope_profiler/settings.h" |
+# (the settings table's blocks: rows "  X(number, name, group, field, ...")
+sed -n 's/^  X([0-9]*, \([a-z0-9_]*\),.*/\1/p' "$root"/src/*/*_settings.h |
   tr a-z A-Z | sed 's/.*/"&="/' > "$out/env.dict"
 printf '"%s"\n' SLURM_ ENABLE_TAGS= CONFIG= true false full minimal "," "*" >> "$out/env.dict"
 printf '"%s"\n' scope_profiler_schema storage_layout columnar aggregate metadata region_table \

@@ -57,8 +57,8 @@ clang -g -O1 -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined
 "hdf5"
 "1979-05-27"
 DICT
-  sed -n 's/^  X(\([a-z0-9_]*\), \([A-Z0-9]*\), \([a-z0-9_]*\),.*/"\1"\n"\3"/p' \
-    include/scope_profiler/settings.h | sort -u
+  sed -n 's/^  X([0-9]*, \([a-z0-9_]*\), \([a-z0-9]*\), \([a-z0-9_]*\),.*/"\1"\n"\3"/p' \
+    src/*/*_settings.h | sort -u
 } > "$out/toml.dict"
 
 export ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=1:abort_on_error=1}

@@ -100,8 +100,10 @@ static void render(sp__buf *b, const struct sp_config *c, size_t i) {
     else
       sp__buf_printf(b, "%lld", (long long)*(const int64_t *)f);
     return;
-  case SP__ST_STR:
-  case SP__ST_ENUM: {
+  case SP__ST_ENUM:
+    sp__buf_json_string(b, c->text[i], strlen(c->text[i]));
+    return;
+  case SP__ST_STR: {
     const char *p = *(char *const *)f;
     if (p)
       sp__buf_json_string(b, p, strlen(p));
@@ -120,6 +122,18 @@ static void render(sp__buf *b, const struct sp_config *c, size_t i) {
     return;
   }
   }
+}
+
+/* The setting an IMPLIES rule turned setting i on from, or NULL: i took
+ * its origin, and the origin says where the user set the other one. */
+static const char *implied_by(const struct sp_config *c, size_t i) {
+  for (size_t k = 0; k < sp__nrules; k++) {
+    const struct sp__rule *r = &sp__rules[k];
+    if (r->kind == SP__RULE_IMPLIES && (size_t)r->b == i && sp__config_is_on(c, (size_t)r->a) &&
+        c->origin[i] == c->origin[r->a] && c->origin[i] != SP_ORIGIN_DEFAULT)
+      return sp__settings[r->a].name;
+  }
+  return NULL;
 }
 
 /* Unknown SCOPE_PROFILER_* variables are ignored by the library; `show` is
@@ -180,9 +194,9 @@ static int cmd_show(int argc, char **argv) {
     size_t lv = strlen(v);
     printf("%-*s = %s%*s  (", (int)wname, sp__settings[i].name, v,
            (int)(lv < wval ? wval - lv : 0), "");
-    if (i == SP__SET_track_threads && c.track_async &&
-        c.origin[i] == c.origin[SP__SET_track_async] && c.origin[i] != SP_ORIGIN_DEFAULT) {
-      printf("implied by track_async)\n");
+    const char *by = implied_by(&c, i);
+    if (by) {
+      printf("implied by %s)\n", by);
       free(vals[i]);
       continue;
     }

@@ -1,12 +1,15 @@
-/* config_docs.c - the settings reference generated from SP_SETTINGS: the list
- * printed by `scope-profiler config --help` and the whole of
- * docs/configuration.md (`scope-profiler config docs`).
+/* config_docs.c - the settings reference generated from the settings table
+ * (settings_table.h): the list printed by `scope-profiler config --help` and
+ * the whole of docs/configuration.md (`scope-profiler config docs`), both
+ * grouped as the table is, with the rules between settings expanded from the
+ * table's rules.
  *
  * The prose around the table lives here too, so that the checked-in document
  * is exactly this function's output and a CTest test can fail when the two
  * differ. Change the text here, then regenerate:
  *   scope-profiler config docs > docs/configuration.md
  */
+#include <stdlib.h>
 #include <string.h>
 
 #include "config/config_buf.h"
@@ -32,15 +35,9 @@ static void describe_type(sp__buf *b, const struct sp__setting *s, int markdown)
     return;
   case SP__ST_ENUM:
     sp__buf_puts(b, "one of ");
-    for (const char *p = s->choices; *p;) {
-      const char *e = strchr(p, '|');
-      size_t n = e ? (size_t)(e - p) : strlen(p);
-      if (markdown) sp__buf_putc(b, '`');
-      sp__buf_add(b, p, n);
-      if (markdown) sp__buf_putc(b, '`');
-      if (e) sp__buf_puts(b, ", ");
-      p += n + (e ? 1 : 0);
-    }
+    for (int k = 0; k < s->nchoices; k++)
+      sp__buf_printf(b, "%s%s%s%s", k ? ", " : "", markdown ? "`" : "", s->choices[k],
+                     markdown ? "`" : "");
     return;
   case SP__ST_LIST:
     sp__buf_puts(b, "list of strings");
@@ -60,8 +57,10 @@ static void describe_default(sp__buf *b, const struct sp__setting *s, int markdo
     else
       sp__buf_printf(b, "%s%lld%s", q, (long long)s->idef, q);
     return;
-  case SP__ST_STR:
   case SP__ST_ENUM:
+    sp__buf_printf(b, "%s\"%s\"%s", q, s->choices[s->idef], q);
+    return;
+  case SP__ST_STR:
     if (s->sdef)
       sp__buf_printf(b, "%s\"%s\"%s", q, s->sdef, q);
     else
@@ -76,19 +75,59 @@ static void describe_default(sp__buf *b, const struct sp__setting *s, int markdo
   }
 }
 
+char *sp__rule_text(const struct sp__rule *r, int markdown) {
+  sp__buf b = SP__BUF_INIT;
+  const char *q = markdown ? "`" : "";
+  const char *an = sp__settings[r->a].name, *bn = sp__settings[r->b].name;
+  switch (r->kind) {
+  case SP__RULE_CONFLICTS:
+    sp__buf_printf(&b, "%s%s%s cannot be combined with %s%s%s: %s", q, an, q, q, bn, q, r->why);
+    break;
+  case SP__RULE_REQUIRES:
+    sp__buf_printf(&b, "%s%s%s requires %s%s%s: %s", q, an, q, q, bn, q, r->why);
+    break;
+  case SP__RULE_IMPLIES:
+    sp__buf_printf(&b, "%s%s%s implies %s%s%s: %s", q, an, q, q, bn, q, r->why);
+    break;
+  case SP__RULE_RANGE: {
+    const char *w = sp__enum_word((size_t)r->b, r->choice);
+    if (r->lo > r->hi)
+      sp__buf_printf(&b, "with %s%s = \"%s\"%s, %s%s%s must be unset: %s", q, bn, w, q, q, an, q, r->why);
+    else
+      sp__buf_printf(&b, "with %s%s = \"%s\"%s, %s%s%s must be %lld-%lld: %s", q, bn, w, q, q, an, q,
+                     (long long)r->lo, (long long)r->hi, r->why);
+    break;
+  }
+  }
+  if (markdown)
+    sp__buf_puts(&b, r->kind == SP__RULE_IMPLIES ? "." : r->kind == SP__RULE_RANGE ? " (`SP_ERR_INVALID_VALUE`)."
+                                                                                   : " (`SP_ERR_CONFLICT`).");
+  return sp__buf_take(&b);
+}
+
 char *sp__config_help_text(void) {
   sp__buf b = SP__BUF_INIT;
   sp__buf_printf(&b, "settings (%d): flat name [group spelling], type, default; environment "
                  "variable SCOPE_PROFILER_<NAME>\n", (int)SP__NSETTINGS);
-  for (size_t i = 0; i < SP__NSETTINGS; i++) {
-    const struct sp__setting *s = &sp__settings[i];
-    sp__buf_printf(&b, "  %s", s->name);
-    if (s->dotted) sp__buf_printf(&b, " [%s]", s->dotted);
-    sp__buf_puts(&b, ": ");
-    describe_type(&b, s, 0);
-    sp__buf_puts(&b, "; default ");
-    describe_default(&b, s, 0);
-    sp__buf_printf(&b, "\n      %s%s\n", s->status == SP__SS_PLANNED ? UNAVAILABLE " " : "", s->doc);
+  for (int g = 0; g < SP__NGROUPS; g++) {
+    sp__buf_printf(&b, "\n%s (%s):\n", sp__groups[g].title, sp__groups[g].name);
+    for (size_t i = 0; i < SP__NSETTINGS; i++) {
+      const struct sp__setting *s = &sp__settings[i];
+      if (s->group != g) continue;
+      sp__buf_printf(&b, "  %s", s->name);
+      if (s->dotted) sp__buf_printf(&b, " [%s]", s->dotted);
+      sp__buf_puts(&b, ": ");
+      describe_type(&b, s, 0);
+      sp__buf_puts(&b, "; default ");
+      describe_default(&b, s, 0);
+      sp__buf_printf(&b, "\n      %s%s\n", s->status != SP__SS_READY ? UNAVAILABLE " " : "", s->doc);
+    }
+  }
+  sp__buf_puts(&b, "\nrules between settings:\n");
+  for (size_t k = 0; k < sp__nrules; k++) {
+    char *t = sp__rule_text(&sp__rules[k], 0);
+    sp__buf_printf(&b, "  - %s\n", t ? t : "?");
+    free(t);
   }
   return sp__buf_take(&b);
 }
@@ -110,7 +149,8 @@ static void md_cell(sp__buf *b, const char *text) {
 }
 
 static const char md_head[] =
-    "<!-- Generated by `scope-profiler config docs` from include/scope_profiler/settings.h.\n"
+    "<!-- Generated by `scope-profiler config docs` from the settings table\n"
+    "     (src/config/settings_table.h and the blocks it includes, e.g. src/output/hdf5_settings.h).\n"
     "     Do not edit by hand: change the table (or src/config/config_docs.c) and run\n"
     "     `scope-profiler config docs > docs/configuration.md`. A test fails when they differ. -->\n"
     "# Configuration\n"
@@ -152,6 +192,16 @@ static const char *const md_intro[] = {
     "sp_status st = sp_setup(&args);   /* on error, sp_last_error() says what and how to fix */\n"
     "sp_options_clear(&o);             /* frees the text sp_options_set() copied */\n"
     "```\n"
+    "\n"
+    "`sp_options` has a field for each of the settings it had when its layout was frozen\n"
+    "(the table's column *Field*), so programs built against an older header keep working\n"
+    "with a newer library; every setting, including the later ones (such as `quiet`), can be\n"
+    "set by key with `sp_options_set()` and read back with `sp_options_get()`. Always start\n"
+    "from `SP_OPTIONS_INIT`: it records the struct's size, and options that lack it are refused\n"
+    "(`SP_ERR_INVALID_ARGUMENT`) rather than misread. Programs and bindings read the whole\n"
+    "table (names, groups, types, defaults, bounds, choices, docs, environment names, status,\n"
+    "rules) through `scope_profiler/settings.h`: `sp_setting_info_at()`, `sp_setting_find()`,\n"
+    "`sp_setting_check()`, `sp_setting_group_at()`, `sp_setting_rule_at()`.\n"
     "\n"
     "The resolved values are stored in every output file as the `settings` metadata\n"
     "attribute: one JSON object holding every setting (lists as arrays, unset values as\n"
@@ -255,15 +305,18 @@ static const char *const md_intro[] = {
     "## Rules between settings\n"
     "\n"
     "Checked after the sources are merged; the messages say which source set each value.\n"
+    "A setting is *on* when it is true, set, non-empty, or (an enumeration) other than its\n"
+    "default. These come from the rules table (`SP_RULES_<BLOCK>` beside each block of\n"
+    "settings; `sp_setting_rule_at()` gives them to programs):\n"
+    "\n",
+};
+
+/* After the rules table's bullets. */
+static const char *const md_after_rules[] = {
     "\n"
-    "- `aggregation_mode` cannot be combined with `use_line_profiler`, `use_gpu_timing`,\n"
-    "  `use_nvtx` or `use_likwid` (`SP_ERR_CONFLICT`).\n"
-    "- `gpu_sync_on_exit` requires `use_gpu_timing` (`SP_ERR_CONFLICT`).\n"
-    "- `hdf5_compression_level` requires a compression filter: 0-9 for `gzip`, 1-22 for\n"
-    "  `zstd`, 1-9 for `auto` (which may pick either); `lzf` takes no level\n"
-    "  (`SP_ERR_INVALID_VALUE`).\n"
+    "And, checked by the code that owns them:\n"
+    "\n"
     "- `hdf5_compression = \"none\"` means the same as leaving it unset.\n"
-    "- `track_async` implies `track_threads`.\n"
     "- `memory_profile_path` is the capture path only while `use_memray` is on; it defaults\n"
     "  to the output file's path with its suffix replaced by `.memray.bin`.\n"
     "- Post-processing names the run by `label`, or by the output file's stem when there is\n"
@@ -288,8 +341,10 @@ static const char *const md_intro[] = {
     "- **A setting this build cannot honour** (marked *Not available in this build* in the\n"
     "  table below), when it is set to anything but its default, prints one warning naming\n"
     "  it, its value and where it was set, once per process and only on rank 0 of a launched\n"
-    "  job: `scope-profiler: warning: use_likwid = true (set by SCOPE_PROFILER_USE_LIKWID) is\n"
-    "  not available in this build and has no effect; ...`. The run is recorded as usual.\n"
+    "  job: `scope-profiler: warning: use_nvtx = true (set by SCOPE_PROFILER_USE_NVTX) is not\n"
+    "  available in this build (not implemented yet) and has no effect; ...` (\"left out when\n"
+    "  it was built\" for a feature this build was configured without). The run is recorded\n"
+    "  as usual.\n"
     "\n"
     "Under a launcher (Open MPI, MPICH/Hydra, MVAPICH, PMIx) the line names the rank:\n"
     "`scope-profiler (rank 3): error: ...`. `quiet = true` (`SCOPE_PROFILER_QUIET=1`) silences\n"
@@ -302,8 +357,9 @@ static const char *const md_intro[] = {
     "\n",
     "## Settings\n"
     "\n"
-    "| Setting | Group spelling | Type and allowed values | Default | Description |\n"
-    "|---|---|---|---|---|\n",
+    "Each part of the library declares its settings beside its code (a block of the settings\n"
+    "table), in one of these groups. The groups `memray`, `gpu` and `hdf5` also spell their\n"
+    "settings `group.field`.\n",
 };
 
 char *sp__config_markdown(void) {
@@ -311,21 +367,37 @@ char *sp__config_markdown(void) {
   sp__buf_puts(&b, md_head);
   sp__buf_printf(&b, "%d", (int)SP__NSETTINGS);
   for (size_t i = 0; i < sizeof md_intro / sizeof md_intro[0]; i++) sp__buf_puts(&b, md_intro[i]);
-  for (size_t i = 0; i < SP__NSETTINGS; i++) {
-    const struct sp__setting *s = &sp__settings[i];
-    sp__buf_printf(&b, "| `%s` | ", s->name);
-    if (s->dotted)
-      sp__buf_printf(&b, "`%s`", s->dotted);
-    else
-      sp__buf_puts(&b, "-");
-    sp__buf_puts(&b, " | ");
-    describe_type(&b, s, 1);
-    sp__buf_puts(&b, " | ");
-    describe_default(&b, s, 1);
-    sp__buf_puts(&b, " | ");
-    if (s->status == SP__SS_PLANNED) sp__buf_puts(&b, "**" UNAVAILABLE "** ");
-    md_cell(&b, s->doc);
-    sp__buf_puts(&b, " |\n");
+  for (size_t k = 0; k < sp__nrules; k++) {
+    char *t = sp__rule_text(&sp__rules[k], 1);
+    sp__buf_puts(&b, "- ");
+    if (t) md_cell(&b, t); /* the why may hold a <word> */
+    sp__buf_putc(&b, '\n');
+    free(t);
+  }
+  for (size_t i = 0; i < sizeof md_after_rules / sizeof md_after_rules[0]; i++)
+    sp__buf_puts(&b, md_after_rules[i]);
+  for (int g = 0; g < SP__NGROUPS; g++) {
+    sp__buf_printf(&b, "\n### %s (`%s`)\n\n", sp__groups[g].title, sp__groups[g].name);
+    md_cell(&b, sp__groups[g].doc);
+    sp__buf_puts(&b, "\n\n| Setting | Group spelling | Type and allowed values | Default | Field | Description |\n"
+                     "|---|---|---|---|---|---|\n");
+    for (size_t i = 0; i < SP__NSETTINGS; i++) {
+      const struct sp__setting *s = &sp__settings[i];
+      if (s->group != g) continue;
+      sp__buf_printf(&b, "| `%s` | ", s->name);
+      if (s->dotted)
+        sp__buf_printf(&b, "`%s`", s->dotted);
+      else
+        sp__buf_puts(&b, "-");
+      sp__buf_puts(&b, " | ");
+      describe_type(&b, s, 1);
+      sp__buf_puts(&b, " | ");
+      describe_default(&b, s, 1);
+      sp__buf_puts(&b, sp__options_has_field(i, 0) ? " | yes | " : " | - | ");
+      if (s->status != SP__SS_READY) sp__buf_puts(&b, "**" UNAVAILABLE "** ");
+      md_cell(&b, s->doc);
+      sp__buf_puts(&b, " |\n");
+    }
   }
   return sp__buf_take(&b);
 }

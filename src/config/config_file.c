@@ -176,7 +176,7 @@ static sp_status load_table(struct loader *L, const sp__toml_value *prof) {
     const sp__toml_entry *e = &prof->u.tab.entries[i];
     sp_status st;
     int g = strlen(e->key) == e->key_len ? sp__group_find(e->key) : -1;
-    if (g > 0) {
+    if (g >= 0) {
       st = load_group(L, g, e);
     } else {
       int grouped;
@@ -228,6 +228,8 @@ sp_status sp_load_profiling_config(const char *path, sp_options *out) {
   if (!path || !out)
     return sp__set_error(SP_ERR_INVALID_ARGUMENT, "sp_load_profiling_config: path and options "
                          "must not be NULL");
+  sp_status vst = sp__opt_valid(out);
+  if (vst) return vst;
   FILE *f = fopen(path, "rb");
   if (!f) {
     int err = errno;

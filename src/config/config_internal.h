@@ -1,35 +1,30 @@
 /* config_internal.h - the resolved configuration as the rest of the library
  * sees it, and the calls that build it.
  *
- * struct sp_config is generated from SP_SETTINGS: one resolved field per
- * setting (bool -> int, int -> int64_t, string/enum -> char * or NULL, list ->
- * NULL-terminated char ** or NULL), plus the origin of each value. Depends on
- * nothing but libc and the public headers: core/, output/ and cli/ include it,
- * config/ includes nothing of theirs.
+ * struct sp_config is generated from the settings table (settings_table.h):
+ * one resolved field per setting (bool -> int, int -> int64_t, string -> char
+ * * or NULL, enum -> its C enum sp__<name>, list -> NULL-terminated char **
+ * or NULL), plus the origin of each value. Depends on nothing but libc, the
+ * public headers and the table's blocks: core/, output/, mpi/ and cli/
+ * include it, config/ includes nothing of theirs.
  */
 #ifndef SP_CONFIG_INTERNAL_H
 #define SP_CONFIG_INTERNAL_H
 
 #include <stdint.h>
 
+#include "config/settings_table.h"
 #include "scope_profiler.h"
 
-#define SP__CFG_T_BOOL int
-#define SP__CFG_T_INT int64_t
-#define SP__CFG_T_STR char *
-#define SP__CFG_T_ENUM char *
-#define SP__CFG_T_LIST char **
-
-enum sp__setting_index {
-#define SP__SETTING_ENUM(n, ...) SP__SET_##n,
-  SP_SETTINGS(SP__SETTING_ENUM)
-#undef SP__SETTING_ENUM
-  SP__NSETTINGS
-};
+#define SP__CFG_DECL_BOOL(n) int n;
+#define SP__CFG_DECL_INT(n) int64_t n;
+#define SP__CFG_DECL_STR(n) char *n;
+#define SP__CFG_DECL_ENUM(n) enum sp__##n n;
+#define SP__CFG_DECL_LIST(n) char **n;
 
 struct sp_config {
-#define SP__CFG_FIELD(n, G, s, T, ...) SP__CFG_T_##T n;
-  SP_SETTINGS(SP__CFG_FIELD)
+#define SP__CFG_FIELD(num, n, g, f, T, ...) SP__CFG_DECL_##T(n)
+  SP__ALL_SETTINGS(SP__CFG_FIELD)
 #undef SP__CFG_FIELD
   sp_origin origin[SP__NSETTINGS];
   char *text[SP__NSETTINGS];   /* each value rendered as text ("" unset) */
@@ -39,6 +34,11 @@ struct sp_config {
   int64_t start_time_ns;       /* set by the manager at setup */
   int paused;                  /* mirrored by the manager */
 };
+
+/* The word of an ENUM setting's value ("full" for SP__METADATA_FULL), for
+ * metadata and messages; "" for a value out of range or another type. */
+const char *sp__enum_word(size_t setting, int value);
+#define SP__ENUM_WORD(name, value) sp__enum_word(SP__SET_##name, (int)(value))
 
 /* Resolve defaults < TOML file (args->config_path, else $SCOPE_PROFILER_CONFIG)
  * < args->options < environment < args->overrides, then validate. On error

@@ -9,8 +9,9 @@
  * value came from so the user knows what to edit.
  *
  * The resolved struct holds what the run actually uses: track_threads is on
- * when track_async is, memory_profile_path is the capture path (NULL when
- * use_memray is off), hdf5_compression "none" is NULL, lists are
+ * when track_async is (the rules table's implications), memory_profile_path
+ * is the capture path (NULL when use_memray is off), enumerations are their
+ * C enums, lists are
  * NULL-terminated arrays or NULL when empty. Building it reads the
  * environment and at most one file, and issues no MPI call.
  */
@@ -195,8 +196,14 @@ static sp_status store(struct sp_config *c, const struct sp__setting *s, const s
   case SP__ST_INT:
     *(int64_t *)f = v->set ? v->i : SP_INT_NONE;
     return SP_OK;
+  case SP__ST_ENUM: {
+    int k = v->set ? sp__enum_index(s, v->s) : (int)s->idef;
+    if (k < 0) /* checked before; kept from being stored as an enumerator */
+      return sp__set_error(SP_ERR_INVALID_VALUE, "%s: \"%s\" is not a choice", s->name, v->s);
+    *(int *)f = k;
+    return SP_OK;
+  }
   case SP__ST_STR:
-  case SP__ST_ENUM:
     *(char **)f = NULL;
     if (v->set && v->s) {
       *(char **)f = sp__strdup(v->s);
@@ -231,8 +238,10 @@ static sp_status render_text(struct sp_config *c) {
         t = buf;
       }
       break;
-    case SP__ST_STR:
     case SP__ST_ENUM:
+      t = sp__enum_word(i, *(const int *)f);
+      break;
+    case SP__ST_STR:
       if (*(char *const *)f) t = *(char *const *)f;
       break;
     case SP__ST_LIST:
@@ -291,50 +300,110 @@ int sp__signal_from_name(const char *name) {
   return 0;
 }
 
-static sp_status cross_checks(const struct sp_config *c, const char *path) {
-  char w1[300], w2[300];
-  if (c->aggregation_mode) {
-    static const size_t bad[] = {SP__SET_use_line_profiler, SP__SET_use_gpu_timing,
-                                 SP__SET_use_nvtx, SP__SET_use_likwid};
-    for (size_t k = 0; k < sizeof bad / sizeof bad[0]; k++) {
-      size_t i = bad[k];
-      if (*(const int *)cfield(c, &sp__settings[i]))
-        return sp__set_error(SP_ERR_CONFLICT, "aggregation_mode (set %s) cannot be combined with "
-                             "%s (set %s): aggregation keeps only per-region totals, with no "
-                             "individual calls to attach %s to; turn one of them off",
-                             where(c, SP__SET_aggregation_mode, path, w1, sizeof w1),
-                             sp__settings[i].name, where(c, i, path, w2, sizeof w2),
-                             i == SP__SET_use_line_profiler ? "line timings"
-                             : i == SP__SET_use_gpu_timing  ? "GPU times"
-                             : i == SP__SET_use_nvtx        ? "NVTX ranges"
-                                                            : "LIKWID regions");
+int sp__config_is_on(const struct sp_config *c, size_t i) {
+  const struct sp__setting *s = &sp__settings[i];
+  const void *f = cfield(c, s);
+  switch (s->type) {
+  case SP__ST_BOOL: return *(const int *)f != 0;
+  case SP__ST_INT: return *(const int64_t *)f != SP_INT_NONE;
+  case SP__ST_ENUM: return *(const int *)f != (int)s->idef;
+  case SP__ST_STR: return *(char *const *)f && **(char *const *)f;
+  case SP__ST_LIST: return *(char **const *)f && **(char **const *)f;
+  }
+  return 0;
+}
+
+/* Whether a RANGE rule forbids setting a while b is `choice`. */
+static int forbidden_with(int a, int b, int choice) {
+  for (size_t k = 0; k < sp__nrules; k++)
+    if (sp__rules[k].kind == SP__RULE_RANGE && sp__rules[k].a == a && sp__rules[k].b == b &&
+        sp__rules[k].choice == choice && sp__rules[k].lo > sp__rules[k].hi)
+      return 1;
+  return 0;
+}
+
+/* What to write to turn setting b on so that a may stay, for messages. */
+static const char *how_on(int ai, const struct sp__setting *b, char *buf, size_t size) {
+  size_t k = 0;
+  int bi = (int)(b - sp__settings);
+  switch (b->type) {
+  case SP__ST_BOOL:
+    snprintf(buf, size, "set %s%s%s%s to true", b->name, b->dotted ? " (" : "", b->dotted ? b->dotted : "",
+             b->dotted ? ")" : "");
+    return buf;
+  case SP__ST_ENUM: {
+    int ok[64], n = 0;
+    for (int j = 0; j < b->nchoices && n < 64; j++)
+      if (j != (int)b->idef && !forbidden_with(ai, bi, j)) ok[n++] = j;
+    k = (size_t)snprintf(buf, size, "set %s to ", b->name);
+    for (int j = 0; j < n && k < size; j++)
+      k += (size_t)snprintf(buf + k, size - k, "%s%s", b->choices[ok[j]],
+                            j + 2 < n ? ", " : j + 2 == n ? " or " : "");
+    return buf;
+  }
+  default:
+    snprintf(buf, size, "set %s", b->name);
+    return buf;
+  }
+}
+
+/* The first rule `c` breaks, as an error naming where each value came
+ * from. IMPLIES rules were applied before. */
+static sp_status check_rules(const struct sp_config *c, const char *path) {
+  char w1[300], w2[300], fix[200];
+  for (size_t k = 0; k < sp__nrules; k++) {
+    const struct sp__rule *r = &sp__rules[k];
+    const struct sp__setting *a = &sp__settings[r->a], *b = &sp__settings[r->b];
+    if (!sp__config_is_on(c, (size_t)r->a)) continue;
+    switch (r->kind) {
+    case SP__RULE_CONFLICTS:
+      if (sp__config_is_on(c, (size_t)r->b))
+        return sp__set_error(SP_ERR_CONFLICT, "%s (set %s) cannot be combined with %s (set %s): %s; "
+                             "turn one of them off", a->name, where(c, (size_t)r->a, path, w1, sizeof w1),
+                             b->name, where(c, (size_t)r->b, path, w2, sizeof w2), r->why);
+      break;
+    case SP__RULE_REQUIRES:
+      if (!sp__config_is_on(c, (size_t)r->b))
+        return sp__set_error(SP_ERR_CONFLICT, "%s (set %s) requires %s: %s; %s, or remove %s", a->name,
+                             where(c, (size_t)r->a, path, w1, sizeof w1), b->name, r->why,
+                             how_on(r->a, b, fix, sizeof fix), a->name);
+      break;
+    case SP__RULE_RANGE: {
+      if (*(const int *)cfield(c, b) != r->choice) break;
+      long long v = (long long)*(const int64_t *)cfield(c, a);
+      const char *bw = sp__enum_word((size_t)r->b, r->choice);
+      if (r->lo > r->hi)
+        return sp__set_error(SP_ERR_INVALID_VALUE, "%s (set %s) cannot be used with %s = \"%s\": %s; "
+                             "remove %s or choose another %s", a->name,
+                             where(c, (size_t)r->a, path, w1, sizeof w1), b->name, bw, r->why, a->name,
+                             b->name);
+      if (v < r->lo || v > r->hi)
+        return sp__set_error(SP_ERR_INVALID_VALUE, "%s %lld (set %s) is out of range for %s = \"%s\": "
+                             "%s; use %lld-%lld", a->name, v, where(c, (size_t)r->a, path, w1, sizeof w1),
+                             b->name, bw, r->why, (long long)r->lo, (long long)r->hi);
+      break;
+    }
+    case SP__RULE_IMPLIES:
+      break;
     }
   }
-  if (c->gpu_sync_on_exit && !c->use_gpu_timing)
-    return sp__set_error(SP_ERR_CONFLICT, "gpu_sync_on_exit (set %s) requires use_gpu_timing; "
-                         "set use_gpu_timing (gpu.timing) to true, or drop gpu_sync_on_exit",
-                         where(c, SP__SET_gpu_sync_on_exit, path, w1, sizeof w1));
-  if (c->hdf5_compression_level != SP_INT_NONE) {
-    long long lv = (long long)c->hdf5_compression_level;
-    const char *comp = c->hdf5_compression;
-    const char *lw = where(c, SP__SET_hdf5_compression_level, path, w1, sizeof w1);
-    if (!comp)
-      return sp__set_error(SP_ERR_INVALID_VALUE, "hdf5_compression_level (set %s) needs a "
-                           "compression filter; set hdf5_compression to gzip or zstd, or remove "
-                           "the level", lw);
-    if (!strcmp(comp, "lzf"))
-      return sp__set_error(SP_ERR_INVALID_VALUE, "the lzf filter has no levels; remove "
-                           "hdf5_compression_level (set %s) or choose gzip (0-9) or zstd (1-22)", lw);
-    if (!strcmp(comp, "gzip") && (lv < 0 || lv > 9))
-      return sp__set_error(SP_ERR_INVALID_VALUE, "hdf5_compression_level %lld (set %s) is out of "
-                           "range for gzip; use 0-9", lv, lw);
-    if (!strcmp(comp, "zstd") && (lv < 1 || lv > 22))
-      return sp__set_error(SP_ERR_INVALID_VALUE, "hdf5_compression_level %lld (set %s) is out of "
-                           "range for zstd; use 1-22", lv, lw);
-    if (!strcmp(comp, "auto") && (lv < 1 || lv > 9))
-      return sp__set_error(SP_ERR_INVALID_VALUE, "hdf5_compression_level %lld (set %s) is out of "
-                           "range for auto, which may pick gzip or zstd; use 1-9", lv, lw);
+  return SP_OK;
+}
+
+static void apply_implications(struct sp_config *c) {
+  for (size_t k = 0; k < sp__nrules; k++) {
+    const struct sp__rule *r = &sp__rules[k];
+    if (r->kind != SP__RULE_IMPLIES || !sp__config_is_on(c, (size_t)r->a) ||
+        sp__config_is_on(c, (size_t)r->b) || sp__settings[r->b].type != SP__ST_BOOL)
+      continue;
+    *(int *)cfield(c, &sp__settings[r->b]) = 1;
+    c->origin[r->b] = c->origin[r->a];
   }
+}
+
+/* Checks of one setting's value that the value's type cannot express. */
+static sp_status value_checks(const struct sp_config *c, const char *path) {
+  char w1[300];
   for (size_t k = 0; c->signals && c->signals[k]; k++)
     if (!sp__signal_from_name(c->signals[k])) {
       char q[96];
@@ -405,6 +474,7 @@ sp_status sp__config_resolve_ex(struct sp_config *out, const sp_setup_args *args
     if (st && path_from_env) sp__prefix_error(SP__ENV_PREFIX "CONFIG");
   }
   const sp_options *opts = args ? args->options : NULL;
+  if (!st && opts && (st = sp__opt_valid(opts)) != SP_OK) sp__prefix_error("options");
   if (!st && opts) {
     sp__value v;
     for (size_t i = 0; i < SP__NSETTINGS && !st; i++) {
@@ -449,14 +519,7 @@ sp_status sp__config_resolve_ex(struct sp_config *out, const sp_setup_args *args
   if (!st) st = merge_tags(out, layers, 4, use_env);
 
   if (!st) {
-    if (out->track_async && !out->track_threads) {
-      out->track_threads = 1;
-      out->origin[SP__SET_track_threads] = out->origin[SP__SET_track_async];
-    }
-    if (out->hdf5_compression && !strcmp(out->hdf5_compression, "none")) {
-      free(out->hdf5_compression);
-      out->hdf5_compression = NULL;
-    }
+    apply_implications(out);
     if (!out->use_memray) {
       free(out->memory_profile_path);
       out->memory_profile_path = NULL;
@@ -465,7 +528,8 @@ sp_status sp__config_resolve_ex(struct sp_config *out, const sp_setup_args *args
       if (!out->memory_profile_path) st = sp__set_error(SP_ERR_NO_MEMORY, "out of memory");
     }
   }
-  if (!st) st = cross_checks(out, path);
+  if (!st) st = value_checks(out, path);
+  if (!st) st = check_rules(out, path);
   if (!st) {
     if (out->memory_profile_path) {
       out->memory_profile_path_resolved = sp__strdup(out->memory_profile_path);
@@ -533,7 +597,7 @@ void sp__config_free(struct sp_config *c) {
   for (size_t i = 0; i < SP__NSETTINGS; i++) {
     const struct sp__setting *s = &sp__settings[i];
     void *f = cfield(c, s);
-    if (s->type == SP__ST_STR || s->type == SP__ST_ENUM) free(*(char **)f);
+    if (s->type == SP__ST_STR) free(*(char **)f);
     if (s->type == SP__ST_LIST) list_free(*(char ***)f);
     free(c->text[i]);
   }
@@ -564,7 +628,7 @@ sp_status sp__config_copy(struct sp_config *dst, const struct sp_config *src) {
     const struct sp__setting *s = &sp__settings[i];
     void *d = cfield(dst, s);
     const void *sf = cfield(src, s);
-    if (s->type == SP__ST_STR || s->type == SP__ST_ENUM) {
+    if (s->type == SP__ST_STR) {
       char *p = *(char *const *)sf;
       *(char **)d = p ? sp__strdup(p) : NULL;
       if (p && !*(char **)d) ok = 0;
@@ -609,8 +673,12 @@ char *sp__config_to_json(const struct sp_config *c) {
       else
         sp__buf_printf(&b, "%lld", (long long)*(const int64_t *)f);
       break;
-    case SP__ST_STR:
     case SP__ST_ENUM: {
+      const char *w = sp__enum_word(i, *(const int *)f);
+      sp__buf_json_string(&b, w, strlen(w));
+      break;
+    }
+    case SP__ST_STR: {
       const char *p = *(char *const *)f;
       if (p)
         sp__buf_json_string(&b, p, strlen(p));
@@ -652,6 +720,8 @@ static const char *default_text(const struct sp__setting *s, char buf[32]) {
     if (s->idef == SP_INT_NONE) return "";
     snprintf(buf, 32, "%lld", (long long)s->idef);
     return buf;
+  case SP__ST_ENUM:
+    return s->choices[s->idef];
   default:
     return s->sdef ? s->sdef : "";
   }
@@ -666,12 +736,13 @@ int sp__config_warn_unavailable(const struct sp_config *c) {
   for (size_t i = 0; i < SP__NSETTINGS; i++) {
     const struct sp__setting *s = &sp__settings[i];
     char buf[32], w[300];
-    if (s->status != SP__SS_PLANNED || c->origin[i] == SP_ORIGIN_DEFAULT || !c->text[i]) continue;
+    if (s->status == SP__SS_READY || c->origin[i] == SP_ORIGIN_DEFAULT || !c->text[i]) continue;
     if (!strcmp(c->text[i], default_text(s, buf))) continue;
     if (__atomic_exchange_n(&warned[i], 1, __ATOMIC_RELAXED)) continue;
-    sp__message(SP_MESSAGE_WARNING, "%s = %s (set %s) is not available in this build and has no "
-                "effect; unset it (or set quiet) to silence this warning", s->name, c->text[i],
-                where(c, i, NULL, w, sizeof w));
+    sp__message(SP_MESSAGE_WARNING, "%s = %s (set %s) is not available in this build (%s) and has "
+                "no effect; unset it (or set quiet) to silence this warning", s->name, c->text[i],
+                where(c, i, NULL, w, sizeof w),
+                s->status == SP__SS_PLANNED ? "not implemented yet" : "left out when it was built");
     n++;
   }
   return n;
@@ -696,7 +767,8 @@ int sp__config_quiet_hint(const sp_setup_args *args) {
     if (sp_load_profiling_config(path, &f) == SP_OK && sp__opt_get(&f, s, 0, &v)) q = (int)v.i;
     sp_options_clear(&f);
   }
-  if (args && args->options && sp__opt_get(args->options, s, 0, &v)) q = v.i != 0;
+  if (args && args->options && sp__opt_valid(args->options) == SP_OK && sp__opt_get(args->options, s, 0, &v))
+    q = v.i != 0;
   int e = quiet_word(getenv(SP__ENV_PREFIX "QUIET"));
   if (e >= 0) q = e;
   for (size_t k = 0; args && args->overrides && args->overrides[k]; k++) {
@@ -733,15 +805,45 @@ sp_origin sp_config_origin(const sp_config *c, const char *flat_name) {
 
 static const char *const empty_list[1] = {NULL};
 
+/* The word an ENUM accessor returns; "none" (an enumeration's way of saying
+ * unset, as hdf5_compression's) is NULL. */
+static const char *enum_text(const struct sp_config *c, size_t i) {
+  if (!c) return NULL;
+  const char *w = sp__enum_word(i, *(const int *)cfield(c, &sp__settings[i]));
+  return strcmp(w, "none") ? w : NULL;
+}
+
 #define SP__ACC_GET_BOOL(c, n) ((c) ? (c)->n : 0)
 #define SP__ACC_GET_INT(c, n) ((c) ? (c)->n : SP_INT_NONE)
 #define SP__ACC_GET_STR(c, n) ((c) ? (const char *)(c)->n : NULL)
-#define SP__ACC_GET_ENUM(c, n) ((c) ? (const char *)(c)->n : NULL)
+#define SP__ACC_GET_ENUM(c, n) enum_text(c, SP__SET_##n)
 #define SP__ACC_GET_LIST(c, n) ((c) && (c)->n ? (const char *const *)(c)->n : empty_list)
-#define SP__ACC_DEF(n, G, s, T, ...) \
+#define SP__ACC_DEF(n, T) \
   SP_I_ACC_T_##T sp_config_##n(const sp_config *c) { return SP__ACC_GET_##T(c, n); }
-SP_SETTINGS(SP__ACC_DEF)
+SP_I_OPTION_FIELDS(SP__ACC_DEF)
 #undef SP__ACC_DEF
+
+/* By name, for the settings without an accessor of their own. */
+static const void *typed(const sp_config *c, const char *name, sp__stype type) {
+  size_t i = index_of(name);
+  if (!c || i == SP__NSETTINGS || sp__settings[i].type != type) return NULL;
+  return cfield(c, &sp__settings[i]);
+}
+
+int sp_config_bool(const sp_config *c, const char *flat_name) {
+  const int *f = typed(c, flat_name, SP__ST_BOOL);
+  return f ? *f : 0;
+}
+
+int64_t sp_config_int(const sp_config *c, const char *flat_name) {
+  const int64_t *f = typed(c, flat_name, SP__ST_INT);
+  return f ? *f : SP_INT_NONE;
+}
+
+const char *const *sp_config_list(const sp_config *c, const char *flat_name) {
+  char **const *f = typed(c, flat_name, SP__ST_LIST);
+  return f && *f ? (const char *const *)*f : empty_list;
+}
 
 const char *sp_config_display_label(const sp_config *c) { return c ? c->display_label : NULL; }
 int64_t sp_config_start_time_ns(const sp_config *c) { return c ? c->start_time_ns : 0; }

@@ -26,73 +26,135 @@
 #define SP__T_ENUM SP__ST_ENUM
 #define SP__T_LIST SP__ST_LIST
 
-/* The default column is an integer for BOOL/INT rows and a string (or
- * NULL) for the others; each half picks what its type uses. */
+/* The default column is an integer for BOOL/INT rows, an enumerator for
+ * ENUM rows and a string (or NULL) for the others; each half picks what its
+ * type uses. */
 #define SP__IDEF_BOOL(d) (d)
 #define SP__IDEF_INT(d) (d)
+#define SP__IDEF_ENUM(d) ((int64_t)(d))
 #define SP__IDEF_STR(d) 0
-#define SP__IDEF_ENUM(d) 0
 #define SP__IDEF_LIST(d) 0
 #define SP__SDEF_BOOL(d) NULL
 #define SP__SDEF_INT(d) NULL
+#define SP__SDEF_ENUM(d) NULL
 #define SP__SDEF_STR(d) (d)
-#define SP__SDEF_ENUM(d) (d)
 #define SP__SDEF_LIST(d) (d)
 
-#define SP__GENUM_NONE SP__G_NONE
-#define SP__GENUM_MEMRAY SP__G_MEMRAY
-#define SP__GENUM_GPU SP__G_GPU
-#define SP__GENUM_HDF5 SP__G_HDF5
-#define SP__GNAME_NONE NULL
-#define SP__GNAME_MEMRAY "memray"
-#define SP__GNAME_GPU "gpu"
-#define SP__GNAME_HDF5 "hdf5"
-#define SP__DOTTED_NONE(s) NULL
-#define SP__DOTTED_MEMRAY(s) "memray." #s
-#define SP__DOTTED_GPU(s) "gpu." #s
-#define SP__DOTTED_HDF5(s) "hdf5." #s
-#define SP__GOFF_NONE(s) 0
-#define SP__GOFF_MEMRAY(s) offsetof(sp_options, memray.s)
-#define SP__GOFF_GPU(s) offsetof(sp_options, gpu.s)
-#define SP__GOFF_HDF5(s) offsetof(sp_options, hdf5.s)
+/* The words of every ENUM setting, in enum order: sp__words_<name>. */
+#define SP__WORD(e, word) word,
+#define SP__WORDS_DECL_BOOL(n)
+#define SP__WORDS_DECL_INT(n)
+#define SP__WORDS_DECL_STR(n)
+#define SP__WORDS_DECL_LIST(n)
+#define SP__WORDS_DECL_ENUM(n) static const char *const sp__words_##n[] = {SP__CHOICES_##n(SP__WORD) NULL};
+#define SP__WORDS_DECL(num, n, g, f, T, ...) SP__WORDS_DECL_##T(n)
+SP__ALL_SETTINGS(SP__WORDS_DECL)
+#undef SP__WORDS_DECL
+#define SP__WORDS_BOOL(n) NULL
+#define SP__WORDS_INT(n) NULL
+#define SP__WORDS_STR(n) NULL
+#define SP__WORDS_LIST(n) NULL
+#define SP__WORDS_ENUM(n) sp__words_##n
+#define SP__NWORDS_BOOL(n) 0
+#define SP__NWORDS_INT(n) 0
+#define SP__NWORDS_STR(n) 0
+#define SP__NWORDS_LIST(n) 0
+#define SP__NWORDS_ENUM(n) ((int)(sizeof sp__words_##n / sizeof sp__words_##n[0]) - 1)
 
+/* STATUS may be a macro of the block's header (chosen by its build switch),
+ * so it is expanded before it is pasted. */
 #define SP__STATUS_READY SP__SS_READY
 #define SP__STATUS_PLANNED SP__SS_PLANNED
-/* Settings whose feature is a build switch (cmake/counters.cmake). */
-#ifdef SP_HAVE_PERF
-#define SP__STATUS_PERF_BUILD SP__SS_READY
-#else
-#define SP__STATUS_PERF_BUILD SP__SS_PLANNED
-#endif
-#ifdef SP_HAVE_LIKWID
-#define SP__STATUS_LIKWID_BUILD SP__SS_READY
-#else
-#define SP__STATUS_LIKWID_BUILD SP__SS_PLANNED
-#endif
+#define SP__STATUS_UNBUILT SP__SS_UNBUILT
+#define SP__STATUS_I(st) SP__STATUS_##st
+#define SP__STATUS(st) SP__STATUS_I(st)
 
-#define SP__SETTING_ROW(n, G, s, T, def, lo_, hi_, ch, doc_, st)                                  \
-  {.name = #n,                                                                                   \
-   .group = SP__GENUM_##G,                                                                       \
-   .group_name = SP__GNAME_##G,                                                                  \
-   .short_name = #s,                                                                             \
-   .dotted = SP__DOTTED_##G(s),                                                                  \
+#define SP__SETTING_ROW(num, n, g, f, T, def, lo_, hi_, doc_, st)                                 \
+  [num] = {.name = #n,                                                                                   \
+   .group = SP__GROUP_##g,                                                                       \
+   .group_name = #g,                                                                             \
+   .short_name = #f,                                                                             \
+   .dotted = SP__GROUP_SPELLED_##g ? #g "." #f : NULL,                                           \
    .type = SP__T_##T,                                                                            \
    .idef = SP__IDEF_##T(def),                                                                    \
    .sdef = SP__SDEF_##T(def),                                                                    \
    .lo = (lo_),                                                                                  \
    .hi = (hi_),                                                                                  \
-   .choices = ch,                                                                                \
+   .choices = SP__WORDS_##T(n),                                                                  \
+   .nchoices = SP__NWORDS_##T(n),                                                                \
    .doc = doc_,                                                                                  \
-   .status = SP__STATUS_##st,                                                                    \
-   .flat_off = offsetof(sp_options, n),                                                          \
-   .group_off = SP__GOFF_##G(s),                                                                 \
+   .status = SP__STATUS(st),                                                                     \
    .cfg_off = offsetof(struct sp_config, n)},
 
-const struct sp__setting sp__settings[SP__NSETTINGS] = {SP_SETTINGS(SP__SETTING_ROW)};
+/* Rows sit at their numbers; a number given twice is an error in any build. */
+#pragma GCC diagnostic push
+#pragma GCC diagnostic error "-Woverride-init"
+const struct sp__setting sp__settings[SP__NSETTINGS] = {SP__ALL_SETTINGS(SP__SETTING_ROW)};
+#pragma GCC diagnostic pop
 
-size_t sp_setting_count(void) { return SP__NSETTINGS; }
+#define SP__GROUP_ROW(g, sp_, title_, doc_) {.name = #g, .spelled = (sp_), .title = title_, .doc = doc_},
+const struct sp__group sp__groups[SP__NGROUPS] = {SP__ALL_GROUPS(SP__GROUP_ROW)};
 
-const char *sp_setting_name(size_t i) { return i < SP__NSETTINGS ? sp__settings[i].name : NULL; }
+/* The code that walks the table reads and writes a resolved ENUM as int. */
+#define SP__ENUM_SIZE_BOOL(n)
+#define SP__ENUM_SIZE_INT(n)
+#define SP__ENUM_SIZE_STR(n)
+#define SP__ENUM_SIZE_LIST(n)
+#define SP__ENUM_SIZE_ENUM(n) _Static_assert(sizeof(enum sp__##n) == sizeof(int), "enum sp__" #n " is read as an int");
+#define SP__ENUM_SIZE(num, n, g, f, T, ...) SP__ENUM_SIZE_##T(n)
+SP__ALL_SETTINGS(SP__ENUM_SIZE)
+#undef SP__ENUM_SIZE
+
+/* Every frozen field of sp_options must be a setting of the same type; each
+ * field's offset (plus one, so that 0 means "no field") by setting. */
+enum {
+#define SP__ROWTYPE(num, n, g, f, T, ...) SP__ROWTYPE_##n = SP__T_##T,
+  SP__ALL_SETTINGS(SP__ROWTYPE)
+#undef SP__ROWTYPE
+};
+#define SP__CHECK_FLAT(n, T) \
+  _Static_assert((int)SP__ROWTYPE_##n == (int)SP__T_##T, "sp_options." #n " must have the type of setting " #n);
+#define SP__CHECK_GROUP(n, s, T) \
+  _Static_assert((int)SP__ROWTYPE_##n == (int)SP__T_##T, "the group field of " #n " must have its type");
+SP_I_OPTION_FIELDS(SP__CHECK_FLAT)
+SP_I_MEMRAY_FIELDS(SP__CHECK_GROUP)
+SP_I_GPU_FIELDS(SP__CHECK_GROUP)
+SP_I_HDF5_FIELDS(SP__CHECK_GROUP)
+
+#define SP__FLAT_OFF(n, T) [SP__SET_##n] = offsetof(sp_options, n) + 1,
+static const size_t flat_off[SP__NSETTINGS] = {SP_I_OPTION_FIELDS(SP__FLAT_OFF)};
+#define SP__MEMRAY_OFF(n, s, T) [SP__SET_##n] = offsetof(sp_options, memray.s) + 1,
+#define SP__GPU_OFF(n, s, T) [SP__SET_##n] = offsetof(sp_options, gpu.s) + 1,
+#define SP__HDF5_OFF(n, s, T) [SP__SET_##n] = offsetof(sp_options, hdf5.s) + 1,
+static const size_t group_off[SP__NSETTINGS] = {SP_I_MEMRAY_FIELDS(SP__MEMRAY_OFF) SP_I_GPU_FIELDS(SP__GPU_OFF)
+                                                   SP_I_HDF5_FIELDS(SP__HDF5_OFF)};
+#define SP__GROUP_FIELD_NAME(n, s, T) [SP__SET_##n] = #s,
+static const char *const group_field_name[SP__NSETTINGS] = {
+    SP_I_MEMRAY_FIELDS(SP__GROUP_FIELD_NAME) SP_I_GPU_FIELDS(SP__GROUP_FIELD_NAME)
+        SP_I_HDF5_FIELDS(SP__GROUP_FIELD_NAME)};
+
+#define SP__RULE_ROW(k, a_, b_, ch, lo_, hi_, why_)                                                \
+  {.kind = SP__RULE_##k, .a = SP__SET_##a_, .b = SP__SET_##b_, .choice = (int)(ch), .lo = (lo_),     \
+   .hi = (hi_), .why = why_},
+const struct sp__rule sp__rules[SP__NRULES] = {SP__ALL_RULES(SP__RULE_ROW)};
+/* A range is an integer's, keyed by an enumeration; an implication turns a
+ * boolean on. */
+#define SP__RULE_CHECK(k, a_, b_, ...)                                                              \
+  _Static_assert(SP__RULE_##k != SP__RULE_RANGE ||                                                 \
+                     ((int)SP__ROWTYPE_##a_ == (int)SP__ST_INT && (int)SP__ROWTYPE_##b_ == (int)SP__ST_ENUM), \
+                 "RANGE " #a_ " " #b_ ": an INT keyed by an ENUM");                                  \
+  _Static_assert(SP__RULE_##k != SP__RULE_IMPLIES || (int)SP__ROWTYPE_##b_ == (int)SP__ST_BOOL,     \
+                 "IMPLIES " #a_ " " #b_ ": the implied setting is a BOOL");
+SP__ALL_RULES(SP__RULE_CHECK)
+
+int sp__options_has_field(size_t setting, int grouped) {
+  if (setting >= SP__NSETTINGS) return 0;
+  return (grouped ? group_off : flat_off)[setting] != 0;
+}
+
+const char *sp__options_group_field(size_t setting) {
+  return setting < SP__NSETTINGS ? group_field_name[setting] : NULL;
+}
 
 void sp__setting_env_name(const struct sp__setting *s, char *buf, size_t size) {
   size_t k = 0, pre = strlen(SP__ENV_PREFIX);
@@ -107,11 +169,21 @@ const char *sp__setting_spelling(const struct sp__setting *s, int grouped) {
 }
 
 int sp__group_find(const char *name) {
-  if (!name) return -1;
-  if (!strcmp(name, "memray")) return SP__G_MEMRAY;
-  if (!strcmp(name, "gpu")) return SP__G_GPU;
-  if (!strcmp(name, "hdf5")) return SP__G_HDF5;
+  for (int g = 0; name && g < SP__NGROUPS; g++)
+    if (sp__groups[g].spelled && !strcmp(name, sp__groups[g].name)) return g;
   return -1;
+}
+
+int sp__enum_index(const struct sp__setting *s, const char *word) {
+  for (int k = 0; word && s->choices && k < s->nchoices; k++)
+    if (!strcmp(s->choices[k], word)) return k;
+  return -1;
+}
+
+const char *sp__enum_word(size_t setting, int value) {
+  if (setting >= SP__NSETTINGS) return "";
+  const struct sp__setting *s = &sp__settings[setting];
+  return s->type == SP__ST_ENUM && value >= 0 && value < s->nchoices ? s->choices[value] : "";
 }
 
 const struct sp__setting *sp__setting_find(const char *key, int *grouped) {
@@ -332,27 +404,20 @@ static int parse_int_text(const char *t, int64_t *out) {
   return 1;
 }
 
-static void list_choices(const char *choices, char *buf, size_t size) {
+/* "a, b, c" */
+static void list_choices(const struct sp__setting *s, char *buf, size_t size) {
   size_t k = 0;
-  for (const char *p = choices; *p && k + 3 < size; p++) {
-    if (*p == '|') {
-      buf[k++] = ',';
-      buf[k++] = ' ';
-    } else {
-      buf[k++] = *p;
-    }
+  buf[0] = '\0';
+  for (int i = 0; i < s->nchoices; i++) {
+    int n = snprintf(buf + k, size - k, "%s%s", i ? ", " : "", s->choices[i]);
+    if (n < 0 || (size_t)n >= size - k) break;
+    k += (size_t)n;
   }
-  buf[k] = '\0';
 }
 
-static int is_choice(const char *choices, const char *v, int icase) {
-  size_t n = strlen(v);
-  for (const char *p = choices; *p;) {
-    const char *e = strchr(p, '|');
-    size_t len = e ? (size_t)(e - p) : strlen(p);
-    if (len == n && (icase ? strncasecmp(p, v, n) == 0 : strncmp(p, v, n) == 0)) return 1;
-    p += len + (e ? 1 : 0);
-  }
+static int is_choice(const struct sp__setting *s, const char *v, int icase) {
+  for (int i = 0; i < s->nchoices; i++)
+    if (icase ? strcasecmp(s->choices[i], v) == 0 : strcmp(s->choices[i], v) == 0) return 1;
   return 0;
 }
 
@@ -406,11 +471,11 @@ sp_status sp__check_value(const struct sp__setting *s, const char *spelling, con
     }
     return SP_OK;
   case SP__ST_ENUM:
-    if (!v->s || !is_choice(s->choices, v->s, 0)) {
-      list_choices(s->choices, ch, sizeof ch);
+    if (!v->s || !is_choice(s, v->s, 0)) {
+      list_choices(s, ch, sizeof ch);
       return sp__set_error(SP_ERR_INVALID_VALUE, "%s must be one of: %s; got %s%s", spelling, ch,
                            v->s ? sp__quote(v->s, q) : "nothing",
-                           v->s && is_choice(s->choices, v->s, 1) ? " (write it in lowercase)" : "");
+                           v->s && is_choice(s, v->s, 1) ? " (write it in lowercase)" : "");
     }
     return SP_OK;
   case SP__ST_STR:
@@ -446,23 +511,63 @@ const char *sp__origin_name(sp_origin o) {
 
 /*====== Options fields ======*/
 
-struct sp_i_arena {
-  struct sp_i_arena *next;
+/* What an sp_options owns: the text copied by the setters (one allocation
+ * per copy, so that clearing frees everything without knowing which fields
+ * point where), and the values of settings that have no field. */
+struct sp__text {
+  struct sp__text *next;
   char text[];
 };
+struct sp__optval {
+  int setting, grouped;
+  int64_t i;
+  const char *s; /* in texts */
+};
+struct sp_i_optstore {
+  struct sp__text *texts;
+  struct sp__optval *vals;
+  size_t nvals, capvals;
+};
 
-static const char *arena_dup(sp_options *o, const char *s) {
-  size_t n = strlen(s);
-  struct sp_i_arena *a = malloc(sizeof *a + n + 1);
-  if (!a) return NULL;
-  memcpy(a->text, s, n + 1);
-  a->next = o->sp_i_owned;
-  o->sp_i_owned = a;
-  return a->text;
+sp_status sp__opt_valid(const sp_options *o) {
+  if (!o) return sp__set_error(SP_ERR_INVALID_ARGUMENT, "options are NULL");
+  if (o->sp_i_size != sizeof(sp_options) || o->sp_i_version != SP_OPTIONS_VERSION)
+    return sp__set_error(SP_ERR_INVALID_ARGUMENT, "these sp_options were not initialised with "
+                         "SP_OPTIONS_INIT (their size is %u bytes, version %u; this library's are "
+                         "%zu, %d): start from  sp_options o = SP_OPTIONS_INIT;  and rebuild "
+                         "against this scope-profiler's headers", (unsigned)o->sp_i_size,
+                         (unsigned)o->sp_i_version, sizeof(sp_options), SP_OPTIONS_VERSION);
+  return SP_OK;
 }
 
+static struct sp_i_optstore *store_of(sp_options *o) {
+  if (!o->sp_i_owned) o->sp_i_owned = calloc(1, sizeof *o->sp_i_owned);
+  return o->sp_i_owned;
+}
+
+static const char *text_dup(sp_options *o, const char *s) {
+  struct sp_i_optstore *st = store_of(o);
+  size_t n = strlen(s);
+  struct sp__text *t = st ? malloc(sizeof *t + n + 1) : NULL;
+  if (!t) return NULL;
+  memcpy(t->text, s, n + 1);
+  t->next = st->texts;
+  st->texts = t;
+  return t->text;
+}
+
+/* The field of one spelling, or NULL when it has none. */
 static void *field(const sp_options *o, const struct sp__setting *s, int grouped) {
-  return (char *)o + (grouped ? s->group_off : s->flat_off);
+  size_t i = (size_t)(s - sp__settings), off = (grouped ? group_off : flat_off)[i];
+  return off ? (char *)o + off - 1 : NULL;
+}
+
+static struct sp__optval *stored(const sp_options *o, const struct sp__setting *s, int grouped) {
+  const struct sp_i_optstore *st = o->sp_i_owned;
+  int idx = (int)(s - sp__settings);
+  for (size_t k = 0; st && k < st->nvals; k++)
+    if (st->vals[k].setting == idx && st->vals[k].grouped == grouped) return &st->vals[k];
+  return NULL;
 }
 
 int sp__opt_get(const sp_options *o, const struct sp__setting *s, int grouped, sp__value *v) {
@@ -471,6 +576,13 @@ int sp__opt_get(const sp_options *o, const struct sp__setting *s, int grouped, s
   v->s = NULL;
   if (grouped && !s->dotted) return 0;
   const void *f = field(o, s, grouped);
+  if (!f) {
+    const struct sp__optval *sv = stored(o, s, grouped);
+    if (!sv) return 0;
+    v->i = sv->i;
+    v->s = sv->s;
+    return v->set = 1;
+  }
   switch (s->type) {
   case SP__ST_BOOL: {
     sp_bool3 b = *(const sp_bool3 *)f;
@@ -495,9 +607,43 @@ int sp__opt_get(const sp_options *o, const struct sp__setting *s, int grouped, s
   return 1;
 }
 
+static sp_status put_stored(sp_options *o, const struct sp__setting *s, int grouped, const sp__value *v) {
+  struct sp__optval *sv = stored(o, s, grouped);
+  if (!v->set) {
+    if (sv) {
+      struct sp_i_optstore *st = o->sp_i_owned;
+      *sv = st->vals[--st->nvals];
+    }
+    return SP_OK;
+  }
+  const char *copy = NULL;
+  if ((s->type != SP__ST_BOOL && s->type != SP__ST_INT) && !(copy = text_dup(o, v->s ? v->s : "")))
+    return sp__set_error(SP_ERR_NO_MEMORY, "out of memory copying %s", sp__setting_spelling(s, grouped));
+  if (!sv) {
+    struct sp_i_optstore *st = store_of(o);
+    if (st && st->nvals == st->capvals) {
+      size_t cap = st->capvals ? 2 * st->capvals : 8;
+      struct sp__optval *nv = realloc(st->vals, cap * sizeof *nv);
+      if (nv) {
+        st->vals = nv;
+        st->capvals = cap;
+      }
+    }
+    if (!st || st->nvals == st->capvals)
+      return sp__set_error(SP_ERR_NO_MEMORY, "out of memory setting %s", sp__setting_spelling(s, grouped));
+    sv = &st->vals[st->nvals++];
+    sv->setting = (int)(s - sp__settings);
+    sv->grouped = grouped;
+  }
+  sv->i = v->i;
+  sv->s = copy;
+  return SP_OK;
+}
+
 sp_status sp__opt_put(sp_options *o, const struct sp__setting *s, int grouped, const sp__value *v) {
   if (grouped && !s->dotted) grouped = 0;
   void *f = field(o, s, grouped);
+  if (!f) return put_stored(o, s, grouped, v);
   switch (s->type) {
   case SP__ST_BOOL:
     *(sp_bool3 *)f = v->set ? (sp_bool3)(v->i != 0) : (sp_bool3)SP_UNSET;
@@ -508,7 +654,7 @@ sp_status sp__opt_put(sp_options *o, const struct sp__setting *s, int grouped, c
   default: {
     const char *copy = NULL;
     if (v->set) {
-      copy = arena_dup(o, v->s ? v->s : "");
+      copy = text_dup(o, v->s ? v->s : "");
       if (!copy) return sp__set_error(SP_ERR_NO_MEMORY, "out of memory copying %s",
                                       sp__setting_spelling(s, grouped));
     }
@@ -535,12 +681,14 @@ sp_status sp_options_set(sp_options *o, const char *key, const char *value) {
   if (!o || !key)
     return sp__set_error(SP_ERR_INVALID_ARGUMENT, "sp_options_set: options and key must not be "
                          "NULL");
+  sp_status st = sp__opt_valid(o);
+  if (st) return st;
   int grouped;
   const struct sp__setting *s = sp__setting_find(key, &grouped);
   if (!s) return sp__unknown_setting(key);
   sp__value v = {0};
   if (value) {
-    sp_status st = sp__parse_text(s, key, value, &v);
+    st = sp__parse_text(s, key, value, &v);
     if (!st) st = sp__check_value(s, key, &v);
     if (st) return st;
     sp__value other;
@@ -551,14 +699,37 @@ sp_status sp_options_set(sp_options *o, const char *key, const char *value) {
   return sp__opt_put(o, s, grouped, &v);
 }
 
+sp_status sp_options_get(const sp_options *o, const char *key, char *buf, size_t size) {
+  if (!key || !buf || size == 0)
+    return sp__set_error(SP_ERR_INVALID_ARGUMENT, "sp_options_get: key and buffer must not be NULL");
+  buf[0] = '\0';
+  sp_status st = sp__opt_valid(o);
+  if (st) return st;
+  int grouped;
+  const struct sp__setting *s = sp__setting_find(key, &grouped);
+  if (!s) return sp__unknown_setting(key);
+  sp__value v;
+  if (!sp__opt_get(o, s, 0, &v)) (void)sp__opt_get(o, s, 1, &v);
+  if (!v.set) return sp__set_error(SP_ERR_NOT_FOUND, "%s is not set in these options", key);
+  char num[32];
+  const char *t = sp__value_text(s, &v, num);
+  size_t n = strlen(t);
+  if (n >= size)
+    return sp__set_error(SP_ERR_LIMIT, "the value of %s has %zu bytes; the buffer holds %zu", key, n, size - 1);
+  memcpy(buf, t, n + 1);
+  return SP_OK;
+}
+
 void sp_options_clear(sp_options *o) {
-  if (!o) return;
-  struct sp_i_arena *a = o->sp_i_owned;
-  while (a) {
-    struct sp_i_arena *next = a->next;
-    free(a);
-    a = next;
+  if (!o || sp__opt_valid(o)) return;
+  struct sp_i_optstore *st = o->sp_i_owned;
+  for (struct sp__text *t = st ? st->texts : NULL; t;) {
+    struct sp__text *next = t->next;
+    free(t);
+    t = next;
   }
+  if (st) free(st->vals);
+  free(st);
   *o = (sp_options)SP_OPTIONS_INIT;
 }
 
@@ -568,9 +739,11 @@ sp_status sp_options_each_set(const sp_options *o,
   if (!o || !fn)
     return sp__set_error(SP_ERR_INVALID_ARGUMENT, "sp_options_each_set: options and callback "
                          "must not be NULL");
+  sp_status st = sp__opt_valid(o);
+  if (st) return st;
   sp__value v;
   for (size_t i = 0; i < SP__NSETTINGS; i++) {
-    sp_status st = sp__opt_effective(o, &sp__settings[i], &v);
+    st = sp__opt_effective(o, &sp__settings[i], &v);
     if (st) return st;
   }
   for (size_t i = 0; i < SP__NSETTINGS; i++) {

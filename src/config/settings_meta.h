@@ -1,8 +1,9 @@
 /* settings_meta.h - the settings table as data, for the code that needs to
  * walk it at run time: the key setter, the TOML and environment loaders,
  * validation, the settings JSON, `scope-profiler config` and the generated
- * docs. sp__settings[] is expanded from SP_SETTINGS, so it cannot drift from
- * the sp_options and sp_config structs.
+ * docs. sp__settings[], sp__groups[] and sp__rules[] are expanded from the
+ * table (settings_table.h), so they cannot drift from struct sp_config; the
+ * frozen fields of sp_options are checked against it at compile time.
  *
  * Internal to the library (and the CLI); depends on include/ and common/.
  */
@@ -15,29 +16,57 @@
 #include "config/config_internal.h"
 
 typedef enum sp__stype { SP__ST_BOOL, SP__ST_INT, SP__ST_STR, SP__ST_ENUM, SP__ST_LIST } sp__stype;
-typedef enum sp__sgroup { SP__G_NONE, SP__G_MEMRAY, SP__G_GPU, SP__G_HDF5 } sp__sgroup;
 /* The STATUS column: whether this build has the setting's feature. */
-typedef enum sp__sstatus { SP__SS_READY, SP__SS_PLANNED } sp__sstatus;
+typedef enum sp__sstatus { SP__SS_READY, SP__SS_PLANNED, SP__SS_UNBUILT } sp__sstatus;
+
+struct sp__group {
+  const char *name;  /* "hdf5" */
+  int spelled;       /* its rows also answer to <name>.<field> */
+  const char *title; /* section heading in --help and the docs */
+  const char *doc;
+};
+extern const struct sp__group sp__groups[SP__NGROUPS];
 
 struct sp__setting {
-  const char *name;       /* flat name */
-  sp__sgroup group;
-  const char *group_name; /* "memray", "gpu", "hdf5"; NULL when ungrouped */
-  const char *short_name; /* field name inside the group */
-  const char *dotted;     /* "memray.enabled"; NULL when ungrouped */
+  const char *name;        /* flat name */
+  int group;               /* SP__GROUP_<group> */
+  const char *group_name;  /* "core", "hdf5", ... */
+  const char *short_name;  /* field name inside the group */
+  const char *dotted;      /* "memray.enabled"; NULL when the group is not spelled */
   sp__stype type;
-  int64_t idef;           /* BOOL/INT default (SP_INT_NONE: unset) */
-  const char *sdef;       /* STR/ENUM/LIST default (NULL: unset) */
-  int64_t lo, hi;         /* INT bounds, inclusive */
-  const char *choices;    /* ENUM: "a|b|c" */
+  int64_t idef;            /* BOOL/INT default (SP_INT_NONE: unset); ENUM: the default's index */
+  const char *sdef;        /* STR/LIST default (NULL: unset); ENUM: the default's word */
+  int64_t lo, hi;          /* INT bounds, inclusive */
+  const char *const *choices; /* ENUM: its words, NULL-terminated, in enum order */
+  int nchoices;
   const char *doc;
   sp__sstatus status;
-  size_t flat_off;        /* the flat field in sp_options */
-  size_t group_off;       /* the group field in sp_options; 0 when ungrouped */
-  size_t cfg_off;         /* the resolved field in struct sp_config */
+  size_t flat_off;         /* 1 + offset of the field in sp_options; 0: none */
+  size_t group_off;        /* 1 + offset of the group field in sp_options; 0: none */
+  size_t cfg_off;          /* the resolved field in struct sp_config */
 };
 
 extern const struct sp__setting sp__settings[SP__NSETTINGS];
+
+/* A rule between settings (SP__ALL_RULES). */
+typedef enum sp__rkind { SP__RULE_CONFLICTS = 1, SP__RULE_REQUIRES, SP__RULE_IMPLIES, SP__RULE_RANGE } sp__rkind;
+struct sp__rule {
+  sp__rkind kind;
+  int a, b;         /* SP__SET_* */
+  int choice;       /* RANGE: the enumerator of b */
+  int64_t lo, hi;   /* RANGE */
+  const char *why;
+};
+extern const struct sp__rule sp__rules[SP__NRULES];
+#define sp__nrules ((size_t)SP__NRULES)
+
+/* Whether a resolved setting is "on" in the sense of the rules: true, set,
+ * non-empty, or (ENUM) other than its default. */
+int sp__config_is_on(const struct sp_config *c, size_t setting);
+
+/* The rule in one sentence for --help and the docs ("`a` cannot be combined
+ * with `b`: why."); markdown adds backquotes. malloc'd. */
+char *sp__rule_text(const struct sp__rule *r, int markdown);
 
 /* A typed value on its way into options or a resolved config. Strings are
  * borrowed. */
@@ -56,7 +85,7 @@ void sp__setting_env_name(const struct sp__setting *s, char *buf, size_t size);
 const struct sp__setting *sp__setting_find(const char *key, int *grouped);
 /* The spelling a key was given in, for messages. */
 const char *sp__setting_spelling(const struct sp__setting *s, int grouped);
-/* SP__G_* for "memray"/"gpu"/"hdf5", else -1. */
+/* SP__GROUP_* of a spelled group ("memray", "gpu", "hdf5"), else -1. */
 int sp__group_find(const char *name);
 
 /* Sets SP_ERR_UNKNOWN_SETTING for `key`, naming the closest real setting
@@ -70,8 +99,22 @@ const struct sp__setting *sp__setting_closest(const char *key, size_t *dist);
  * user wrote, for the message. Strings in *out point into `text`. */
 sp_status sp__parse_text(const struct sp__setting *s, const char *spelling, const char *text,
                          sp__value *out);
-/* Validate one value on its own: bool range, integer bounds, enum choice. */
+/* Validate one value on its own: bool range, integer bounds, enum choice.
+ * An ENUM value is its word (v->s); sp__enum_index() turns it into the
+ * enumerator. */
 sp_status sp__check_value(const struct sp__setting *s, const char *spelling, const sp__value *v);
+
+/* The enumerator of an ENUM setting's word, -1 when it is not a choice. */
+int sp__enum_index(const struct sp__setting *s, const char *word);
+
+/* SP_OK when `o` was initialised with this library's SP_OPTIONS_INIT, else
+ * SP_ERR_INVALID_ARGUMENT saying so. Every entry point taking options asks. */
+sp_status sp__opt_valid(const sp_options *o);
+/* Whether a setting has a field in sp_options (flat, or its group spelling),
+ * and the name of its group field; settings without one live in the
+ * options' own storage. */
+int sp__options_has_field(size_t setting, int grouped);
+const char *sp__options_group_field(size_t setting);
 
 /* Read one spelling of a setting from options (returns v->set). */
 int sp__opt_get(const sp_options *o, const struct sp__setting *s, int grouped, sp__value *v);

@@ -107,12 +107,12 @@ int sp__metadata_collect(const struct sp_config *cfg, int64_t start_time_ns, int
   strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%S+00:00", &tm);
   rc |= sp__meta_str(m, "timestamp", buf);
   rc |= sp__meta_str(m, "label", cfg->display_label ? cfg->display_label : "");
-  rc |= sp__meta_str(m, "metadata_detail", cfg->metadata_detail ? cfg->metadata_detail : "minimal");
+  rc |= sp__meta_str(m, "metadata_detail", SP__ENUM_WORD(metadata_detail, cfg->metadata_detail));
   char *settings = sp__config_to_json(cfg);
   if (settings) rc |= sp__meta_str(m, "settings", settings);
   free(settings);
 
-  if (cfg->metadata_detail && strcmp(cfg->metadata_detail, "full") == 0) {
+  if (cfg->metadata_detail == SP__METADATA_FULL) {
     struct passwd pw, *pwr = NULL;
     char pwbuf[1024];
     if (getpwuid_r(getuid(), &pw, pwbuf, sizeof pwbuf, &pwr) == 0 && pwr) rc |= sp__meta_str(m, "user", pw.pw_name);

@@ -195,7 +195,7 @@ int sp__thread_keep(struct sp_manager *m, sp_thread_rec *t, const uint64_t *old,
 /* Fill a row's source columns from the region registry. */
 int sp__row_source(struct sp_manager *m, struct sp_row *row, const struct sp_region_info *ri,
                    sp_source_cache *cache) {
-  int full = m->cfg.metadata_detail && strcmp(m->cfg.metadata_detail, "full") == 0;
+  int full = m->cfg.metadata_detail == SP__METADATA_FULL;
   row->source_line = ri->file ? ri->line : -1;
   row->source_file = sp__source_path_for(ri->file, full);
   row->source_text = NULL;

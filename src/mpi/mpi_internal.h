@@ -55,7 +55,7 @@ sp_status sp__mpi_ready(void);
 
 /* The writer this rank's settings ask for: "direct" or "parallel" (only
  * rank 0's answer is used; see sp__mpi.mode). */
-const char *sp__mpi_resolve_mode(const struct sp_config *cfg, int size);
+enum sp__output_mode sp__mpi_resolve_mode(const struct sp_config *cfg, int size);
 
 /* The profiler's clock: the file's timeline (manual ticks under the test
  * clock, CLOCK_MONOTONIC ns otherwise). */

@@ -147,20 +147,19 @@ int64_t sp__mpi_now(void) {
   return sp__mono_ns();
 }
 
-const char *sp__mpi_resolve_mode(const struct sp_config *cfg, int size) {
-  const char *m = cfg->output_mode ? cfg->output_mode : "auto";
-  if (strcmp(m, "direct") == 0 || strcmp(m, "parallel") == 0) return strcmp(m, "direct") == 0 ? "direct" : "parallel";
+enum sp__output_mode sp__mpi_resolve_mode(const struct sp_config *cfg, int size) {
+  if (cfg->output_mode != SP__OUTPUT_MODE_AUTO) return cfg->output_mode;
 #ifdef H5_HAVE_PARALLEL
   /* auto, as upstream decides: the token writer for thread and task tables,
    * for compression filters (not every filter runs under parallel HDF5),
    * and for LIKWID (collective MPI-IO after its fork is not supported). */
-  const char *c = cfg->hdf5_compression;
-  int filtered = c && strcmp(c, "none") != 0;
-  if (size > 1 && !cfg->track_threads && !cfg->track_async && !filtered && !cfg->use_likwid) return "parallel";
+  int filtered = cfg->hdf5_compression != SP__COMPRESSION_NONE;
+  if (size > 1 && !cfg->track_threads && !cfg->track_async && !filtered && !cfg->use_likwid)
+    return SP__OUTPUT_MODE_PARALLEL;
 #else
   (void)size;
 #endif
-  return "direct";
+  return SP__OUTPUT_MODE_DIRECT;
 }
 
 sp_status sp__mpi_clock_measure(MPI_Comm comm, int64_t **offsets, int64_t **errors, int64_t *when,
@@ -263,7 +262,7 @@ static sp_status mpi_metadata(struct sp_meta *meta, const struct sp_config *cfg)
 
   /* The writer: rank 0 decides for everyone, so that differing settings
    * cannot send ranks into different collectives. */
-  int parallel = strcmp(sp__mpi_resolve_mode(cfg, size), "parallel") == 0;
+  int parallel = sp__mpi_resolve_mode(cfg, size) == SP__OUTPUT_MODE_PARALLEL;
   PMPI_Bcast(&parallel, 1, MPI_INT, 0, comm);
   sp__mpi.mode = parallel ? "parallel" : "direct";
 
@@ -301,7 +300,7 @@ static sp_status mpi_metadata(struct sp_meta *meta, const struct sp_config *cfg)
     free(sorted);
     rc |= sp__meta_i64(meta, "num_nodes", nodes);
     rc |= sp__meta_i64(meta, "total_cores", cores);
-    if (cfg->metadata_detail && strcmp(cfg->metadata_detail, "full") == 0) {
+    if (cfg->metadata_detail == SP__METADATA_FULL) {
       sp__mpi.hosts = list;
     } else {
       for (int r = 0; list && r < size; r++) free(list[r]);

@@ -243,39 +243,43 @@ static int deflate_encoder(void) {
 }
 
 sp_status sp__filters_check(const struct sp_config *cfg) {
-  const char *c = cfg ? cfg->hdf5_compression : NULL;
-  if (!c || !strcmp(c, "none") || !strcmp(c, "auto")) return SP_OK; /* auto never fails */
-  if (!strcmp(c, "gzip")) {
+  enum sp__hdf5_compression c = cfg ? cfg->hdf5_compression : SP__COMPRESSION_NONE;
+  switch (c) {
+  case SP__COMPRESSION_NONE:
+  case SP__COMPRESSION_AUTO: /* auto never fails */
+    return SP_OK;
+  case SP__COMPRESSION_GZIP:
     if (deflate_encoder()) return SP_OK;
     return sp__set_error(SP_ERR_UNSUPPORTED, "hdf5_compression=\"gzip\" needs an HDF5 built with "
                          "zlib (deflate), which this one lacks; use \"lzf\", \"zstd\" or \"auto\"");
-  }
-  if (!strcmp(c, "lzf") || !strcmp(c, "zstd")) {
-    H5Z_filter_t id = !strcmp(c, "lzf") ? SP_FILTER_LZF : SP_FILTER_ZSTD;
+  case SP__COMPRESSION_LZF:
+  case SP__COMPRESSION_ZSTD: {
+    H5Z_filter_t id = c == SP__COMPRESSION_LZF ? SP_FILTER_LZF : SP_FILTER_ZSTD;
     sp__filters_register();
     if (registered(id)) return SP_OK;
     return sp__set_error(SP_ERR_UNSUPPORTED, "the %s HDF5 filter (id %d) could not be registered "
-                         "with this HDF5 library; use \"gzip\" or \"auto\"", c, (int)id);
+                         "with this HDF5 library; use \"gzip\" or \"auto\"",
+                         SP__ENUM_WORD(hdf5_compression, c), (int)id);
   }
-  return sp__set_error(SP_ERR_INVALID_VALUE, "hdf5_compression=\"%s\" is not one of none, auto, "
-                       "gzip, lzf, zstd", c);
+  }
+  return sp__set_error(SP_ERR_INVALID_VALUE, "hdf5_compression has no filter %d", (int)c);
 }
 
 static enum method pick(const struct sp_config *cfg, size_t n, int schema, int *level) {
-  const char *c = cfg->hdf5_compression;
+  enum sp__hdf5_compression c = cfg->hdf5_compression;
   int set = cfg->hdf5_compression_level != SP_INT_NONE;
   int lv = set ? (int)cfg->hdf5_compression_level : 0;
-  if (!c) return M_NONE;
-  if (!strcmp(c, "gzip")) {
+  if (c == SP__COMPRESSION_NONE) return M_NONE;
+  if (c == SP__COMPRESSION_GZIP) {
     *level = set ? lv : SP_GZIP_DEFAULT_LEVEL;
     return M_GZIP;
   }
-  if (!strcmp(c, "lzf")) return M_LZF;
-  if (!strcmp(c, "zstd")) {
+  if (c == SP__COMPRESSION_LZF) return M_LZF;
+  if (c == SP__COMPRESSION_ZSTD) {
     *level = set ? lv : SP_ZSTD_DEFAULT_LEVEL;
     return M_ZSTD;
   }
-  if (!strcmp(c, "auto") && n >= SP_AUTO_MIN_EVENTS && deflate_encoder()) {
+  if (c == SP__COMPRESSION_AUTO && n >= SP_AUTO_MIN_EVENTS && deflate_encoder()) {
     /* deflate, because every HDF5 reads it without a plugin. */
     *level = set ? lv : schema == 3 ? SP_AUTO_DEFAULT_LEVEL_SCHEMA3 : SP_AUTO_DEFAULT_LEVEL;
     return M_GZIP;

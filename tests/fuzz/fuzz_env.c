@@ -94,8 +94,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     }
     free(json);
     for (size_t i = 0; i < nset; i++) (void)sp_config_value_text(&c, sp_setting_name(i));
-    free(c.metadata_detail);
-    c.metadata_detail = strdup("full");
+    c.metadata_detail = SP__METADATA_FULL;
     check_metadata(&c, names, n);
     sp__config_free(&c);
   } else if (sp_last_error()[0] == '\0') {

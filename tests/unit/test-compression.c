@@ -505,10 +505,10 @@ SP_TEST(filters_check) {
   }
   ASSERT_OK(sp__filters_check(NULL));
   resolve(&c, NULL);
-  free(c.hdf5_compression);
-  c.hdf5_compression = strdup("brotli");
+  /* a value outside the enumeration (memory gone bad) is refused, not used */
+  c.hdf5_compression = (enum sp__hdf5_compression)77;
   ASSERT_EQ(sp__filters_check(&c), SP_ERR_INVALID_VALUE);
-  ASSERT_CONTAINS(sp_last_error(), "brotli");
+  ASSERT_CONTAINS(sp_last_error(), "77");
   sp__config_free(&c);
 }
 

@@ -259,19 +259,19 @@ SP_TEST(every_bound) {
       {{"hdf5.chunk_size=4294967297"}, SP_ERR_INVALID_VALUE, "hdf5.chunk_size must be between 1 and 4294967296"},
       {{"hdf5_compression=gzip", "hdf5_compression_level=0"}, SP_OK, NULL},
       {{"hdf5_compression=gzip", "hdf5_compression_level=9"}, SP_OK, NULL},
-      {{"hdf5_compression=gzip", "hdf5_compression_level=10"}, SP_ERR_INVALID_VALUE, "out of range for gzip; use 0-9"},
+      {{"hdf5_compression=gzip", "hdf5_compression_level=10"}, SP_ERR_INVALID_VALUE, "out of range for hdf5_compression = \"gzip\": gzip levels run from 0 to 9; use 0-9"},
       {{"hdf5_compression=zstd", "hdf5_compression_level=1"}, SP_OK, NULL},
       {{"hdf5_compression=zstd", "hdf5_compression_level=22"}, SP_OK, NULL},
-      {{"hdf5_compression=zstd", "hdf5_compression_level=0"}, SP_ERR_INVALID_VALUE, "out of range for zstd; use 1-22"},
+      {{"hdf5_compression=zstd", "hdf5_compression_level=0"}, SP_ERR_INVALID_VALUE, "out of range for hdf5_compression = \"zstd\""},
       {{"hdf5_compression=zstd", "hdf5_compression_level=23"}, SP_ERR_INVALID_VALUE, "between 0 and 22"},
       {{"hdf5_compression=auto", "hdf5_compression_level=1"}, SP_OK, NULL},
       {{"hdf5_compression=auto", "hdf5_compression_level=9"}, SP_OK, NULL},
-      {{"hdf5_compression=auto", "hdf5_compression_level=10"}, SP_ERR_INVALID_VALUE, "for auto"},
-      {{"hdf5_compression=auto", "hdf5_compression_level=0"}, SP_ERR_INVALID_VALUE, "for auto"},
-      {{"hdf5_compression=lzf", "hdf5_compression_level=1"}, SP_ERR_INVALID_VALUE, "lzf filter has no levels"},
+      {{"hdf5_compression=auto", "hdf5_compression_level=10"}, SP_ERR_INVALID_VALUE, "for hdf5_compression = \"auto\": auto may pick gzip or zstd; use 1-9"},
+      {{"hdf5_compression=auto", "hdf5_compression_level=0"}, SP_ERR_INVALID_VALUE, "for hdf5_compression = \"auto\": auto may pick gzip or zstd; use 1-9"},
+      {{"hdf5_compression=lzf", "hdf5_compression_level=1"}, SP_ERR_INVALID_VALUE, "cannot be used with hdf5_compression = \"lzf\": the lzf filter has no levels"},
       {{"hdf5_compression=lzf"}, SP_OK, NULL},
-      {{"hdf5_compression_level=4"}, SP_ERR_INVALID_VALUE, "needs a compression filter; set hdf5_compression"},
-      {{"hdf5_compression=none", "hdf5_compression_level=4"}, SP_ERR_INVALID_VALUE, "needs a compression filter"},
+      {{"hdf5_compression_level=4"}, SP_ERR_CONFLICT, "hdf5_compression_level (set in the overrides) requires hdf5_compression: a level belongs to a compression filter; set hdf5_compression to auto, gzip or zstd, or remove hdf5_compression_level"},
+      {{"hdf5_compression=none", "hdf5_compression_level=4"}, SP_ERR_CONFLICT, "requires hdf5_compression"},
       {{"hdf5_compression_level=-1"}, SP_ERR_INVALID_VALUE, "between 0 and 22, got -1"},
       {{"file_path="}, SP_ERR_INVALID_VALUE, "file_path (set in the overrides) is empty"},
   };
@@ -293,16 +293,20 @@ SP_TEST(every_enumeration) {
     const struct sp__setting *s = &sp__settings[i];
     if (s->type != SP__ST_ENUM) continue;
     enums++;
-    char choices[128];
-    snprintf(choices, sizeof choices, "%s", s->choices);
-    for (char *tok = strtok(choices, "|"); tok; tok = strtok(NULL, "|")) {
+    ASSERT_GE(s->nchoices, 2);
+    ASSERT(s->choices[s->nchoices] == NULL);
+    ASSERT(s->idef >= 0 && s->idef < s->nchoices);
+    for (int k = 0; k < s->nchoices; k++) {
+      const char *tok = s->choices[k];
       char item[160];
       snprintf(item, sizeof item, "%s=%s", s->name, tok);
       const char *ov[] = {item, NULL};
       struct sp_config c;
       resolve_ok(&c, NULL, NULL, ov);
-      const char *text = sp_config_value_text(&c, s->name);
-      ASSERT_STR_EQ(text, strcmp(tok, "none") ? tok : "");
+      /* the word, and the C enum the code uses: choices are in enum order */
+      ASSERT_STR_EQ(sp_config_value_text(&c, s->name), tok);
+      ASSERT_EQ(*(const int *)((const char *)&c + s->cfg_off), k);
+      ASSERT_STR_EQ(sp__enum_word(i, k), tok);
       sp__config_free(&c);
     }
     char item[160], listed[160];
@@ -311,9 +315,7 @@ SP_TEST(every_enumeration) {
     const char *ov[] = {item, NULL};
     overrides_fail(ov, SP_ERR_INVALID_VALUE, listed, "got \"bogus\"");
     /* every choice is listed */
-    snprintf(choices, sizeof choices, "%s", s->choices);
-    for (char *tok = strtok(choices, "|"); tok; tok = strtok(NULL, "|"))
-      ASSERT_CONTAINS(sp_last_error(), tok);
+    for (int k = 0; k < s->nchoices; k++) ASSERT_CONTAINS(sp_last_error(), s->choices[k]);
   }
   ASSERT_GE(enums, 4);
   const char *upper[] = {"metadata_detail=FULL", NULL};
@@ -624,10 +626,11 @@ SP_TEST(hdf5_compression_none_is_unset) {
   struct sp_config c;
   resolve_ok(&c, NULL, NULL, ov);
   ASSERT(sp_config_hdf5_compression(&c) == NULL);
-  ASSERT_STR_EQ(sp_config_value_text(&c, "hdf5_compression"), "");
+  ASSERT_EQ(c.hdf5_compression, SP__COMPRESSION_NONE);
+  ASSERT_STR_EQ(sp_config_value_text(&c, "hdf5_compression"), "none");
   ASSERT_EQ(sp_config_origin(&c, "hdf5_compression"), SP_ORIGIN_OVERRIDE);
   char *json = sp__config_to_json(&c);
-  ASSERT_CONTAINS(json, "\"hdf5_compression\": null");
+  ASSERT_CONTAINS(json, "\"hdf5_compression\": \"none\"");
   free(json);
   sp__config_free(&c);
 }

@@ -88,19 +88,10 @@ static const char *on_value(const struct sp__setting *s, char buf[64]) {
   case SP__ST_INT:
     snprintf(buf, 64, "%lld", (long long)(s->idef == s->lo ? s->hi : s->lo));
     return buf;
-  case SP__ST_ENUM: {
+  case SP__ST_ENUM:
     /* the first choice that is not the default */
-    const char *p = s->choices;
-    while (*p) {
-      size_t len = strcspn(p, "|");
-      if (!s->sdef || strlen(s->sdef) != len || strncmp(p, s->sdef, len)) {
-        snprintf(buf, 64, "%.*s", (int)len, p);
-        return buf;
-      }
-      p += len + (p[len] == '|');
-    }
-    return "";
-  }
+    snprintf(buf, 64, "%s", s->choices[s->idef == 0 ? 1 : 0]);
+    return buf;
   case SP__ST_STR:
     return "x.h5";
   case SP__ST_LIST:
@@ -120,6 +111,14 @@ static sp_status setup_with(const char *item, const char *extra) {
   sp_status st = sp_manager_setup(m, &a);
   sp_manager_destroy(m);
   return st;
+}
+
+static void count_cb(const char *name, const char *value, void *user) {
+  char *out = user;
+  strcat(out, name);
+  strcat(out, "=");
+  strcat(out, value);
+  strcat(out, ";");
 }
 
 /*====== Settings this build cannot honour ======*/
@@ -325,10 +324,11 @@ SP_TEST(quiet_from_any_layer_silences_a_failed_setup) {
   const char *ovr[] = {" quiet = on", NULL};
   sp_setup_args a = {.overrides = ovr};
   ASSERT_EQ(sp_setup(&a), SP_ERR_INVALID_VALUE);
-  sp_options o = SP_OPTIONS_INIT;
-  o.quiet = 1;
+  sp_options o = SP_OPTIONS_INIT; /* quiet has no field: it is set by key */
+  ASSERT_OK(sp_options_set(&o, "quiet", "1"));
   sp_setup_args b = {.options = &o};
   ASSERT_EQ(sp_setup(&b), SP_ERR_INVALID_VALUE);
+  sp_options_clear(&o);
   write_file("q.toml", "[profiling]\nquiet = true\n");
   sp_setup_args c = {.config_path = "q.toml"};
   ASSERT_EQ(sp_setup(&c), SP_ERR_INVALID_VALUE);
@@ -458,6 +458,267 @@ SP_TEST(the_output_directory_is_checked_at_setup) {
   ASSERT_OK(sp_finalize(NULL, NULL));
   ASSERT(sp_test_file_exists("out/run.h5"));
   ASSERT_EQ(got.n, 4 + (geteuid() != 0)); /* one line per refused setup */
+}
+
+/*====== The table, as programs and bindings read it ======*/
+
+SP_TEST(the_public_table_matches_the_internal_one) {
+  ASSERT_EQ(sp_setting_count(), SP__NSETTINGS);
+  /* upstream's settings keep upstream's order */
+  static const char *const upstream[] = {"file_path", "label", "use_likwid", "perf_events",
+                                         "use_line_profiler", "use_memray"};
+  for (size_t i = 0; i < sizeof upstream / sizeof upstream[0]; i++) ASSERT_STR_EQ(sp_setting_name(i), upstream[i]);
+  ASSERT_STR_EQ(sp_setting_name(28), "enable_tags");
+  for (size_t i = 0; i < SP__NSETTINGS; i++) {
+    const struct sp__setting *s = &sp__settings[i];
+    ASSERT(s->name != NULL); /* no hole in the numbering */
+    sp_setting_info info = {.size = sizeof info};
+    ASSERT_OK(sp_setting_info_at(i, &info));
+    ASSERT_STR_EQ(info.name, s->name);
+    ASSERT_STR_EQ(info.group, sp__groups[s->group].name);
+    ASSERT_STR_EQ(info.doc, s->doc);
+    char env[96];
+    sp__setting_env_name(s, env, sizeof env);
+    ASSERT_STR_EQ(info.env, env);
+    ASSERT_EQ(info.status == SP_SETTING_READY, s->status == SP__SS_READY);
+    if (sp__groups[s->group].spelled) {
+      char dotted[128];
+      snprintf(dotted, sizeof dotted, "%s.%s", info.group, info.field);
+      ASSERT_STR_EQ(info.spelling, dotted);
+    } else {
+      ASSERT(info.spelling == NULL);
+    }
+    size_t at = 99;
+    ASSERT_OK(sp_setting_find(s->name, &at));
+    ASSERT_EQ(at, i);
+    if (info.spelling) {
+      ASSERT_OK(sp_setting_find(info.spelling, &at));
+      ASSERT_EQ(at, i);
+    }
+    /* the default is a value the setter takes */
+    if (info.has_default) ASSERT_OK(sp_setting_check(s->name, info.default_text));
+    if (info.type == SP_SETTING_ENUM) {
+      ASSERT(info.choices && info.choices[0]);
+      for (size_t k = 0; info.choices[k]; k++) ASSERT_OK(sp_setting_check(s->name, info.choices[k]));
+      ASSERT_EQ(sp_setting_check(s->name, "no-such-choice"), SP_ERR_INVALID_VALUE);
+    } else {
+      ASSERT(info.choices == NULL);
+    }
+    if (info.type == SP_SETTING_INT) {
+      char t[32];
+      snprintf(t, sizeof t, "%lld", (long long)info.min);
+      ASSERT_OK(sp_setting_check(s->name, t));
+      if (info.min > INT64_MIN) {
+        snprintf(t, sizeof t, "%lld", (long long)info.min - 1);
+        ASSERT_EQ(sp_setting_check(s->name, t), SP_ERR_INVALID_VALUE);
+      }
+    }
+    /* the frozen fields are exactly the settings that have one */
+    ASSERT_EQ(info.options_field, sp__options_has_field(i, 0));
+    if (sp__options_has_field(i, 1)) ASSERT_STR_EQ(sp__options_group_field(i), s->short_name);
+    else ASSERT(!s->dotted || i >= 35 || i == SP__SET_quiet);
+  }
+  ASSERT_EQ(sp_setting_find("hdf5_compresion", &(size_t){0}), SP_ERR_UNKNOWN_SETTING);
+  ASSERT_CONTAINS(sp_last_error(), "did you mean 'hdf5_compression'");
+  ASSERT_EQ(sp_setting_check("buffer_limit", "lots"), SP_ERR_INVALID_VALUE);
+  ASSERT_CONTAINS(sp_last_error(), "buffer_limit expects an integer");
+  sp_setting_info none = {0};
+  ASSERT_EQ(sp_setting_info_at(0, &none), SP_ERR_INVALID_ARGUMENT);
+  ASSERT_CONTAINS(sp_last_error(), "info->size");
+  sp_setting_info big = {.size = sizeof big};
+  ASSERT_EQ(sp_setting_info_at(SP__NSETTINGS, &big), SP_ERR_INVALID_ARGUMENT);
+}
+
+SP_TEST(an_older_caller_gets_only_the_fields_it_knows) {
+  /* a struct cut after `field`, as a program built against a release whose
+   * info ended there would pass */
+  struct {
+    sp_setting_info head;
+    char canary[64];
+  } v;
+  memset(&v, 0x5a, sizeof v);
+  v.head.size = offsetof(sp_setting_info, field) + sizeof v.head.field;
+  ASSERT_OK(sp_setting_info_at(SP__SET_hdf5_compression, &v.head));
+  ASSERT_STR_EQ(v.head.name, "hdf5_compression");
+  ASSERT_STR_EQ(v.head.field, "compression");
+  const unsigned char *after = (const unsigned char *)&v.head + v.head.size;
+  ASSERT_EQ(*after, 0x5a);
+  /* and a newer one, with fields this library does not know: zeroed */
+  memset(&v, 0x5a, sizeof v);
+  v.head.size = sizeof v;
+  ASSERT_OK(sp_setting_info_at(SP__SET_hdf5_compression, &v.head));
+  ASSERT_EQ(v.head.size, sizeof v);
+  ASSERT_EQ(v.canary[0], 0);
+  ASSERT_EQ(v.canary[63], 0);
+  ASSERT_STR_EQ(v.head.choices[2], "gzip");
+}
+
+SP_TEST(groups_and_rules_are_read_from_the_table) {
+  ASSERT_EQ(sp_setting_group_count(), SP__NGROUPS);
+  int spelled = 0;
+  for (size_t g = 0; g < sp_setting_group_count(); g++) {
+    sp_setting_group_info gi = {.size = sizeof gi};
+    ASSERT_OK(sp_setting_group_at(g, &gi));
+    ASSERT(gi.name && gi.title && gi.doc);
+    spelled += gi.spelled;
+  }
+  ASSERT_EQ(spelled, 3); /* the seed's memray, gpu and hdf5 */
+  char *md = sp__config_markdown(), *help = sp__config_help_text();
+  ASSERT(md && help);
+  int kinds[5] = {0};
+  ASSERT_EQ(sp_setting_rule_count(), SP__NRULES);
+  for (size_t k = 0; k < sp_setting_rule_count(); k++) {
+    sp_setting_rule_info ri = {.size = sizeof ri};
+    ASSERT_OK(sp_setting_rule_at(k, &ri));
+    ASSERT(ri.kind >= SP_RULE_CONFLICTS && ri.kind <= SP_RULE_RANGE);
+    kinds[ri.kind]++;
+    ASSERT_OK(sp_setting_find(ri.a, &(size_t){0}));
+    ASSERT_OK(sp_setting_find(ri.b, &(size_t){0}));
+    ASSERT_EQ(ri.choice != NULL, ri.kind == SP_RULE_RANGE);
+    /* --help and the docs expand every rule */
+    ASSERT_CONTAINS(help, ri.text);
+    ASSERT_CONTAINS(md, ri.why);
+  }
+  ASSERT(kinds[SP_RULE_CONFLICTS] && kinds[SP_RULE_REQUIRES] && kinds[SP_RULE_IMPLIES] && kinds[SP_RULE_RANGE]);
+  free(md);
+  free(help);
+}
+
+/* Overrides text turning setting i on ("name=true", "name=<a choice>"). */
+static const char *on_item(size_t i, int choice, char *buf, size_t size) {
+  const struct sp__setting *s = &sp__settings[i];
+  switch (s->type) {
+  case SP__ST_BOOL: snprintf(buf, size, "%s=true", s->name); break;
+  case SP__ST_INT: snprintf(buf, size, "%s=%lld", s->name, (long long)(s->lo > 1 ? s->lo : 1)); break;
+  case SP__ST_ENUM: snprintf(buf, size, "%s=%s", s->name, s->choices[choice >= 0 ? choice : s->idef == 0 ? 1 : 0]); break;
+  default: snprintf(buf, size, "%s=x", s->name); break;
+  }
+  return buf;
+}
+
+SP_TEST(every_rule_of_the_table_is_enforced) {
+  clean_env();
+  for (size_t k = 0; k < sp__nrules; k++) {
+    const struct sp__rule *r = &sp__rules[k];
+    const char *an = sp__settings[r->a].name, *bn = sp__settings[r->b].name;
+    char ia[160], ib[160], lv[160];
+    struct sp_config c;
+    sp_setup_args args = {0};
+    switch (r->kind) {
+    case SP__RULE_CONFLICTS: {
+      const char *ov[] = {on_item((size_t)r->a, -1, ia, sizeof ia), on_item((size_t)r->b, -1, ib, sizeof ib), NULL};
+      args.overrides = ov;
+      ASSERT_EQ(sp__config_resolve(&c, &args), SP_ERR_CONFLICT);
+      ASSERT_CONTAINS(sp_last_error(), an);
+      ASSERT_CONTAINS(sp_last_error(), bn);
+      ASSERT_CONTAINS(sp_last_error(), r->why);
+      break;
+    }
+    case SP__RULE_REQUIRES: {
+      const char *alone[] = {on_item((size_t)r->a, -1, ia, sizeof ia), NULL};
+      args.overrides = alone;
+      ASSERT_EQ(sp__config_resolve(&c, &args), SP_ERR_CONFLICT);
+      ASSERT_CONTAINS(sp_last_error(), r->why);
+      ASSERT_CONTAINS(sp_last_error(), bn);
+      break;
+    }
+    case SP__RULE_IMPLIES: {
+      const char *ov[] = {on_item((size_t)r->a, -1, ia, sizeof ia), NULL};
+      args.overrides = ov;
+      ASSERT_OK(sp__config_resolve(&c, &args));
+      ASSERT(sp__config_is_on(&c, (size_t)r->b));
+      ASSERT_EQ(c.origin[r->b], SP_ORIGIN_OVERRIDE);
+      sp__config_free(&c);
+      break;
+    }
+    case SP__RULE_RANGE: {
+      on_item((size_t)r->b, r->choice, ib, sizeof ib);
+      /* just outside the rule, inside the setting's own bounds */
+      const struct sp__setting *as = &sp__settings[r->a];
+      int64_t bad = r->lo > r->hi ? r->lo : r->hi < as->hi ? r->hi + 1 : r->lo - 1;
+      ASSERT(bad >= as->lo && bad <= as->hi);
+      snprintf(lv, sizeof lv, "%s=%lld", an, (long long)bad);
+      const char *ov[] = {ib, lv, NULL};
+      args.overrides = ov;
+      ASSERT_EQ(sp__config_resolve(&c, &args), SP_ERR_INVALID_VALUE);
+      ASSERT_CONTAINS(sp_last_error(), r->why);
+      if (r->lo <= r->hi) {
+        snprintf(lv, sizeof lv, "%s=%lld", an, (long long)r->lo);
+        ASSERT_OK(sp__config_resolve(&c, &args));
+        ASSERT_EQ(c.hdf5_compression_level, r->lo);
+        sp__config_free(&c);
+      }
+      break;
+    }
+    }
+  }
+}
+
+/*====== Options: frozen fields, everything else by key ======*/
+
+SP_TEST(a_setting_without_a_field_is_set_and_read_by_key) {
+  clean_env();
+  ASSERT_EQ(sp__options_has_field(SP__SET_quiet, 0), 0);
+  sp_options o = SP_OPTIONS_INIT;
+  char t[64];
+  ASSERT_EQ(sp_options_get(&o, "quiet", t, sizeof t), SP_ERR_NOT_FOUND);
+  ASSERT_OK(sp_options_set(&o, "quiet", "yes"));
+  ASSERT_OK(sp_options_get(&o, "quiet", t, sizeof t));
+  ASSERT_STR_EQ(t, "true");
+  ASSERT_OK(sp_options_set(&o, "quiet", "off"));
+  ASSERT_OK(sp_options_get(&o, "quiet", t, sizeof t));
+  ASSERT_STR_EQ(t, "false");
+  o.buffer_limit = 77; /* a field, read by key the same way */
+  ASSERT_OK(sp_options_get(&o, "buffer_limit", t, sizeof t));
+  ASSERT_STR_EQ(t, "77");
+  ASSERT_EQ(sp_options_get(&o, "buffer_limit", t, 2), SP_ERR_LIMIT);
+  ASSERT_OK(sp_options_set(&o, "hdf5.compression", "zstd"));
+  ASSERT_OK(sp_options_get(&o, "hdf5_compression", t, sizeof t));
+  ASSERT_STR_EQ(t, "zstd");
+  ASSERT_STR_EQ(o.hdf5.compression, "zstd");
+  ASSERT_EQ(sp_options_get(&o, "nope", t, sizeof t), SP_ERR_UNKNOWN_SETTING);
+  char out[512] = "";
+  ASSERT_OK(sp_options_each_set(&o, count_cb, out));
+  ASSERT_STR_EQ(out, "buffer_limit=77;hdf5_compression=zstd;quiet=false;");
+  /* resolved like any other setting, with its origin */
+  ASSERT_OK(sp_options_set(&o, "quiet", "1"));
+  sp_setup_args a = {.options = &o};
+  struct sp_config c;
+  ASSERT_OK(sp__config_resolve(&c, &a));
+  ASSERT_EQ(c.quiet, 1);
+  ASSERT_EQ(sp_config_bool(&c, "quiet"), 1);
+  ASSERT_EQ(sp_config_origin(&c, "quiet"), SP_ORIGIN_OPTIONS);
+  ASSERT_EQ(sp_config_int(&c, "buffer_limit"), 77);
+  ASSERT_EQ(sp_config_int(&c, "quiet"), SP_INT_NONE); /* wrong type */
+  ASSERT(sp_config_list(&c, "signals")[0] != NULL);
+  ASSERT(sp_config_list(&c, "quiet")[0] == NULL);
+  sp__config_free(&c);
+  /* unset again: gone from the storage */
+  ASSERT_OK(sp_options_set(&o, "quiet", NULL));
+  ASSERT_EQ(sp_options_get(&o, "quiet", t, sizeof t), SP_ERR_NOT_FOUND);
+  sp_options_clear(&o);
+  ASSERT(o.sp_i_owned == NULL && o.buffer_limit == SP_INT_NONE);
+  ASSERT_EQ(o.sp_i_size, sizeof(sp_options));
+}
+
+SP_TEST(options_not_from_SP_OPTIONS_INIT_are_refused) {
+  clean_env();
+  sp_options zero;
+  memset(&zero, 0, sizeof zero);
+  ASSERT_EQ(sp_options_set(&zero, "label", "x"), SP_ERR_INVALID_ARGUMENT);
+  ASSERT_CONTAINS(sp_last_error(), "SP_OPTIONS_INIT");
+  sp_setup_args a = {.options = &zero};
+  struct sp_config c;
+  ASSERT_EQ(sp__config_resolve(&c, &a), SP_ERR_INVALID_ARGUMENT);
+  ASSERT_CONTAINS(sp_last_error(), "SP_OPTIONS_INIT");
+  ASSERT_EQ(sp_load_profiling_config("whatever.toml", &zero), SP_ERR_INVALID_ARGUMENT);
+  sp_options newer = SP_OPTIONS_INIT;
+  newer.sp_i_size += 8; /* from a later release */
+  ASSERT_EQ(sp_options_set(&newer, "label", "x"), SP_ERR_INVALID_ARGUMENT);
+  ASSERT_CONTAINS(sp_last_error(), "rebuild");
+  sp_options ok = SP_OPTIONS_INIT;
+  ASSERT_OK(sp_options_set(&ok, "label", "x"));
+  sp_options_clear(&ok);
 }
 
 int main(int argc, char **argv) { return sp_test_main(argc, argv); }

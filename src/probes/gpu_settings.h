@@ -1,0 +1,34 @@
+/* gpu_settings.h - the GPU timing and NVTX settings ([profiling.gpu]). One block of the settings table
+ * (src/config/settings_table.h explains the columns): the extension that
+ * implements these settings keeps its rows here, beside its code, and flips
+ * their status to READY in the change that makes them work.
+ *
+ * Macros only; included by the settings table and nothing else.
+ */
+#ifndef SP_PROBES_GPU_SETTINGS_H
+#define SP_PROBES_GPU_SETTINGS_H
+
+#define SP_GROUP_GPU(G) \
+  G(gpu, 1, "GPU", "Also spelled in the `[profiling.gpu]` table, or as `gpu.<field>`.")
+
+#define SP__CHOICES_gpu_timing_backend(C) \
+  C(SP__GPU_BACKEND_AUTO, "auto") \
+  C(SP__GPU_BACKEND_CUDA, "cuda") \
+  C(SP__GPU_BACKEND_CALLBACKS, "callbacks")
+
+#define SP_SETTINGS_GPU(X) \
+  X(11, use_nvtx, gpu, nvtx, BOOL, 0, 0, 1, \
+    "Emit NVTX ranges for NVIDIA Nsight tools around every region.", PLANNED) \
+  X(12, use_gpu_timing, gpu, timing, BOOL, 0, 0, 1, \
+    "Record CUDA-event elapsed device time per region call.", PLANNED) \
+  X(13, gpu_timing_backend, gpu, backend, ENUM, SP__GPU_BACKEND_AUTO, 0, 0, \
+    "CUDA-event backend: auto, cuda (runtime API) or callbacks (user-registered record/elapsed functions).", PLANNED) \
+  X(14, gpu_sync_on_exit, gpu, sync_on_exit, BOOL, 0, 0, 1, \
+    "Synchronize the device at region exit (requires use_gpu_timing; removes CPU/GPU overlap).", PLANNED)
+
+#define SP_RULES_GPU(R) \
+  R(CONFLICTS, aggregation_mode, use_gpu_timing, 0, 0, 0, "aggregation keeps only per-region totals, with no individual calls to attach GPU times to") \
+  R(CONFLICTS, aggregation_mode, use_nvtx, 0, 0, 0, "aggregation keeps only per-region totals, with no individual calls to attach NVTX ranges to") \
+  R(REQUIRES, gpu_sync_on_exit, use_gpu_timing, 0, 0, 0, "it waits for the device work that GPU timing records")
+
+#endif
