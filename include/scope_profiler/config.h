@@ -120,7 +120,27 @@ typedef struct sp_options {
 
 #define SP_OPTIONS_VERSION 1
 
-/* Initialiser with every setting unset:  sp_options o = SP_OPTIONS_INIT; */
+/* Initialiser with every setting unset:  sp_options o = SP_OPTIONS_INIT;
+ * The same spelling works in C++, where designated initialisers need C++20:
+ * there it calls an inline function that assigns the same values. */
+#ifdef __cplusplus
+#define SP_I_CXX_FLAT_SET(n, T) o.n = SP_I_OPT_UNSET_##T;
+#define SP_I_CXX_MEMRAY_SET(n, s, T) o.memray.s = SP_I_OPT_UNSET_##T;
+#define SP_I_CXX_GPU_SET(n, s, T) o.gpu.s = SP_I_OPT_UNSET_##T;
+#define SP_I_CXX_HDF5_SET(n, s, T) o.hdf5.s = SP_I_OPT_UNSET_##T;
+static inline sp_options sp_i_options_init(void) {
+  sp_options o;
+  o.sp_i_size = (uint32_t)sizeof(sp_options);
+  o.sp_i_version = SP_OPTIONS_VERSION;
+  SP_I_OPTION_FIELDS(SP_I_CXX_FLAT_SET)
+  SP_I_MEMRAY_FIELDS(SP_I_CXX_MEMRAY_SET)
+  SP_I_GPU_FIELDS(SP_I_CXX_GPU_SET)
+  SP_I_HDF5_FIELDS(SP_I_CXX_HDF5_SET)
+  o.sp_i_owned = NULL;
+  return o;
+}
+#define SP_OPTIONS_INIT (sp_i_options_init())
+#else
 #define SP_OPTIONS_INIT                                                                            \
   {                                                                                                \
     .sp_i_size = (uint32_t)sizeof(sp_options), .sp_i_version = SP_OPTIONS_VERSION,                   \
@@ -130,6 +150,7 @@ typedef struct sp_options {
     .hdf5 = {SP_I_HDF5_FIELDS(SP_I_GROUP_INIT)},                                                     \
     .sp_i_owned = NULL,                                                                             \
   }
+#endif
 
 /** Set one setting by key, parsing `value` as the setting's type.
  *
