@@ -12,11 +12,17 @@
  *   config show [FILE.toml]  every resolved setting (defaults < FILE <
  *                            environment) as `name = value  (origin)`
  *   config docs              docs/configuration.md
+ *
+ * The arguments go through the CLI options table (cli/cli_opts.h) like every
+ * command's; the settings reference is the --help epilog.
  */
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "cli/cli_opts.h"
+#include "cli/cli_util.h"
 #include "cli/commands.h"
 #include "common/error.h"
 #include "config/config_buf.h"
@@ -25,35 +31,49 @@
 
 extern char **environ;
 
-static const char usage_text[] =
-    "usage: scope-profiler config check FILE.toml\n"
-    "       scope-profiler config show [FILE.toml]\n"
-    "       scope-profiler config docs\n"
-    "       scope-profiler config --help\n";
+#define CMD "config"
 
-static void usage(FILE *out) {
-  fputs(usage_text, out);
-}
+static const char about[] =
+    "Check a settings file, show the configuration a run would get, or print the\n"
+    "settings reference. VERB is one of:\n"
+    "  check FILE.toml   validate a settings file on its own (environment ignored) with the\n"
+    "                    checks setup makes, including that file_path can be written from\n"
+    "                    here; prints \"FILE.toml: valid\" (and on stderr what setup would\n"
+    "                    warn about), or the error with file:line:column and exits 2\n"
+    "  show [FILE.toml]  print every setting as it would resolve (defaults < FILE, else\n"
+    "                    $SCOPE_PROFILER_CONFIG < environment) and where it came from\n"
+    "  docs              print docs/configuration.md, generated from the settings table\n";
 
-static void help(void) {
-  usage(stdout);
-  fputs("\n"
-        "  check FILE.toml   validate a settings file on its own (environment ignored) with the\n"
-        "                    checks setup makes, including that file_path can be written from\n"
-        "                    here; prints \"FILE.toml: valid\" (and on stderr what setup would\n"
-        "                    warn about), or the error with file:line:column and exits 2\n"
-        "  show [FILE.toml]  print every setting as it would resolve (defaults < FILE, else\n"
-        "                    $SCOPE_PROFILER_CONFIG < environment) and where it came from\n"
-        "  docs              print docs/configuration.md, generated from the settings table\n"
-        "\n"
-        "Precedence, lowest first: built-in default < TOML file < sp_options < environment\n"
-        "(SCOPE_PROFILER_<NAME>) < per-call overrides. SCOPE_PROFILER_ENABLE_TAGS adds to\n"
-        "enable_tags instead of replacing it.\n"
-        "\n",
-        stdout);
-  char *t = sp__config_help_text();
-  if (t) fputs(t, stdout);
-  free(t);
+static const char epilog_head[] =
+    "Precedence, lowest first: built-in default < TOML file < sp_options < environment\n"
+    "(SCOPE_PROFILER_<NAME>) < per-call overrides. SCOPE_PROFILER_ENABLE_TAGS adds to\n"
+    "enable_tags instead of replacing it.\n"
+    "\n";
+
+static const char epilog_tail[] = "\nexit status: 0 success, 2 usage error or invalid settings.\n";
+
+#define VERB_LIST "check, show or docs"
+
+struct opts {
+  struct sp_cli_strs pos;
+};
+
+/* No options but --help; the settings reference (generated from the table)
+ * is the epilog. */
+static int parse(int argc, char **argv, struct opts *o) {
+  struct sp_cli_spec spec = {CMD, "VERB [FILE.toml]", about, NULL, 0, offsetof(struct opts, pos),
+                             "no VERB given; use " VERB_LIST, NULL};
+  char *table = sp__config_help_text();
+  sp__buf e = SP__BUF_INIT;
+  sp__buf_puts(&e, epilog_head);
+  if (table) sp__buf_puts(&e, table);
+  sp__buf_puts(&e, epilog_tail);
+  free(table);
+  char *epilog = sp__buf_take(&e);
+  spec.epilog = epilog;
+  int rc = sp_cli_parse(&spec, argc, argv, o);
+  free(epilog);
+  return rc;
 }
 
 /* The message, led by the file's name when it does not already name it. */
@@ -65,24 +85,20 @@ static void report(const char *path) {
     fprintf(stderr, "%s\n", msg);
 }
 
-static int cmd_check(int argc, char **argv) {
-  if (argc != 3) {
-    fprintf(stderr, "scope-profiler config check: expected exactly one FILE.toml\n");
-    usage(stderr);
-    return 2;
-  }
+static int cmd_check(const struct sp_cli_strs *pos) {
+  if (pos->n != 2) return sp_cli_usage_error(CMD, "check takes exactly one FILE.toml");
   sp_setup_args args = {0};
-  args.config_path = argv[2];
+  args.config_path = pos->v[1];
   struct sp_config c;
   if (sp__config_for_setup(&c, &args, SP__RESOLVE_NO_ENV) != SP_OK) {
-    report(argv[2]);
+    report(pos->v[1]);
     return 2;
   }
   /* What setup would warn about, said here too (on stderr: stdout stays
    * the one-line verdict). */
   sp__config_warn_unavailable(&c);
   sp__config_free(&c);
-  printf("%s: valid\n", argv[2]);
+  printf("%s: valid\n", pos->v[1]);
   return 0;
 }
 
@@ -165,14 +181,10 @@ static void note_unknown_env(void) {
   }
 }
 
-static int cmd_show(int argc, char **argv) {
-  if (argc > 3) {
-    fprintf(stderr, "scope-profiler config show: expected at most one FILE.toml\n");
-    usage(stderr);
-    return 2;
-  }
+static int cmd_show(const struct sp_cli_strs *pos) {
+  if (pos->n > 2) return sp_cli_usage_error(CMD, "show takes at most one FILE.toml");
   sp_setup_args args = {0};
-  args.config_path = argc == 3 ? argv[2] : NULL;
+  args.config_path = pos->n == 2 ? pos->v[1] : NULL;
   struct sp_config c;
   if (sp__config_resolve(&c, &args) != SP_OK) {
     report(args.config_path);
@@ -221,37 +233,30 @@ static int cmd_show(int argc, char **argv) {
   return 0;
 }
 
-static int cmd_docs(int argc, char **argv) {
-  (void)argv;
-  if (argc != 2) {
-    fprintf(stderr, "scope-profiler config docs: takes no arguments\n");
-    return 2;
-  }
+static int cmd_docs(const struct sp_cli_strs *pos) {
+  if (pos->n != 1) return sp_cli_usage_error(CMD, "docs takes no FILE");
   char *md = sp__config_markdown();
-  if (!md) {
-    fprintf(stderr, "scope-profiler config docs: out of memory\n");
-    return 2;
-  }
+  if (!md) return sp_cli_error(CMD, "out of memory");
   fputs(md, stdout);
   free(md);
   return 0;
 }
 
 int sp_cmd_config(int argc, char **argv) {
-  if (argc < 2) {
-    usage(stderr);
-    fprintf(stderr, "Run `scope-profiler config --help` for the settings.\n");
-    return 2;
+  struct opts o;
+  memset(&o, 0, sizeof o);
+  int rc = parse(argc, argv, &o);
+  if (rc) {
+    rc = rc == SP_CLI_HELP ? 0 : rc;
+  } else if (!strcmp(o.pos.v[0], "check")) {
+    rc = cmd_check(&o.pos);
+  } else if (!strcmp(o.pos.v[0], "show")) {
+    rc = cmd_show(&o.pos);
+  } else if (!strcmp(o.pos.v[0], "docs")) {
+    rc = cmd_docs(&o.pos);
+  } else {
+    rc = sp_cli_usage_error(CMD, "unknown VERB '%s'; use " VERB_LIST, o.pos.v[0]);
   }
-  const char *sub = argv[1];
-  if (!strcmp(sub, "--help") || !strcmp(sub, "-h") || !strcmp(sub, "help")) {
-    help();
-    return 0;
-  }
-  if (!strcmp(sub, "check")) return cmd_check(argc, argv);
-  if (!strcmp(sub, "show")) return cmd_show(argc, argv);
-  if (!strcmp(sub, "docs")) return cmd_docs(argc, argv);
-  fprintf(stderr, "scope-profiler config: unknown subcommand '%s'; use check, show or docs\n", sub);
-  usage(stderr);
-  return 2;
+  sp_cli_strs_free(&o.pos);
+  return rc;
 }

@@ -7,3 +7,4 @@ run check
 run check a.toml b.toml
 run show a.toml b.toml
 run docs extra
+run show --strict
