@@ -43,7 +43,7 @@ struct sp_mpi_state {
   int64_t sync_time;
   int have_sync;
   char **hosts;       /* per rank at metadata_detail=full (rank 0), else NULL */
-  const char *mode;   /* writer chosen by rank 0 at metadata(): "direct" or "parallel" */
+  enum sp__output_mode mode; /* writer chosen by rank 0 at metadata(): DIRECT or PARALLEL */
   int last_write_ok;  /* the last write() published the file (same on all ranks) */
 };
 extern struct sp_mpi_state sp__mpi;

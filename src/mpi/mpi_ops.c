@@ -264,7 +264,7 @@ static sp_status mpi_metadata(struct sp_meta *meta, const struct sp_config *cfg)
    * cannot send ranks into different collectives. */
   int parallel = sp__mpi_resolve_mode(cfg, size) == SP__OUTPUT_MODE_PARALLEL;
   PMPI_Bcast(&parallel, 1, MPI_INT, 0, comm);
-  sp__mpi.mode = parallel ? "parallel" : "direct";
+  sp__mpi.mode = parallel ? SP__OUTPUT_MODE_PARALLEL : SP__OUTPUT_MODE_DIRECT;
 
   char host[MPI_MAX_PROCESSOR_NAME + 1];
   memset(host, 0, sizeof host);
@@ -320,7 +320,7 @@ static sp_status mpi_metadata(struct sp_meta *meta, const struct sp_config *cfg)
   rc |= sp__meta_i64(meta, "mpi_size", size);
   rc |= sp__meta_str(meta, "mpi_library_version", ver);
   rc |= sp__meta_str(meta, "mpi_standard_version", std);
-  rc |= sp__meta_str(meta, "mpi_writer", cfg->deactivate_file_output ? "memory" : sp__mpi.mode);
+  rc |= sp__meta_str(meta, "mpi_writer", cfg->deactivate_file_output ? "memory" : SP__ENUM_WORD(output_mode, sp__mpi.mode));
 
   free(sp__mpi.clock_offsets);
   free(sp__mpi.clock_errors);

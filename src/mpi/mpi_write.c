@@ -739,10 +739,9 @@ sp_status sp__mpi_write(const struct sp_run *src, const struct sp_config *cfg, c
   struct sp_delta d;
   memset(&d, 0, sizeof d);
   st = plan_coding(run, cfg, &L, &mine, &d);
-  const char *mode = sp__mpi.mode ? sp__mpi.mode : "direct";
   if (st != SP_OK) {
     /* every rank learnt it from the verdict in plan_coding */
-  } else if (strcmp(mode, "parallel") == 0) {
+  } else if (sp__mpi.mode == SP__OUTPUT_MODE_PARALLEL) {
     st = write_parallel(run, cfg, path, &L, &mine, all, L.schema == 3 ? &d : NULL);
   } else {
     st = verdict(write_direct(run, cfg, path, &L, &mine, L.schema == 3 ? &d : NULL));
