@@ -2,13 +2,18 @@
  * files, lines and inlined frames of addresses in this very test program,
  * whose lines are known because they are in this file (__LINE__), in this
  * process and offline (the executable added by path and load address), and
- * the answers for addresses in no object. */
+ * the answers for addresses in no object; and the SIGPROF sampler
+ * (src/probes/line_sampler.c) on threads whose work per function is known
+ * by their own CPU clocks. */
 #include <dlfcn.h>
 #include <link.h>
+#include <pthread.h>
 #include <stdint.h>
+#include <time.h>
 
 #include "common/symbolize.h"
 #include "harness.h"
+#include "probes/line_sampler.h"
 
 /* The address of the instruction at this point of the source, for the
  * line table to map back. */
@@ -184,6 +189,232 @@ SP_TEST(offline_module_by_path_and_base) {
   ASSERT_EQ(sym.module_offset, 0x10);
   ASSERT_EQ(sym.nframes, 0);
   sp__sym_free(s);
+}
+
+/*====== The sampler ======*/
+
+/* volatile: the handler reads it between the stores the compiler would
+ * otherwise drop as overwritten. */
+static __thread volatile uint32_t cur_region;
+static uint32_t test_region(void *ctx) {
+  (void)ctx;
+  return cur_region;
+}
+
+static int64_t cpu_now(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+  return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+}
+
+/* Two loops that spin until the thread has spent `ns` of CPU in them. */
+__attribute__((noinline)) static void spin_a(int64_t ns) {
+  int64_t end = cpu_now() + ns;
+  volatile double x = 0;
+  while (cpu_now() < end)
+    for (int i = 0; i < 2000; i++) x += i * 0.5;
+}
+__attribute__((noinline)) static void spin_b(int64_t ns) {
+  int64_t end = cpu_now() + ns;
+  volatile double x = 0;
+  while (cpu_now() < end)
+    for (int i = 0; i < 2000; i++) x -= i * 0.25;
+}
+
+struct split {
+  int64_t a, b; /* measured CPU ns in each loop */
+};
+
+static void *split_worker(void *p) {
+  struct split *sp = p;
+  ASSERT_EQ(sp__lp_thread_arm(), 0);
+  cur_region = 7;
+  int64_t t0 = cpu_now();
+  spin_a(300000000);
+  int64_t t1 = cpu_now();
+  spin_b(100000000);
+  int64_t t2 = cpu_now();
+  cur_region = 0;
+  sp->a = t1 - t0;
+  sp->b = t2 - t1;
+  return NULL;
+}
+
+/* ns and hits per function over the collected entries of one region. */
+static void by_function(const struct sp_lp_entry *e, size_t n, uint32_t region, uint64_t *ns_a, uint64_t *ns_b,
+                        uint64_t *ns_all, uint64_t *hits) {
+  sp_symbolizer *s = self_symbolizer();
+  *ns_a = *ns_b = *ns_all = *hits = 0;
+  for (size_t i = 0; i < n; i++) {
+    if (e[i].region != region) continue;
+    struct sp_sym sym;
+    sp__sym_lookup(s, e[i].pc, &sym);
+    const char *fn = sym.symbol ? sym.symbol : "";
+    if (!strcmp(fn, "spin_a")) *ns_a += e[i].ns;
+    if (!strcmp(fn, "spin_b")) *ns_b += e[i].ns;
+    *ns_all += e[i].ns;
+    *hits += e[i].hits;
+  }
+  sp__sym_free(s);
+}
+
+static void known_split(enum sp_lp_backend backend) {
+  struct sp_lp_params p = {.rate_hz = 1000, .backend = backend, .current_region = test_region};
+  ASSERT_OK(sp__lp_start(&p));
+  struct split w[2];
+  pthread_t th[2];
+  for (int i = 0; i < 2; i++) ASSERT_EQ(pthread_create(&th[i], NULL, split_worker, &w[i]), 0);
+  for (int i = 0; i < 2; i++) pthread_join(th[i], NULL);
+  struct sp_lp_entry *e;
+  size_t n;
+  struct sp_lp_stats st;
+  ASSERT_EQ(sp__lp_collect(&e, &n, &st, 1), 0);
+  if (backend == SP_LP_PERF) ASSERT_EQ(st.threads_perf, 2);
+  if (backend == SP_LP_TIMER) ASSERT_EQ(st.threads_timer, 2);
+  ASSERT_EQ(st.arm_failures, 0);
+  ASSERT_EQ(st.dropped, 0);
+  uint64_t a, b, all, hits;
+  by_function(e, n, 7, &a, &b, &all, &hits);
+  double measured = (double)(w[0].a + w[1].a) / (double)(w[0].a + w[0].b + w[1].a + w[1].b);
+  double sampled = (double)a / (double)(a + b);
+  fprintf(stderr, "  %s: spin_a %.1f %% of the samples' time (measured %.1f %%), %llu samples, %.3f s of 0.8 s\n",
+          sp__lp_backend_name(), 100 * sampled, 100 * measured, (unsigned long long)hits, (double)all / 1e9);
+  ASSERT_NEAR(sampled, measured, 0.05);
+  /* Nearly all of the region's time is in the two loops, and the samples
+   * stand for about all of it (the first one also covers the start). */
+  ASSERT_GT(a + b, all * 9 / 10);
+  ASSERT_NEAR((double)all / 1e9, 0.8, 0.12);
+  ASSERT_EQ(st.samples, hits);
+  /* perf samples every millisecond (less the periods that end in the
+   * kernel); the CPU timer fires at the kernel's tick (100-1000 Hz). */
+  ASSERT_GE(hits, backend == SP_LP_PERF ? 500 : 40);
+  free(e);
+  sp__lp_stop();
+  ASSERT(!sp__lp_running());
+}
+
+static int perf_allowed(void) {
+  struct sp_lp_params p = {.rate_hz = 1000, .backend = SP_LP_PERF, .current_region = test_region};
+  if (sp__lp_start(&p) != SP_OK) return 0;
+  int ok = sp__lp_thread_arm() == 0;
+  sp__lp_stop();
+  return ok;
+}
+
+SP_TEST(sampler_perf_known_split_two_threads) {
+  if (!perf_allowed()) SKIP("perf_event_open refused (perf_event_paranoid, seccomp)");
+  known_split(SP_LP_PERF);
+}
+
+SP_TEST(sampler_timer_known_split_two_threads) { known_split(SP_LP_TIMER); }
+
+static void *spin_outside(void *p) {
+  (void)p;
+  ASSERT_EQ(sp__lp_thread_arm(), 0);
+  cur_region = 0;
+  spin_a(100000000);
+  return NULL;
+}
+
+SP_TEST(sampler_outside_regions_counted_or_given_to_root) {
+  for (int root = 0; root < 2; root++) {
+    struct sp_lp_params p = {.rate_hz = 1000, .current_region = test_region, .outside_region = root ? 42u : 0u};
+    ASSERT_OK(sp__lp_start(&p));
+    pthread_t th;
+    ASSERT_EQ(pthread_create(&th, NULL, spin_outside, NULL), 0);
+    pthread_join(th, NULL); /* the thread is gone: its samples are not */
+    struct sp_lp_entry *e;
+    size_t n;
+    struct sp_lp_stats st;
+    ASSERT_EQ(sp__lp_collect(&e, &n, &st, 1), 0);
+    if (root) {
+      ASSERT_GT(n, 0);
+      for (size_t i = 0; i < n; i++) ASSERT_EQ(e[i].region, 42);
+      ASSERT_GT(st.samples, 20);
+      ASSERT_EQ(st.outside, 0);
+    } else {
+      ASSERT_EQ(n, 0);
+      ASSERT_GT(st.outside, 20);
+    }
+    free(e);
+    /* reset: a second collect starts from nothing */
+    ASSERT_EQ(sp__lp_collect(&e, &n, &st, 1), 0);
+    ASSERT_EQ(n, 0);
+    ASSERT_EQ(st.samples + st.outside, 0);
+    sp__lp_stop();
+  }
+}
+
+SP_TEST(sampler_full_table_drops_and_counts) {
+  struct sp_lp_params p = {.rate_hz = 2000, .current_region = test_region, .table_slots = 16};
+  ASSERT_OK(sp__lp_start(&p));
+  ASSERT_EQ(sp__lp_thread_arm(), 0);
+  for (uint32_t r = 1; r <= 200; r++) { /* 200 regions x some addresses > 12 pairs */
+    cur_region = r;
+    spin_b(1000000);
+  }
+  cur_region = 0;
+  struct sp_lp_entry *e;
+  size_t n;
+  struct sp_lp_stats st;
+  ASSERT_EQ(sp__lp_collect(&e, &n, &st, 0), 0);
+  ASSERT_LE(n, 12);
+  ASSERT_GT(st.dropped, 0);
+  ASSERT_GT(st.dropped_ns, 0);
+  free(e);
+  sp__lp_stop();
+}
+
+static void program_handler(int sig) { (void)sig; }
+
+SP_TEST(sampler_refuses_a_program_sigprof_and_bad_rates) {
+  struct sp_lp_params p = {.rate_hz = 0, .current_region = test_region};
+  ASSERT_EQ(sp__lp_start(&p), SP_ERR_INVALID_VALUE);
+  p.rate_hz = 1000;
+  p.table_slots = 100;
+  ASSERT_EQ(sp__lp_start(&p), SP_ERR_INVALID_VALUE);
+  p.table_slots = 0;
+  signal(SIGPROF, program_handler);
+  ASSERT_EQ(sp__lp_start(&p), SP_ERR_CONFLICT);
+  ASSERT_CONTAINS(sp_last_error(), "SIGPROF");
+  signal(SIGPROF, SIG_DFL);
+  ASSERT_OK(sp__lp_start(&p));
+  ASSERT_EQ(sp__lp_start(&p), SP_ERR_ALREADY_ACTIVE);
+  sp__lp_stop();
+  /* Stopped: the old action is back, and the thread's stale table is not
+   * used by the next sampler. */
+  struct sigaction cur;
+  sigaction(SIGPROF, NULL, &cur);
+  ASSERT(cur.sa_handler == SIG_DFL);
+  ASSERT_OK(sp__lp_start(&p));
+  ASSERT_EQ(sp__lp_thread_arm(), 0);
+  cur_region = 3;
+  spin_a(50000000);
+  cur_region = 0;
+  struct sp_lp_entry *e;
+  size_t n;
+  struct sp_lp_stats st;
+  ASSERT_EQ(sp__lp_collect(&e, &n, &st, 1), 0);
+  ASSERT_GT(st.samples, 5);
+  free(e);
+  sp__lp_stop();
+}
+
+SP_TEST(sampler_forked_child_stands_down) {
+  struct sp_lp_params p = {.rate_hz = 1000, .current_region = test_region};
+  ASSERT_OK(sp__lp_start(&p));
+  ASSERT_EQ(sp__lp_thread_arm(), 0);
+  pid_t pid = fork();
+  if (pid == 0) {
+    cur_region = 5;
+    spin_a(50000000); /* no clock here: no SIGPROF, and no crash */
+    _exit(sp__lp_running() ? 3 : 0);
+  }
+  int status = 0;
+  waitpid(pid, &status, 0);
+  ASSERT(WIFEXITED(status));
+  ASSERT_EQ(WEXITSTATUS(status), 0);
+  sp__lp_stop();
 }
 
 int main(int argc, char **argv) { return sp_test_main(argc, argv); }
