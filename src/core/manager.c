@@ -15,6 +15,7 @@
 
 #include "common/diag.h"
 #include "common/error.h"
+#include "core/autorun.h"
 #include "core/core.h"
 #include "core/metadata.h"
 #include "core/mpi_hooks.h"
@@ -336,6 +337,9 @@ static sp_status setup_run(sp_manager *m, const sp_setup_args *args) {
  * setup that fails must say so itself, or the run silently records
  * nothing. */
 sp_status sp__manager_setup_ex(sp_manager *m, const sp_setup_args *args, unsigned flags) {
+  /* Under `scope-profiler run` the program's own setup joins the launcher's
+   * run: its settings come from the environment, which outranks options. */
+  if (sp__autorun_owns(m)) return SP_OK;
   sp_status st = setup_run(m, args);
   if (flags & SP__SETUP_SILENT) return st;
   if (st == SP_OK) {
@@ -539,21 +543,22 @@ static int add_problem_meta(struct sp_manager *m, struct sp_meta *meta, uint64_t
  * is the signal a spill file was written on (0 for a normal finalize). */
 static sp_status finalize_map(struct sp_manager *m, const sp_finalize_args *args, sp_results **results,
                               uint64_t tick1, int64_t ns1, int recovered, int complete, const char *cut,
-                              struct sp_clock_map cm);
+                              int peek, struct sp_clock_map cm);
 
 static sp_status finalize_run(struct sp_manager *m, const sp_finalize_args *args, sp_results **results,
-                              uint64_t tick1, int64_t ns1, int recovered, int complete, const char *cut) {
+                              uint64_t tick1, int64_t ns1, int recovered, int complete, const char *cut,
+                              int peek) {
   struct sp_clock_map cm = sp__clock_map(m->run_tick0, m->run_ns0, tick1, ns1);
   struct sp_clock_seg *seg = sp__clock_segments(m, tick1, ns1, &cm.nseg);
   cm.seg = seg;
-  sp_status st = finalize_map(m, args, results, tick1, ns1, recovered, complete, cut, cm);
+  sp_status st = finalize_map(m, args, results, tick1, ns1, recovered, complete, cut, peek, cm);
   free(seg);
   return st;
 }
 
 static sp_status finalize_map(struct sp_manager *m, const sp_finalize_args *args, sp_results **results,
                               uint64_t tick1, int64_t ns1, int recovered, int complete, const char *cut,
-                              struct sp_clock_map cm) {
+                              int peek, struct sp_clock_map cm) {
   /* A run cut short (a termination signal, the exit hook, a crash) ends
    * here for good: its open calls end at this instant, marked, so the tree
    * keeps its root and every parent. */
@@ -568,6 +573,9 @@ static sp_status finalize_map(struct sp_manager *m, const sp_finalize_args *args
   int agg = m->cfg.aggregation_mode;
   /* A run that streamed (bounded memory) is assembled from its staging file. */
   int streamed = !agg && !mpi && sp__stream_active(m);
+  /* A peek (the program's finalize under `run`) builds results and leaves
+   * the run as it is; a streamed run cannot be read without consuming it. */
+  if (peek && (streamed || !results || !args->return_results)) return SP_OK;
   void *fill_ctx = NULL;
   if (m->next) {
     /* Sources drain, late values arrive, and the buffered calls join the
@@ -617,7 +625,7 @@ static sp_status finalize_map(struct sp_manager *m, const sp_finalize_args *args
   if (m->run_sink) { /* one rank of a job being recovered: the caller writes the job */
     *m->run_sink = run;
     memset(&run, 0, sizeof run);
-  } else if (!m->cfg.deactivate_file_output) {
+  } else if (!m->cfg.deactivate_file_output && !peek) {
     io = mpi ? mpi->write(&run, &m->cfg, m->cfg.file_path) : sp__h5_write_file(&run, &m->cfg, m->cfg.file_path);
     if (io == SP_OK) {
       free(m->output_path);
@@ -642,6 +650,10 @@ static sp_status finalize_map(struct sp_manager *m, const sp_finalize_args *args
       io = rs;
       snprintf(io_msg, sizeof io_msg, "%s", sp_last_error());
     }
+  }
+  if (peek) {
+    sp__run_free(&run);
+    return io == SP_OK ? SP_OK : sp__set_error(io, "%s", io_msg);
   }
   if (args->verbose && mpi && mpi->summary) /* collective: rank 0 prints the whole job */
     mpi->summary(&run, &m->cfg, args->summary_stream ? args->summary_stream : stdout);
@@ -693,7 +705,9 @@ sp_status sp_manager_finalize(sp_manager *m, const sp_finalize_args *args, sp_re
   uint64_t tick1;
   int64_t ns1;
   sp__clock_anchor(&tick1, &ns1);
-  sp_status st = finalize_run(m, args, results, tick1, ns1, 0, 1, NULL);
+  /* Under `scope-profiler run` the file is written at exit; the program's
+   * finalize gets the results so far. */
+  sp_status st = finalize_run(m, args, results, tick1, ns1, 0, 1, NULL, sp__autorun_owns(m));
   pthread_mutex_unlock(&m->fin_lock);
   return st;
 }
@@ -705,7 +719,7 @@ sp_status sp__finalize_cut(sp_manager *m, const char *why) {
   uint64_t tick1;
   int64_t ns1;
   sp__clock_anchor(&tick1, &ns1);
-  sp_status st = finalize_run(m, &none, NULL, tick1, ns1, 0, 1, why);
+  sp_status st = finalize_run(m, &none, NULL, tick1, ns1, 0, 1, why, 0);
   /* the process ends with the signal, without exit handlers */
   if (m->stage_path[0] && strcmp(why, "exit") != 0) unlink(m->stage_path);
   pthread_mutex_unlock(&m->fin_lock);
@@ -718,7 +732,7 @@ sp_status sp__finalize_recovered(struct sp_manager *m, uint64_t tick1, int64_t n
   const char *why = sig > 0 ? sp__signal_name(sig) : NULL;
   m->rank_override = rank;
   m->run_sink = sink;
-  sp_status st = finalize_run(m, &none, NULL, tick1, ns1, sig ? sig : -1, complete, why ? why : "a crash");
+  sp_status st = finalize_run(m, &none, NULL, tick1, ns1, sig ? sig : -1, complete, why ? why : "a crash", 0);
   m->rank_override = -1;
   m->run_sink = NULL;
   return st;

@@ -28,6 +28,7 @@
 #include <stdint.h>
 #include <string.h>
 
+#include "core/autorun.h"
 #include "core/core.h"
 #include "mpi/mpi_internal.h"
 #include "probes/ext.h"
@@ -846,6 +847,7 @@ int MPI_File_iwrite_at(MPI_File fh, MPI_Offset off, const void *buf, int count, 
  * default-manager run that would be finalized at exit (finalize_on_exit,
  * auto_finalize) is finalized here, while every rank is still in the job. */
 int MPI_Finalize(void) {
+  (void)sp__autorun_finish(); /* `scope-profiler run`: the root ends here */
   struct sp_manager *m = SP_DEFAULT;
   if (m->exit_hook && m->run_active) {
     sp_finalize_args fa = {0};
