@@ -24,6 +24,8 @@
 
 #include "common/error.h"
 #include "common/symbolize.h"
+#include "config/config_internal.h"
+#include "probes/ext.h"
 
 #define NOINSTR __attribute__((no_instrument_function))
 #define EXCLUDED UINT32_MAX
@@ -402,3 +404,52 @@ struct sp_rp_stats sp__rp_stats(void) {
   return s;
 }
 
+
+/*====== As an extension ======*/
+
+static NOINSTR int rec_wanted(const struct sp_config *cfg) { return cfg->recursive_profile; }
+
+static NOINSTR sp_status rec_setup(struct sp_ext_setup *s, void **proc) {
+  struct sp_rp_params p = {.m = s->manager,
+                           .exclude = (const char *const *)s->cfg->recursive_exclude,
+                           .exclude_files = (const char *const *)s->cfg->recursive_exclude_files,
+                           .max_depth = s->cfg->recursive_max_depth == SP_INT_NONE ? 0 : s->cfg->recursive_max_depth};
+  if (sp__rp_start(&p) != SP_OK) {
+    sp_ext_warn(s->manager, "recursive_profile is off for this run: %s", sp_last_error());
+    s->decline = 1;
+    return SP_OK;
+  }
+  *proc = s->manager;
+  return SP_OK;
+}
+
+static NOINSTR void rec_teardown(void *proc) {
+  if (sp__rp_manager() == proc) sp__rp_stop();
+}
+
+static NOINSTR int rec_region_added(void *proc, uint32_t id, const struct sp_ext_region *r) {
+  (void)proc;
+  (void)id;
+  (void)r;
+  return 0; /* the hooks call begin/end themselves: no per-call hooks here */
+}
+
+static NOINSTR sp_status rec_emit(void *proc, struct sp_ext_emit *out) {
+  (void)proc;
+  struct sp_rp_stats st = sp__rp_stats();
+  if (sp_ext_meta_i64(out, "recursive_functions", (int64_t)st.functions) ||
+      sp_ext_meta_i64(out, "recursive_functions_excluded", (int64_t)st.excluded))
+    return sp__set_error(SP_ERR_NO_MEMORY, "recursive_profile: out of memory for metadata");
+  return SP_OK;
+}
+
+const struct sp_ext sp__ext_recursive = {
+    .abi = SP_EXT_ABI,
+    .name = "recursive_profile",
+    .kind = SP_EXT_SOURCE | SP_EXT_AGGREGATE,
+    .wanted = rec_wanted,
+    .setup = rec_setup,
+    .teardown = rec_teardown,
+    .region_added = rec_region_added,
+    .emit = rec_emit,
+};

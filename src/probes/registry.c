@@ -14,6 +14,8 @@ extern const struct sp_ext sp__ext_async;
 #ifdef SP_HAVE_MEMORY
 extern const struct sp_ext sp__ext_memory;
 #endif
+extern const struct sp_ext sp__ext_line;
+extern const struct sp_ext sp__ext_recursive;
 #ifdef SP_HAVE_PERF
 extern const struct sp_ext sp__ext_perf;
 #endif
@@ -35,6 +37,8 @@ static const struct sp_ext *const builtin[] = {
     &sp__ext_memory,
 #endif
     &sp__ext_async,
+    &sp__ext_line,      /* sources: no per-call hooks */
+    &sp__ext_recursive,
 };
 
 #define MAX_REGISTERED 32

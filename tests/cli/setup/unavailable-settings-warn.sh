@@ -4,9 +4,9 @@
 unset $(compgen -e | grep '^SCOPE_PROFILER_') 2>/dev/null
 app="$SP_BUILD/tests/app-readme"
 run() { "$@" "$app" > /dev/null; echo "exit $?, file: $(ls profiling_data.h5 2>/dev/null || echo none)"; rm -f profiling_data.h5; }
-run env SCOPE_PROFILER_RECURSIVE_PROFILE=1
-printf '[profiling]\nuse_line_profiler = true\n[profiling.gpu]\nnvtx = true\n' > p.toml
+run env SCOPE_PROFILER_USE_GPU_TIMING=1
+printf '[profiling.gpu]\nnvtx = true\n' > p.toml
 run env SCOPE_PROFILER_CONFIG=p.toml
 echo "rank 1, then quiet:"
-run env OMPI_COMM_WORLD_RANK=1 SCOPE_PROFILER_RECURSIVE_PROFILE=1
-run env SCOPE_PROFILER_RECURSIVE_PROFILE=1 SCOPE_PROFILER_QUIET=1
+run env OMPI_COMM_WORLD_RANK=1 SCOPE_PROFILER_USE_GPU_TIMING=1
+run env SCOPE_PROFILER_USE_GPU_TIMING=1 SCOPE_PROFILER_QUIET=1
