@@ -13,6 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/line_table.h"
 #include "core/summary.h"
 
 static const struct sp_run *sort_run;
@@ -85,4 +86,54 @@ void sp__summary_print(FILE *out, const struct sp_run *run, const char *label, d
   }
   free(order);
   print_problems(out, run);
+}
+
+static const struct sp_aux_dset *aux_dset(const struct sp_aux_group *g, const char *name) {
+  for (size_t i = 0; i < g->ndsets; i++)
+    if (!strcmp(g->dsets[i].name, name) && g->dsets[i].ndims == 1) return &g->dsets[i];
+  return NULL;
+}
+
+static const char *aux_str(const struct sp_aux_group *g, const char *key) {
+  const struct sp_meta_item *it = sp__meta_get(&g->attrs, key);
+  return it && it->type == SP_META_STR ? it->s : NULL;
+}
+
+void sp__summary_print_lines(FILE *out, const struct sp_run *run) {
+  int header = 0;
+  for (size_t i = 0; i < run->naux; i++) {
+    const struct sp_aux_group *g = &run->aux[i];
+    if (strncmp(g->path, "line_profile/", 13) != 0) continue;
+    const struct sp_aux_dset *l = aux_dset(g, "line_numbers"), *h = aux_dset(g, "hits"), *t = aux_dset(g, "times"),
+                             *a = aux_dset(g, "addresses");
+    if (!l || !h || !t || l->dims[0] != h->dims[0] || l->dims[0] != t->dims[0]) continue;
+    const struct sp_meta_item *first = sp__meta_get(&g->attrs, "first_lineno"),
+                              *sfirst = sp__meta_get(&g->attrs, "source_first_lineno"),
+                              *unit = sp__meta_get(&g->attrs, "unit"), *inl = sp__meta_get(&g->attrs, "inlined_into");
+    size_t ninl = 0;
+    while (inl && inl->type == SP_META_STRLIST && inl->list[ninl]) ninl++;
+    struct sp_line_table lt = {
+        .region = aux_str(g, "region"),
+        .filename = aux_str(g, "filename"),
+        .function = aux_str(g, "function"),
+        .first_lineno = first ? first->i : 0,
+        .unit = unit ? unit->d : 1.0,
+        .n = (size_t)l->dims[0],
+        .line_numbers = l->data,
+        .hits = h->data,
+        .times = t->data,
+        .addresses = a && a->dims[0] == l->dims[0] ? a->data : NULL,
+        .module = aux_str(g, "module"),
+        .source = aux_str(g, "source"),
+        .source_first_lineno = sfirst ? sfirst->i : 0,
+        .inlined_into = ninl ? (const char *const *)inl->list : NULL,
+        .ninlined = ninl,
+    };
+    if (!header) {
+      fprintf(out, "\nscope-profiler line profile (rank %u)\n", (unsigned)g->rank);
+      sp__line_table_header(out, lt.unit);
+      header = 1;
+    }
+    sp__line_table_print(out, &lt, 0);
+  }
 }

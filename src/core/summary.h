@@ -10,4 +10,8 @@
  * adds the estimated share of each region's time spent in the profiler. */
 void sp__summary_print(FILE *out, const struct sp_run *run, const char *label, double overhead_ns);
 
+/* The line-profile records of the run (rank<N>/line_profile groups) as
+ * line_profiler's tables, for verbose finalize on every rank. */
+void sp__summary_print_lines(FILE *out, const struct sp_run *run);
+
 #endif

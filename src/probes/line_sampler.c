@@ -47,6 +47,7 @@ struct slot {
 
 struct lp_thread {
   struct lp_thread *next;
+  uint32_t gen;            /* the sampler generation this table belongs to; 0 = none */
   struct slot *slots;
   uint32_t mask, used, limit;
   int64_t last_cpu;        /* thread CPU ns at the previous sample (or arming) */
@@ -70,8 +71,11 @@ static pthread_key_t exit_key;
 static int exit_key_made;
 static uint32_t nperf, ntimer, nfail;
 
+/* One pointer of thread-local storage (the library's TLS block is kept
+ * small so that it can be dlopened). The structure it points to is never
+ * freed: its generation says whether its table belongs to the running
+ * sampler. */
 static __thread __attribute__((tls_model("initial-exec"))) struct lp_thread *self;
-static __thread __attribute__((tls_model("initial-exec"))) uint32_t self_gen;
 
 static int64_t thread_cpu_ns(void) {
   struct timespec ts;
@@ -118,7 +122,7 @@ static void on_sigprof(int sig, siginfo_t *si, void *uc) {
   __atomic_add_fetch(&in_handler, 1, __ATOMIC_SEQ_CST);
   struct lp_thread *t = self;
   if (__atomic_load_n(&state, __ATOMIC_SEQ_CST) != ST_OFF && t &&
-      self_gen == __atomic_load_n(&generation, __ATOMIC_SEQ_CST)) {
+      __atomic_load_n(&t->gen, __ATOMIC_SEQ_CST) == __atomic_load_n(&generation, __ATOMIC_SEQ_CST)) {
     /* perf_event: POLL_HUP is the last overflow the refresh allowed. */
     if (t->perf_fd >= 0 && si && si->si_code == POLL_HUP) ioctl(t->perf_fd, PERF_EVENT_IOC_REFRESH, 1 << 30);
     if (__atomic_load_n(&state, __ATOMIC_SEQ_CST) == ST_RUNNING) {
@@ -161,11 +165,10 @@ static void disarm(struct lp_thread *t) {
 static void on_thread_exit(void *p) {
   struct lp_thread *t = p;
   pthread_mutex_lock(&threads_lock);
-  if (self == t && self_gen == generation) {
+  if (self == t && t->gen == generation) {
     disarm(t);
     t->exited = 1;
   }
-  self = NULL;
   pthread_mutex_unlock(&threads_lock);
 }
 
@@ -178,7 +181,6 @@ static void after_fork_child(void) {
   for (struct lp_thread *t = threads; t; t = t->next)
     if (t->perf_fd >= 0) close(t->perf_fd);
   threads = NULL; /* leaked on purpose: a handler may still look at self */
-  self = NULL;
   __atomic_store_n(&state, ST_OFF, __ATOMIC_SEQ_CST);
   sigaction(SIGPROF, &old_action, NULL);
 }
@@ -276,14 +278,17 @@ static int arm_timer(struct lp_thread *t, pid_t tid) {
 
 int sp__lp_thread_arm(void) {
   if (__atomic_load_n(&state, __ATOMIC_SEQ_CST) == ST_OFF) return -1;
-  if (self && self_gen == generation) return 0;
-  struct lp_thread *t = calloc(1, sizeof *t);
+  uint32_t gen = __atomic_load_n(&generation, __ATOMIC_SEQ_CST);
+  if (self && self->gen == gen) return 0;
+  /* A structure of an earlier sampler is reused; its table was freed. */
+  struct lp_thread *t = self ? self : calloc(1, sizeof *t);
   struct slot *s = t ? calloc(params.table_slots, sizeof *s) : NULL;
   if (!s) {
-    free(t);
+    if (t != self) free(t);
     __atomic_add_fetch(&nfail, 1, __ATOMIC_RELAXED);
     return -1;
   }
+  memset(t, 0, sizeof *t);
   t->slots = s;
   t->mask = params.table_slots - 1;
   t->limit = params.table_slots / 4 * 3;
@@ -294,8 +299,8 @@ int sp__lp_thread_arm(void) {
   threads = t;
   pthread_mutex_unlock(&threads_lock);
   /* Published before the clock starts: the first signal finds its table. */
-  self_gen = generation;
   __atomic_store_n(&self, t, __ATOMIC_SEQ_CST);
+  __atomic_store_n(&t->gen, gen, __ATOMIC_SEQ_CST);
   pthread_setspecific(exit_key, t);
   pid_t tid = (pid_t)syscall(SYS_gettid);
   if (params.backend != SP_LP_TIMER && arm_perf(t, tid) == 0) {
@@ -392,13 +397,15 @@ void sp__lp_stop(void) {
   struct lp_thread *t = threads;
   threads = NULL;
   pthread_mutex_unlock(&threads_lock);
+  /* The structures stay (threads' `self` point at them), marked as no
+   * sampler's; a thread armed again reuses its own. Those of threads that
+   * exited are freed: nothing points at them any more. */
   while (t) {
     struct lp_thread *next = t->next;
+    __atomic_store_n(&t->gen, 0, __ATOMIC_SEQ_CST);
     free(t->slots);
-    free(t);
+    t->slots = NULL;
+    if (t->exited) free(t);
     t = next;
   }
-  /* Other threads' `self` still point at freed tables, but their
-   * generation no longer matches: the handler ignores them. */
-  self = NULL;
 }
