@@ -212,6 +212,36 @@ SP_API sp_status sp_filter_check_ranks(const sp_filter *f, const sp_results *r);
  * 2^24 ranks. */
 SP_API sp_status sp_parse_rank_spec(const char *spec, int64_t **ranks, size_t *n);
 
+/*====== Line profiles ======*/
+
+/* One line-profile record: rank<N>/line_profile/<i>, the lines of one
+ * function inside one region (upstream's line_profiler records; ours come
+ * from sampling: hits are samples, times the CPU time they stand for). */
+typedef struct sp_line_profile {
+  int64_t rank;
+  size_t index;              /* <i> */
+  const char *region;        /* NULL when the record does not say */
+  const char *filename;
+  const char *function;
+  int64_t first_lineno;      /* 0 unknown */
+  double unit;               /* seconds per unit of `times` */
+  size_t n;                  /* rows */
+  const int64_t *line_numbers; /* 0: no line information (see addresses) */
+  const int64_t *hits;
+  const double *times;
+  const uint64_t *addresses; /* per row, the address in `module` of code without lines; NULL when absent */
+  const char *module;        /* the object the code is in; NULL when absent */
+  const char *source;        /* the function's lines as captured, NULL when absent */
+  int64_t source_first_lineno;
+  const char *const *inlined_into; /* "caller (file:line)" for inlined code */
+  size_t ninlined;
+} sp_line_profile;
+
+/** Every line-profile record of the file, by rank then index; owned by r,
+ * read and checked on the first call. 0 records when the file has none.
+ * SP_ERR_FORMAT names a record that is malformed. */
+SP_API sp_status sp_results_line_profiles(sp_results *r, const sp_line_profile **out, size_t *n);
+
 /*====== Statistics ======*/
 
 #define SP_STATS_PERCENTILES 1u /* p50/p95/p99: reads the region's events */

@@ -13,6 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "cli/cli_lines.h"
 #include "cli/cli_util.h"
 #include "cli/cli_opts.h"
 #include "cli/commands.h"
@@ -136,7 +137,7 @@ static int cmp_rows(const void *pa, const void *pb) {
 }
 
 struct opts {
-  struct sp_cli_strs files, include, exclude, ranks, sources;
+  struct sp_cli_strs files, include, exclude, ranks, sources, lines;
   struct sp_cli_choices columns;
   const char *export_metadata;
   int sort, full, quiet, metadata_only, regions_only, tree, json, threads;
@@ -167,6 +168,8 @@ static const struct sp_cli_opt opt_rows[] = {
      .help = "calls, first entry and last exit per rank and thread (files with thread ids)"},
     {"--source", NULL, "NAME...", SP_OPT_LIST, offsetof(struct opts, sources),
      .help = "print where a region is declared and its source"},
+    {"--lines", NULL, "REGION...", SP_OPT_LIST, offsetof(struct opts, lines),
+     .help = "the region's line profile (use_line_profiler) as line_profiler's tables"},
     {"--json", NULL, NULL, SP_OPT_FLAG, offsetof(struct opts, json),
      .help = "print region_statistics.json to stdout"},
     {"--export-metadata", NULL, "F", SP_OPT_STR, offsetof(struct opts, export_metadata),
@@ -536,8 +539,8 @@ static int parse(int argc, char **argv, struct opts *o) {
   if (rc) return rc == SP_CLI_HELP ? -1 : rc;
   if (o->metadata_only && o->regions_only)
     return sp_cli_usage_error(CMD, "--metadata-only and --regions-only exclude each other");
-  if (o->json && (o->tree || o->sources.n || o->threads))
-    return sp_cli_usage_error(CMD, "--json cannot be combined with --tree, --threads or --source");
+  if (o->json && (o->tree || o->sources.n || o->threads || o->lines.n))
+    return sp_cli_usage_error(CMD, "--json cannot be combined with --tree, --threads, --source or --lines");
   if (o->tree && o->threads)
     return sp_cli_usage_error(CMD, "--tree and --threads exclude each other; run them one by one");
   return 0;
@@ -609,6 +612,14 @@ int sp_cmd_inspect(int argc, char **argv) {
     if (sp_write_region_statistics_json(rs, files.n, NULL, (const char *const *)abs, f, stdout) !=
         SP_OK)
       rc = sp_cli_error(CMD, "%s", sp_last_error());
+    goto out;
+  }
+  if (o.lines.n) {
+    for (size_t s = 0; s < o.lines.n; s++)
+      for (size_t i = 0; i < files.n; i++) {
+        if (files.n > 1) printf("file: %s\n", files.v[i]);
+        if ((rc = sp_cli_print_lines(stdout, rs[i], o.lines.v[s], CMD))) goto out;
+      }
     goto out;
   }
   if (o.sources.n) {

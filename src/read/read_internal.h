@@ -99,6 +99,8 @@ struct sp_results {
   int delta;
   struct sp__overflow overflow[4];
 
+  struct sp__lines *lines; /* line-profile records, loaded on first use (read_lines.c) */
+
   sp_progress_fn progress;
   void *progress_ctx;
   uint64_t progress_done, progress_total;
@@ -126,6 +128,10 @@ sp_status sp__read_strings(hid_t obj, int is_attr, size_t n, char ***out, const 
 void sp__free_strings(char **v, size_t n);
 /* Build "[\"a\", \"b\"]" from strings. */
 char *sp__json_list_text(char *const *v, size_t n);
+
+/* Line-profile records (read_lines.c). */
+struct sp__lines;
+void sp__lines_free(struct sp__lines *l);
 
 /* Events (read_events.c). */
 sp_status sp__row_summary(sp_results *r, size_t row, const struct sp__summary **out);

@@ -1153,6 +1153,7 @@ void sp_results_free(sp_results *r) {
     if (*ds[i] >= 0) H5Dclose(*ds[i]);
   if (r->file >= 0) H5Fclose(r->file);
   sp__h5_quiet_end(&q);
+  sp__lines_free(r->lines);
   for (int i = 0; i < 4; i++) {
     free(r->overflow[i].index);
     free(r->overflow[i].value);
