@@ -161,8 +161,7 @@ SP_TEST(longjmp_skipped_exits_are_closed) {
 }
 
 static void *fib_thread(void *p) {
-  (void)p;
-  sink += fib(12); /* 465 calls */
+  *(int *)p = fib(12); /* 465 calls */
   return NULL;
 }
 
@@ -171,8 +170,10 @@ SP_TEST(threads_share_the_cache) {
   struct sp_rp_params p = {.m = m};
   ASSERT_OK(sp__rp_start(&p));
   pthread_t th[4];
-  for (int i = 0; i < 4; i++) ASSERT_EQ(pthread_create(&th[i], NULL, fib_thread, NULL), 0);
+  int out[4];
+  for (int i = 0; i < 4; i++) ASSERT_EQ(pthread_create(&th[i], NULL, fib_thread, &out[i]), 0);
   for (int i = 0; i < 4; i++) pthread_join(th[i], NULL);
+  for (int i = 0; i < 4; i++) ASSERT_EQ(out[i], 144);
   sp__rp_stop();
   sp_results *r = finish(m);
   ASSERT_EQ(calls(r, "fib"), 4 * 465);
