@@ -363,7 +363,7 @@ int sp__lp_collect(struct sp_lp_entry **out, size_t *n, struct sp_lp_stats *stat
   __atomic_store_n(&state, ST_RUNNING, __ATOMIC_SEQ_CST);
   if (rc != 0) return rc;
   /* Threads share addresses: merge equal pairs. */
-  qsort(e, k, sizeof *e, cmp_entry);
+  if (k) qsort(e, k, sizeof *e, cmp_entry);
   size_t m = 0;
   for (size_t i = 0; i < k; i++) {
     if (m && e[m - 1].region == e[i].region && e[m - 1].pc == e[i].pc) {

@@ -26,7 +26,9 @@ for sampler in perf timer; do
   if [[ $rc -ne 0 ]]; then echo "$sampler: app exited $rc"; cat $sampler.err; fail=1; continue; fi
   read -r a b < <(sed -n 's/^measured loop_a_ns=\([0-9]*\) loop_b_ns=\([0-9]*\)$/\1 \2/p' $sampler.err)
   echo "$sampler:"
-  "$SP_PYTHON" "$SP_SRC/tests/integration/check_lines.py" $sampler.h5 "$SP_SRC/tests/apps/line_hot.c" "$a" "$b" || fail=1
+  # The CPU timer fires at the kernel's tick only: a coarser clock (docs/line-profiles.md).
+  [[ $sampler == perf ]] && tol=0.04 || tol=0.08
+  "$SP_PYTHON" "$SP_SRC/tests/integration/check_lines.py" $sampler.h5 "$SP_SRC/tests/apps/line_hot.c" "$a" "$b" $tol || fail=1
   # finalize's verbose output: the table with the hot line's text
   grep -q "^Function: loop_a at line" $sampler.out && grep -q "Inlined into: worker (line_hot.c:" $sampler.out &&
     grep -Eq "^ +[0-9]+ +[0-9]+ +[0-9.]+ +[0-9.]+ +[0-9.]+ .*HOT_A" $sampler.out ||

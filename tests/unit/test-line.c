@@ -207,18 +207,21 @@ static int64_t cpu_now(void) {
   return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
 }
 
-/* Two loops that spin until the thread has spent `ns` of CPU in them. */
+/* Two loops that spin until the thread has spent `ns` of CPU in them,
+ * reading the clock (a system call) only every 20000 dependent steps. */
 __attribute__((noinline)) static void spin_a(int64_t ns) {
   int64_t end = cpu_now() + ns;
-  volatile double x = 0;
+  double x = 0;
   while (cpu_now() < end)
-    for (int i = 0; i < 2000; i++) x += i * 0.5;
+    for (int i = 0; i < 20000; i++) x += (double)i * 0.5 + x * 1e-9;
+  sink += (uint64_t)x;
 }
 __attribute__((noinline)) static void spin_b(int64_t ns) {
   int64_t end = cpu_now() + ns;
-  volatile double x = 0;
+  double x = 0;
   while (cpu_now() < end)
-    for (int i = 0; i < 2000; i++) x -= i * 0.25;
+    for (int i = 0; i < 20000; i++) x -= (double)i * 0.25 + x * 1e-9;
+  sink += (uint64_t)-x;
 }
 
 struct split {
@@ -279,7 +282,11 @@ static void known_split(enum sp_lp_backend backend) {
   double sampled = (double)a / (double)(a + b);
   fprintf(stderr, "  %s: spin_a %.1f %% of the samples' time (measured %.1f %%), %llu samples, %.3f s of 0.8 s\n",
           sp__lp_backend_name(), 100 * sampled, 100 * measured, (unsigned long long)hits, (double)all / 1e9);
-  ASSERT_NEAR(sampled, measured, 0.05);
+  /* perf samples every millisecond of CPU; the CPU timer only at the
+   * kernel's tick (every 4-10 ms here, later when the thread waits for a
+   * core), and the sample that straddles the switch from one loop to the
+   * other gives its whole period to the second: a coarser clock. */
+  ASSERT_NEAR(sampled, measured, backend == SP_LP_PERF ? 0.03 : 0.08);
   /* Nearly all of the region's time is in the two loops, and the samples
    * stand for about all of it (the first one also covers the start). */
   ASSERT_GT(a + b, all * 9 / 10);
