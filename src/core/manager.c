@@ -579,11 +579,14 @@ static sp_status finalize_map(struct sp_manager *m, const sp_finalize_args *args
   void *fill_ctx = NULL;
   if (m->next) {
     /* Sources drain, late values arrive, and the buffered calls join the
-     * per-region totals (a streamed run's handoffs fold their own). */
-    sp__ext_before_snapshot(m);
+     * per-region totals (a streamed run's handoffs fold their own). A peek
+     * leaves the extensions alone: their samples, captures and totals
+     * belong to the file written at exit, so its results carry the calls
+     * and their column values only. */
+    if (!peek) sp__ext_before_snapshot(m);
     for (sp_thread_rec *t = m->threads; t; t = t->next) {
       sp__ext_resolve(m, t, t->hot.n);
-      if (!agg && !streamed) sp__ext_fold_events(m, t, t->hot.ev, t->cols, t->hot.n);
+      if (!agg && !streamed && !peek) sp__ext_fold_events(m, t, t->hot.ev, t->cols, t->hot.n);
     }
   }
   sp_status st = agg        ? sp__snapshot_build_aggregate(m, &cm, rank, &run, &open_calls)
@@ -604,7 +607,7 @@ static sp_status finalize_map(struct sp_manager *m, const sp_finalize_args *args
     return st;
   }
   if (m->overhead_ns >= 0) sp__meta_f64(&run.meta, "overhead_ns_per_call", m->overhead_ns);
-  if ((st = sp__ext_emit(m, &run, rank, &cm)) != SP_OK) {
+  if (!peek && (st = sp__ext_emit(m, &run, rank, &cm)) != SP_OK) {
     sp__run_free(&run);
     sp__stream_fill_free(fill_ctx);
     return st;
