@@ -69,10 +69,12 @@ static sp_symbolizer *rp_sym;
 static struct named *rp_names;
 static size_t rp_nnames;
 static struct sp_rp_stats rp_stats;
+/* A thread's shadow stack hangs on rp_key, not on a thread-local variable
+ * of its own: the library's static TLS block must stay small for dlopen
+ * (tests/dlopen), and glibc's lookup of a low key is a few loads. */
 static pthread_key_t rp_key;
+static int rp_key_ok;
 static pthread_once_t rp_key_once = PTHREAD_ONCE_INIT;
-
-static __thread __attribute__((tls_model("initial-exec"))) struct rp_thread *rp_self;
 
 static NOINSTR size_t hash_fn(uintptr_t fn) {
   uint64_t x = (uint64_t)fn * UINT64_C(0x9e3779b97f4a7c15);
@@ -212,12 +214,11 @@ static NOINSTR uint32_t resolve(uintptr_t fn) {
 /*====== Per-thread shadow stacks ======*/
 
 static NOINSTR void thread_gone(void *p) {
-  struct rp_thread *t = p;
-  if (rp_self == t) rp_self = NULL;
+  struct rp_thread *t = p; /* the key's value is NULL again by now */
   free(t->frames);
   free(t);
 }
-static NOINSTR void make_key(void) { pthread_key_create(&rp_key, thread_gone); }
+static NOINSTR void make_key(void) { rp_key_ok = pthread_key_create(&rp_key, thread_gone) == 0; }
 
 static NOINSTR struct rp_thread *attach(void) {
   struct rp_thread *t = calloc(1, sizeof *t);
@@ -229,15 +230,17 @@ static NOINSTR struct rp_thread *attach(void) {
     return NULL;
   }
   t->gen = __atomic_load_n(&rp_gen, __ATOMIC_ACQUIRE);
-  pthread_once(&rp_key_once, make_key);
-  pthread_setspecific(rp_key, t);
-  rp_self = t;
+  if (pthread_setspecific(rp_key, t) != 0) {
+    free(t->frames);
+    free(t);
+    return NULL;
+  }
   return t;
 }
 
 /* This thread's stack, emptied if it belongs to an earlier start. */
 static NOINSTR struct rp_thread *self_thread(void) {
-  struct rp_thread *t = rp_self;
+  struct rp_thread *t = pthread_getspecific(rp_key); /* the key exists: rp_on was seen */
   if (!t) t = attach();
   if (!t) return NULL;
   uint32_t g = __atomic_load_n(&rp_gen, __ATOMIC_ACQUIRE);
@@ -359,6 +362,10 @@ static NOINSTR void register_fork(void) { pthread_atfork(NULL, NULL, after_fork_
 sp_status sp__rp_start(const struct sp_rp_params *p) {
   if (!p || !p->m) return sp__set_error(SP_ERR_INVALID_ARGUMENT, "recursive_profile: no manager");
   pthread_once(&rp_fork_once, register_fork);
+  pthread_once(&rp_key_once, make_key);
+  if (!rp_key_ok)
+    return sp__set_error(SP_ERR_LIMIT, "recursive_profile: no thread-specific data key left "
+                         "(pthread_key_create failed: the process has PTHREAD_KEYS_MAX of them)");
   pthread_mutex_lock(&rp_lock);
   if (rp_on && rp_m != p->m) {
     pthread_mutex_unlock(&rp_lock);
