@@ -22,5 +22,6 @@ int sp_cmd_report(int argc, char **argv);
 int sp_cmd_recover(int argc, char **argv);
 int sp_cmd_memory(int argc, char **argv);
 int sp_cmd_tui(int argc, char **argv);
+int sp_cmd_run(int argc, char **argv);
 
 #endif

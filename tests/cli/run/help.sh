@@ -1,0 +1,2 @@
+# scope-profiler run --help
+"$SP" run --help

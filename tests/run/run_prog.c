@@ -1,0 +1,67 @@
+/* run_prog.c - a program that knows nothing of scope-profiler, for the
+ * tests of `scope-profiler run` (tests/integration/test_run.sh). Built
+ * twice: run-prog as is and run-prog-instr with -finstrument-functions
+ * (neither links the library). Its call graph is known: main calls outer()
+ * 3 times; each outer() runs fib(4) (9 calls, recursive) and calls leaf()
+ * twice through a function pointer, so recursive profiling must find
+ * outer 3, fib 27 and leaf 6 calls. Then, by argument:
+ *   exit N     return N from main
+ *   signal N   raise signal N after the calls and wait to be ended (as a
+ *              program killed from outside goes on until the signal acts)
+ *   spin MS    spend MS ms of CPU time in spin() first (line samples)
+ *   close      close stdout before returning (the summary still prints)
+ */
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+static volatile int sink;
+
+__attribute__((noinline)) static int leaf(int x) { return x * 3 + 1; }
+
+__attribute__((noinline)) static int fib(int n) { return n < 2 ? n : fib(n - 1) + fib(n - 2); }
+
+static int (*volatile through_pointer)(int) = leaf;
+
+__attribute__((noinline)) static void outer(int i) {
+  sink += fib(4);
+  sink += through_pointer(i);
+  sink += through_pointer(i + 1);
+}
+
+__attribute__((noinline)) static void spin(long ms) {
+  struct timespec t0, t;
+  clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &t0);
+  do {
+    for (int i = 0; i < 100000; i++) sink += i; /* SPIN_LINE */
+    clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &t);
+  } while ((t.tv_sec - t0.tv_sec) * 1000 + (t.tv_nsec - t0.tv_nsec) / 1000000 < ms);
+}
+
+int main(int argc, char **argv) {
+  int code = 0, sig = 0, close_out = 0;
+  for (int i = 1; i < argc; i++) {
+    if (!strcmp(argv[i], "exit") && i + 1 < argc) code = atoi(argv[++i]);
+    else if (!strcmp(argv[i], "signal") && i + 1 < argc) sig = atoi(argv[++i]);
+    else if (!strcmp(argv[i], "spin") && i + 1 < argc) spin(atol(argv[++i]));
+    else if (!strcmp(argv[i], "close")) close_out = 1;
+    else {
+      fprintf(stderr, "run_prog: unknown argument %s\n", argv[i]);
+      return 64;
+    }
+  }
+  for (int i = 0; i < 3; i++) outer(i);
+  printf("run_prog: done\n");
+  fflush(stdout);
+  if (sig) {
+    raise(sig);
+    for (int i = 0; i < 100; i++) usleep(100000); /* 10 s at most */
+    fprintf(stderr, "run_prog: still running 10 s after signal %d\n", sig);
+    return 65;
+  }
+  if (close_out) close(STDOUT_FILENO);
+  return code;
+}
