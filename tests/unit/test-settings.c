@@ -220,7 +220,7 @@ SP_TEST(available_settings_never_warn) {
 SP_TEST(a_setting_at_its_default_does_not_warn) {
   clean_env();
   listen();
-  ASSERT_OK(setup_with("recursive_profile=false", "gpu_timing_backend=auto"));
+  ASSERT_OK(setup_with("use_nvtx=false", "gpu_timing_backend=auto"));
   ASSERT_OK(setup_with("perf_events=", "gpu.timing=false"));
   ASSERT_EQ(got.n, 0);
   ASSERT_OK(setup_with("gpu.backend=cuda", NULL));
@@ -232,20 +232,20 @@ SP_TEST(the_warning_says_where_the_setting_came_from) {
   clean_env();
   listen();
   setenv("SCOPE_PROFILER_USE_NVTX", "1", 1);
-  write_file("p.toml", "[profiling]\nrecursive_profile = true\n");
+  write_file("p.toml", "[profiling.gpu]\ntiming = true\n");
   sp_options o = SP_OPTIONS_INIT;
-  o.use_line_profiler = 1;
+  o.gpu.sync_on_exit = 1;
   sp_setup_args a = {.options = &o, .config_path = "p.toml"};
   ASSERT_OK(sp_setup(&a));
   ASSERT_EQ(got.n, 3);
   ASSERT_EQ(about("use_nvtx"), 1);
-  ASSERT_EQ(about("recursive_profile"), 1);
-  ASSERT_EQ(about("use_line_profiler"), 1);
+  ASSERT_EQ(about("use_gpu_timing"), 1);
+  ASSERT_EQ(about("gpu_sync_on_exit"), 1);
   for (int k = 0; k < 3; k++) {
     if (strstr(got.text[k], "use_nvtx")) ASSERT_CONTAINS(got.text[k], "set by SCOPE_PROFILER_USE_NVTX");
-    if (strstr(got.text[k], "recursive_profile")) ASSERT_CONTAINS(got.text[k], "set in p.toml");
-    if (strstr(got.text[k], "use_line_profiler")) {
-      ASSERT_CONTAINS(got.text[k], "use_line_profiler = true");
+    if (strstr(got.text[k], "use_gpu_timing")) ASSERT_CONTAINS(got.text[k], "set in p.toml");
+    if (strstr(got.text[k], "gpu_sync_on_exit")) {
+      ASSERT_CONTAINS(got.text[k], "gpu_sync_on_exit = true");
       ASSERT_CONTAINS(got.text[k], "set in the options");
     }
   }
@@ -254,25 +254,25 @@ SP_TEST(the_warning_says_where_the_setting_came_from) {
 SP_TEST(quiet_or_deactivated_runs_say_nothing) {
   clean_env();
   listen();
-  ASSERT_OK(setup_with("recursive_profile=true", "quiet=true"));
+  ASSERT_OK(setup_with("use_gpu_timing=true", "quiet=true"));
   ASSERT_OK(setup_with("use_memray=true", "deactivate_profiling=true"));
   setenv("SCOPE_PROFILER_QUIET", "yes", 1);
   ASSERT_OK(setup_with("use_nvtx=true", NULL));
   ASSERT_EQ(got.n, 0);
   /* not used up by the quiet setups: the next one that speaks warns */
   unsetenv("SCOPE_PROFILER_QUIET");
-  ASSERT_OK(setup_with("recursive_profile=true", NULL));
-  ASSERT_EQ(about("recursive_profile"), 1);
+  ASSERT_OK(setup_with("use_gpu_timing=true", NULL));
+  ASSERT_EQ(about("use_gpu_timing"), 1);
 }
 
 SP_TEST(only_rank_zero_of_a_job_warns) {
   clean_env();
   listen();
   setenv("OMPI_COMM_WORLD_RANK", "3", 1);
-  ASSERT_OK(setup_with("recursive_profile=true", NULL));
+  ASSERT_OK(setup_with("use_gpu_timing=true", NULL));
   ASSERT_EQ(got.n, 0);
   setenv("OMPI_COMM_WORLD_RANK", "0", 1);
-  ASSERT_OK(setup_with("recursive_profile=true", NULL));
+  ASSERT_OK(setup_with("use_gpu_timing=true", NULL));
   ASSERT_EQ(got.n, 1);
 }
 
@@ -363,12 +363,12 @@ static void stderr_of(void (*fn)(void), char *buf, size_t size) {
 
 static void bad_env_setup(void) {
   setenv("SCOPE_PROFILER_HDF5_SCHEMA", "7", 1);
-  setenv("SCOPE_PROFILER_RECURSIVE_PROFILE", "1", 1);
+  setenv("SCOPE_PROFILER_USE_GPU_TIMING", "1", 1);
   (void)sp_setup(NULL);
 }
 
 static void planned_setup(void) {
-  setenv("SCOPE_PROFILER_RECURSIVE_PROFILE", "1", 1);
+  setenv("SCOPE_PROFILER_USE_GPU_TIMING", "1", 1);
   (void)sp_setup(NULL);
 }
 
@@ -381,8 +381,8 @@ SP_TEST(messages_go_to_stderr_as_one_line_each) {
   ASSERT_CONTAINS(buf, "between 2 and 3");
   ASSERT(strchr(buf, '\n') == buf + strlen(buf) - 1);
   stderr_of(planned_setup, buf, sizeof buf);
-  ASSERT_CONTAINS(buf, "scope-profiler: warning: recursive_profile = true (set by "
-                       "SCOPE_PROFILER_RECURSIVE_PROFILE) is not available in this build");
+  ASSERT_CONTAINS(buf, "scope-profiler: warning: use_gpu_timing = true (set by "
+                       "SCOPE_PROFILER_USE_GPU_TIMING) is not available in this build");
   ASSERT(strchr(buf, '\n') == buf + strlen(buf) - 1);
   setenv("PMI_RANK", "5", 1);
   stderr_of(bad_env_setup, buf, sizeof buf);
@@ -392,7 +392,7 @@ SP_TEST(messages_go_to_stderr_as_one_line_each) {
   sp_set_message_handler(NULL, NULL);
   unsetenv("PMI_RANK");
   stderr_of(planned_setup, buf, sizeof buf);
-  ASSERT_CONTAINS(buf, "scope-profiler: warning: recursive_profile");
+  ASSERT_CONTAINS(buf, "scope-profiler: warning: use_gpu_timing");
   ASSERT_EQ(got.n, 0);
 }
 

@@ -1,5 +1,5 @@
 # `config check` accepts valid files, flat or grouped, and says so on stdout;
-# on stderr it warns about what setup would warn about (recursive_profile is
+# on stderr it warns about what setup would warn about (use_gpu_timing is
 # not available in this build).
 unset $(compgen -e | grep '^SCOPE_PROFILER_') 2>/dev/null  # a clean environment
 cat > run.toml <<'TOML'
@@ -11,8 +11,10 @@ x = 1
 file_path = "out/run.h5"
 label = "baseline"
 perf_events = ["cycles", "instructions"]
-recursive_profile = true
 track_async = true
+
+[profiling.gpu]
+timing = true
 
 [profiling.hdf5]
 compression = "zstd"
