@@ -82,42 +82,36 @@ static void row(FILE *out, const char *line, int64_t hits, double time, double t
           total > 0 ? 100.0 * time / total : 0.0, text);
 }
 
-void sp__line_table_print(FILE *out, const struct sp_line_table *t, int read_source) {
-  double unit = t->unit > 0 ? t->unit : 1.0, total = 0;
+/* The first and last line and the total time of a record. */
+static double span(const struct sp_line_table *t, int64_t *lo_out, int64_t *hi_out) {
+  double total = 0;
   int64_t lo = 0, hi = 0;
-  int has_lines = 0;
   for (size_t i = 0; i < t->n; i++) {
     total += t->times[i];
     int64_t ln = t->line_numbers[i];
     if (ln <= 0) continue;
-    has_lines = 1;
     if (!lo || ln < lo) lo = ln;
     if (ln > hi) hi = ln;
   }
-  if (t->first_lineno > 0 && t->first_lineno < lo) lo = t->first_lineno;
-  fprintf(out, "Region: %s\n", t->region ? t->region : "");
-  fprintf(out, "Total time: %g s\n", total * unit);
-  fprintf(out, "File: %s\n", t->filename ? t->filename : "??");
-  if (has_lines)
-    fprintf(out, "Function: %s at line %lld\n", t->function ? t->function : "??", (long long)lo);
-  else
-    fprintf(out, "Function: %s (no line information%s%s)\n", t->function ? t->function : "??",
-            t->module ? " in " : "", t->module ? t->module : "");
-  for (size_t k = 0; k < t->ninlined; k++)
-    fprintf(out, "%s %s\n", k ? "             " : "Inlined into:", t->inlined_into[k]);
-  fprintf(out, "\n%6s %9s %12s %8s %8s  %s\n", "Line #", "Hits", "Time", "Per Hit", "% Time", "Line Contents");
-  fprintf(out, "==============================================================\n");
+  if (hi && t->first_lineno > 0 && t->first_lineno < lo) lo = t->first_lineno;
+  *lo_out = lo;
+  *hi_out = hi;
+  return total;
+}
 
+double sp__line_table_rows(const struct sp_line_table *t, int read_source,
+                           void (*fn)(void *ctx, const struct sp_line_row *row), void *ctx) {
+  int64_t lo, hi;
+  double total = span(t, &lo, &hi);
+  int has_lines = hi > 0;
   struct lines src;
   char *disk = NULL;
   split_source(&src, t->source, t->source_first_lineno);
   if (!src.v && read_source && has_lines && (disk = file_head(t->filename, hi)) != NULL) split_source(&src, disk, 1);
-  char num[32];
   for (size_t i = 0; i < t->n; i++) /* code without line information, by address */
     if (t->line_numbers[i] <= 0) {
-      char text[96] = "";
-      if (t->addresses) snprintf(text, sizeof text, "at %#llx in the object", (unsigned long long)t->addresses[i]);
-      row(out, "??", t->hits[i], t->times[i], total, text);
+      struct sp_line_row r = {0, t->hits[i], t->times[i], "", t->addresses ? t->addresses[i] : 0, t->addresses != NULL};
+      fn(ctx, &r);
     }
   /* The sampled lines, sorted and summed (a line may have several rows). */
   struct agg {
@@ -142,20 +136,61 @@ void sp__line_table_print(FILE *out, const struct sp_line_table *t, int read_sou
   int sparse = hi - lo > MAX_SPAN;
   size_t k = 0;
   for (int64_t ln = lo; a && has_lines && ln <= hi;) {
-    snprintf(num, sizeof num, "%lld", (long long)ln);
+    struct sp_line_row r = {ln, -1, 0, text_of(&src, ln), 0, 0};
     if (k < na && a[k].line == ln) {
-      row(out, num, a[k].hits, a[k].time, total, text_of(&src, ln));
+      r.hits = a[k].hits;
+      r.time = a[k].time;
       k++;
-    } else {
-      fprintf(out, "%6s %9s %12s %8s %8s  %s\n", num, "", "", "", "", text_of(&src, ln));
     }
+    fn(ctx, &r);
     if (!sparse) ln++;
     else if (k < na) ln = a[k].line;
     else break;
   }
+  int nomem = a == NULL;
   free(a);
-  fputc('\n', out);
   free(src.v);
   free(src.buf);
   free(disk);
+  return nomem ? -1 : total;
+}
+
+struct print_ctx {
+  FILE *out;
+  double total;
+};
+
+static void print_row(void *ctx, const struct sp_line_row *r) {
+  const struct print_ctx *p = ctx;
+  char num[32];
+  if (r->line <= 0) {
+    char text[96] = "";
+    if (r->has_addr) snprintf(text, sizeof text, "at %#llx in the object", (unsigned long long)r->addr);
+    row(p->out, "??", r->hits, r->time, p->total, text);
+    return;
+  }
+  snprintf(num, sizeof num, "%lld", (long long)r->line);
+  if (r->hits >= 0) row(p->out, num, r->hits, r->time, p->total, r->text);
+  else fprintf(p->out, "%6s %9s %12s %8s %8s  %s\n", num, "", "", "", "", r->text);
+}
+
+void sp__line_table_print(FILE *out, const struct sp_line_table *t, int read_source) {
+  double unit = t->unit > 0 ? t->unit : 1.0;
+  int64_t lo, hi;
+  double total = span(t, &lo, &hi);
+  fprintf(out, "Region: %s\n", t->region ? t->region : "");
+  fprintf(out, "Total time: %g s\n", total * unit);
+  fprintf(out, "File: %s\n", t->filename ? t->filename : "??");
+  if (hi > 0)
+    fprintf(out, "Function: %s at line %lld\n", t->function ? t->function : "??", (long long)lo);
+  else
+    fprintf(out, "Function: %s (no line information%s%s)\n", t->function ? t->function : "??",
+            t->module ? " in " : "", t->module ? t->module : "");
+  for (size_t k = 0; k < t->ninlined; k++)
+    fprintf(out, "%s %s\n", k ? "             " : "Inlined into:", t->inlined_into[k]);
+  fprintf(out, "\n%6s %9s %12s %8s %8s  %s\n", "Line #", "Hits", "Time", "Per Hit", "% Time", "Line Contents");
+  fprintf(out, "==============================================================\n");
+  struct print_ctx p = {out, total};
+  sp__line_table_rows(t, read_source, print_row, &p);
+  fputc('\n', out);
 }

@@ -24,6 +24,25 @@ struct sp_line_table {
   size_t ninlined;
 };
 
+/* One row of a record's table: a sampled line (hits >= 0), a line of text
+ * between sampled ones (hits < 0), or code without line information
+ * (line 0, with its address in the object when has_addr). */
+struct sp_line_row {
+  int64_t line, hits;
+  double time; /* in the record's unit */
+  const char *text; /* the line's contents, "" when unknown */
+  uint64_t addr;
+  int has_addr;
+};
+
+/* The rows of one record in the table's order (code without line
+ * information first, then the lines from the function's first to its last
+ * sampled one; only the sampled ones when that spans over 400 lines);
+ * `read_source` as below. Returns the record's total time (in its unit), -1 when out of
+ * memory. The row's text lives until fn returns. */
+double sp__line_table_rows(const struct sp_line_table *t, int read_source,
+                           void (*fn)(void *ctx, const struct sp_line_row *row), void *ctx);
+
 /* Print one record; `read_source` lets it read `filename` for the Line
  * Contents when the record holds no source. */
 void sp__line_table_print(FILE *out, const struct sp_line_table *t, int read_source);

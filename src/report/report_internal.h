@@ -310,6 +310,8 @@ size_t rp_num_views(void);
 int rp_view_memory(FILE *o, struct rp_model *m, const char *cmd, const char **notes);
 int rp_view_memory_time(FILE *o, struct rp_model *m, const char *cmd, const char **notes);
 int rp_view_memory_peak(FILE *o, struct rp_model *m, const char *cmd, const char **notes);
+/* use_line_profiler's source view (report_lines.c). */
+int rp_view_lines(FILE *o, struct rp_model *m, const char *cmd, const char **notes);
 /* Fill out[0..rp_num_views()); 0, -1 no memory, 2 an error printed. */
 int rp_views_build(struct rp_model *m, const char *cmd, struct rp_view_out *out);
 void rp_views_free(struct rp_view_out *v, size_t n);

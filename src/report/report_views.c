@@ -11,7 +11,9 @@
  *  - memory, memory_time, memory_peak: use_memray's figures
  *    (report_memory.c);
  *  - counters: per rank and region, each perf_events counter's total and
- *    mean per call (upstream's rank<N>/perf_events groups).
+ *    mean per call (upstream's rank<N>/perf_events groups);
+ *  - lines: use_line_profiler's source view, line_profiler's tables with
+ *    per-line heat (report_lines.c).
  */
 #include <stdlib.h>
 #include <string.h>
@@ -168,6 +170,7 @@ static const struct rp_view views[] = {
     {"memory_time", "Memory over time", rp_view_memory_time},
     {"memory_peak", "Memory live at the peak: flame graph", rp_view_memory_peak},
     {"counters", "Counters", view_counters},
+    {"lines", "Hot lines (line profiles)", rp_view_lines},
 };
 
 size_t rp_num_views(void) { return sizeof views / sizeof views[0]; }

@@ -6,7 +6,8 @@
 # 4-rank input), a click highlights a region everywhere, the rank selector,
 # wheel zoom / drag pan, table sorting, the views drawn from the JSON blob
 # (the demo records threads: its threads view must be there; the demo with
-# use_memray has the three memory views). Screenshots are saved as test
+# use_memray has the three memory views; app-line_hot with use_line_profiler
+# has the source view). Screenshots are saved as test
 # artifacts in $SP_BUILD/test-artifacts/report-*.png.
 #
 # Inputs: (a) the demo (examples/sim --steps 20), (b) a 4-rank schema-2 file
@@ -66,6 +67,14 @@ PY
 )
   [[ $n -gt 3 ]] || { echo "FAIL: the memory flame graph has $n boxes"; exit 1; }
 fi
+
+echo "== (a3) line profiles (use_line_profiler): the source view"
+mkdir "$work/lines"
+cd "$work/lines"
+SCOPE_PROFILER_USE_LINE_PROFILER=1 SCOPE_PROFILER_FILE_PATH=lines.h5 SCOPE_PROFILER_QUIET=1 \
+  "$SP_BUILD/tests/app-line_hot" 150 > /dev/null 2>&1
+"$SP" report lines.h5 -o report -q
+"$PY" "$CHECK" report/report.html --screenshot "$art/report-lines.png" --expect-view lines
 
 echo "== (b) a 4-rank schema-2 file (h5py)"
 mkdir "$work/mpi4"

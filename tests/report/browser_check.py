@@ -21,7 +21,8 @@ first failure, 77 when Chromium or chromedriver is missing):
      drag pans it; double-click resets;
   7. clicking the "total [s]" header sorts the summary table;
   8. every view section (data.views of the JSON blob) is drawn by its
-     renderer, a table view has one row per data row, the rank selector
+     renderer, a table view has one row per data row (a source view one per
+     line of its records, the sampled ones shaded), the rank selector
      filters the threads view and its headers sort (--expect-view NAME
      requires a view);
 then saves a full-page screenshot (Chrome DevTools Page.captureScreenshot).
@@ -279,7 +280,10 @@ def main():
           [].forEach.call(document.querySelectorAll('section.view'), function(s) {
             var id = s.getAttribute('data-view'), v = data.views[id];
             out.push({id: id, drawn: s.getAttribute('data-drawn'),
-                      renderer: v ? v.renderer : null, rows: v && v.rows ? v.rows.length : -1,
+                      renderer: v ? v.renderer : null,
+                      rows: v && v.rows ? v.rows.length : v && v.records ?
+                        v.records.reduce(function(a, r) { return a + r.rows.length; }, 0) : -1,
+                      shaded: s.querySelectorAll('.view-body tr[data-share]:not([data-share="0.0000"])').length,
                       dom: s.querySelectorAll('.view-body tbody tr').length});
           });
           return {views: out, ids: Object.keys(data.views)};""")
@@ -290,6 +294,8 @@ def main():
                 fail(f"view {v['id']} was not drawn (renderer {v['renderer']!r})")
             if v["renderer"] == "table" and v["rows"] != v["dom"]:
                 fail(f"view {v['id']}: {v['dom']} table rows for {v['rows']} data rows")
+            if v["renderer"] == "source" and (v["rows"] != v["dom"] or v["shaded"] == 0):
+                fail(f"view {v['id']}: {v['dom']} source lines for {v['rows']} data rows, {v['shaded']} shaded")
         for name in a.expect_views:
             if name not in views["ids"]:
                 fail(f"view {name} missing (views: {views['ids']})")

@@ -394,7 +394,43 @@
     body.appendChild(t);
   }
 
-  const renderers = { table: renderTable, series: renderSeries, flamegraph: renderFlamegraph };
+  /* A view {records: [{file?, rank, ri, region, function, filename, total, inlined_into,
+   * rows: [[line, hits, seconds, text], ...]}]}: line_profiler's table per record, each
+   * line shaded by its share of the record's time. */
+  function renderSource(view, body) {
+    view.records.forEach((r) => {
+      const title = r.function + ' in region ' + (r.ri >= 0 ? regionName(r.ri) : r.region) +
+        ' (rank ' + r.rank + (r.file ? ', ' + r.file : '') + ')';
+      const h = html('h3', { class: 'src-title' }, title);
+      if (r.ri >= 0) h.setAttribute('data-ri', String(r.ri));
+      body.appendChild(h);
+      let about = r.filename + ' — ' + fmtCell(r.total) + ' s of CPU time';
+      if (r.inlined_into.length) about += '; inlined into ' + r.inlined_into.join(', ');
+      body.appendChild(html('p', { class: 'notes' }, about));
+      const t = html('table', { class: 'src' });
+      const head = t.createTHead().insertRow();
+      ['Line #', 'Hits', 'Time [s]', '% Time', 'Line Contents'].forEach((c) => {
+        head.appendChild(html('th', c === 'Line Contents' ? { class: 'name' } : {}, c));
+      });
+      const tb = t.createTBody();
+      r.rows.forEach((row) => {
+        const tr = tb.insertRow();
+        tr.setAttribute('data-rank', String(r.rank));
+        const share = r.total > 0 && row[2] !== null ? row[2] / r.total : 0;
+        tr.setAttribute('data-share', share.toFixed(4));
+        if (share > 0) tr.style.background = 'rgba(214, 60, 30, ' + (0.06 + 0.64 * share).toFixed(3) + ')';
+        [row[0] === null ? '??' : String(row[0]), row[1] === null ? '' : String(row[1]),
+          row[2] === null ? '' : fmtCell(row[2]), row[2] === null ? '' : (100 * share).toFixed(1)]
+          .forEach((v) => { tr.insertCell().textContent = v; });
+        const code = tr.insertCell();
+        code.className = 'code';
+        code.textContent = row[3];
+      });
+      body.appendChild(t);
+    });
+  }
+
+  const renderers = { table: renderTable, series: renderSeries, flamegraph: renderFlamegraph, source: renderSource };
 
   all('section.view[data-view]').forEach((sec) => {
     const id = sec.getAttribute('data-view');

@@ -1,0 +1,27 @@
+# The report's "lines" view (source view with per-line heat): a profile
+# recorded with use_line_profiler gets line_profiler's tables of its hottest
+# (region, function) records in the page's blob, each line with its text,
+# hits and CPU time, drawn by the "source" renderer; one without gets none.
+SCOPE_PROFILER_USE_LINE_PROFILER=1 SCOPE_PROFILER_LINE_PROFILE_SAMPLER=timer SCOPE_PROFILER_QUIET=1 \
+  SCOPE_PROFILER_FILE_PATH=lines.h5 "$SP_BUILD/tests/app-line_hot" 150 > /dev/null 2>&1 || exit 3
+SCOPE_PROFILER_FILE_PATH=plain.h5 "$SP_BUILD/tests/app-readme" > /dev/null 2>&1 || exit 3
+"$SP" report lines.h5 -o with > /dev/null || exit 4
+"$SP" report plain.h5 -o without > /dev/null || exit 5
+echo "with: $(grep -c 'data-view="lines"' with/report.html) section"
+"$SP_PYTHON" - with/report.html <<'PY' || exit 6
+import json, re, sys
+html = open(sys.argv[1]).read()
+blob = json.loads(re.search(r'<script type="application/json" id="sp-data">(.*?)</script>', html, re.S).group(1))
+v = blob["views"]["lines"]
+print("renderer:", v["renderer"])
+recs = {r["function"]: r for r in v["records"] if r["region"] == "compute"}
+for fn, mark in (("loop_a", "HOT_A"), ("loop_b", "HOT_B")):
+    r = recs[fn]
+    hot = max((row for row in r["rows"] if row[2] is not None), key=lambda row: row[2])
+    share = hot[2] / r["total"]
+    print(f"{fn}: hottest line has {mark}: {mark in hot[3]}, share > 0.5: {share > 0.5}, "
+          f"times sum to the total: {abs(sum(row[2] or 0 for row in r['rows']) - r['total']) < 1e-9 * max(1, r['total'])}")
+print("loop_b inlined into worker:", any("worker" in s for s in recs["loop_b"]["inlined_into"]))
+print("region index names compute:", blob["regions"][recs["loop_a"]["ri"]]["name"] == "compute")
+PY
+echo "without: $(grep -c 'data-view="lines"' without/report.html) section"
