@@ -127,8 +127,11 @@ elif which == "plugin":
     with h5py.File("zstd.h5", "r") as f:
         d = f["events/start_gaps"]
         fl = filters(d)
-        if "shuffle" not in fl or "32015" not in fl or not d.chunks or d.chunks[0] > 128:
-            fail("zstd.h5 filters %r chunks %r" % (fl, d.chunks))
+        # shuffle only where it can help: not on a column narrowed to one byte
+        # (how narrow depends on the run's timing)
+        if (("shuffle" in fl) != (d.dtype.itemsize > 1) or "32015" not in fl or not d.chunks
+                or d.chunks[0] > 128):
+            fail("zstd.h5 filters %r chunks %r dtype %s" % (fl, d.chunks, d.dtype))
         with open("zstd_start.txt", "w") as out:
             out.write(" ".join(str(v) for v in d[:5]))
     for k in ("region_ids", "event_offsets", "event_counts", "call_ids", "parent_ids"):
