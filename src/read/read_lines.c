@@ -284,7 +284,7 @@ sp_status sp_results_line_profiles(sp_results *r, const sp_line_profile **out, s
       sp__lines_free(l);
       return w.st;
     }
-    qsort(l->v, l->n, sizeof *l->v, cmp_record);
+    if (l->n) qsort(l->v, l->n, sizeof *l->v, cmp_record); /* v is NULL for a file without records */
     r->lines = l;
   }
   *out = r->lines->v;
