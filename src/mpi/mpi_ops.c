@@ -370,7 +370,10 @@ static const struct sp_mpi_ops ops = {
  * the linker keeps this object, and with it the constructor below. */
 SP_API int sp__mpi_anchor;
 
-__attribute__((constructor)) static void install(void) {
+/* Before the library's other constructors (a priority runs before none):
+ * `scope-profiler run` sets the session up from one (core/autorun.c), and
+ * setup must already see that this process writes an MPI job file. */
+__attribute__((constructor(101))) static void install(void) {
   load_pid = getpid();
   sp__mpi_ops = &ops;
   sp__mpi_wrap_init();
