@@ -10,7 +10,7 @@ LD_PRELOAD="$lib" SCOPE_PROFILER_FILE_PATH=run.h5 SCOPE_PROFILER_USE_MEMRAY=1 "$
 echo "-- sorted by peak, only inner:"
 "$SP" inspect run.h5 -q --columns region allocs peak --sort peak --include inner
 echo "-- the memory column set adds calls and total; the default columns gain alloc and peak:"
-"$SP" inspect run.h5 -q --columns memory | head -1
+"$SP" inspect run.h5 -q --columns memory | head -1 | tr -s ' '
 "$SP" inspect run.h5 -q | head -1 | tr -s ' '
 echo "-- the capture's by-region rows, with the profile's calls:"
 "$SP" memory run.memray.bin --profile run.h5 --top 0 | awk '$1 == "inner" || $1 == "outer" { $NF = ""; $1 = $1; print }'
