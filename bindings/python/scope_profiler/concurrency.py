@@ -103,4 +103,19 @@ class AsyncTracker:
 
 
 class ConcurrencyTracker(AsyncTracker):
-    """Name kept for upstream's ProfilingConfig.tracker."""
+    """``ProfilingConfig.tracker`` of a run with track_threads: upstream's
+    name. Threads need no Python hook (the core keeps per-thread buffers and
+    the thread table); with track_async it also follows asyncio tasks, and
+    ``instrument_loop(loop)`` covers a loop that bypasses BaseEventLoop."""
+
+    def __init__(self, manager, track_async: bool):
+        super().__init__(manager)
+        self.track_async = bool(track_async)
+
+    def instrument_loop(self, loop) -> None:
+        if self.track_async:
+            super().instrument_loop(loop)
+
+    def start(self) -> None:
+        if self.track_async:
+            super().start()

@@ -55,10 +55,10 @@ def prepare(wants_memray: bool) -> None:
 def start(manager, config) -> None:
     """After a successful setup: start the Python-side hooks the config asks for."""
     hooks = manager._hooks
-    if config.track_async:
+    if config.track_threads:  # track_async implies it
         from . import concurrency
 
-        tracker = concurrency.AsyncTracker(manager)
+        tracker = concurrency.ConcurrencyTracker(manager, config.track_async)
         config._tracker = tracker
         hooks.append(tracker)
     if config.use_memray and _core.memory_library_loaded() and not _core.malloc_interposed():

@@ -14,8 +14,10 @@ raise the library's messages (as :class:`ConfigurationError`, a
 from __future__ import annotations
 
 import dataclasses
+import inspect
 import os
 import sys
+import time
 from pathlib import Path
 from typing import Any, TypedDict
 
@@ -76,17 +78,28 @@ def _text(name: str, value: Any) -> str | None:
 def _python_value(row: dict, text: str | None) -> Any:
     """The library's rendering of a resolved value as a Python value."""
     kind = row["type"]
-    if text is None or (text == "" and kind not in ("list", "bool")):
+    if kind == "list":
+        return tuple(t for t in (text or "").split(",") if t)
+    if text is None or (text == "" and kind != "bool"):
         return None
     if kind == "bool":
         return text.lower() in ("1", "true", "yes", "on")
     if kind == "int":
         return int(text)
-    if kind == "list":
-        return tuple(t for t in text.split(",") if t)
     if kind == "enum" and text == "none":
         return None
     return text
+
+
+#: Upstream's dataclasses take their fields positionally (``GPUOptions(True)``
+#: is ``timing=True``). Where upstream declares fields in another order than
+#: the table, these say how: a group's fields upstream declares first, in
+#: that order (the group's other fields follow in table order), and the
+#: flat fields upstream declares after its groups. From the first of those on
+#: ProfilingOptions' fields are keyword-only, so a positional argument never
+#: lands in a field upstream would not have put it in.
+_UPSTREAM_GROUP_ORDER = {"gpu": ("timing", "backend", "nvtx")}
+_UPSTREAM_AFTER_GROUPS = ("gpu_sync_on_exit",)
 
 
 def _spelling(group: str, field: str) -> str:
@@ -123,6 +136,8 @@ def _check(name: str, value: Any) -> None:
 
 def _make_group(cls_name: str, group: str, doc: str) -> type:
     rows = [r for r in _TABLE if r["group"] == group and r["spelling"]]
+    first = _UPSTREAM_GROUP_ORDER.get(group, ())
+    rows.sort(key=lambda r: first.index(r["field"]) if r["field"] in first else len(first))
     fields = []
     for r in rows:
         annot = "Any" if r["name"] in _OBJECT_SETTINGS else _PY_TYPES[r["type"]]
@@ -187,15 +202,17 @@ def _make_options() -> type:
         "Attributes",
         "----------",
     ]
+    kw_only = False
     for r in _TABLE:
         annot = "Any" if r["name"] in _OBJECT_SETTINGS else _PY_TYPES[r["type"]]
-        fields.append((r["name"], annot, dataclasses.field(default=None)))
+        kw_only = kw_only or r["name"] in _UPSTREAM_AFTER_GROUPS
+        fields.append((r["name"], annot, dataclasses.field(default=None, kw_only=kw_only)))
         default = r["default"]
         lines.append(f"{r['name']} : {r['type']} or None")
         lines.append(f"    {r['doc']} (default: {default!r})" + (
             "" if r["status"] == "ready" else f" [{r['status']} in this build]"))
     for g, cls in _GROUP_CLASSES.items():
-        fields.append((g, f"{cls.__name__} | None", dataclasses.field(default=None)))
+        fields.append((g, f"{cls.__name__} | None", dataclasses.field(default=None, kw_only=True)))
         lines.append(f"{g} : {cls.__name__} or None")
         lines.append(f"    The {g} settings as one group.")
     ns = {"to_kwargs": lambda self: _options_to_kwargs(self)}
@@ -253,30 +270,90 @@ def _expand_kwargs(kwargs: dict) -> list:
     return core.items()
 
 
+def _signature_default(row: dict) -> Any:
+    """A setting's default as upstream's ProfilingConfig signature spells it
+    (None where the table has no value: an empty list, an unset path)."""
+    value = _python_value(row, row["default"])
+    return None if value == () else value
+
+
 class ProfilingConfig:
     """Configuration for one profiling manager.
 
-    A view of the configuration the C library resolved at ``setup()``
-    (defaults, the TOML file, options, ``SCOPE_PROFILER_*`` environment
-    variables and keyword overrides, in that order of precedence). Each
-    manager owns its own, so independently configured sessions coexist.
-    Constructing it issues no MPI call.
+    ``ProfilingConfig(file_path=..., buffer_limit=..., ...)`` takes every
+    setting as a keyword (the same names, checks and messages as
+    ``setup()``); ``ProfileManager.set_config(config)`` starts a run with
+    it. The configuration of a run, ``get_config()``, is a view of what the C
+    library resolved at ``setup()`` (defaults, the TOML file, options,
+    ``SCOPE_PROFILER_*`` environment variables and keyword overrides, in that
+    order of precedence). Each manager owns its own, so independently
+    configured sessions coexist. Constructing it issues no MPI call.
     """
 
-    def __init__(self, manager, backend: Any = None):
+    def __init__(self, **settings):
+        self._manager = None
+        self._backend = None
+        self._metadata = None
+        self._metadata_path = None
+        self._tracker = None
+        self._created_ns = time.perf_counter_ns()
+        self._settings = {}
+        _expand_kwargs(settings)  # the library checks names, values and flat-plus-grouped conflicts
+        for key, value in settings.items():
+            if isinstance(value, _OptionGroup):
+                for field, v in value._explicit():
+                    self._settings[_core.find_setting(_spelling(key, field))] = v
+            elif value is not None:
+                self._settings[_core.find_setting(key)] = value
+        backend = self._settings.get("gpu_timing_backend")
+        if backend is not None and not isinstance(backend, str):
+            self._backend = backend
+
+    @classmethod
+    def _bound(cls, manager, backend: Any = None, into: "ProfilingConfig | None" = None) -> "ProfilingConfig":
+        """The configuration a manager's setup() resolved (``into``: the
+        object set_config() installs, which becomes that view)."""
+        self = into if into is not None else cls()
         self._manager = manager
         self._backend = backend
         self._metadata = None
+        self._metadata_path = None
+        self._tracker = None
+        self._settings = {}
+        return self
+
+    def _resolved(self) -> bool:
+        return self._manager is not None and self._manager.is_configured()
 
     def _value(self, name: str) -> Any:
-        got = self._manager.config_value(name)
-        if got is None:
-            return _python_value(_BY_NAME[name], _BY_NAME[name]["default"])
-        return _python_value(_BY_NAME[name], got[0])
+        row = _BY_NAME[name]
+        if self._resolved():
+            got = self._manager.config_value(name)
+            return _python_value(row, got[0] if got is not None else row["default"])
+        if name in self._settings:
+            return _python_value(row, _text(name, self._settings[name]))
+        return _python_value(row, row["default"])
+
+    def settings(self) -> dict:
+        """The settings this configuration was given (a run's: those not at
+        their default), as ``setup()`` keywords."""
+        if not self._resolved():
+            return dict(self._settings)
+        out = {}
+        for row in _TABLE:
+            got = self._manager.config_value(row["name"])
+            if got is not None and got[1] != 0:
+                out[row["name"]] = _python_value(row, got[0])
+        if self._backend is not None:
+            out["gpu_timing_backend"] = self._backend
+        return out
 
     def origin(self, name: str) -> str:
         """Where the resolved value of a setting came from."""
-        got = self._manager.config_value(_core.find_setting(name))
+        name = _core.find_setting(name)
+        if not self._resolved():
+            return "override" if name in self._settings else "default"
+        got = self._manager.config_value(name)
         return ("default", "file", "options", "env", "override")[got[1]] if got else "default"
 
     @classmethod
@@ -298,6 +375,11 @@ class ProfilingConfig:
     @property
     def memory_profile_path(self) -> Path | None:
         """Memray capture path, or None when allocation profiling is off."""
+        if not self._resolved():
+            if not self.use_memray:
+                return None
+            p = self._settings.get("memory_profile_path")  # else the library's rule: file_path's suffix replaced
+            return Path(p) if p else Path(os.path.splitext(self.file_path)[0] + ".memray.bin")
         info = self._manager.config_info()
         p = info and info["memory_profile_path"]
         return Path(p) if p else None
@@ -309,25 +391,34 @@ class ProfilingConfig:
 
     @property
     def start_time_ns(self) -> int:
-        """The run's start time (ns), the timeline origin of the results."""
-        info = self._manager.config_info()
-        return info["start_time_ns"] if info else 0
+        """The run's start time (ns, ``perf_counter_ns``'s clock), the timeline
+        origin of the results; before setup, when this configuration was made."""
+        info = self._manager.config_info() if self._resolved() else None
+        return info["start_time_ns"] if info else self._created_ns
 
     @property
     def paused(self) -> bool:
         """Whether runtime timing collection is temporarily suspended."""
-        info = self._manager.config_info()
+        info = self._manager.config_info() if self._resolved() else None
         return bool(info and info["paused"])
 
     @property
     def display_label(self) -> str:
         """The label post-processing shows: label, else the output file's stem."""
-        info = self._manager.config_info()
-        return info["display_label"] if info else Path(self.file_path).stem
+        info = self._manager.config_info() if self._resolved() else None
+        return info["display_label"] if info else (self.label or Path(self.file_path).stem)
 
     @property
     def metadata(self) -> dict:
-        """Environment metadata of the last run this manager wrote (from its results)."""
+        """Environment metadata collected on this rank (hostname, OpenMP
+        threads, ...): the library collects it at finalize, so this is the
+        metadata of the last run finalized with this configuration (read from
+        its results or its file), and empty before."""
+        if self._metadata is None and self._metadata_path:
+            try:
+                self._metadata = _core.open(self._metadata_path).metadata()  # the reader closes when dropped
+            except (OSError, ValueError, _core.ScopeProfilerError):
+                self._metadata = {}
         return dict(self._metadata or {})
 
     @property
@@ -335,7 +426,7 @@ class ProfilingConfig:
         """None unless ``track_threads`` is set; otherwise the manager's tracker."""
         if not self.track_threads:
             return None
-        return getattr(self, "_tracker", None)
+        return self._tracker
 
     def stop_memory_profiling(self) -> None:
         """Finish the allocation capture: done by the library at finalize."""
@@ -355,7 +446,8 @@ class ProfilingConfig:
         return []
 
     def __repr__(self):
-        return f"<ProfilingConfig file_path={self.file_path!r} active={self._manager.is_active()}>"
+        active = self._manager is not None and self._manager.is_active()
+        return f"<ProfilingConfig file_path={self.file_path!r} active={active}>"
 
 
 def _config_property(row: dict):
@@ -372,6 +464,11 @@ for _row in _TABLE:
     if not hasattr(ProfilingConfig, _row["name"]):
         setattr(ProfilingConfig, _row["name"], _config_property(_row))
 del _row
+# help() and inspect show upstream's signature: every setting, with its default.
+ProfilingConfig.__init__.__signature__ = inspect.Signature(
+    [inspect.Parameter("self", inspect.Parameter.POSITIONAL_OR_KEYWORD)]
+    + [inspect.Parameter(r["name"], inspect.Parameter.KEYWORD_ONLY, default=_signature_default(r),
+                         annotation=_setup_annotation(r)) for r in _TABLE])
 
 __all__ = [
     "tomllib", "GPUOptions", "HDF5Options", "MemrayOptions", "ProfilingConfig", "ProfilingOptions",

@@ -30,7 +30,26 @@ from .profile_config import (ProfilingConfig, ProfilingOptions, _expand_kwargs, 
 #: The root region every session() records around its body.
 SESSION_REGION = "scope_profiler.session"
 
-_SETUP_ONLY = ("options", "config_path", "replace", "auto_finalize")
+_SETUP_ONLY = ("options", "config_path", "replace", "auto_finalize", "output")
+_UNSET = object()
+#: What setup(output=...) writes, by suffix: the library writes HDF5.
+_OUTPUT_SUFFIXES = (".h5", ".hdf5", ".he5")
+
+
+def _output_settings(output, overrides: dict) -> dict:
+    """setup(output=...): a destination whose suffix names the format (the
+    library writes HDF5), or None for a run kept in memory only."""
+    if "file_path" in overrides:
+        raise _core.ConfigurationError("give output or file_path, not both (output is the file_path of an "
+                                       "HDF5 file, or None for no file)")
+    if output is None:
+        return {**overrides, "deactivate_file_output": True}
+    path = os.fspath(output)
+    if os.path.splitext(path)[1].lower() not in _OUTPUT_SUFFIXES:
+        raise _core.ConfigurationError(
+            f"output {path!r}: setup() writes HDF5 files ({', '.join(_OUTPUT_SUFFIXES)}); write the .h5 and "
+            "convert it with `scope-profiler export`, or pass None to keep the run in memory")
+    return {**overrides, "file_path": path}
 
 
 def _wants_memray(pairs, config_path) -> bool:
@@ -107,7 +126,7 @@ class ProfileManager:
 
     def __init__(self, _core_manager=None):
         self._m = _core_manager if _core_manager is not None else _core.Manager()
-        self._config = ProfilingConfig(self._m)
+        self._config = ProfilingConfig._bound(self._m)
         self._last_results = None
         self._hooks = []  # extensions active for the current run (async, python allocators, ...)
         self._backend = None
@@ -128,15 +147,24 @@ class ProfileManager:
 
     @_hybrid
     def setup(self, options: ProfilingOptions | None = None, config_path=None, replace: bool = False,
-              auto_finalize: bool = False, **overrides) -> None:
+              auto_finalize: bool = False, output=_UNSET, **overrides) -> None:
         """Resolve the configuration and start a run.
 
         Precedence: keyword ``overrides`` > ``SCOPE_PROFILER_*`` environment >
         ``options`` > the ``config_path`` TOML file > defaults. Unknown names,
         bad values and conflicting settings raise ConfigurationError (a
         ValueError) with the library's message. A second setup while a run is
-        active raises StateError unless ``replace=True``.
+        active raises StateError unless ``replace=True``. ``output``: the
+        file to write (an HDF5 path, the same as ``file_path``), or None to
+        write no file (``deactivate_file_output``; use
+        ``finalize(return_results=True)``).
         """
+        if output is not _UNSET:
+            overrides = _output_settings(output, overrides)
+        return self._setup(options, config_path, replace, auto_finalize, overrides)
+
+    def _setup(self, options, config_path, replace, auto_finalize, overrides, into=None) -> None:
+        """setup() itself; ``into``: the ProfilingConfig set_config() installs."""
         from . import extensions
 
         if options is not None and not isinstance(options, ProfilingOptions):
@@ -162,9 +190,19 @@ class ProfileManager:
         self._backend = backend_obj
         self._m.setup(options=opt_pairs, overrides=kw_pairs, config_path=config_path, replace=replace,
                       auto_finalize=auto_finalize)
-        self._config = ProfilingConfig(self._m, backend if backend_obj is not None else None)
+        self._config = ProfilingConfig._bound(self._m, backend if backend_obj is not None else None, into)
         self._last_results = None
         extensions.start(self, self._config)
+
+    @_hybrid
+    def set_config(self, config: ProfilingConfig) -> None:
+        """Start a run with ``config``'s settings (a ProfilingConfig made with
+        keywords, or another run's ``get_config()``), replacing a run that is
+        still active; ``config`` becomes this manager's configuration.
+        Decorated functions need no rebinding: they find the run when called."""
+        if not isinstance(config, ProfilingConfig):
+            raise TypeError(f"set_config() takes a ProfilingConfig, not {type(config).__name__}")
+        self._setup(None, None, True, False, config.settings(), into=config)
 
     @_hybrid
     def finalize(self, verbose: bool = True, return_results: bool = False):
@@ -178,8 +216,8 @@ class ProfileManager:
         if summary:
             sys.stdout.write(summary)
         results = ProfilingResults(res) if res is not None else None
-        if results is not None:
-            self._config._metadata = results.metadata
+        self._config._metadata = results.metadata if results is not None else None
+        self._config._metadata_path = None if results is not None else self._m.output_path()
         self._last_results = results
         return results if return_results else None
 
@@ -225,7 +263,7 @@ class ProfileManager:
         """Run ``main(*args)`` inside a session writing ``output``; returns
         (main's return value, the ProfilingResults)."""
         if output is not None:
-            kwargs.setdefault("file_path", output)
+            kwargs["output"] = output
         with self.session(return_results=True, **kwargs) as run:
             value = main(*args)
         return value, run.results
