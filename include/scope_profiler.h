@@ -252,7 +252,7 @@ SP_API void sp_context_adopt(sp_manager *m, sp_context c);
  * coroutine or fiber; any nonzero id the scheduler chooses; 0 = the thread's
  * own context). With track_async on, calls nest per task, each call records
  * its task (events/task_ids) and the time its task was switched out while it
- * was open (events/await_times), and the file gets a /tasks table. A task may
+ * was open (events/await_ns), and the file gets a /task_table. A task may
  * move to another thread only while none of its regions is open. A no-op when
  * track_async is off. Not for the hot path of regions: it takes a lock. */
 SP_API void sp_manager_task_switch(sp_manager *m, uint64_t task);

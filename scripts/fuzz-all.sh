@@ -1,13 +1,15 @@
 #!/usr/bin/env bash
 # Builds and runs the libFuzzer targets for every reader of outside data
 # except the TOML reader (scripts/fuzz.sh has that one): the profile reader
-# on mutated HDF5 files (fuzz_reader), the crash-spill parser (fuzz_spill),
-# region names through intern/begin/end/finalize (fuzz_names), settings
-# from the environment (fuzz_env), allocation capture files (fuzz_memcap)
-# and LIKWID's marker file and result stream (fuzz_likwid). tests/fuzz/fuzz_<target>.c says what each one feeds and
+# on mutated HDF5 files (fuzz_reader), the JSON-profile and native-trace
+# readers on mutated JSON and .spt files (fuzz_native), the crash-spill
+# parser (fuzz_spill), region names through intern/begin/end/finalize
+# (fuzz_names), settings from the environment (fuzz_env), allocation
+# capture files (fuzz_memcap) and LIKWID's marker file and result stream
+# (fuzz_likwid). tests/fuzz/fuzz_<target>.c says what each one feeds and
 # checks.
 #
-#   scripts/fuzz-all.sh [SECONDS] [TARGET...]   (default 60 s each, all six)
+#   scripts/fuzz-all.sh [SECONDS] [TARGET...]   (default 60 s each, all seven)
 #
 # The library is built once with clang under -fsanitize=fuzzer-no-link,
 # address,undefined in $SP_FUZZ_OUT/lib (default build-fuzz-all/lib; serial
@@ -23,7 +25,7 @@ root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 secs=${1:-60}
 [[ $# -gt 0 ]] && shift
 targets=("$@")
-[[ ${#targets[@]} -eq 0 ]] && targets=(reader spill names env memcap likwid)
+[[ ${#targets[@]} -eq 0 ]] && targets=(reader native spill names env memcap likwid)
 out=${SP_FUZZ_OUT:-$root/build-fuzz-all}
 mkdir -p "$out"
 out=$(cd "$out" && pwd)
@@ -52,7 +54,7 @@ build() {
   for t in "${targets[@]}"; do
     "$cc" -g -O1 $san -fsanitize=fuzzer -D_GNU_SOURCE -I"$root/include" -I"$root/src" \
       "$root/tests/fuzz/fuzz_$t.c" "$out/lib/libscope_profiler.a" \
-      $(pkg-config --cflags --libs hdf5-serial libdw) -lzstd -llzf -lm -lpthread -ldl \
+      $(pkg-config --cflags --libs hdf5-serial libdw) -lzstd -llzf -lz -lm -lpthread -ldl \
       $(cat "$out/lib/sp_counter_libs.txt" 2>/dev/null) \
       -o "$out/fuzz_$t.new" && mv "$out/fuzz_$t.new" "$out/fuzz_$t" || return 1
   done
@@ -73,24 +75,30 @@ printf '"%s"\n' scope_profiler_schema storage_layout columnar aggregate metadata
   names rank_region_index region_ids ranks event_offsets event_counts source_lines \
   exclusive_totals source_files source_texts tags summary_statistics aggregate_counts events \
   start_times end_times call_ids parent_ids thread_ids task_ids threads regions rank0 \
-  start_gaps durations call_id_gaps parent_offsets start_bases call_id_bases \
-  _overflow_index _overflow_values \
+  start_deltas durations thread_table task_table aggregate_totals aggregate_minimums \
+  aggregate_maximums aggregate_exclusives aggregate_statistics index ident native_id daemon \
   > "$out/reader.dict"
 printf '"%s"\n' "scope-profiler memory capture\\x0a\\x01\\x00" HEAD CLCK EVNT STCK REGN THRD MAPS STAT \
   > "$out/memcap.dict"
+printf '"%s"\n' SCOPEPRF '{' '}' '[' ']' ':' , '"format"' '"scope-profiler-profile"' '"format_version"' \
+  '"regions"' '"name"' '"rank"' '"start_times_ns"' '"end_times_ns"' '"aggregate"' '"metadata"' \
+  '"threads"' '"tasks"' '"call_ids"' '"parent_ids"' '"thread_ids"' '"task_ids"' '"tags"' \
+  '"source_lineno"' '"event_data_available"' null true false '\\u0000' '\\ud800' 1e999 \
+  > "$out/native.dict"
 
 # Serial HDF5 1.10 crashes and loops forever on some corrupt files
 # (docs/reliability.md lists where), which no check of ours can prevent: the
 # reader target runs in fork mode, where a crash or timeout is saved and the
 # run goes on, and each saved input is then judged by hdf5_or_ours below.
 declare -A extra=([reader]="-fork=1 -ignore_crashes=1 -ignore_timeouts=1 -ignore_ooms=1 -max_len=65536 -dict=$out/reader.dict"
+                  [native]="-max_len=65536 -dict=$out/native.dict"
                   [spill]="-max_len=65536" [names]="-max_len=8192"
                   [env]="-max_len=4096 -dict=$out/env.dict"
                   [memcap]="-max_len=65536 -dict=$out/memcap.dict"
                   [likwid]="-max_len=16384")
 # A run normally takes milliseconds; HDF5's endless loops would eat the
 # reader's budget at a long timeout.
-declare -A timeout=([reader]=3 [spill]=20 [names]=20 [env]=20 [memcap]=20 [likwid]=20)
+declare -A timeout=([reader]=3 [native]=20 [spill]=20 [names]=20 [env]=20 [memcap]=20 [likwid]=20)
 # HDF5 1.10 leaks the strings it converted when a variable-length read fails
 # midway on a corrupt file (allocated inside H5T__conv_vlen, never handed
 # to us, so no H5Dvlen_reclaim can free them). Only that allocation site is

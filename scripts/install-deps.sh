@@ -15,6 +15,7 @@ pkgs=(
   libunwind-dev                     # native stacks of allocations (memray_native_traces)
   libpfm4-dev libpapi-dev papi-tools # perf_events PMU names (libpfm4) and PAPI_* counters
   likwid                            # use_likwid: marker API (loaded by dlopen) and likwid-perfctr
+  zlib1g-dev                        # gzip JSON profiles
   python3-h5py python3-numpy        # independent reader used by the tests
   python3-dev python3-pytest        # the Python package (CPython extension) and its tests
   python3-mpi4py                    # the Python package under mpirun (profile_mpi_calls)

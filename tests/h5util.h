@@ -13,13 +13,13 @@
 static inline long long h5_attr_i64(const char *file, const char *obj, const char *name);
 static inline int64_t *h5_schema3_events(const char *file, int column, long long *n);
 
-/* Schema 3 stores /events/{start_times,end_times,call_ids,parent_ids}
- * coded; asked for one of them, h5_len and h5_i64 decode it (below), so the
- * tests read either schema the same way. -1: not one of them. */
+/* Schema 3 stores starts and ends as /events/start_deltas and durations;
+ * asked for /events/start_times or end_times of a schema-3 file, h5_len and
+ * h5_i64 decode them (below), so the tests read either schema the same way.
+ * -1: not one of them. */
 static inline int h5_coded_column(const char *file, const char *dset) {
-  static const char *const plain[] = {"/events/start_times", "/events/end_times",
-                                      "/events/call_ids", "/events/parent_ids"};
-  for (int c = 0; c < 4; c++)
+  static const char *const plain[] = {"/events/start_times", "/events/end_times"};
+  for (int c = 0; c < 2; c++)
     if (strcmp(dset, plain[c]) == 0) return h5_attr_i64(file, "/", "scope_profiler_schema") == 3 ? c : -1;
   return -1;
 }
@@ -28,7 +28,7 @@ static inline long long h5_raw_len(const char *file, const char *dset);
 
 /* Number of elements of a 1-D dataset, or -1. */
 static inline long long h5_len(const char *file, const char *dset) {
-  if (h5_coded_column(file, dset) >= 0) return h5_raw_len(file, "/events/start_gaps");
+  if (h5_coded_column(file, dset) >= 0) return h5_raw_len(file, "/events/start_deltas");
   return h5_raw_len(file, dset);
 }
 
@@ -170,77 +170,31 @@ static inline long long h5_attr_i64(const char *file, const char *obj, const cha
   return v;
 }
 
-/* Decodes one of schema 3's event quantities (0 start, 1 end, 2 call id,
- * 3 parent id) for the whole file, straight from docs/file-format.md and
- * independently of the library's reader: whole columns, rows from the index,
- * the overflow lists applied, running sums from the row bases. */
+/* Decodes schema 3's starts (column 0) or ends (1) for the whole file,
+ * straight from docs/file-format.md and independently of the library's
+ * reader: each row's starts are the running sum of its start deltas, ends
+ * are starts plus durations. */
 static inline int64_t *h5_schema3_events(const char *file, int column, long long *n) {
-  static const char *const coded[] = {"start_gaps", "durations", "call_id_gaps", "parent_offsets"};
-  long long k = 0, kk = 0, len[4] = {0, 0, 0, 0};
-  uint64_t *u[4] = {NULL, NULL, NULL, NULL};
-  int64_t *t[4] = {NULL, NULL, NULL, NULL};
-  int have[4] = {0, 0, 0, 0};
-  /* only the coded columns this one is made of: starts from start gaps,
-   * ends from those and the durations, ids from id gaps, parents from
-   * those and the offsets (a 20M-event file is 160 MB a column) */
-  static const int need[4][4] = {{1, 0, 0, 0}, {1, 1, 0, 0}, {0, 0, 1, 0}, {0, 0, 1, 1}};
-  for (int c = 0; c < 4; c++) {
-    char path[96];
-    if (!need[column][c]) {
-      have[c] = 1;
-      continue;
-    }
-    snprintf(path, sizeof path, "/events/%s", coded[c]);
-    u[c] = h5_read_as(file, path, H5T_NATIVE_UINT64, &len[c]);
-    if (!u[c]) continue;
-    /* true values; INT64_MIN marks "no parent" */
-    t[c] = malloc(((size_t)len[c] + 1) * sizeof *t[c]);
-    for (long long i = 0; i < len[c]; i++)
-      t[c][i] = c < 2 ? (int64_t)u[c][i]
-              : c == 3 && u[c][i] == 0 ? INT64_MIN
-                                        : (int64_t)((u[c][i] >> 1) ^ (0 - (u[c][i] & 1)));
-    free(u[c]);
-    u[c] = NULL;
-    long long ni, nv;
-    snprintf(path, sizeof path, "/events/%s_overflow_index", coded[c]);
-    int64_t *oi = h5_i64(file, path, &ni);
-    snprintf(path, sizeof path, "/events/%s_overflow_values", coded[c]);
-    int64_t *ov = h5_i64(file, path, &nv);
-    for (long long j = 0; oi && ov && j < ni && j < nv; j++) t[c][oi[j]] = ov[j];
-    free(oi);
-    free(ov);
-    have[c] = 1;
-  }
-  *n = column < 2 ? len[0] : len[2];
+  long long k = 0, kk = 0, nd = 0;
+  int64_t *delta = h5_read_as(file, "/events/start_deltas", H5T_NATIVE_INT64, n);
+  int64_t *dur = h5_read_as(file, "/events/durations", H5T_NATIVE_INT64, &nd);
   int64_t *offs = h5_i64(file, "/rank_region_index/event_offsets", &k);
   int64_t *cnts = h5_i64(file, "/rank_region_index/event_counts", &kk);
-  int64_t *sb = h5_i64(file, "/rank_region_index/start_bases", &kk);
-  int64_t *cb = h5_i64(file, "/rank_region_index/call_id_bases", &kk);
   int64_t *out = NULL;
-  if (have[0] && have[1] && have[2] && have[3] && offs && cnts && sb && cb) {
+  if (delta && dur && nd == *n && offs && cnts && kk == k) {
     out = malloc(((size_t)*n + 1) * sizeof *out);
     for (long long r = 0; r < k; r++) {
-      uint64_t s = (uint64_t)sb[r], id = (uint64_t)cb[r];
-      for (int64_t i = offs[r]; i < offs[r] + cnts[r]; i++) {
-        if (column < 2) s += (uint64_t)t[0][i];
-        else id += (uint64_t)t[2][i];
-        switch (column) {
-        case 0: out[i] = (int64_t)s; break;
-        case 1: out[i] = (int64_t)(s + (uint64_t)t[1][i]); break;
-        case 2: out[i] = (int64_t)id; break;
-        default: out[i] = t[3][i] == INT64_MIN ? -1 : (int64_t)(id - (uint64_t)t[3][i]); break;
-        }
+      uint64_t s = 0;
+      for (int64_t i = offs[r]; i < offs[r] + cnts[r] && i < *n; i++) {
+        s += (uint64_t)delta[i];
+        out[i] = column == 0 ? (int64_t)s : (int64_t)(s + (uint64_t)dur[i]);
       }
     }
   }
-  for (int c = 0; c < 4; c++) {
-    free(u[c]);
-    free(t[c]);
-  }
+  free(delta);
+  free(dur);
   free(offs);
   free(cnts);
-  free(sb);
-  free(cb);
   return out;
 }
 

@@ -2,10 +2,13 @@
  * metadata, filters, statistics, call trees and exporters.
  *
  * An sp_results (scope_profiler/results.h) is opened from a file or an
- * in-memory image. Three layouts are read: "columnar" (schema 3, ours, with
- * delta-coded events; schema 2, ours and upstream's Python/C writers),
- * "aggregate" (summary rows only, no events) and upstream's older
- * hierarchical layout (/rank<N>/regions/<name>).
+ * in-memory image. Everything upstream scope-profiler writes is read,
+ * recognised by content, not by name: HDF5 profiles in the "columnar"
+ * layout (schema 3, start deltas and durations; schema 2, absolute start
+ * and end times), the "aggregate" layout (one row of totals per region and
+ * rank, no events) and the hierarchical schema 1 (/rank<N>/regions/<name>);
+ * JSON profiles (format_version 1, plain or gzip); native traces (.spt
+ * versions 1 and 2).
  * Opening validates the structure and reads only the small tables; events are
  * read lazily, slice by slice, when a caller asks for them. Summaries come from
  * the stored summary rows, so the summary of a ten-million-event file costs a
@@ -39,8 +42,11 @@ extern "C" {
 
 /*====== The file ======*/
 
-/** Schema of the file: 2, or 1 for upstream's hierarchical layout. */
+/** Schema of the file: 3 or 2, or 1 for upstream's hierarchical layout; for
+ * a JSON profile its format_version, for a native trace its version. */
 SP_API int sp_results_schema(const sp_results *r);
+/** What the input was: "hdf5", "json" (a JSON profile) or "native" (.spt). */
+SP_API const char *sp_results_source_format(const sp_results *r);
 /** "columnar", "aggregate" or "hierarchical". */
 SP_API const char *sp_results_layout(const sp_results *r);
 /** 1 when the file stores individual events (not the aggregate layout). */
@@ -115,6 +121,34 @@ SP_API sp_status sp_results_threads(sp_results *r, int64_t rank, int64_t **ids, 
 SP_API int sp_results_has_tasks(const sp_results *r);
 /** 1 when the events carry call ids and parent ids (explicit nesting). */
 SP_API int sp_results_has_call_ids(const sp_results *r);
+
+/* The lane tables (/thread_table, /task_table; upstream's fields). Times are
+ * as stored: relative to the rank's start_time_ns (sp_results_rank_start_ns),
+ * -1 where unknown. Rows are owned by r; n is 0 when the file has no table. */
+typedef struct sp_thread_info {
+  int64_t rank, index;  /* index: what the events' thread ids hold */
+  int64_t ident;        /* pthread_self() / Python's threading ident; 0 none */
+  int64_t native_id;    /* OS thread id; 0 none */
+  int daemon;
+  int64_t start_ns, end_ns; /* end_ns -1: alive at finalize */
+  int64_t cpu_ns;       /* -1 unknown */
+  int64_t omp_thread;   /* ours; -1 unknown or outside OpenMP */
+  const char *name;
+} sp_thread_info;
+typedef struct sp_task_info {
+  int64_t rank, index;  /* index: what the events' task ids hold */
+  int64_t thread_index; /* thread that last ran it; -1 unknown */
+  int64_t created_ns, done_ns; /* done_ns -1: not finished */
+  int64_t steps, running_ns, suspended_ns;
+  int64_t switch_id;    /* ours: the id given to sp_task_switch(); -1 unknown */
+  const char *kind, *name, *coro_name;
+} sp_task_info;
+SP_API sp_status sp_results_thread_table(const sp_results *r, const sp_thread_info **rows, size_t *n);
+SP_API sp_status sp_results_task_table(const sp_results *r, const sp_task_info **rows, size_t *n);
+/** The origin of rank `rank`'s lane-table times: its own start_time_ns
+ * (/ranks/start_time_ns in an MPI job's file, else metadata start_time_ns).
+ * SP_ERR_NOT_FOUND when the file records none. */
+SP_API sp_status sp_results_rank_start_ns(const sp_results *r, int64_t rank, int64_t *ns);
 
 /** Where a region was declared: the first rank that captured it. `file` is
  * "" and `line` -1 when unknown; `text` is "" when no source was captured.
@@ -360,6 +394,15 @@ SP_API sp_status sp_write_region_statistics_json(sp_results *const *results, siz
  * regions common to all files; metrics avg, min, max, total. */
 SP_API sp_status sp_write_durations_csv(sp_results *const *results, size_t n,
                                         const char *const *labels, const sp_filter *f, FILE *out);
+
+/** Upstream's JSON profile (format "scope-profiler-profile", format_version
+ * 1) of `r`, the regions and ranks `f` keeps (NULL: all): metadata, one row
+ * per (region, rank) with its source, tags and either its calls (absolute
+ * start and end ns, and the call ids, parent ids, thread ids and task ids
+ * the file has, exclusive time) or, for the aggregate layout, its totals;
+ * the lane tables. One line, as upstream writes it; our reader reads it
+ * back to the same results. */
+SP_API sp_status sp_write_json_profile(sp_results *r, const sp_filter *f, FILE *out);
 
 /** {"files":[{"file_path","num_ranks","metadata":{...}}]}, values unclipped. */
 SP_API sp_status sp_write_metadata_json(sp_results *const *results, size_t n,

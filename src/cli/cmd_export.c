@@ -1,8 +1,10 @@
 /* cmd_export.c - `scope-profiler export FORMAT FILE... -o OUT`: a profile in
  * another tool's format. chrome-trace (chrome://tracing, Perfetto),
  * speedscope (one profile per lane), folded stacks (flamegraph.pl), csv
- * (upstream's plot data: gantt, flame or durations) and json (upstream's
- * region_statistics.json).
+ * (upstream's plot data: gantt, flame or durations), json (upstream's JSON
+ * profile, format_version 1, which every command reads back; gzip when OUT
+ * ends in .gz), region-statistics (upstream's region_statistics.json) and a
+ * flame graph SVG.
  *
  * Output goes to a temporary file next to OUT that is renamed into place when
  * complete, so an interrupted export never leaves a half-written OUT.
@@ -13,6 +15,8 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
+
+#include <zlib.h>
 
 #include "cli/cli_util.h"
 #include "cli/cli_opts.h"
@@ -30,10 +34,13 @@ static const char about[] =
     "  folded         \"a;b;c <self ns>\" lines for flamegraph.pl, merged over ranks\n"
     "  csv            upstream's plot data; --kind gantt (default; streamed),\n"
     "                 flame or durations\n"
-    "  json           upstream's region_statistics.json\n"
+    "  json           upstream's JSON profile (format_version 1): every call, source,\n"
+    "                 tags, metadata and lane tables; gzip-compressed when OUT ends\n"
+    "                 in .gz; every command reads it back\n"
+    "  region-statistics  upstream's region_statistics.json\n"
     "  flamegraph     a standalone SVG flame graph: call paths merged over the\n"
     "                 selected ranks, width = total time (as the report's)\n"
-    "csv and json take several files; the others exactly one.\n";
+    "csv and region-statistics take several files; the others exactly one.\n";
 
 static const char epilog[] =
     "Times in traces are relative to the earliest region entry of the file.\n"
@@ -43,15 +50,38 @@ static const char epilog[] =
     "  scope-profiler export speedscope profile.h5 -o profile.speedscope.json --ranks 0\n"
     "  scope-profiler export folded profile.h5 -o - | flamegraph.pl > flame.svg\n"
     "  scope-profiler export csv 'runs/*.h5' --kind durations -o durations.csv\n"
-    "  scope-profiler export json 'runs/*.h5' -o region_statistics.json\n"
+    "  scope-profiler export json profile.h5 -o profile.json.gz\n"
+    "  scope-profiler export region-statistics 'runs/*.h5' -o region_statistics.json\n"
     "  scope-profiler export flamegraph profile.h5 -o flame.svg --ranks 0-3\n"
     "\n"
     "exit status: 0 success, 2 usage or input error.\n";
 
-enum { F_CHROME, F_SPEEDSCOPE, F_FOLDED, F_CSV, F_JSON, F_FLAMEGRAPH };
-static const char *const formats[] = {"chrome-trace", "speedscope", "folded", "csv",
-                                      "json",         "flamegraph", NULL};
-#define FORMAT_LIST "chrome-trace, speedscope, folded, csv, json or flamegraph"
+enum { F_CHROME, F_SPEEDSCOPE, F_FOLDED, F_CSV, F_JSON, F_STATS, F_FLAMEGRAPH };
+static const char *const formats[] = {"chrome-trace", "speedscope", "folded",     "csv",
+                                      "json",         "region-statistics", "flamegraph", NULL};
+#define FORMAT_LIST "chrome-trace, speedscope, folded, csv, json, region-statistics or flamegraph"
+/* A gzip stream as a FILE (for OUT.gz): zlib writes mtime 0 and no name,
+ * so the same profile compresses to the same bytes, as upstream's do. */
+static ssize_t gz_write(void *cookie, const char *buf, size_t n) {
+  int w = n ? gzwrite((gzFile)cookie, buf, (unsigned)(n > (1u << 30) ? 1u << 30 : n)) : 0;
+  return w > 0 || n == 0 ? w : -1;
+}
+static int gz_close(void *cookie) { return gzclose((gzFile)cookie) == Z_OK ? 0 : -1; }
+
+static FILE *gz_file(int fd) {
+  gzFile z = gzdopen(fd, "wb");
+  if (!z) return NULL;
+  cookie_io_functions_t io = {NULL, gz_write, NULL, gz_close};
+  FILE *f = fopencookie(z, "w", io);
+  if (!f) gzclose(z);
+  return f;
+}
+
+static int ends_with(const char *s, const char *suffix) {
+  size_t n = strlen(s), k = strlen(suffix);
+  return n >= k && !strcmp(s + n - k, suffix);
+}
+
 static const char *const kinds[] = {"gantt", "flame", "durations", NULL};
 
 struct opts {
@@ -117,7 +147,7 @@ int sp_cmd_export(int argc, char **argv) {
     rc = sp_cli_usage_error(CMD, "--width applies to the flamegraph format only");
     goto done;
   }
-  if ((fmt < F_CSV || fmt == F_FLAMEGRAPH) && files.n != 1) {
+  if ((fmt < F_CSV || fmt == F_JSON || fmt == F_FLAMEGRAPH) && files.n != 1) {
     rc = sp_cli_usage_error(CMD, "%s takes exactly one file (got %zu); export them one by one",
                             formats[fmt], files.n);
     goto done;
@@ -166,7 +196,7 @@ int sp_cmd_export(int argc, char **argv) {
       umask(mask);
       if (fchmod(fd, 0666 & ~mask) != 0) { /* keep the private mode */ }
     }
-    if (fd < 0 || !(out = fdopen(fd, "w"))) {
+    if (fd < 0 || !(out = fmt == F_JSON && ends_with(out_s, ".gz") ? gz_file(fd) : fdopen(fd, "w"))) {
       rc = sp_cli_error(CMD, "cannot write %s: %s; check that its directory exists and is writable",
                         out_s, strerror(errno));
       if (fd >= 0) close(fd);
@@ -188,8 +218,10 @@ int sp_cmd_export(int argc, char **argv) {
       out = NULL;
       goto done;
     }
-  } else if (fmt == F_JSON) {
+  } else if (fmt == F_STATS) {
     st = sp_write_region_statistics_json(rs, files.n, NULL, (const char *const *)abs, f, out);
+  } else if (fmt == F_JSON) {
+    st = sp_write_json_profile(rs[0], f, out);
   } else if (fmt == 3 && xf == SP_EXPORT_DURATIONS_CSV) {
     st = sp_write_durations_csv(rs, files.n, NULL, f, out);
   } else {
@@ -236,9 +268,12 @@ int sp_cmd_export(int argc, char **argv) {
             "(threads not recorded?); they are clipped or shifted to keep the lanes nested\n",
             xs.overlaps);
   if (!o.quiet) {
-    if (fmt == 4 || (fmt == 3 && xf == SP_EXPORT_DURATIONS_CSV))
+    if (fmt == F_JSON)
+      fprintf(stderr, "scope-profiler export: wrote the JSON profile of %s to %s\n", files.v[0],
+              strcmp(out_s, "-") ? out_s : "stdout");
+    else if (fmt == F_STATS || (fmt == F_CSV && xf == SP_EXPORT_DURATIONS_CSV))
       fprintf(stderr, "scope-profiler export: wrote %s of %zu file(s) to %s\n",
-              fmt == 4 ? "region statistics" : "durations", files.n,
+              fmt == F_STATS ? "region statistics" : "durations", files.n,
               strcmp(out_s, "-") ? out_s : "stdout");
     else
       fprintf(stderr, "scope-profiler export: wrote %llu call(s) as %s%s%s to %s\n",

@@ -25,8 +25,9 @@
 static const char about[] =
     "Show a profile's metadata and per-region statistics (seconds, aggregated\n"
     "over the selected ranks). FILE may be a glob pattern (\"runs/*.h5\",\n"
-    "\"runs/**/*.h5\"). Reads schema-3 and schema-2 files (columnar and\n"
-    "aggregate) and upstream's older hierarchical files.\n";
+    "\"runs/**/*.h5\"). Reads everything upstream scope-profiler writes, by\n"
+    "content: HDF5 schemas 3, 2 (columnar and aggregate) and 1, JSON profiles\n"
+    "(.json, .json.gz) and native traces (.spt).\n";
 
 static const char epilog[] =
     "imbalance = slowest rank's total / mean rank total (ranks with the region);\n"
@@ -206,8 +207,15 @@ static void print_meta_value(const char *text, int full) {
 static void print_header(sp_results *r, const char *path) {
   size_t nr = sp_results_num_ranks(r);
   printf("file: %s\n", path);
-  printf("  label: %s | schema %d (%s) | ranks: %zu", sp_results_display_label(r),
-         sp_results_schema(r), sp_results_layout(r), nr);
+  const char *fmt = sp_results_source_format(r);
+  if (!strcmp(fmt, "json"))
+    printf("  label: %s | JSON profile v%d (%s) | ranks: %zu", sp_results_display_label(r), sp_results_schema(r),
+           sp_results_layout(r), nr);
+  else if (!strcmp(fmt, "native"))
+    printf("  label: %s | native trace v%d | ranks: %zu", sp_results_display_label(r), sp_results_schema(r), nr);
+  else
+    printf("  label: %s | schema %d (%s) | ranks: %zu", sp_results_display_label(r), sp_results_schema(r),
+           sp_results_layout(r), nr);
   if (nr > 0) {
     printf(" (%lld", (long long)sp_results_rank(r, 0));
     if (nr > 1) printf("-%lld", (long long)sp_results_rank(r, nr - 1));

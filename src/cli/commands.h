@@ -23,5 +23,6 @@ int sp_cmd_recover(int argc, char **argv);
 int sp_cmd_memory(int argc, char **argv);
 int sp_cmd_tui(int argc, char **argv);
 int sp_cmd_run(int argc, char **argv);
+int sp_cmd_import_native(int argc, char **argv);
 
 #endif

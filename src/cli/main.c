@@ -13,12 +13,13 @@ static const struct sp_cli_command commands[] = {
     {"inspect", sp_cmd_inspect, "show a profile's metadata, region statistics, call tree or source"},
     {"diff", sp_cmd_diff, "compare the regions of two profiles"},
     {"check", sp_cmd_check, "fail (exit 1) when a candidate profile regressed against a baseline"},
-    {"export", sp_cmd_export, "write chrome-trace, speedscope, folded, csv, json or a flame graph SVG"},
+    {"export", sp_cmd_export, "write chrome-trace, speedscope, folded, csv, json (profile), region-statistics or a flame graph SVG"},
     {"report", sp_cmd_report, "write a self-contained HTML report with charts (and SVG, JSON)"},
     {"tui", sp_cmd_tui, "browse a profile in the terminal (regions, call tree, ranks, threads)"},
     {"run", sp_cmd_run, "profile a program without editing it: scope-profiler run -- ./app args"},
     {"recover", sp_cmd_recover, "turn the spill file of a crashed run into its HDF5 profile"},
     {"memory", sp_cmd_memory, "summarise an allocation capture (use_memray): peak, regions, sites, leaks"},
+    {"import-native", sp_cmd_import_native, "merge native traces (.spt) and per-rank files into one profile"},
 };
 
 static void usage(FILE *out) {

@@ -200,6 +200,7 @@ typedef struct sp_thread_rec {
   struct sp_manager *m;
   uint32_t index;        /* dense per manager, in registration order */
   pid_t tid;
+  uint64_t ident;        /* pthread_self(), as Python's threading.get_ident() */
   char name[32];
   int omp_thread;        /* -1 outside an OpenMP parallel region */
   int64_t first_ns, last_ns;
@@ -290,9 +291,11 @@ struct sp_run;
  * the accumulators start over. */
 void sp__ext_before_snapshot(struct sp_manager *m);
 sp_status sp__ext_emit(struct sp_manager *m, struct sp_run *run, uint32_t rank, const struct sp_clock_map *cm);
-/* The /events columns of the extensions, appended to run->extra from index
- * `c` (data of ne values when alloc); returns the next index or -1. */
-int sp__ext_out_columns(const struct sp_manager *m, struct sp_run *run, size_t c, size_t ne, int alloc);
+/* The /events columns of the extensions, appended to run->extra with the
+ * dataset plan's ids (upstream's own where the name is one of its columns,
+ * else declared as the extension's; run->nevents values each); 0, or -1
+ * when out of memory or a column clashes with the plan. */
+int sp__ext_out_columns(const struct sp_manager *m, struct sp_run *run);
 /* Value k of the extensions' /events columns for one event's block row. */
 static inline int64_t sp__ext_out_value(const struct sp_manager *m, const int64_t *row, int k, double ns_per_tick);
 

@@ -22,6 +22,7 @@
 #include "common/error.h"
 #include "core/core.h"
 #include "output/output.h"
+#include "output/plan.h"
 
 #define CALIBRATION_REGION "scope_profiler.calibration"
 
@@ -138,8 +139,13 @@ void sp__ext_after_fork(struct sp_manager *m) {
   m->ext_stride = stride;
 }
 
-static const char *const reserved_names[] = {"start_times", "end_times", "call_ids", "parent_ids", "thread_ids",
-                                             "start_gaps", "durations", "call_id_gaps", "parent_offsets"};
+/* The core's own /events columns (the dataset plan's), which an extension
+ * may not write; upstream's task ids, await time and GPU durations are
+ * columns an extension provides. */
+static int reserved_name(const char *name) {
+  int id = sp__plan_find(SP_GRP_EVENTS, name);
+  return id >= 0 && id < SP_DS_NBUILTIN && id != SP_DS_TASK_IDS && id != SP_DS_AWAIT_NS && id != SP_DS_GPU_DURATIONS;
+}
 
 static sp_status check_columns(struct sp_manager *m, const struct sp_ext *x, const struct sp_ext_col *cols, int n) {
   if (n < 0 || (n && !cols))
@@ -154,9 +160,8 @@ static sp_status check_columns(struct sp_manager *m, const struct sp_ext *x, con
     if (!name || !*name || strchr(name, '/'))
       return sp__set_error(SP_ERR_INVALID_ARGUMENT, "extension %s: column %d has no valid name", x->name, c);
     if (cols[c].flags & SP_EXT_COL_SCRATCH) continue;
-    for (size_t r = 0; r < sizeof reserved_names / sizeof reserved_names[0]; r++)
-      if (strcmp(name, reserved_names[r]) == 0)
-        return sp__set_error(SP_ERR_INVALID_ARGUMENT, "extension %s: column name %s is the core's", x->name, name);
+    if (reserved_name(name))
+      return sp__set_error(SP_ERR_INVALID_ARGUMENT, "extension %s: column name %s is the core's", x->name, name);
     for (int k = 0; k < m->next; k++)
       for (int j = 0; j < m->ext[k].ncols; j++)
         if (!(m->ext[k].cols[j].flags & SP_EXT_COL_SCRATCH) && strcmp(m->ext[k].cols[j].name, name) == 0)
@@ -518,19 +523,18 @@ void sp__ext_before_snapshot(struct sp_manager *m) {
     if (m->ext[k].x->before_snapshot) m->ext[k].x->before_snapshot(m->ext[k].proc);
 }
 
-int sp__ext_out_columns(const struct sp_manager *m, struct sp_run *run, size_t c, size_t ne, int alloc) {
+int sp__ext_out_columns(const struct sp_manager *m, struct sp_run *run) {
   for (int k = 0; k < m->next; k++)
     for (int j = 0; j < m->ext[k].ncols; j++) {
       const struct sp_ext_col *col = &m->ext[k].cols[j];
       if (col->flags & SP_EXT_COL_SCRATCH) continue;
-      struct sp_column *out = &run->extra[c++];
-      out->name = sp__strdup(col->name);
-      out->unit = sp__strdup(col->unit ? col->unit : "");
-      out->type = SP_COL_I64;
-      if (alloc) out->data = malloc((ne ? ne : 1) * sizeof(int64_t));
-      if (!out->name || !out->unit || (alloc && !out->data)) return -1;
+      int id = sp__plan_find(SP_GRP_EVENTS, col->name);
+      if (id < 0)
+        id = sp__plan_add_event_column(
+            &(struct sp_plan_col_decl){col->name, SP_DT_I64, col->unit, col->fill, m->ext[k].x->name});
+      if (id < 0 || !sp__run_add_column(run, id)) return -1;
     }
-  return (int)c;
+  return 0;
 }
 
 struct sp_ext_emit {
@@ -647,63 +651,50 @@ sp_status sp__ext_emit(struct sp_manager *m, struct sp_run *run, uint32_t rank, 
 
 /*====== What emit adds to the run ======*/
 
+/* Groups are nodes of the run's per-rank group trees (output.h), written
+ * under rank<N>/ by every writer. The first component of `path` is the
+ * rank group: one of the plan's (likwid, perf_events, line_profile) or,
+ * for another name, declared here on the extension's behalf. */
 struct sp_ext_group *sp_ext_group(struct sp_ext_emit *out, const char *path) {
-  struct sp_run *run = out->run;
-  struct sp_aux_group *g = realloc(run->aux, (run->naux + 1) * sizeof *g);
-  if (!g) return NULL;
-  run->aux = g;
-  g = &run->aux[run->naux];
-  memset(g, 0, sizeof *g);
-  g->rank = out->rank;
-  if (!(g->path = sp__strdup(path))) return NULL;
-  run->naux++;
-  return (struct sp_ext_group *)g;
+  char *copy = sp__strdup(path);
+  if (!copy) return NULL;
+  char *save = NULL, *top = strtok_r(copy, "/", &save);
+  int gid = top ? sp__plan_find_rank_group(top) : -1;
+  if (top && gid < 0)
+    gid = sp__plan_add_rank_group(&(struct sp_plan_group_decl){top, "a group an extension's emit added"});
+  struct sp_node *n = gid >= 0 ? sp__run_add_group(out->run, gid) : NULL;
+  for (char *c = strtok_r(NULL, "/", &save); n && c; c = strtok_r(NULL, "/", &save)) n = sp__node_add_child(n, c);
+  free(copy);
+  return (struct sp_ext_group *)n;
 }
 
 int sp_ext_group_attr_str(struct sp_ext_group *g, const char *key, const char *value) {
-  return sp__meta_str(&((struct sp_aux_group *)g)->attrs, key, value);
+  return sp__meta_str(&((struct sp_node *)g)->attrs, key, value);
 }
 int sp_ext_group_attr_i64(struct sp_ext_group *g, const char *key, int64_t value) {
-  return sp__meta_i64(&((struct sp_aux_group *)g)->attrs, key, value);
+  return sp__meta_i64(&((struct sp_node *)g)->attrs, key, value);
 }
 int sp_ext_group_attr_f64(struct sp_ext_group *g, const char *key, double value) {
-  return sp__meta_f64(&((struct sp_aux_group *)g)->attrs, key, value);
+  return sp__meta_f64(&((struct sp_node *)g)->attrs, key, value);
 }
 int sp_ext_group_attr_strlist(struct sp_ext_group *g, const char *key, const char *const *values, size_t n) {
-  return sp__meta_strlist(&((struct sp_aux_group *)g)->attrs, key, (char **)values, n);
+  return sp__meta_strlist(&((struct sp_node *)g)->attrs, key, (char **)values, n);
 }
 
 int sp_ext_group_dset(struct sp_ext_group *gv, const char *name, enum sp_ext_dtype type, int ndims,
                       const uint64_t *dims, const void *data) {
-  struct sp_aux_group *g = (struct sp_aux_group *)gv;
-  if (ndims < 1 || ndims > 2) return -1;
-  struct sp_aux_dset *d = realloc(g->dsets, (g->ndsets + 1) * sizeof *d);
+  enum sp_dtype t = type == SP_EXT_I64 ? SP_DT_I64 : type == SP_EXT_U64 ? SP_DT_U64 : type == SP_EXT_F64 ? SP_DT_F64 : SP_DT_STR;
+  struct sp_node_ds *d = sp__node_add_ds((struct sp_node *)gv, name, t, ndims, dims);
   if (!d) return -1;
-  g->dsets = d;
-  d = &g->dsets[g->ndsets];
-  memset(d, 0, sizeof *d);
-  d->ndims = ndims;
-  uint64_t count = 1;
-  for (int i = 0; i < ndims; i++) count *= (d->dims[i] = dims[i]);
-  d->type = type == SP_EXT_I64 ? SP_AUX_I64 : type == SP_EXT_U64 ? SP_AUX_U64 : type == SP_EXT_F64 ? SP_AUX_F64 : SP_AUX_STR;
-  if (!(d->name = sp__strdup(name))) return -1;
-  if (d->type == SP_AUX_STR) {
-    char **s = calloc(count + 1, sizeof *s);
-    if (!s) return free(d->name), -1;
-    for (uint64_t i = 0; i < count; i++)
-      if (!(s[i] = sp__strdup(((const char *const *)data)[i] ? ((const char *const *)data)[i] : ""))) {
-        for (uint64_t j = 0; j < i; j++) free(s[j]);
-        free(s);
-        free(d->name);
-        return -1;
-      }
-    d->data = s;
-  } else {
-    d->data = malloc(count * 8 + 1);
-    if (!d->data) return free(d->name), -1;
+  uint64_t count = d->dims[0] * (ndims > 1 ? d->dims[1] : 1);
+  if (t != SP_DT_STR) {
     if (count) memcpy(d->data, data, count * 8);
+    return 0;
   }
-  g->ndsets++;
+  for (uint64_t i = 0; i < count; i++) {
+    const char *v = ((const char *const *)data)[i];
+    if (!(((char **)d->data)[i] = sp__strdup(v ? v : ""))) return -1; /* freed with the run */
+  }
   return 0;
 }
 

@@ -10,8 +10,9 @@
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
-#include <unistd.h>
 #include <strings.h>
+#include <time.h>
+#include <unistd.h>
 
 #include "common/diag.h"
 #include "common/error.h"
@@ -421,97 +422,68 @@ static int count_done_calls(struct sp_manager *m) {
   return 0;
 }
 
-/* A new table with `ncols` integer columns (the first `nu32` of them u32)
- * and one string column, appended to the run. */
-static struct sp_table *new_table(struct sp_run *run, const char *name, size_t nrows,
-                                  const char *const *cols, size_t ncols, size_t nu32, const char *strcol) {
-  struct sp_table *tabs = realloc(run->tables, (run->ntables + 1) * sizeof *tabs);
-  if (!tabs) return NULL;
-  run->tables = tabs;
-  struct sp_table *tb = &tabs[run->ntables++];
-  memset(tb, 0, sizeof *tb);
-  tb->name = sp__strdup(name);
-  tb->nrows = nrows;
-  tb->ncols = ncols;
-  tb->cols = calloc(ncols, sizeof *tb->cols);
-  tb->nstr = 1;
-  tb->str_cols_names = calloc(1, sizeof(char *));
-  tb->str_cols = calloc(1, sizeof(char **));
-  if (!tb->name || !tb->cols || !tb->str_cols_names || !tb->str_cols) return NULL;
-  tb->str_cols_names[0] = sp__strdup(strcol);
-  tb->str_cols[0] = calloc(nrows + 1, sizeof(char *));
-  if (!tb->str_cols_names[0] || !tb->str_cols[0]) return NULL;
-  for (size_t c = 0; c < ncols; c++) {
-    tb->cols[c].name = sp__strdup(cols[c]);
-    tb->cols[c].type = c < nu32 ? SP_COL_U32 : SP_COL_I64;
-    tb->cols[c].data = calloc(nrows + 1, 8);
-    if (!tb->cols[c].name || !tb->cols[c].data) return NULL;
-  }
-  return tb;
-}
+/* A time relative to the run's start_time_ns, as the lane tables store
+ * them (docs/file-format.md); -1 stays -1. */
+static int64_t relative(const struct sp_manager *m, int64_t t) { return t == -1 ? -1 : t - m->cfg.start_time_ns; }
 
-static sp_status add_task_table(struct sp_manager *m, struct sp_run *run, const struct sp_clock_map *cm,
-                                uint32_t rank) {
-  static const char *const names[] = {"ranks", "index", "ids", "thread_index", "steps", "running_ns",
-                                      "awaiting_ns", "created_ns", "done_ns"};
+static sp_status add_task_table(struct sp_manager *m, struct sp_run *run, const struct sp_clock_map *cm) {
   size_t n = m->ntasks;
-  struct sp_table *tb = new_table(run, "tasks", n, names, sizeof names / sizeof names[0], 2, "names");
+  struct sp_table *tb = sp__run_add_table(run, SP_GRP_TASK_TABLE, n);
   if (!tb) return SP_ERR_NO_MEMORY;
   double scale = (double)cm->mult / 4294967296.0;
   uint64_t now = sp_i_ticks();
+  int64_t *index = sp__table_i64(tb, SP_DS_TASK_INDEX), *thread = sp__table_i64(tb, SP_DS_TASK_THREAD_INDEX);
+  int64_t *created = sp__table_i64(tb, SP_DS_TASK_CREATED_NS), *done = sp__table_i64(tb, SP_DS_TASK_DONE_NS);
+  int64_t *steps = sp__table_i64(tb, SP_DS_TASK_STEPS), *running = sp__table_i64(tb, SP_DS_TASK_RUNNING_NS);
+  int64_t *suspended = sp__table_i64(tb, SP_DS_TASK_SUSPENDED_NS), *sw = sp__table_i64(tb, SP_DS_TASK_SWITCH_ID);
+  char **kind = sp__table_str(tb, SP_DS_TASK_KIND), **name = sp__table_str(tb, SP_DS_TASK_NAME);
   for (size_t i = 0; i < n; i++) {
     const struct sp_task *k = m->tasks[i];
-    uint64_t running = k->running + (k->stack == NULL ? now - k->in_at : 0); /* running now */
-    ((uint32_t *)tb->cols[0].data)[i] = rank;
-    ((uint32_t *)tb->cols[1].data)[i] = k->index;
-    ((int64_t *)tb->cols[2].data)[i] = (int64_t)k->id;
-    ((int64_t *)tb->cols[3].data)[i] = k->thread ? (int64_t)k->thread->index : -1;
-    ((int64_t *)tb->cols[4].data)[i] = (int64_t)k->steps;
-    ((int64_t *)tb->cols[5].data)[i] = (int64_t)((double)running * scale);
-    ((int64_t *)tb->cols[6].data)[i] = (int64_t)((double)k->suspended * scale);
-    ((int64_t *)tb->cols[7].data)[i] = sp__ticks_to_ns(cm, k->created);
-    ((int64_t *)tb->cols[8].data)[i] = k->done_at ? sp__ticks_to_ns(cm, k->done_at) : -1;
-    tb->str_cols[0][i] = sp__strdup(k->name ? k->name : "");
+    /* running now (its stack is in its thread's state): until now, or until
+     * it was marked done if it has not been switched out since */
+    uint64_t until = k->done_at >= k->in_at && k->done_at ? k->done_at : now;
+    uint64_t run_ticks = k->running + (k->stack == NULL && until >= k->in_at ? until - k->in_at : 0);
+    index[i] = k->index;
+    sw[i] = (int64_t)k->id;
+    thread[i] = k->thread ? (int64_t)k->thread->index : -1;
+    steps[i] = (int64_t)k->steps;
+    running[i] = (int64_t)((double)run_ticks * scale);
+    suspended[i] = (int64_t)((double)k->suspended * scale);
+    created[i] = relative(m, sp__ticks_to_ns(cm, k->created));
+    done[i] = k->done_at ? relative(m, sp__ticks_to_ns(cm, k->done_at)) : -1;
+    kind[i] = sp__strdup("task");
+    name[i] = sp__strdup(k->name ? k->name : "");
+    if (!kind[i] || !name[i]) return SP_ERR_NO_MEMORY;
   }
+  /* a C scheduler does not name its coroutines: coro_name stays "" */
   return SP_OK;
 }
 
-static sp_status add_thread_table(struct sp_manager *m, struct sp_run *run, uint32_t rank) {
-  struct sp_table *tb = calloc(1, sizeof *tb);
-  if (!tb) return SP_ERR_NO_MEMORY;
-  run->tables = tb;
-  run->ntables = 1;
+static sp_status add_thread_table(struct sp_manager *m, struct sp_run *run) {
   size_t n = m->nthreads;
-  tb->name = sp__strdup("threads");
-  tb->nrows = n;
-  static const char *const names[] = {"ranks", "index", "os_tid", "omp_thread", "first_ns", "last_ns", "cpu_ns"};
-  tb->ncols = sizeof names / sizeof names[0];
-  tb->cols = calloc(tb->ncols, sizeof *tb->cols);
-  tb->nstr = 1;
-  tb->str_cols_names = calloc(1, sizeof(char *));
-  tb->str_cols = calloc(1, sizeof(char **));
-  if (!tb->name || !tb->cols || !tb->str_cols_names || !tb->str_cols) return SP_ERR_NO_MEMORY;
-  tb->str_cols_names[0] = sp__strdup("names");
-  tb->str_cols[0] = calloc(n + 1, sizeof(char *));
-  for (size_t c = 0; c < tb->ncols; c++) {
-    tb->cols[c].name = sp__strdup(names[c]);
-    tb->cols[c].type = c < 2 ? SP_COL_U32 : SP_COL_I64;
-    tb->cols[c].data = calloc(n + 1, 8);
-    if (!tb->cols[c].name || !tb->cols[c].data) return SP_ERR_NO_MEMORY;
-  }
-  if (!tb->str_cols_names[0] || !tb->str_cols[0]) return SP_ERR_NO_MEMORY;
-  int64_t now = sp__mono_ns();
+  struct sp_table *tb = sp__run_add_table(run, SP_GRP_THREAD_TABLE, n);
+  if (!tb) return SP_ERR_NO_MEMORY;
+  int64_t *index = sp__table_i64(tb, SP_DS_THR_INDEX), *ident = sp__table_i64(tb, SP_DS_THR_IDENT);
+  int64_t *native = sp__table_i64(tb, SP_DS_THR_NATIVE_ID), *start = sp__table_i64(tb, SP_DS_THR_START_NS);
+  int64_t *end = sp__table_i64(tb, SP_DS_THR_END_NS), *cpu = sp__table_i64(tb, SP_DS_THR_CPU_NS);
+  int64_t *omp = sp__table_i64(tb, SP_DS_THR_OMP_THREAD);
+  char **name = sp__table_str(tb, SP_DS_THR_NAME);
   size_t i = 0;
   for (sp_thread_rec *t = m->threads; t && i < n; t = t->next, i++) {
-    ((uint32_t *)tb->cols[0].data)[i] = rank;
-    ((uint32_t *)tb->cols[1].data)[i] = t->index;
-    ((int64_t *)tb->cols[2].data)[i] = t->tid;
-    ((int64_t *)tb->cols[3].data)[i] = t->omp_thread;
-    ((int64_t *)tb->cols[4].data)[i] = t->first_ns;
-    ((int64_t *)tb->cols[5].data)[i] = t->exited ? t->last_ns : now;
-    ((int64_t *)tb->cols[6].data)[i] = t->cpu_ns;
-    tb->str_cols[0][i] = sp__strdup(t->name);
+    index[i] = t->index;
+    ident[i] = (int64_t)t->ident;
+    native[i] = t->tid;
+    omp[i] = t->omp_thread;
+    start[i] = relative(m, t->first_ns);
+    end[i] = t->exited ? relative(m, t->last_ns) : -1;
+    cpu[i] = t->exited ? t->cpu_ns : -1;
+    /* the finalizing thread can read its own clock: a lower bound, as upstream samples live threads */
+    struct timespec ts;
+    if (!t->exited && t->ident == (uint64_t)pthread_self() && clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts) == 0)
+      cpu[i] = (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+    if (!(name[i] = sp__strdup(t->name))) return SP_ERR_NO_MEMORY;
   }
+  /* daemon stays 0: a C thread is never a daemon */
   return SP_OK;
 }
 
@@ -520,13 +492,13 @@ static sp_status add_thread_table(struct sp_manager *m, struct sp_run *run, uint
 static int add_problem_meta(struct sp_manager *m, struct sp_meta *meta, uint64_t open_calls, const char *cut) {
   sp_problem_counts p = sp_manager_problems(m);
   int rc = 0;
-  rc |= sp__meta_i64(meta, "problems_unmatched_ends", (int64_t)p.unmatched_ends);
-  rc |= sp__meta_i64(meta, "problems_invalid_handles", (int64_t)p.invalid_regions);
-  rc |= sp__meta_i64(meta, "problems_left_open", (int64_t)p.left_open);
-  rc |= sp__meta_i64(meta, "open_at_finalize", (int64_t)open_calls);
+  rc |= sp__meta_i64(meta, SP_META_PROBLEMS_UNMATCHED, (int64_t)p.unmatched_ends);
+  rc |= sp__meta_i64(meta, SP_META_PROBLEMS_INVALID, (int64_t)p.invalid_regions);
+  rc |= sp__meta_i64(meta, SP_META_PROBLEMS_LEFT_OPEN, (int64_t)p.left_open);
+  rc |= sp__meta_i64(meta, SP_META_OPEN_AT_FINALIZE, (int64_t)open_calls);
   if (!cut && !m->ncut) return rc;
-  if (cut) rc |= sp__meta_str(meta, "cut_short", cut);
-  rc |= sp__meta_i64(meta, "cut_short_calls", (int64_t)m->ncut);
+  if (cut) rc |= sp__meta_str(meta, SP_META_CUT_SHORT, cut);
+  rc |= sp__meta_i64(meta, SP_META_CUT_SHORT_CALLS, (int64_t)m->ncut);
   size_t cap = 16 + m->ncut * 21, len = 0;
   char *js = malloc(cap);
   if (!js) return -1;
@@ -534,7 +506,7 @@ static int add_problem_meta(struct sp_manager *m, struct sp_meta *meta, uint64_t
   for (size_t i = 0; i < m->ncut; i++)
     len += (size_t)snprintf(js + len, cap - len, "%s%lld", i ? ", " : "", (long long)m->cut_ids[i]);
   snprintf(js + len, cap - len, "]");
-  rc |= sp__meta_str(meta, "cut_short_call_ids", js);
+  rc |= sp__meta_str(meta, SP_META_CUT_SHORT_CALL_IDS, js);
   free(js);
   return rc;
 }
@@ -593,8 +565,12 @@ static sp_status finalize_map(struct sp_manager *m, const sp_finalize_args *args
                  : streamed ? sp__stream_build(m, &cm, rank, &run, &open_calls, &fill_ctx)
                             : sp__snapshot_build(m, &cm, rank, &run, &open_calls);
   if (st != SP_OK) return st;
-  if ((m->cfg.track_threads && add_thread_table(m, &run, rank) != SP_OK) ||
-      (m->cfg.track_async && add_task_table(m, &run, &cm, rank) != SP_OK)) {
+  /* Thread ids always come with the thread table their values index, also
+   * when they were written without track_threads (calls of several threads) */
+  int thread_ids = m->cfg.track_threads;
+  for (size_t c = 0; c < run.nextra && !thread_ids; c++) thread_ids = run.extra[c].id == SP_DS_THREAD_IDS;
+  if ((thread_ids && add_thread_table(m, &run) != SP_OK) ||
+      (m->cfg.track_async && add_task_table(m, &run, &cm) != SP_OK)) {
     sp__run_free(&run);
     return sp__set_error(SP_ERR_NO_MEMORY, "finalize: out of memory for the thread and task tables");
   }
@@ -606,15 +582,16 @@ static sp_status finalize_map(struct sp_manager *m, const sp_finalize_args *args
     sp__run_free(&run);
     return st;
   }
-  if (m->overhead_ns >= 0) sp__meta_f64(&run.meta, "overhead_ns_per_call", m->overhead_ns);
+  sp__meta_i64(&run.meta, SP_META_FINALIZE_TIME_NS, ns1);
+  if (m->overhead_ns >= 0) sp__meta_f64(&run.meta, SP_META_OVERHEAD, m->overhead_ns);
   if (!peek && (st = sp__ext_emit(m, &run, rank, &cm)) != SP_OK) {
     sp__run_free(&run);
     sp__stream_fill_free(fill_ctx);
     return st;
   }
   if (recovered) {
-    sp__meta_i64(&run.meta, "recovered_from_signal", recovered);
-    sp__meta_i64(&run.meta, "recovery_complete", complete);
+    sp__meta_i64(&run.meta, SP_META_RECOVERED, recovered);
+    sp__meta_i64(&run.meta, SP_META_RECOVERY_COMPLETE, complete);
     if (m->recovered_lost) sp__meta_i64(&run.meta, "streamed_blocks_lost", (int64_t)m->recovered_lost);
   }
   if (add_problem_meta(m, &run.meta, open_calls, cut) != 0) {

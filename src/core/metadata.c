@@ -82,46 +82,53 @@ int sp__metadata_collect(const struct sp_config *cfg, int64_t start_time_ns, int
   unsigned maj, min, rel;
   H5get_libversion(&maj, &min, &rel);
   snprintf(buf, sizeof buf, "%u.%u.%u", maj, min, rel);
-  rc |= sp__meta_str(m, "scope_profiler_version", SP_VERSION_STRING);
-  rc |= sp__meta_str(m, "hdf5_version", buf);
-  rc |= sp__meta_str(m, "compiler", SP_COMPILER_ID);
-  rc |= sp__meta_str(m, "source", "native");
-  rc |= sp__meta_str(m, "source_language", "c");
+  rc |= sp__meta_str(m, SP_META_VERSION, SP_VERSION_STRING);
+  rc |= sp__meta_str(m, SP_META_HDF5_VERSION, buf);
+  rc |= sp__meta_str(m, SP_META_COMPILER, SP_COMPILER_ID);
+  rc |= sp__meta_str(m, SP_META_SOURCE, "native");
+  rc |= sp__meta_str(m, SP_META_SOURCE_LANGUAGE, "c");
   struct utsname u;
   if (uname(&u) == 0) {
     snprintf(buf, sizeof buf, "%s-%s-%s", u.sysname, u.release, u.machine);
-    rc |= sp__meta_str(m, "platform", buf);
+    rc |= sp__meta_str(m, SP_META_PLATFORM, buf);
   }
   char *cpu = cpu_model();
-  rc |= sp__meta_str(m, "chip_information", cpu);
+  rc |= sp__meta_str(m, SP_META_CHIP, cpu);
   free(cpu);
   int threads = sp__omp_max_threads();
-  rc |= sp__meta_i64(m, "omp_num_threads", threads);
-  rc |= sp__meta_i64(m, "mpi_size", mpi_size);
-  rc |= sp__meta_i64(m, "total_cores", (int64_t)mpi_size * threads);
-  rc |= sp__meta_i64(m, "start_time_ns", start_time_ns);
-  rc |= sp__meta_str(m, "clock", sp__clock_name());
+  rc |= sp__meta_i64(m, SP_META_OMP_THREADS, threads);
+  rc |= sp__meta_i64(m, SP_META_MPI_SIZE, mpi_size);
+  rc |= sp__meta_i64(m, SP_META_TOTAL_CORES, (int64_t)mpi_size * threads);
+  rc |= sp__meta_i64(m, SP_META_START_TIME_NS, start_time_ns);
+  rc |= sp__meta_str(m, SP_META_CLOCK, sp__clock_name());
   time_t now = time(NULL);
   struct tm tm;
   gmtime_r(&now, &tm);
   strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%S+00:00", &tm);
-  rc |= sp__meta_str(m, "timestamp", buf);
-  rc |= sp__meta_str(m, "label", cfg->display_label ? cfg->display_label : "");
-  rc |= sp__meta_str(m, "metadata_detail", SP__ENUM_WORD(metadata_detail, cfg->metadata_detail));
+  rc |= sp__meta_str(m, SP_META_TIMESTAMP, buf);
+  rc |= sp__meta_str(m, SP_META_LABEL, cfg->display_label ? cfg->display_label : "");
+  rc |= sp__meta_str(m, SP_META_DETAIL, SP__ENUM_WORD(metadata_detail, cfg->metadata_detail));
   char *settings = sp__config_to_json(cfg);
-  if (settings) rc |= sp__meta_str(m, "settings", settings);
+  if (settings) rc |= sp__meta_str(m, SP_META_SETTINGS, settings);
   free(settings);
 
   if (cfg->metadata_detail == SP__METADATA_FULL) {
     struct passwd pw, *pwr = NULL;
     char pwbuf[1024];
-    if (getpwuid_r(getuid(), &pw, pwbuf, sizeof pwbuf, &pwr) == 0 && pwr) rc |= sp__meta_str(m, "user", pw.pw_name);
+    if (getpwuid_r(getuid(), &pw, pwbuf, sizeof pwbuf, &pwr) == 0 && pwr) rc |= sp__meta_str(m, SP_META_USER, pw.pw_name);
     if (gethostname(buf, sizeof buf) == 0) {
       buf[sizeof buf - 1] = 0;
-      rc |= sp__meta_str(m, "hostname", buf);
+      rc |= sp__meta_str(m, SP_META_HOSTNAME, buf);
     }
     char cwd[PATH_MAX];
-    if (getcwd(cwd, sizeof cwd)) rc |= sp__meta_str(m, "working_directory", cwd);
+    if (getcwd(cwd, sizeof cwd)) rc |= sp__meta_str(m, SP_META_CWD, cwd);
+    /* uname names the host, so only at "full" */
+    if (uname(&u) == 0) {
+      char *un = sp__asprintf("uname_result(system='%s', node='%s', release='%s', version='%s', machine='%s')",
+                              u.sysname, u.nodename, u.release, u.version, u.machine);
+      if (un) rc |= sp__meta_str(m, SP_META_UNAME, un);
+      free(un);
+    }
     const char *mods = getenv("LOADEDMODULES");
     char *modcopy = sp__strdup(mods ? mods : "");
     char *list[256];
@@ -129,7 +136,7 @@ int sp__metadata_collect(const struct sp_config *cfg, int64_t start_time_ns, int
     for (char *save = NULL, *tok = modcopy ? strtok_r(modcopy, ":", &save) : NULL; tok && nm < 256;
          tok = strtok_r(NULL, ":", &save))
       list[nm++] = tok;
-    rc |= sp__meta_strlist(m, "modules", list, nm);
+    rc |= sp__meta_strlist(m, SP_META_MODULES, list, nm);
     free(modcopy);
     static const char *const vars[] = {"PATH", "LD_LIBRARY_PATH", "LOADEDMODULES", "MODULEPATH",
                                        "MODULESHOME", "OMP_NUM_THREADS", "OMP_PROC_BIND", "OMP_PLACES"};

@@ -152,6 +152,7 @@ sp_thread_rec *sp__thread_attach(struct sp_manager *m) {
   }
   t->m = m;
   t->tid = (pid_t)syscall(SYS_gettid);
+  t->ident = (uint64_t)pthread_self();
   t->omp_thread = omp_thread_num();
   t->first_ns = sp__mono_ns();
   t->last_ns = -1;

@@ -33,13 +33,30 @@ struct frame {
   uint32_t depth;
   int done;
 };
+/* Whether the file needs call and parent ids: upstream's readers (and
+ * ours) rebuild nesting from each lane's intervals alone, sorted by (start,
+ * longer first) and nested by containment. When that gives exactly the
+ * recorded tree for every written call, the ids add nothing and are left
+ * out, as upstream's native writers leave them out (half the bytes of an
+ * uncompressed file). Each lane replays that rebuild over its completed
+ * calls in begin order: a tie (equal start and duration), starts out of
+ * order, or a different parent marks the run as needing the ids. */
+struct ivl {
+  int64_t *end, *id; /* completed calls still enclosing, innermost last */
+  uint32_t sp, cap;
+  int64_t last_start, last_dur;
+  int any;
+};
 struct lanes {
   struct frame **stk;
   uint32_t *sp, *cap;
   uint32_t n;
+  struct ivl *iv; /* per lane; NULL: not checked (ids kept) */
+  int need_ids;
 };
 
 static int lanes_init(struct lanes *l, uint32_t n) {
+  memset(l, 0, sizeof *l);
   l->n = n;
   l->stk = calloc(n, sizeof *l->stk);
   l->sp = calloc(n, sizeof *l->sp);
@@ -48,6 +65,11 @@ static int lanes_init(struct lanes *l, uint32_t n) {
 }
 
 static void lanes_free(struct lanes *l) {
+  for (uint32_t i = 0; l->iv && i < l->n; i++) {
+    free(l->iv[i].end);
+    free(l->iv[i].id);
+  }
+  free(l->iv);
   for (uint32_t i = 0; l->stk && i < l->n; i++) free(l->stk[i]);
   free(l->stk);
   free(l->sp);
@@ -55,7 +77,42 @@ static void lanes_free(struct lanes *l) {
   memset(l, 0, sizeof *l);
 }
 
-static void lanes_reset(struct lanes *l) { memset(l->sp, 0, l->n * sizeof *l->sp); }
+static void lanes_reset(struct lanes *l) {
+  memset(l->sp, 0, l->n * sizeof *l->sp);
+  for (uint32_t i = 0; l->iv && i < l->n; i++) {
+    l->iv[i].sp = 0;
+    l->iv[i].any = 0;
+  }
+}
+
+/* The rebuild from intervals for one completed call [s, e] of lane L whose
+ * recorded parent in the file is `want` (-1: a root, or a parent still
+ * open, which is not written). */
+static void interval_check(struct lanes *l, uint32_t L, int64_t s, int64_t e, int64_t id, int64_t want) {
+  if (!l->iv || l->need_ids) return;
+  struct ivl *v = &l->iv[L < l->n ? L : 0];
+  int64_t dur = e - s;
+  if (v->any && !(v->last_start < s || (v->last_start == s && v->last_dur > dur))) l->need_ids = 1;
+  v->any = 1;
+  v->last_start = s;
+  v->last_dur = dur;
+  while (v->sp && v->end[v->sp - 1] <= s) v->sp--;
+  if ((v->sp ? v->id[v->sp - 1] : -1) != want) l->need_ids = 1;
+  if (v->sp == v->cap) {
+    uint32_t cap = v->cap ? v->cap * 2 : 64;
+    int64_t *ne = realloc(v->end, cap * sizeof *ne);
+    if (ne) v->end = ne;
+    int64_t *ni = ne ? realloc(v->id, cap * sizeof *ni) : NULL;
+    if (ni) v->id = ni;
+    if (!ne || !ni) {
+      l->need_ids = 1; /* out of memory: keep the ids, which need no check */
+      return;
+    }
+    v->cap = cap;
+  }
+  v->end[v->sp] = e;
+  v->id[v->sp++] = id;
+}
 
 /* Pops the calls of lane L that cannot enclose a call at `depth`, and
  * returns a slot on top for it (NULL when out of memory); *parent is the
@@ -115,8 +172,14 @@ sp_status sp__thread_pass(struct sp_manager *m, sp_thread_rec *t, const struct s
     f->pending = i < t->nkept ? t->kept_child[i] : 0;
     f->done = ev[i].end != 0;
     if (!f->done) continue;
-    int64_t d = sp__ticks_to_ns(cm, ev[i].end) - sp__ticks_to_ns(cm, ev[i].start);
-    if (d < 0) d = 0;
+    int64_t s0 = sp__ticks_to_ns(cm, ev[i].start), e0 = sp__ticks_to_ns(cm, ev[i].end);
+    if (e0 < s0) e0 = s0; /* as emit_row writes it */
+    int64_t d = e0 - s0;
+    /* a parent still open, or a call carried over from an earlier file:
+     * the ids link this file's calls to another file's, which intervals
+     * cannot */
+    if ((parent && !parent->done) || i < t->nkept) lanes->need_ids = 1;
+    interval_check(lanes, sp__event_lane(m, t, i), s0, e0, f->callid, parent ? parent->callid : -1);
     excl[ev[i].region] += d - f->pending;
     if (parent) {
       if (parent->done)
@@ -233,15 +296,9 @@ static int sort_slice(struct sp_run *run, uint64_t off, uint64_t n) {
     memcpy(cols[c] + off, tmp, n * sizeof *tmp);
   }
   for (size_t c = 0; c < run->nextra; c++) {
-    if (run->extra[c].type == SP_COL_I64) {
-      int64_t *d = run->extra[c].data;
-      for (uint64_t i = 0; i < n; i++) tmp[i] = d[p[i].pos];
-      memcpy(d + off, tmp, n * sizeof *tmp);
-    } else {
-      uint32_t *d = run->extra[c].data, *t32 = (uint32_t *)tmp;
-      for (uint64_t i = 0; i < n; i++) t32[i] = d[p[i].pos];
-      memcpy(d + off, t32, n * sizeof *t32);
-    }
+    int64_t *d = run->extra[c].data;
+    for (uint64_t i = 0; i < n; i++) tmp[i] = d[p[i].pos];
+    memcpy(d + off, tmp, n * sizeof *tmp);
   }
   free(p);
   free(tmp);
@@ -298,7 +355,7 @@ static void emit_row(void *ctx, uint64_t i, int64_t id, int64_t parent_id, uint3
   if (s0 < su->start_minimum) su->start_minimum = s0;
   if (e0 > su->end_maximum) su->end_maximum = e0;
   size_t col = 0;
-  if (c->track_threads) ((uint32_t *)run->extra[col++].data)[pos] = c->t->index;
+  if (c->track_threads) ((int64_t *)run->extra[col++].data)[pos] = c->t->index;
   if (m->ext_nout) {
     const int64_t *block = c->t->cols + i * (uint64_t)m->ext_stride;
     for (int k = 0; k < m->ext_nout; k++, col++) {
@@ -314,6 +371,11 @@ static void emit_row(void *ctx, uint64_t i, int64_t id, int64_t parent_id, uint3
     c->last_thread[row] = c->t->index;
   else if (c->last_thread[row] != c->t->index)
     c->last_thread[row] = MANY_THREADS; /* rows fed by several threads need a sort */
+}
+
+int sp__run_event_columns(struct sp_manager *m, struct sp_run *run, int track_threads) {
+  if (track_threads && !sp__run_add_column(run, SP_DS_THREAD_IDS)) return -1;
+  return sp__ext_out_columns(m, run);
 }
 
 sp_status sp__snapshot_build(struct sp_manager *m, const struct sp_clock_map *cm, uint32_t rank,
@@ -368,21 +430,7 @@ sp_status sp__snapshot_build(struct sp_manager *m, const struct sp_clock_map *cm
    * threads overlap without nesting, and a parent may be on another thread,
    * which readers and exporters must be able to tell. */
   int track_threads = m->cfg.track_threads || busy_threads > 1;
-  size_t nextra = (size_t)m->ext_nout + (track_threads ? 1 : 0);
-  if (nextra) {
-    run->extra = calloc(nextra, sizeof *run->extra);
-    if (!run->extra) goto fail;
-    run->nextra = nextra;
-    size_t c = 0;
-    if (track_threads) {
-      run->extra[c].name = sp__strdup("thread_ids");
-      run->extra[c].type = SP_COL_U32;
-      run->extra[c].data = malloc(ne * sizeof(uint32_t));
-      if (!run->extra[c].name || !run->extra[c].data) goto fail;
-      c++;
-    }
-    if (sp__ext_out_columns(m, run, c, ne, 1) < 0) goto fail;
-  }
+  if (sp__run_event_columns(m, run, track_threads) != 0) goto fail;
 
   cache = sp__source_cache_new();
   if (!cache) goto fail;
@@ -413,6 +461,16 @@ sp_status sp__snapshot_build(struct sp_manager *m, const struct sp_clock_map *cm
   }
 
   if (lanes_init(&lanes, m->lane_col >= 0 ? m->ntasks + 1 : 1) != 0) goto fail;
+  /* Without thread ids a reader sees every thread as one lane, and with
+   * tasks a lane is a task (which may move between threads): the ids are
+   * kept then. Otherwise each lane's intervals are checked. */
+  size_t busy = 0;
+  for (sp_thread_rec *t = m->threads; t; t = t->next) busy += t->hot.n > 0;
+  if (m->lane_col < 0 && (track_threads || busy <= 1) && !(lanes.iv = calloc(lanes.n, sizeof *lanes.iv)))
+    goto fail;
+  /* a parent on another thread (OpenMP, an adopted context) is a link the
+   * intervals of one lane cannot give */
+  lanes.need_ids = !lanes.iv || m->nxctx;
   double scale = (double)cm->mult / 4294967296.0;
 
   /* One pass per thread (sp__thread_pass); emit_row places each completed
@@ -428,6 +486,9 @@ sp_status sp__snapshot_build(struct sp_manager *m, const struct sp_clock_map *cm
       goto fail;
   }
   st = SP_ERR_NO_MEMORY;
+  /* calls cut short (noted by the pass) are named by their call ids in the
+   * metadata (cut_short_call_ids): the file keeps the ids then */
+  run->ids_redundant = !lanes.need_ids && !m->ncut;
   for (uint32_t id = 1; id <= maxid; id++)
     if (count[id]) run->rows[row_of[id]].exclusive_total = excl[id];
   if (m->nxctx)

@@ -10,6 +10,12 @@
 sp_status sp__snapshot_build(struct sp_manager *m, const struct sp_clock_map *cm, uint32_t rank,
                              struct sp_run *run, uint64_t *open_calls);
 
+/* The run's optional event columns (thread ids, then the extensions'
+ * output columns, task ids and await time among them), nevents values
+ * each, in the order emit_row fills them; -1 when out of memory or an
+ * extension's column clashes with the format. */
+int sp__run_event_columns(struct sp_manager *m, struct sp_run *run, int track_threads);
+
 /* After a finalize: keep only the calls still open, renumbered, so they
  * complete into the next run. */
 void sp__snapshot_compact(struct sp_manager *m);

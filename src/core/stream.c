@@ -18,7 +18,7 @@
  * after that the buffer's completed calls are dropped and counted per
  * region, written as metadata (dropped_events, dropped_by_region), never
  * silently. Not used under MPI or with an extension column in clock ticks
- * (track_async's await_times; buffers then grow). The staging file holds an
+ * (track_async's await_ns; buffers then grow). The staging file holds an
  * event's extension columns as they are written to /events (ext_out).
  */
 #include <errno.h>
@@ -514,54 +514,31 @@ struct fill_ctx {
   int track_threads;
 };
 
-/* Write a batch of one column into its dataset (output/h5write.c). */
-static int write_piece(int64_t ds, enum sp_slice_type type, uint64_t off, uint64_t n, const void *data) {
-  return sp__h5_write_slice(ds, type, off, n, data);
-}
-
 #define FILL_BATCH 4096 /* calls written per HDF5 call when assembling */
 
-/* Schema 3's coding state while a row streams out: the row's cursor, the
- * batch's codes and the values that did not fit, appended to the overflow
- * lists (the last 8 datasets) after each batch. */
-struct coding {
-  struct sp_delta_cursor cur;
-  uint32_t *codes[4];
-  struct sp_delta_lists lists;
-};
-
 /* Write a batch of merged calls (columns o[0..3], thread ids, probe
- * columns) at event offset `off`; -1 on an HDF5 error or out of memory.
- * With `cd` the four columns are written coded for schema 3. */
-static int flush_out(const struct fill_ctx *f, const int64_t *ds, size_t nds, uint64_t off, uint64_t nout,
-                     int64_t *const o[4], const uint32_t *othr, const int64_t *ocols, struct coding *cd) {
-  int ncols = f->m->ext_nout, rc = 0;
-  if (cd) {
-    if (sp__delta_code_piece(&cd->cur, o[0], o[1], o[2], o[3], nout, off, cd->codes, &cd->lists) != 0) return -1;
-    for (int k = 0; k < 4; k++) {
-      rc |= write_piece(ds[k], SP_SLICE_U32, off, nout, cd->codes[k]);
-      rc |= sp__h5_append(ds[nds - 8 + 2 * (size_t)k], SP_SLICE_U64, cd->lists.n[k], cd->lists.index[k]);
-      rc |= sp__h5_append(ds[nds - 7 + 2 * (size_t)k], SP_SLICE_I64, cd->lists.n[k], cd->lists.value[k]);
-      cd->lists.n[k] = 0;
-    }
-    nds -= 8;
-  } else {
-    for (int k = 0; k < 4; k++) rc |= write_piece(ds[k], SP_SLICE_I64, off, nout, o[k]);
+ * columns, interleaved per call) at event offset `off` through the
+ * writer's sink, which lays them out as the file's schema says; -1 on an
+ * HDF5 error. */
+static int flush_out(const struct fill_ctx *f, struct sp_event_sink *sink, uint64_t off, uint64_t nout,
+                     int64_t *const o[4], const int64_t *othr, const int64_t *ocols, int64_t **pcols) {
+  int ncols = f->m->ext_nout;
+  const struct sp_run *run = f->run;
+  const void *extra[SP_PLAN_MAX_EXT_COLUMNS + 1];
+  size_t x = 0;
+  if (f->track_threads && x < run->nextra) extra[x++] = othr;
+  for (int p = 0; p < ncols && x < run->nextra && x < SP_PLAN_MAX_EXT_COLUMNS; p++, x++) {
+    for (uint64_t k = 0; k < nout; k++) pcols[p][k] = ocols[k * (uint64_t)ncols + (uint64_t)p];
+    extra[x] = pcols[p];
   }
-  size_t x = 4;
-  if (f->track_threads) rc |= write_piece(ds[x++], SP_SLICE_U32, off, nout, othr);
-  int64_t tmp[FILL_BATCH];
-  for (int p = 0; p < ncols && x < nds; p++, x++) {
-    for (uint64_t k = 0; k < nout; k++) tmp[k] = ocols[k * (uint64_t)ncols + (uint64_t)p];
-    rc |= write_piece(ds[x], SP_SLICE_I64, off, nout, tmp);
-  }
-  return rc ? -1 : 0;
+  struct sp_event_batch b = {o[0], o[1], o[2], o[3], extra};
+  return sp__sink_put(sink, off, nout, &b);
 }
 
 /* Writes every row: the row's segments, one cursor per thread, merged by
  * start time, converted with the run's final clock map, 1024 at a time;
  * the statistics come out of the same pass. */
-static sp_status fill(void *ctx, const int64_t *ds, size_t nds, int coded) {
+static sp_status fill(void *ctx, struct sp_event_sink *sink) {
   struct fill_ctx *f = ctx;
   struct sp_stream *s = f->m->stream;
   struct sp_run *run = f->run;
@@ -569,15 +546,14 @@ static sp_status fill(void *ctx, const int64_t *ds, size_t nds, int coded) {
   sp_status st = SP_OK;
   int64_t *o[4];
   for (int k = 0; k < 4; k++) o[k] = malloc(FILL_BATCH * sizeof **o);
-  uint32_t *othr = malloc(FILL_BATCH * sizeof *othr);
+  int64_t *othr = malloc(FILL_BATCH * sizeof *othr);
   int64_t *ocols = ncols ? malloc((size_t)FILL_BATCH * (size_t)ncols * sizeof *ocols) : NULL;
+  int64_t **pcols = calloc((size_t)ncols + 1, sizeof *pcols);
   const struct seg **rowsegs = malloc((s->nsegs + 1) * sizeof *rowsegs);
   struct cursor *cur = NULL;
-  struct coding cd;
-  memset(&cd, 0, sizeof cd);
-  for (int k = 0; coded && k < 4; k++)
-    if (!(cd.codes[k] = malloc(FILL_BATCH * sizeof *cd.codes[k]))) goto oom;
-  if (!o[0] || !o[1] || !o[2] || !o[3] || !othr || (ncols && !ocols) || !rowsegs) goto oom;
+  for (int p = 0; pcols && p < ncols; p++)
+    if (!(pcols[p] = malloc(FILL_BATCH * sizeof **pcols))) goto oom;
+  if (!o[0] || !o[1] || !o[2] || !o[3] || !othr || (ncols && !ocols) || !pcols || !rowsegs) goto oom;
   for (size_t r = 0; r < run->nrows && st == SP_OK; r++) {
     struct sp_row *row = &run->rows[r];
     uint32_t region = f->row_region[r];
@@ -617,8 +593,6 @@ static sp_status fill(void *ctx, const int64_t *ds, size_t nds, int coded) {
     su->maximum = su->end_maximum = INT64_MIN;
     double mean = 0, m2 = 0;
     uint64_t done = 0, nout = 0;
-    memset(&cd.cur, 0, sizeof cd.cur);
-    struct coding *code = coded ? &cd : NULL;
     int64_t last_start = INT64_MIN;
     while (st == SP_OK) {
       /* the cursor with the earliest start (few threads: a scan is fine) */
@@ -657,14 +631,12 @@ static sp_status fill(void *ctx, const int64_t *ds, size_t nds, int coded) {
       mean += delta / (double)done;
       m2 += delta * ((double)d - mean);
       if (++c->at == c->have && cursor_fill(s, c, ncols) < 0) st = SP_ERR_IO;
-      if (nout == FILL_BATCH && flush_out(f, ds, nds, row->offset + done - nout, nout, o, othr, ocols, code) != 0)
+      if (nout == FILL_BATCH && flush_out(f, sink, row->offset + done - nout, nout, o, othr, ocols, pcols) != 0)
         st = SP_ERR_IO;
       if (nout == FILL_BATCH) nout = 0;
     }
-    if (nout && st == SP_OK && flush_out(f, ds, nds, row->offset + done - nout, nout, o, othr, ocols, code) != 0)
+    if (nout && st == SP_OK && flush_out(f, sink, row->offset + done - nout, nout, o, othr, ocols, pcols) != 0)
       st = SP_ERR_IO;
-    row->start_base = cd.cur.any ? cd.cur.start_base : 0;
-    row->call_id_base = cd.cur.any ? cd.cur.call_base : -1;
     su->mean = mean;
     su->m2 = m2;
     for (size_t c = 0; c < ncur; c++) free(cur[c].cols);
@@ -679,8 +651,8 @@ out:
     free(cur);
   }
   for (int k = 0; k < 4; k++) free(o[k]);
-  for (int k = 0; k < 4; k++) free(cd.codes[k]);
-  sp__delta_lists_free(&cd.lists);
+  for (int p = 0; pcols && p < ncols; p++) free(pcols[p]);
+  free(pcols);
   free(othr);
   free(ocols);
   free(rowsegs);
@@ -713,15 +685,6 @@ sp_status sp__stream_build(struct sp_manager *m, const struct sp_clock_map *cm, 
   /* As in snapshot.c: calls of several threads always carry their thread. */
   int track_threads = m->cfg.track_threads;
   for (size_t g = 1; g < s->nsegs && !track_threads; g++) track_threads = s->segs[g].thread != s->segs[0].thread;
-  size_t nextra = (size_t)m->ext_nout + (track_threads ? 1 : 0);
-  if (nextra && !(run->extra = calloc(nextra, sizeof *run->extra))) goto oom;
-  run->nextra = nextra;
-  size_t c = 0;
-  if (track_threads) {
-    run->extra[c].name = sp__strdup("thread_ids");
-    run->extra[c++].type = SP_COL_U32;
-  }
-  if (sp__ext_out_columns(m, run, c, 0, 0) < 0) goto oom;
   size_t r = 0;
   uint64_t off = 0;
   for (uint32_t id = 1; id <= maxid; id++) {
@@ -741,7 +704,14 @@ sp_status sp__stream_build(struct sp_manager *m, const struct sp_clock_map *cm, 
     off += count[id];
     r++;
   }
+  run->nevents = 0; /* no arrays: the columns below only name what the filler writes */
+  if (sp__run_event_columns(m, run, track_threads) != 0) goto oom;
+  for (size_t i = 0; i < run->nextra; i++) {
+    free(run->extra[i].data);
+    run->extra[i].data = NULL;
+  }
   run->nevents = off;
+  run->has_ids = 1;
   f->m = m;
   f->run = run;
   f->cm = *cm;
@@ -751,8 +721,8 @@ sp_status sp__stream_build(struct sp_manager *m, const struct sp_clock_map *cm, 
   *fill_ctx = f;
   uint64_t dropped = 0;
   for (uint32_t id = 0; id < s->nregions; id++) dropped += s->dropped[id];
-  sp__meta_i64(&run->meta, "streamed_blocks", (int64_t)s->blocks);
-  sp__meta_i64(&run->meta, "dropped_events", (int64_t)dropped);
+  sp__meta_i64(&run->meta, SP_META_STREAMED_BLOCKS, (int64_t)s->blocks);
+  sp__meta_i64(&run->meta, SP_META_DROPPED_EVENTS, (int64_t)dropped);
   if (dropped) {
     size_t cap = 64, len = 0;
     char *js = malloc(cap);
@@ -778,7 +748,7 @@ sp_status sp__stream_build(struct sp_manager *m, const struct sp_clock_map *cm, 
     }
     if (js) {
       memcpy(js + len, "}", 2);
-      sp__meta_str(&run->meta, "dropped_by_region", js);
+      sp__meta_str(&run->meta, SP_META_DROPPED_BY_REGION, js);
     }
     free(js);
   }

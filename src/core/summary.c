@@ -31,13 +31,13 @@ static int64_t meta_i64(const struct sp_run *run, const char *key) {
 /* The problems counted on the hot path (finalize stores them in the file
  * too), and a run cut short, after the table: silent only when all is well. */
 static void print_problems(FILE *out, const struct sp_run *run) {
-  int64_t un = meta_i64(run, "problems_unmatched_ends"), inv = meta_i64(run, "problems_invalid_handles");
-  int64_t left = meta_i64(run, "problems_left_open"), open = meta_i64(run, "open_at_finalize");
+  int64_t un = meta_i64(run, SP_META_PROBLEMS_UNMATCHED), inv = meta_i64(run, SP_META_PROBLEMS_INVALID);
+  int64_t left = meta_i64(run, SP_META_PROBLEMS_LEFT_OPEN), open = meta_i64(run, SP_META_OPEN_AT_FINALIZE);
   if (un || inv || left || open)
     fprintf(out, "problems: %lld unmatched end(s), %lld invalid region handle(s), %lld call(s) left open "
                  "(closed without their end), %lld call(s) still open at finalize\n",
             (long long)un, (long long)inv, (long long)left, (long long)open);
-  const struct sp_meta_item *cut = sp__meta_get(&run->meta, "cut_short");
+  const struct sp_meta_item *cut = sp__meta_get(&run->meta, SP_META_CUT_SHORT);
   if (cut && cut->type == SP_META_STR)
     fprintf(out, "run cut short by %s: %lld call(s) still open were ended then (cut_short_call_ids)\n", cut->s,
             (long long)meta_i64(run, "cut_short_calls"));

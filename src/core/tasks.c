@@ -74,7 +74,8 @@ void sp_manager_task_switch(sp_manager *m, uint64_t task) {
     out->depth = t->hot.depth;
     out->cap = t->hot.stack_cap;
     out->out_at = now;
-    out->running += now - out->in_at;
+    /* a task marked done before this switch-out stopped running then */
+    out->running += (out->done_at >= out->in_at && out->done_at ? out->done_at : now) - out->in_at;
   } else {
     t->ctx_stack = t->hot.stack;
     t->ctx_depth = t->hot.depth;

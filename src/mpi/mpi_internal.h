@@ -21,6 +21,7 @@
 #include <stdio.h>
 
 #include "config/config_internal.h"
+#include "output/layout.h"
 #include "output/output.h"
 #include "scope_profiler/results.h"
 
@@ -38,6 +39,7 @@ struct sp_mpi_state {
   int we_initialised;
   /* Measured at finalize, indexed by rank (rank 0 only); see docs/mpi.md. */
   int64_t *clock_offsets, *clock_errors;
+  int64_t *start_times; /* each rank's start_time_ns */
   int64_t clock_time; /* rank 0's clock at the measurement */
   int64_t *sync_offsets, *sync_errors; /* from sp_mpi_sync_clock(), if called */
   int64_t sync_time;
@@ -89,75 +91,24 @@ sp_status sp__mpi_gather_bytes(const struct sp_mbuf *mine, char **all, size_t **
 /*====== Packing runs (mpi_layout.c) ======*/
 
 #define SP_PACK_SHAPE 1u   /* counts, region names, column and table names and types */
-#define SP_PACK_STRINGS 2u /* the rows' strings and the tables' string columns */
+#define SP_PACK_STRINGS 2u /* the rows' strings, the tables' string columns, the rank<N>/ groups */
 #define SP_PACK_NUMERIC 4u /* everything else: row numbers, events, column data */
-#define SP_PACK_AUX 8u     /* the extensions' rank<N>/ groups (mpi_aux.c), last */
-#define SP_PACK_ALL 15u
+#define SP_PACK_ALL 7u
 
 /* Shape is always packed; `what` adds the rest. Metadata is never packed. */
 void sp__mpi_run_pack(const struct sp_run *run, unsigned what, struct sp_mbuf *b);
 /* Rebuilds what was packed; parts not packed are zero/NULL. */
 sp_status sp__mpi_run_unpack(struct sp_mrbuf *r, unsigned what, struct sp_run *out);
-/* run->aux into/out of a buffer (mpi_aux.c); unpack: 0, or -1 damaged. */
-void sp__mpi_aux_pack(const struct sp_run *run, struct sp_mbuf *b);
-int sp__mpi_aux_unpack(struct sp_mrbuf *r, struct sp_run *out);
 
 /*====== The job layout (mpi_layout.c) ======*/
 
-struct sp_mpi_col {
-  char *name;
-  enum sp_col_type type;
-};
-
-struct sp_mpi_table {
-  char *name;
-  uint64_t nrows; /* over all ranks */
-  struct sp_mpi_col *cols;
-  size_t ncols;
-  char **str_names;
-  size_t nstr;
-};
-
-/* The shape of the job's file: identical on every rank. Column and table
- * lists are unions over the ranks, in order of first appearance (rank 0's
- * first); a rank without a column writes -1 in it. */
-struct sp_mpi_layout {
-  char *layout; /* "columnar" or "aggregate" */
-  uint64_t nrows, nevents;
-  struct sp_mpi_col *extra;
-  size_t nextra;
-  struct sp_mpi_table *tables;
-  size_t ntables;
-  char **names; /* the region table: rank 0 only (NULL elsewhere) */
-  size_t nnames;
-  /* schema 3 (mpi_write.c): the coded columns' agreed widths and the
-   * length of each overflow list over all ranks */
-  int schema;
-  unsigned width[4];
-  uint64_t nov[4];
-};
-
-/* Where one rank's part goes in the job's file. */
-struct sp_mpi_place {
-  uint64_t row0, ev0;
-  uint32_t *name_map; /* the run's region index -> region table index */
-  size_t nnames;
-  uint64_t *table_row0; /* per layout table */
-  size_t ntables;
-  uint64_t ov0[4]; /* schema 3: where the rank's overflow entries start */
-};
-
-/* Rank 0's work: the layout and every part's place from the parts' shapes
- * (names in order of first appearance, rank by rank). places has n slots. */
-sp_status sp__mpi_layout_build(const struct sp_run *parts, int n, struct sp_mpi_layout *L,
-                               struct sp_mpi_place *places);
-/* Collective: shapes go to rank 0, the layout comes back to everyone with
- * each rank's own place; rank 0 also keeps every place in *all (size
- * entries; NULL elsewhere). Only names and sizes travel, never events. */
-sp_status sp__mpi_layout_exchange(const struct sp_run *run, struct sp_mpi_layout *L, struct sp_mpi_place *mine,
-                                  struct sp_mpi_place **all);
-void sp__mpi_layout_free(struct sp_mpi_layout *L);
-void sp__mpi_place_free(struct sp_mpi_place *p);
+/* Collective: shapes go to rank 0, which lays the job's file out
+ * (output/layout.h, in `schema`, agreed beforehand); the layout comes back
+ * to everyone with each rank's own place; rank 0 also keeps every place in
+ * *all (size entries; NULL elsewhere) and the region table in L->names.
+ * Only names and sizes travel, never events. */
+sp_status sp__mpi_layout_exchange(const struct sp_run *run, int schema, struct sp_layout *L, struct sp_place *mine,
+                                  struct sp_place **all);
 
 /*====== Writing the job's file (mpi_write.c) ======*/
 

@@ -134,7 +134,139 @@ sp_status sp__mpi_gather_bytes(const struct sp_mbuf *mine, char **all, size_t **
 
 /*====== Packing runs ======*/
 
-static size_t col_elem(enum sp_col_type t) { return t == SP_COL_U32 ? 4 : 8; }
+static void pack_meta(struct sp_mbuf *b, const struct sp_meta *m) {
+  sp__mb_u64(b, m->n);
+  for (size_t i = 0; i < m->n; i++) {
+    const struct sp_meta_item *it = &m->items[i];
+    sp__mb_str(b, it->key);
+    sp__mb_u64(b, (uint64_t)it->type);
+    switch (it->type) {
+    case SP_META_STR: sp__mb_str(b, it->s); break;
+    case SP_META_I64: sp__mb_u64(b, (uint64_t)it->i); break;
+    case SP_META_F64: sp__mb_bytes(b, &it->d, sizeof it->d); break;
+    case SP_META_STRLIST: {
+      uint64_t n = 0;
+      while (it->list && it->list[n]) n++;
+      sp__mb_u64(b, n);
+      for (uint64_t k = 0; k < n; k++) sp__mb_str(b, it->list[k]);
+      break;
+    }
+    }
+  }
+}
+
+static void unpack_meta(struct sp_mrbuf *r, struct sp_meta *m) {
+  uint64_t n = sp__mr_u64(r);
+  if (n > r->n) r->bad = 1;
+  for (uint64_t i = 0; i < n && !r->bad; i++) {
+    char *key = sp__mr_str(r);
+    uint64_t type = sp__mr_u64(r);
+    if (!key) break;
+    if (type == SP_META_STR) {
+      char *v = sp__mr_str(r);
+      if (!v || sp__meta_str(m, key, v) != 0) r->bad = 1;
+      free(v);
+    } else if (type == SP_META_I64) {
+      if (sp__meta_i64(m, key, (int64_t)sp__mr_u64(r)) != 0) r->bad = 1;
+    } else if (type == SP_META_F64) {
+      double d = 0;
+      const void *p = sp__mr_bytes(r, sizeof d);
+      if (p) memcpy(&d, p, sizeof d);
+      if (!p || sp__meta_f64(m, key, d) != 0) r->bad = 1;
+    } else if (type == SP_META_STRLIST) {
+      uint64_t k = sp__mr_u64(r);
+      char **v = k <= r->n ? calloc(k + 1, sizeof *v) : NULL;
+      if (!v) r->bad = 1;
+      for (uint64_t j = 0; v && j < k && !r->bad; j++) v[j] = sp__mr_str(r);
+      if (v && !r->bad && sp__meta_strlist(m, key, v, (size_t)k) != 0) r->bad = 1;
+      for (uint64_t j = 0; v && j < k; j++) free(v[j]);
+      free(v);
+    } else {
+      r->bad = 1;
+    }
+    free(key);
+  }
+}
+
+static uint64_t node_count(const struct sp_node_ds *d) { return d->dims[0] * (d->ndims > 1 ? d->dims[1] : 1); }
+
+static void pack_node(struct sp_mbuf *b, const struct sp_node *n) {
+  sp__mb_str(b, n->name);
+  pack_meta(b, &n->attrs);
+  sp__mb_u64(b, n->nds);
+  for (size_t i = 0; i < n->nds; i++) {
+    const struct sp_node_ds *d = &n->ds[i];
+    sp__mb_str(b, d->name);
+    sp__mb_u64(b, (uint64_t)d->dtype);
+    sp__mb_u64(b, (uint64_t)d->ndims);
+    sp__mb_u64(b, d->dims[0]);
+    sp__mb_u64(b, d->dims[1]);
+    uint64_t c = node_count(d);
+    if (d->dtype == SP_DT_STR)
+      for (uint64_t k = 0; k < c; k++) sp__mb_str(b, ((char **)d->data)[k]);
+    else
+      sp__mb_bytes(b, d->data, c * 8);
+  }
+  sp__mb_u64(b, n->nkids);
+  for (size_t i = 0; i < n->nkids; i++) pack_node(b, n->kids[i]);
+}
+
+static void unpack_node(struct sp_mrbuf *r, struct sp_node *n, int depth) {
+  memset(n, 0, sizeof *n);
+  if (depth > 32) {
+    r->bad = 1;
+    return;
+  }
+  n->name = sp__mr_str(r);
+  unpack_meta(r, &n->attrs);
+  uint64_t nds = sp__mr_u64(r);
+  if (r->bad || nds > r->n) {
+    r->bad = 1;
+    return;
+  }
+  for (uint64_t i = 0; i < nds && !r->bad; i++) {
+    char *name = sp__mr_str(r);
+    enum sp_dtype t = (enum sp_dtype)sp__mr_u64(r);
+    int nd = (int)sp__mr_u64(r);
+    uint64_t dims[2] = {sp__mr_u64(r), sp__mr_u64(r)};
+    struct sp_node_ds *d = name && !r->bad && (dims[0] <= r->n || dims[1] <= 1) ? sp__node_add_ds(n, name, t, nd, dims)
+                                                                                  : NULL;
+    free(name);
+    if (!d) {
+      r->bad = 1;
+      break;
+    }
+    uint64_t c = node_count(d);
+    if (t == SP_DT_STR)
+      for (uint64_t k = 0; k < c && !r->bad; k++) ((char **)d->data)[k] = sp__mr_str(r);
+    else {
+      const void *p = c <= r->n ? sp__mr_bytes(r, c * 8) : NULL;
+      if (p) memcpy(d->data, p, c * 8);
+      else r->bad = 1;
+    }
+  }
+  uint64_t nk = sp__mr_u64(r);
+  if (r->bad || nk > r->n || !(n->kids = calloc(nk + 1, sizeof *n->kids))) {
+    r->bad = 1;
+    return;
+  }
+  for (uint64_t i = 0; i < nk && !r->bad; i++) {
+    if (!(n->kids[i] = calloc(1, sizeof *n->kids[i]))) {
+      r->bad = 1;
+      break;
+    }
+    n->nkids = i + 1;
+    unpack_node(r, n->kids[i], depth + 1);
+  }
+}
+
+/* The table column k of group g is a string column. */
+static int table_str(enum sp_group g, size_t k) {
+  int first = 0, nc = 0;
+  sp__plan_table_columns(g, &first, &nc);
+  const struct sp_plan_ds *d = sp__plan(first + (int)k);
+  return d && d->dtype == SP_DT_STR;
+}
 
 void sp__mpi_run_pack(const struct sp_run *run, unsigned what, struct sp_mbuf *b) {
   sp__mb_str(b, run->layout);
@@ -142,23 +274,18 @@ void sp__mpi_run_pack(const struct sp_run *run, unsigned what, struct sp_mbuf *b
   for (size_t i = 0; i < run->nnames; i++) sp__mb_str(b, run->names[i]);
   sp__mb_u64(b, run->nrows);
   sp__mb_u64(b, run->nevents);
+  /* 0: no ids; 1: ids the file needs; 2: ids the intervals make redundant */
+  sp__mb_u64(b, run->call_id != NULL || run->has_ids ? (run->ids_redundant ? 2 : 1) : 0);
   sp__mb_u64(b, run->nextra);
-  for (size_t i = 0; i < run->nextra; i++) {
-    sp__mb_str(b, run->extra[i].name);
-    sp__mb_u64(b, (uint64_t)run->extra[i].type);
-  }
+  /* by name: extension ids are this process's */
+  for (size_t i = 0; i < run->nextra; i++) sp__mb_str(b, sp__plan(run->extra[i].id)->name);
   sp__mb_u64(b, run->ntables);
   for (size_t i = 0; i < run->ntables; i++) {
     const struct sp_table *t = &run->tables[i];
-    sp__mb_str(b, t->name);
+    sp__mb_u64(b, (uint64_t)t->group);
     sp__mb_u64(b, t->nrows);
     sp__mb_u64(b, t->ncols);
-    for (size_t c = 0; c < t->ncols; c++) {
-      sp__mb_str(b, t->cols[c].name);
-      sp__mb_u64(b, (uint64_t)t->cols[c].type);
-    }
-    sp__mb_u64(b, t->nstr);
-    for (size_t c = 0; c < t->nstr; c++) sp__mb_str(b, t->str_cols_names[c]);
+    sp__mb_u64(b, sp__table_mask(t));
   }
   if (what & SP_PACK_STRINGS) {
     for (size_t i = 0; i < run->nrows; i++) {
@@ -168,9 +295,13 @@ void sp__mpi_run_pack(const struct sp_run *run, unsigned what, struct sp_mbuf *b
     }
     for (size_t i = 0; i < run->ntables; i++) {
       const struct sp_table *t = &run->tables[i];
-      for (size_t c = 0; c < t->nstr; c++)
-        for (size_t r = 0; r < t->nrows; r++) sp__mb_str(b, t->str_cols && t->str_cols[c] ? t->str_cols[c][r] : "");
+      for (size_t c = 0; c < t->ncols; c++)
+        if (t->cols[c] && table_str(t->group, c))
+          for (size_t r = 0; r < t->nrows; r++) sp__mb_str(b, ((char **)t->cols[c])[r]);
+      pack_meta(b, &t->attrs);
     }
+    sp__mb_u64(b, run->ngroups);
+    for (size_t i = 0; i < run->ngroups; i++) pack_node(b, run->groups[i]);
   }
   if (what & SP_PACK_NUMERIC) {
     for (size_t i = 0; i < run->nrows; i++) {
@@ -184,25 +315,27 @@ void sp__mpi_run_pack(const struct sp_run *run, unsigned what, struct sp_mbuf *b
       sp__mb_u64(b, (uint64_t)r->aggregate_count);
       sp__mb_bytes(b, &r->stats, sizeof r->stats);
     }
-    size_t n = run->nevents;
+    size_t n = run->start ? run->nevents : 0;
     sp__mb_bytes(b, run->start, n * 8);
     sp__mb_bytes(b, run->end, n * 8);
-    sp__mb_bytes(b, run->call_id, n * 8);
-    sp__mb_bytes(b, run->parent_id, n * 8);
-    for (size_t i = 0; i < run->nextra; i++) sp__mb_bytes(b, run->extra[i].data, n * col_elem(run->extra[i].type));
+    if (run->call_id) {
+      sp__mb_bytes(b, run->call_id, n * 8);
+      sp__mb_bytes(b, run->parent_id, n * 8);
+    }
+    for (size_t i = 0; i < run->nextra; i++) sp__mb_bytes(b, run->extra[i].data, n * 8);
     for (size_t i = 0; i < run->ntables; i++) {
       const struct sp_table *t = &run->tables[i];
-      for (size_t c = 0; c < t->ncols; c++) sp__mb_bytes(b, t->cols[c].data, t->nrows * col_elem(t->cols[c].type));
+      for (size_t c = 0; c < t->ncols; c++)
+        if (t->cols[c] && !table_str(t->group, c)) sp__mb_bytes(b, t->cols[c], t->nrows * 8);
     }
   }
-  if (what & SP_PACK_AUX) sp__mpi_aux_pack(run, b);
 }
 
 /* Copies n*elem bytes from the buffer into a fresh allocation (at least
  * one element, as the core allocates). */
 static void *take(struct sp_mrbuf *r, size_t n, size_t elem) {
   void *d = malloc((n ? n : 1) * elem);
-  const void *p = sp__mr_bytes(r, n * elem);
+  const void *p = n <= r->n ? sp__mr_bytes(r, n * elem) : NULL;
   if (!d || !p) {
     free(d);
     r->bad = 1;
@@ -211,8 +344,6 @@ static void *take(struct sp_mrbuf *r, size_t n, size_t elem) {
   memcpy(d, p, n * elem);
   return d;
 }
-
-static enum sp_col_type col_type(uint64_t v) { return v == (uint64_t)SP_COL_U32 ? SP_COL_U32 : SP_COL_I64; }
 
 sp_status sp__mpi_run_unpack(struct sp_mrbuf *r, unsigned what, struct sp_run *out) {
   memset(out, 0, sizeof *out);
@@ -226,59 +357,75 @@ sp_status sp__mpi_run_unpack(struct sp_mrbuf *r, unsigned what, struct sp_run *o
   if (!out->names) goto bad;
   out->nnames = nn;
   for (size_t i = 0; i < nn && !r->bad; i++) out->names[i] = sp__mr_str(r);
-  uint64_t nrows = sp__mr_u64(r), nev = sp__mr_u64(r), nextra = sp__mr_u64(r);
-  if (r->bad || nrows > r->n || nextra > r->n) goto bad;
-  out->rows = calloc(nrows + 1, sizeof *out->rows);
-  if (!out->rows) goto bad;
-  out->nrows = nrows;
+  uint64_t nrows = sp__mr_u64(r), nev = sp__mr_u64(r);
+  uint64_t ids = sp__mr_u64(r);
+  out->has_ids = ids != 0;
+  out->ids_redundant = ids == 2;
+  uint64_t nextra = sp__mr_u64(r);
+  if (r->bad || nrows > r->n || nextra > SP_PLAN_MAX_EXT_COLUMNS + SP_DS_NBUILTIN) goto bad;
   out->nevents = nev;
   out->extra = calloc(nextra + 1, sizeof *out->extra);
   if (!out->extra) goto bad;
-  out->nextra = nextra;
   for (size_t i = 0; i < nextra && !r->bad; i++) {
-    out->extra[i].name = sp__mr_str(r);
-    out->extra[i].type = col_type(sp__mr_u64(r));
+    char *name = sp__mr_str(r);
+    int id = sp__plan_find(SP_GRP_EVENTS, name);
+    free(name);
+    if (id < 0) {
+      free(out->extra);
+      out->extra = NULL;
+      sp__run_free(out);
+      return sp__set_error(SP_ERR_CONFLICT, "MPI: a rank recorded an event column this rank does not know; "
+                           "run the same build with the same settings on every rank");
+    }
+    out->extra[i].id = id;
+    out->nextra = i + 1;
   }
   uint64_t nt = sp__mr_u64(r);
-  if (r->bad || nt > r->n) goto bad;
+  if (r->bad || nt > SP_NGROUPS) goto bad;
   out->tables = calloc(nt + 1, sizeof *out->tables);
   if (!out->tables) goto bad;
-  out->ntables = nt;
+  uint64_t masks[SP_NGROUPS] = {0};
   for (size_t i = 0; i < nt && !r->bad; i++) {
+    uint64_t g = sp__mr_u64(r), rows = sp__mr_u64(r), nc = sp__mr_u64(r);
+    masks[i] = sp__mr_u64(r);
+    int first = 0, want = 0;
+    if (r->bad || g >= SP_NGROUPS || sp__plan_table_columns((enum sp_group)g, &first, &want) != 0 ||
+        nc != (uint64_t)want || rows > r->n)
+      goto bad;
     struct sp_table *t = &out->tables[i];
-    t->name = sp__mr_str(r);
-    t->nrows = sp__mr_u64(r);
-    uint64_t nc = sp__mr_u64(r);
-    if (r->bad || nc > r->n) goto bad;
-    t->cols = calloc(nc + 1, sizeof *t->cols);
-    if (!t->cols) goto bad;
+    t->group = (enum sp_group)g;
+    t->nrows = rows;
     t->ncols = nc;
-    for (size_t c = 0; c < nc && !r->bad; c++) {
-      t->cols[c].name = sp__mr_str(r);
-      t->cols[c].type = col_type(sp__mr_u64(r));
-    }
-    uint64_t ns = sp__mr_u64(r);
-    if (r->bad || ns > r->n) goto bad;
-    t->str_cols_names = calloc(ns + 1, sizeof *t->str_cols_names);
-    t->str_cols = calloc(ns + 1, sizeof *t->str_cols);
-    if (!t->str_cols_names || !t->str_cols) goto bad;
-    t->nstr = ns;
-    for (size_t c = 0; c < ns && !r->bad; c++) {
-      t->str_cols_names[c] = sp__mr_str(r);
-      if (!(t->str_cols[c] = calloc(t->nrows + 1, sizeof(char *)))) goto bad;
-    }
+    if (!(t->cols = calloc(nc + 1, sizeof *t->cols))) goto bad;
+    out->ntables = i + 1;
+    /* recorded columns exist even in a shape: the layout goes by them */
+    for (size_t c = 0; c < nc; c++)
+      if (((masks[i] >> c) & 1) && !(t->cols[c] = calloc(rows + 1, 8))) goto bad;
   }
   if (r->bad) goto bad;
+  if (!(out->rows = calloc(nrows + 1, sizeof *out->rows))) goto bad;
+  out->nrows = nrows;
   if (what & SP_PACK_STRINGS) {
     for (size_t i = 0; i < nrows && !r->bad; i++) {
       out->rows[i].source_file = sp__mr_str(r);
       out->rows[i].source_text = sp__mr_str(r);
       out->rows[i].tags_json = sp__mr_str(r);
     }
-    for (size_t i = 0; i < nt && !r->bad; i++) {
+    for (size_t i = 0; i < out->ntables && !r->bad; i++) {
       struct sp_table *t = &out->tables[i];
-      for (size_t c = 0; c < t->nstr; c++)
-        for (size_t k = 0; k < t->nrows && !r->bad; k++) t->str_cols[c][k] = sp__mr_str(r);
+      for (size_t c = 0; c < t->ncols && !r->bad; c++) {
+        if (!t->cols[c] || !table_str(t->group, c)) continue;
+        char **v = t->cols[c];
+        for (size_t k = 0; k < t->nrows && !r->bad; k++) v[k] = sp__mr_str(r);
+      }
+      if (!r->bad) unpack_meta(r, &t->attrs);
+    }
+    uint64_t ng = sp__mr_u64(r);
+    if (r->bad || ng > SP_PLAN_MAX_RANK_GROUPS || !(out->groups = calloc(ng + 1, sizeof *out->groups))) goto bad;
+    for (uint64_t i = 0; i < ng && !r->bad; i++) {
+      if (!(out->groups[i] = calloc(1, sizeof *out->groups[i]))) goto bad;
+      out->ngroups = i + 1;
+      unpack_node(r, out->groups[i], 0);
     }
   }
   if (what & SP_PACK_NUMERIC) {
@@ -298,16 +445,21 @@ sp_status sp__mpi_run_unpack(struct sp_mrbuf *r, unsigned what, struct sp_run *o
     if (r->bad || nev > r->n) goto bad;
     out->start = take(r, nev, 8);
     out->end = take(r, nev, 8);
-    out->call_id = take(r, nev, 8);
-    out->parent_id = take(r, nev, 8);
-    for (size_t i = 0; i < nextra && !r->bad; i++)
-      out->extra[i].data = take(r, nev, col_elem(out->extra[i].type));
-    for (size_t i = 0; i < nt && !r->bad; i++) {
+    if (out->has_ids) {
+      out->call_id = take(r, nev, 8);
+      out->parent_id = take(r, nev, 8);
+    }
+    for (size_t i = 0; i < out->nextra && !r->bad; i++) out->extra[i].data = take(r, nev, 8);
+    for (size_t i = 0; i < out->ntables && !r->bad; i++) {
       struct sp_table *t = &out->tables[i];
-      for (size_t c = 0; c < t->ncols && !r->bad; c++) t->cols[c].data = take(r, t->nrows, col_elem(t->cols[c].type));
+      for (size_t c = 0; c < t->ncols && !r->bad; c++) {
+        if (!t->cols[c] || table_str(t->group, c)) continue;
+        const void *p = t->nrows <= r->n ? sp__mr_bytes(r, t->nrows * 8) : NULL;
+        if (p) memcpy(t->cols[c], p, t->nrows * 8);
+        else r->bad = 1;
+      }
     }
   }
-  if (!r->bad && (what & SP_PACK_AUX) && sp__mpi_aux_unpack(r, out) != 0) r->bad = 1;
   if (r->bad) goto bad;
   return SP_OK;
 bad:
@@ -317,282 +469,63 @@ bad:
 
 /*====== The layout ======*/
 
-/* Open-addressing set of names -> index into `names`. */
-struct name_set {
-  uint32_t *slot; /* index + 1; 0 empty */
-  size_t cap;
-  char **names;
-  size_t n, names_cap;
-};
-
-static uint64_t hash_str(const char *s) {
-  uint64_t h = 1469598103934665603ull;
-  for (; *s; s++) h = (h ^ (unsigned char)*s) * 1099511628211ull;
-  return h;
-}
-
-static int set_grow(struct name_set *s) {
-  size_t cap = s->cap ? s->cap * 2 : 256;
-  uint32_t *slot = calloc(cap, sizeof *slot);
-  if (!slot) return -1;
-  for (size_t i = 0; i < s->n; i++) {
-    size_t h = (size_t)hash_str(s->names[i]) & (cap - 1);
-    while (slot[h]) h = (h + 1) & (cap - 1);
-    slot[h] = (uint32_t)i + 1;
-  }
-  free(s->slot);
-  s->slot = slot;
-  s->cap = cap;
-  return 0;
-}
-
-/* Index of `name`, added when new; -1 when out of memory. */
-static int64_t set_add(struct name_set *s, const char *name) {
-  if ((s->n + 1) * 2 > s->cap && set_grow(s) != 0) return -1;
-  size_t h = (size_t)hash_str(name) & (s->cap - 1);
-  while (s->slot[h]) {
-    uint32_t i = s->slot[h] - 1;
-    if (strcmp(s->names[i], name) == 0) return i;
-    h = (h + 1) & (s->cap - 1);
-  }
-  if (s->n == s->names_cap) {
-    size_t cap = s->names_cap ? s->names_cap * 2 : 64;
-    char **n = realloc(s->names, (cap + 1) * sizeof *n);
-    if (!n) return -1;
-    s->names = n;
-    s->names_cap = cap;
-  }
-  if (!(s->names[s->n] = sp__strdup(name))) return -1;
-  s->slot[h] = (uint32_t)s->n + 1;
-  return (int64_t)s->n++;
-}
-
-/* Index of a column called `name` in cols, added when new; -1 out of
- * memory, -2 when it exists with another type. */
-static int64_t col_add(struct sp_mpi_col **cols, size_t *n, const char *name, enum sp_col_type type) {
-  for (size_t i = 0; i < *n; i++)
-    if (strcmp((*cols)[i].name, name) == 0) return (*cols)[i].type == type ? (int64_t)i : -2;
-  struct sp_mpi_col *c = realloc(*cols, (*n + 1) * sizeof *c);
-  if (!c) return -1;
-  *cols = c;
-  c[*n].name = sp__strdup(name);
-  c[*n].type = type;
-  if (!c[*n].name) return -1;
-  return (int64_t)(*n)++;
-}
-
-static int64_t str_add(char ***list, size_t *n, const char *name) {
-  for (size_t i = 0; i < *n; i++)
-    if (strcmp((*list)[i], name) == 0) return (int64_t)i;
-  char **l = realloc(*list, (*n + 1) * sizeof *l);
-  if (!l) return -1;
-  *list = l;
-  if (!(l[*n] = sp__strdup(name))) return -1;
-  return (int64_t)(*n)++;
-}
-
-void sp__mpi_layout_free(struct sp_mpi_layout *L) {
-  free(L->layout);
-  for (size_t i = 0; i < L->nextra; i++) free(L->extra[i].name);
-  free(L->extra);
-  for (size_t i = 0; i < L->ntables; i++) {
-    struct sp_mpi_table *t = &L->tables[i];
-    free(t->name);
-    for (size_t c = 0; c < t->ncols; c++) free(t->cols[c].name);
-    free(t->cols);
-    for (size_t c = 0; c < t->nstr; c++) free(t->str_names[c]);
-    free(t->str_names);
-  }
-  free(L->tables);
-  for (size_t i = 0; L->names && i < L->nnames; i++) free(L->names[i]);
-  free(L->names);
-  memset(L, 0, sizeof *L);
-}
-
-void sp__mpi_place_free(struct sp_mpi_place *p) {
-  free(p->name_map);
-  free(p->table_row0);
-  memset(p, 0, sizeof *p);
-}
-
-sp_status sp__mpi_layout_build(const struct sp_run *parts, int n, struct sp_mpi_layout *L,
-                               struct sp_mpi_place *places) {
-  memset(L, 0, sizeof *L);
-  memset(places, 0, (size_t)n * sizeof *places);
-  struct name_set names = {0};
-  sp_status st = SP_ERR_NO_MEMORY;
-  L->layout = sp__strdup(n ? parts[0].layout : "columnar");
-  if (!L->layout) goto out;
-  for (int r = 0; r < n; r++) {
-    const struct sp_run *p = &parts[r];
-    struct sp_mpi_place *pl = &places[r];
-    if (strcmp(p->layout, L->layout) != 0) {
-      st = sp__set_error(SP_ERR_CONFLICT, "MPI: rank 0 writes the \"%s\" layout but rank %d the \"%s\" layout; "
-                         "set aggregation_mode the same on every rank", L->layout, r, p->layout);
-      goto out;
-    }
-    pl->row0 = L->nrows;
-    pl->ev0 = L->nevents;
-    L->nrows += p->nrows;
-    L->nevents += p->nevents;
-    pl->nnames = p->nnames;
-    if (!(pl->name_map = malloc((p->nnames + 1) * sizeof *pl->name_map))) goto out;
-    for (size_t i = 0; i < p->nnames; i++) {
-      int64_t k = set_add(&names, p->names[i]);
-      if (k < 0) goto out;
-      pl->name_map[i] = (uint32_t)k;
-    }
-    for (size_t i = 0; i < p->nextra; i++) {
-      int64_t k = col_add(&L->extra, &L->nextra, p->extra[i].name, p->extra[i].type);
-      if (k == -2) {
-        st = sp__set_error(SP_ERR_CONFLICT, "MPI: event column %s has different types on different ranks",
-                           p->extra[i].name);
-        goto out;
-      }
-      if (k < 0) goto out;
-    }
-    for (size_t i = 0; i < p->ntables; i++) {
-      const struct sp_table *t = &p->tables[i];
-      size_t k = 0;
-      while (k < L->ntables && strcmp(L->tables[k].name, t->name) != 0) k++;
-      if (k == L->ntables) {
-        struct sp_mpi_table *tt = realloc(L->tables, (L->ntables + 1) * sizeof *tt);
-        if (!tt) goto out;
-        L->tables = tt;
-        memset(&tt[k], 0, sizeof tt[k]);
-        L->ntables++;
-        if (!(tt[k].name = sp__strdup(t->name))) goto out;
-      }
-      struct sp_mpi_table *lt = &L->tables[k];
-      for (size_t c = 0; c < t->ncols; c++) {
-        int64_t q = col_add(&lt->cols, &lt->ncols, t->cols[c].name, t->cols[c].type);
-        if (q == -2) {
-          st = sp__set_error(SP_ERR_CONFLICT, "MPI: column %s/%s has different types on different ranks", t->name,
-                             t->cols[c].name);
-          goto out;
-        }
-        if (q < 0) goto out;
-      }
-      for (size_t c = 0; c < t->nstr; c++)
-        if (str_add(&lt->str_names, &lt->nstr, t->str_cols_names[c]) < 0) goto out;
-      lt->nrows += t->nrows;
-    }
-  }
-  /* Table row starts, now that every table is known. */
-  uint64_t *next = calloc(L->ntables + 1, sizeof *next);
-  if (!next) goto out;
-  for (int r = 0; r < n; r++) {
-    struct sp_mpi_place *pl = &places[r];
-    pl->ntables = L->ntables;
-    if (!(pl->table_row0 = calloc(L->ntables + 1, sizeof *pl->table_row0))) {
-      free(next);
-      goto out;
-    }
-    for (size_t k = 0; k < L->ntables; k++) {
-      pl->table_row0[k] = next[k];
-      for (size_t i = 0; i < parts[r].ntables; i++)
-        if (strcmp(parts[r].tables[i].name, L->tables[k].name) == 0) next[k] += parts[r].tables[i].nrows;
-    }
-  }
-  free(next);
-  L->names = names.names;
-  L->nnames = names.n;
-  names.names = NULL;
-  st = SP_OK;
-out:
-  free(names.slot);
-  for (size_t i = 0; names.names && i < names.n; i++) free(names.names[i]);
-  free(names.names);
-  if (st != SP_OK) {
-    if (st == SP_ERR_NO_MEMORY) sp__set_error(st, "MPI: out of memory laying out the job's file");
-    sp__mpi_layout_free(L);
-    for (int r = 0; r < n; r++) sp__mpi_place_free(&places[r]);
-  }
-  return st;
-}
-
-static void layout_pack(const struct sp_mpi_layout *L, struct sp_mbuf *b) {
-  sp__mb_str(b, L->layout);
+static void layout_pack(const struct sp_layout *L, struct sp_mbuf *b) {
+  sp__mb_u64(b, (uint64_t)L->schema);
+  sp__mb_u64(b, (uint64_t)L->aggregate);
   sp__mb_u64(b, L->nrows);
   sp__mb_u64(b, L->nevents);
-  sp__mb_u64(b, L->nextra);
-  for (size_t i = 0; i < L->nextra; i++) {
-    sp__mb_str(b, L->extra[i].name);
-    sp__mb_u64(b, (uint64_t)L->extra[i].type);
-  }
-  sp__mb_u64(b, L->ntables);
-  for (size_t i = 0; i < L->ntables; i++) {
-    const struct sp_mpi_table *t = &L->tables[i];
-    sp__mb_str(b, t->name);
-    sp__mb_u64(b, t->nrows);
-    sp__mb_u64(b, t->ncols);
-    for (size_t c = 0; c < t->ncols; c++) {
-      sp__mb_str(b, t->cols[c].name);
-      sp__mb_u64(b, (uint64_t)t->cols[c].type);
-    }
-    sp__mb_u64(b, t->nstr);
-    for (size_t c = 0; c < t->nstr; c++) sp__mb_str(b, t->str_names[c]);
+  sp__mb_u64(b, L->ncols);
+  for (size_t i = 0; i < L->ncols; i++) sp__mb_str(b, sp__plan(L->cols[i])->name);
+  for (int g = 0; g < SP_NGROUPS; g++) {
+    sp__mb_u64(b, L->table_rows[g]);
+    sp__mb_u64(b, L->table_cols[g]);
   }
 }
 
-static int layout_unpack(struct sp_mrbuf *r, struct sp_mpi_layout *L) {
+static int layout_unpack(struct sp_mrbuf *r, struct sp_layout *L) {
   memset(L, 0, sizeof *L);
-  L->layout = sp__mr_str(r);
+  L->schema = (int)sp__mr_u64(r);
+  L->aggregate = (int)sp__mr_u64(r);
   L->nrows = sp__mr_u64(r);
   L->nevents = sp__mr_u64(r);
-  uint64_t ne = sp__mr_u64(r);
-  if (r->bad || ne > r->n || !(L->extra = calloc(ne + 1, sizeof *L->extra))) return -1;
-  L->nextra = ne;
-  for (size_t i = 0; i < ne && !r->bad; i++) {
-    L->extra[i].name = sp__mr_str(r);
-    L->extra[i].type = col_type(sp__mr_u64(r));
+  uint64_t nc = sp__mr_u64(r);
+  if (r->bad || nc > SP_DS_NBUILTIN + SP_PLAN_MAX_EXT_COLUMNS || !(L->cols = calloc(nc + 1, sizeof *L->cols)))
+    return -1;
+  for (size_t i = 0; i < nc && !r->bad; i++) {
+    char *name = sp__mr_str(r);
+    int id = sp__plan_find(SP_GRP_EVENTS, name);
+    free(name);
+    if (id < 0) return -1;
+    L->cols[L->ncols++] = id;
   }
-  uint64_t nt = sp__mr_u64(r);
-  if (r->bad || nt > r->n || !(L->tables = calloc(nt + 1, sizeof *L->tables))) return -1;
-  L->ntables = nt;
-  for (size_t i = 0; i < nt && !r->bad; i++) {
-    struct sp_mpi_table *t = &L->tables[i];
-    t->name = sp__mr_str(r);
-    t->nrows = sp__mr_u64(r);
-    uint64_t nc = sp__mr_u64(r);
-    if (r->bad || nc > r->n || !(t->cols = calloc(nc + 1, sizeof *t->cols))) return -1;
-    t->ncols = nc;
-    for (size_t c = 0; c < nc && !r->bad; c++) {
-      t->cols[c].name = sp__mr_str(r);
-      t->cols[c].type = col_type(sp__mr_u64(r));
-    }
-    uint64_t ns = sp__mr_u64(r);
-    if (r->bad || ns > r->n || !(t->str_names = calloc(ns + 1, sizeof *t->str_names))) return -1;
-    t->nstr = ns;
-    for (size_t c = 0; c < ns && !r->bad; c++) t->str_names[c] = sp__mr_str(r);
+  for (int g = 0; g < SP_NGROUPS; g++) {
+    L->table_rows[g] = sp__mr_u64(r);
+    L->table_cols[g] = sp__mr_u64(r);
   }
   return r->bad ? -1 : 0;
 }
 
-static void place_pack(const struct sp_mpi_place *p, struct sp_mbuf *b) {
+static void place_pack(const struct sp_place *p, struct sp_mbuf *b) {
   sp__mb_u64(b, p->row0);
   sp__mb_u64(b, p->ev0);
   sp__mb_u64(b, p->nnames);
   sp__mb_bytes(b, p->name_map, p->nnames * sizeof *p->name_map);
-  sp__mb_u64(b, p->ntables);
-  sp__mb_bytes(b, p->table_row0, p->ntables * sizeof *p->table_row0);
+  for (int g = 0; g < SP_NGROUPS; g++) sp__mb_u64(b, p->table_row0[g]);
 }
 
-static int place_unpack(struct sp_mrbuf *r, struct sp_mpi_place *p) {
+static int place_unpack(struct sp_mrbuf *r, struct sp_place *p) {
   memset(p, 0, sizeof *p);
   p->row0 = sp__mr_u64(r);
   p->ev0 = sp__mr_u64(r);
   p->nnames = sp__mr_u64(r);
   if (r->bad || p->nnames > r->n) return -1;
   p->name_map = take(r, p->nnames, sizeof *p->name_map);
-  p->ntables = sp__mr_u64(r);
-  if (r->bad || p->ntables > r->n) return -1;
-  p->table_row0 = take(r, p->ntables, sizeof *p->table_row0);
+  for (int g = 0; g < SP_NGROUPS; g++) p->table_row0[g] = sp__mr_u64(r);
   return r->bad ? -1 : 0;
 }
 
-sp_status sp__mpi_layout_exchange(const struct sp_run *run, struct sp_mpi_layout *L, struct sp_mpi_place *mine,
-                                  struct sp_mpi_place **all) {
+sp_status sp__mpi_layout_exchange(const struct sp_run *run, int schema, struct sp_layout *L, struct sp_place *mine,
+                                  struct sp_place **all) {
   MPI_Comm comm = sp__mpi.comm;
   int rank = sp__mpi.rank, size = sp__mpi.size;
   memset(L, 0, sizeof *L);
@@ -630,7 +563,7 @@ sp_status sp__mpi_layout_exchange(const struct sp_run *run, struct sp_mpi_layout
       }
       st = sp__mpi_run_unpack(&rb, SP_PACK_SHAPE, &parts[r]);
     }
-    if (st == SP_OK) st = sp__mpi_layout_build(parts, size, L, *all);
+    if (st == SP_OK) st = sp__layout_build(parts, size, schema, L, *all);
     if (st == SP_OK) {
       layout_pack(L, &lay);
       for (int r = 0; r < size; r++) {
@@ -699,9 +632,9 @@ fail:
   free(pcounts);
   free(pdispls);
   if (st != SP_OK) {
-    sp__mpi_layout_free(L);
-    sp__mpi_place_free(mine);
-    for (int r = 0; *all && r < size; r++) sp__mpi_place_free(&(*all)[r]);
+    sp__layout_free(L);
+    sp__place_free(mine);
+    for (int r = 0; *all && r < size; r++) sp__place_free(&(*all)[r]);
     free(*all);
     *all = NULL;
   }

@@ -277,6 +277,13 @@ static sp_status mpi_metadata(struct sp_meta *meta, const struct sp_config *cfg)
   PMPI_Gather(host, MPI_MAX_PROCESSOR_NAME, MPI_CHAR, hosts, MPI_MAX_PROCESSOR_NAME, MPI_CHAR, 0, comm);
   int64_t threads = sp__omp_max_threads(), cores = 0;
   PMPI_Reduce(&threads, &cores, 1, MPI_INT64_T, MPI_SUM, 0, comm);
+  /* every rank's own timeline origin: its lane tables' times are relative to it */
+  const struct sp_meta_item *mine = sp__meta_get(meta, SP_META_START_TIME_NS);
+  int64_t my_start = mine && mine->type == SP_META_I64 ? mine->i : 0;
+  free(sp__mpi.start_times);
+  sp__mpi.start_times = rank == 0 ? calloc((size_t)size, sizeof *sp__mpi.start_times) : NULL;
+  PMPI_Gather(&my_start, 1, MPI_INT64_T, sp__mpi.start_times, 1, MPI_INT64_T, 0, comm);
+  if (rank == 0 && !sp__mpi.start_times) rc = -1;
 
   for (int i = 0; sp__mpi.hosts && i < sp__mpi.size; i++) free(sp__mpi.hosts[i]);
   free(sp__mpi.hosts);
@@ -298,8 +305,8 @@ static sp_status mpi_metadata(struct sp_meta *meta, const struct sp_config *cfg)
       rc = -1;
     }
     free(sorted);
-    rc |= sp__meta_i64(meta, "num_nodes", nodes);
-    rc |= sp__meta_i64(meta, "total_cores", cores);
+    rc |= sp__meta_i64(meta, SP_META_NUM_NODES, nodes);
+    rc |= sp__meta_i64(meta, SP_META_TOTAL_CORES, cores);
     if (cfg->metadata_detail == SP__METADATA_FULL) {
       sp__mpi.hosts = list;
     } else {
@@ -317,10 +324,10 @@ static sp_status mpi_metadata(struct sp_meta *meta, const struct sp_config *cfg)
   PMPI_Get_version(&major, &minor);
   char std[32];
   snprintf(std, sizeof std, "%d.%d", major, minor);
-  rc |= sp__meta_i64(meta, "mpi_size", size);
-  rc |= sp__meta_str(meta, "mpi_library_version", ver);
-  rc |= sp__meta_str(meta, "mpi_standard_version", std);
-  rc |= sp__meta_str(meta, "mpi_writer", cfg->deactivate_file_output ? "memory" : SP__ENUM_WORD(output_mode, sp__mpi.mode));
+  rc |= sp__meta_i64(meta, SP_META_MPI_SIZE, size);
+  rc |= sp__meta_str(meta, SP_META_MPI_LIBRARY, ver);
+  rc |= sp__meta_str(meta, SP_META_MPI_STANDARD, std);
+  rc |= sp__meta_str(meta, SP_META_MPI_WRITER, cfg->deactivate_file_output ? "memory" : SP__ENUM_WORD(output_mode, sp__mpi.mode));
 
   free(sp__mpi.clock_offsets);
   free(sp__mpi.clock_errors);

@@ -281,7 +281,8 @@ static enum method pick(const struct sp_config *cfg, size_t n, int schema, int *
   }
   if (c == SP__COMPRESSION_AUTO && n >= SP_AUTO_MIN_EVENTS && deflate_encoder()) {
     /* deflate, because every HDF5 reads it without a plugin. */
-    *level = set ? lv : schema == 3 ? SP_AUTO_DEFAULT_LEVEL_SCHEMA3 : SP_AUTO_DEFAULT_LEVEL;
+    (void)schema;
+    *level = set ? lv : SP_AUTO_DEFAULT_LEVEL;
     return M_GZIP;
   }
   return M_NONE;

@@ -25,20 +25,18 @@
  * int64 column, which fits HDF5's default 1 MiB chunk cache. */
 #define SP_DEFAULT_CHUNK_EVENTS 65536
 
-/* "auto" compresses runs of at least this many events (2 MiB of raw event
- * columns, ~10 ms of deflate); smaller files are written exactly as "none"
- * would write them. */
-#define SP_AUTO_MIN_EVENTS 65536
+/* "auto" is upstream's policy: runs of at least this many events (1 << 14)
+ * get shuffle + deflate level 4; smaller files are written exactly as
+ * "none" would write them (contiguous, which is what upstream's repack
+ * makes of a small file). Our chunks (SP_DEFAULT_CHUNK_EVENTS) are larger
+ * than h5py's guess upstream's chunks come from, which gives smaller files
+ * for less CPU (BENCHMARKS.md). */
+#define SP_AUTO_MIN_EVENTS 16384
 
-/* Default levels when hdf5_compression_level is unset. On schema 2's int64
- * columns auto is deflate at level 1: 8% larger than level 4 for 30% less
- * CPU. Schema 3's columns hold a quarter of the bytes, so level 4 there costs
- * less CPU than level 1 on schema 2 and gives 4% smaller files
- * (BENCHMARKS.md). */
+/* Default levels when hdf5_compression_level is unset. */
 #define SP_GZIP_DEFAULT_LEVEL 4
 #define SP_ZSTD_DEFAULT_LEVEL 3
-#define SP_AUTO_DEFAULT_LEVEL 1
-#define SP_AUTO_DEFAULT_LEVEL_SCHEMA3 4
+#define SP_AUTO_DEFAULT_LEVEL 4
 
 /* The filter classes (H5Z_class2_t), also exported by the plugin modules. */
 extern const H5Z_class2_t sp__lzf_filter_class;

@@ -113,13 +113,18 @@ void sp__h5_attr_strlist(hid_t obj, const char *name, char **list, int *failed) 
 void sp__h5_write_head(hid_t file, int schema_version, const char *layout, const struct sp_meta *meta,
                        int *failed) {
   int64_t schema = schema_version;
-  sp__h5_attr_num(file, "scope_profiler_schema", H5T_STD_I64LE, H5T_NATIVE_INT64, &schema, failed);
-  sp__h5_attr_str(file, "storage_layout", layout, failed);
-  hid_t g = H5Gcreate2(file, "metadata", H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT);
+  sp__h5_attr_num(file, sp__plan_attr(SP_AT_SCHEMA)->name, H5T_STD_I64LE, H5T_NATIVE_INT64, &schema, failed);
+  sp__h5_attr_str(file, sp__plan_attr(SP_AT_STORAGE_LAYOUT)->name, layout, failed);
+  hid_t g = H5Gcreate2(file, sp__plan_group_name(SP_GRP_METADATA), H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT);
   if (g < 0) {
     *failed = 1;
     return;
   }
+  sp__h5_write_attrs(g, meta, failed);
+  H5Gclose(g);
+}
+
+void sp__h5_write_attrs(hid_t g, const struct sp_meta *meta, int *failed) {
   for (size_t i = 0; i < meta->n; i++) {
     const struct sp_meta_item *it = &meta->items[i];
     switch (it->type) {
@@ -128,68 +133,6 @@ void sp__h5_write_head(hid_t file, int schema_version, const char *layout, const
     case SP_META_F64: sp__h5_attr_num(g, it->key, H5T_IEEE_F64LE, H5T_NATIVE_DOUBLE, &it->d, failed); break;
     case SP_META_STRLIST: sp__h5_attr_strlist(g, it->key, it->list, failed); break;
     }
-  }
-  H5Gclose(g);
-}
-
-/* Each '/'-separated component of `path` below `base`, created when missing. */
-static hid_t open_path(hid_t base, const char *path) {
-  char buf[4096];
-  int n = snprintf(buf, sizeof buf, "%s", path);
-  if (n < 0 || (size_t)n >= sizeof buf) return -1;
-  hid_t g = H5Gopen2(base, ".", H5P_DEFAULT);
-  for (char *p = buf, *e; g >= 0 && p && *p; p = e ? e + 1 : NULL) {
-    e = strchr(p, '/');
-    if (e) *e = 0;
-    if (!*p) continue;
-    hid_t c = H5Lexists(g, p, H5P_DEFAULT) > 0 ? H5Gopen2(g, p, H5P_DEFAULT)
-                                                 : H5Gcreate2(g, p, H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT);
-    H5Gclose(g);
-    g = c;
-  }
-  return g;
-}
-
-void sp__h5_write_aux(int64_t file, const struct sp_aux_group *aux, size_t naux, int *failed) {
-  for (size_t i = 0; i < naux; i++) {
-    const struct sp_aux_group *a = &aux[i];
-    char top[32];
-    snprintf(top, sizeof top, "rank%u", (unsigned)a->rank);
-    hid_t rg = open_path((hid_t)file, top);
-    hid_t g = rg >= 0 ? open_path(rg, a->path) : -1;
-    if (rg >= 0) H5Gclose(rg);
-    if (g < 0) {
-      *failed = 1;
-      continue;
-    }
-    for (size_t k = 0; k < a->attrs.n; k++) {
-      const struct sp_meta_item *it = &a->attrs.items[k];
-      switch (it->type) {
-      case SP_META_STR: sp__h5_attr_str(g, it->key, it->s, failed); break;
-      case SP_META_I64: sp__h5_attr_num(g, it->key, H5T_STD_I64LE, H5T_NATIVE_INT64, &it->i, failed); break;
-      case SP_META_F64: sp__h5_attr_num(g, it->key, H5T_IEEE_F64LE, H5T_NATIVE_DOUBLE, &it->d, failed); break;
-      case SP_META_STRLIST: sp__h5_attr_strlist(g, it->key, it->list, failed); break;
-      }
-    }
-    for (size_t d = 0; d < a->ndsets; d++) {
-      const struct sp_aux_dset *ds = &a->dsets[d];
-      hsize_t dims[2] = {ds->dims[0], ds->ndims > 1 ? ds->dims[1] : 0};
-      hid_t ft, mt, str = -1;
-      switch (ds->type) {
-      case SP_AUX_I64: ft = H5T_STD_I64LE; mt = H5T_NATIVE_INT64; break;
-      case SP_AUX_U64: ft = H5T_STD_U64LE; mt = H5T_NATIVE_UINT64; break;
-      case SP_AUX_F64: ft = H5T_IEEE_F64LE; mt = H5T_NATIVE_DOUBLE; break;
-      default: ft = mt = str = sp__h5_str_type(); break;
-      }
-      hid_t space = H5Screate_simple(ds->ndims, dims, NULL);
-      hid_t h = space >= 0 ? H5Dcreate2(g, ds->name, ft, space, H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT) : -1;
-      uint64_t count = dims[0] * (ds->ndims > 1 ? dims[1] : 1);
-      if (h < 0 || (count && H5Dwrite(h, mt, H5S_ALL, H5S_ALL, H5P_DEFAULT, ds->data) < 0)) *failed = 1;
-      if (h >= 0) H5Dclose(h);
-      if (space >= 0) H5Sclose(space);
-      if (str >= 0) H5Tclose(str);
-    }
-    H5Gclose(g);
   }
 }
 

@@ -33,6 +33,33 @@ void sp__h5_attr_strlist(hid_t obj, const char *name, char **list, int *failed);
 /* Root attributes (schema, storage_layout) and the /metadata group. */
 void sp__h5_write_head(hid_t file, int schema_version, const char *layout, const struct sp_meta *meta,
                        int *failed);
+/* The attributes of `meta` on obj (strings, int64, float64, string lists). */
+void sp__h5_write_attrs(hid_t obj, const struct sp_meta *meta, int *failed);
+
+/* ---- the plan's datasets (h5plan.c) ---------------------------------------
+ * Writing a file is: the head (root attributes, /metadata, region names),
+ * every dataset created at its final size, then each part at its place.
+ * `what` selects the pieces, so that parallel HDF5 can write the numeric
+ * ones collectively and rank 0 the strings (which parallel HDF5 cannot
+ * write) and the per-rank groups afterwards. */
+#define SP_PW_EVENTS 1u  /* /events columns */
+#define SP_PW_NUMERIC 2u /* numeric index and table columns */
+#define SP_PW_STRINGS 4u /* string columns, table attributes */
+#define SP_PW_GROUPS 8u  /* the part's rank<N> groups */
+#define SP_PW_ALL 15u
+struct sp_layout;
+struct sp_place;
+void sp__plan_write_head(hid_t file, const struct sp_layout *L, const struct sp_meta *meta, int *failed);
+void sp__plan_create(hid_t file, const struct sp_layout *L, const struct sp_config *cfg, unsigned what,
+                     int *failed);
+/* Part `part` (rank `rank`) at place pl. With a collective transfer list
+ * (dxpl != H5P_DEFAULT) every rank must call it, with the same layout. */
+void sp__plan_write_part(hid_t file, const struct sp_layout *L, const struct sp_place *pl,
+                         const struct sp_run *part, uint32_t rank, hid_t dxpl, unsigned what, int *failed);
+/* A sink writing a bounded-memory run's events into the datasets
+ * sp__plan_create made (one part, at offset 0). */
+struct sp_event_sink *sp__plan_sink_open(hid_t file, const struct sp_layout *L, const struct sp_run *run);
+void sp__plan_sink_close(struct sp_event_sink *s);
 
 /* Reserves an exclusive temporary sibling name of `path`
  * (".NAME.tmp.XXXXXX", created with O_EXCL) and returns it in *tmp

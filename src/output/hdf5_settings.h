@@ -27,7 +27,7 @@
   X(27, hdf5_chunk_size, hdf5, chunk_size, INT, SP_INT_NONE, 1, INT64_C(1) << 32, \
     "Maximum events per dataset chunk; enables chunked partial reads even uncompressed.", READY) \
   X(33, hdf5_schema, hdf5, schema, INT, 3, 2, 3, \
-    "File schema: 3 stores each call as row-relative deltas in narrow integers (about a quarter of the bytes; 4-byte ones, half, for a run that streamed past max_buffer_bytes); 2 stores four int64 per call, for readers of schema 2.", READY)
+    "File schema, as upstream scope-profiler writes it: 3 stores each call's start as an int64 delta within its row and its duration; 2 stores int64 start and end times, for readers of schema 2.", READY)
 
 #define SP_RULES_HDF5(R) \
   R(REQUIRES, hdf5_compression_level, hdf5_compression, 0, 0, 0, "a level belongs to a compression filter") \

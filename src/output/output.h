@@ -1,8 +1,9 @@
-/* output.h - a finished run in the columnar shape of schema 2 (absolute
- * int64 columns; the schema-3 writer codes them on the way out), as the core
- * hands it to the writers. The core builds it (src/core/snapshot.c); output/
- * writes it to a file or to an in-memory image and knows nothing of threads,
- * ticks or managers.
+/* output.h - a finished run as the core hands it to the writers: rows of
+ * (rank, region), absolute int64 event columns, the optional per-call
+ * columns, tables and per-rank groups it recorded, and its metadata. The
+ * core builds it (src/core/snapshot.c, stream.c); output/ writes it, to a
+ * file or an in-memory image, in the layout the dataset plan declares
+ * (output/plan.h), and knows nothing of threads, ticks or managers.
  */
 #ifndef SP_OUTPUT_H
 #define SP_OUTPUT_H
@@ -11,6 +12,7 @@
 #include <stdint.h>
 
 #include "config/config_internal.h"
+#include "output/plan.h"
 #include "scope_profiler/status.h"
 
 /* The 11 fields of /rank_region_index/summary_statistics, in file order. */
@@ -32,18 +34,15 @@ struct sp_row {
   char *tags_json;     /* "[]" */
   struct sp_summary stats;
   int64_t aggregate_count;
-  /* schema 3, set by a fill_events callback: the row's first start and call
-   * id (the writer computes them itself for in-memory runs) */
-  int64_t start_base, call_id_base;
 };
 
-/* An extra per-event column under /events (thread ids, probe values). */
-enum sp_col_type { SP_COL_I64, SP_COL_U32 };
+/* An optional per-call column under /events: thread ids, task ids, await
+ * time, GPU time, an extension's values. `id` is the plan's (a built-in
+ * SP_DS_* or what sp__plan_add_event_column returned); data holds nevents
+ * 8-byte values, int64/uint64/double as the plan's dtype says. */
 struct sp_column {
-  char *name;
-  enum sp_col_type type;
-  void *data; /* nevents values */
-  char *unit; /* attribute `units` on the dataset; NULL: none (extension columns have one) */
+  int id;
+  void *data;
 };
 
 enum sp_meta_type { SP_META_STR, SP_META_I64, SP_META_F64, SP_META_STRLIST };
@@ -60,36 +59,58 @@ struct sp_meta {
   size_t n, cap;
 };
 
-/* A per-rank table (threads, tasks): named columns of equal length. */
+/* A table group (SP_GRP_THREAD_TABLE, SP_GRP_TASK_TABLE, SP_GRP_RANKS):
+ * cols[k] holds the rows of the group's k-th plan column (plan order,
+ * sp__plan_table_columns): nrows 8-byte numbers (int64; uint64/double for
+ * such dtypes), or nrows char * for strings; NULL: not recorded, written
+ * as the plan's fill value. attrs: the group's attributes. */
 struct sp_table {
-  char *name; /* group under the root, e.g. "threads" */
+  enum sp_group group;
   size_t nrows;
-  struct sp_column *cols;
+  void **cols;
   size_t ncols;
-  char **str_cols_names; /* string columns */
-  char ***str_cols;
-  size_t nstr;
+  struct sp_meta attrs;
 };
 
-/* A group below rank<N>/ that an extension adds (rank<N>/perf_events/<region>,
- * rank<N>/likwid/...): attributes and 1-D or 2-D datasets. */
-enum sp_aux_type { SP_AUX_I64, SP_AUX_U64, SP_AUX_F64, SP_AUX_STR };
-struct sp_aux_dset {
+/* A node of a per-rank group tree (rank<N>/<group>/...): attributes,
+ * datasets of 1 or 2 dimensions, child groups. A dataset's data is
+ * dims[0] (x dims[1]) 8-byte numbers by dtype (int64 for I8/U32/I64), or
+ * char * for strings. Names are link names; '/' is not allowed in them. */
+struct sp_node_ds {
   char *name;
-  enum sp_aux_type type;
+  enum sp_dtype dtype;
   int ndims;
   uint64_t dims[2];
-  void *data; /* row-major; char ** for SP_AUX_STR */
+  void *data;
 };
-struct sp_aux_group {
-  char *path;    /* below rank<rank>/, components separated by '/' */
-  uint32_t rank;
+struct sp_node {
+  char *name;
   struct sp_meta attrs;
-  struct sp_aux_dset *dsets;
-  size_t ndsets;
+  struct sp_node_ds *ds; /* a pointer into it is valid until the next dataset is added */
+  size_t nds;
+  struct sp_node **kids; /* each allocated on its own: pointers to nodes stay valid */
+  size_t nkids;
 };
-/* Write run->aux into an open file (h5common.c). */
-void sp__h5_write_aux(int64_t file, const struct sp_aux_group *aux, size_t naux, int *failed);
+
+/* Where a bounded-memory run's filler puts its calls: batches in event
+ * order (rows one after another), with start, end, and for each of the
+ * run's call/parent ids and `extra` columns (in run->extra order) the
+ * values of the batch. The sink codes them as the plan says (schema 3's
+ * row deltas and durations) and writes them. */
+struct sp_event_batch {
+  const int64_t *start, *end, *call_id, *parent_id;
+  const void *const *extra; /* run->nextra arrays of 8-byte values */
+};
+struct sp_event_sink;
+struct sp_run;
+/* 0, or -1 on an HDF5 error or out of memory. */
+int sp__sink_put(struct sp_event_sink *s, uint64_t off, size_t n, const struct sp_event_batch *b);
+/* A sink that reads a bounded-memory run `src` into event arrays of `dst`
+ * (a shallow copy of src without arrays; the MPI writers place a rank's
+ * events themselves). Close keeps the arrays in dst; discard frees them. */
+struct sp_event_sink *sp__mem_sink_open(struct sp_run *dst, const struct sp_run *src);
+void sp__mem_sink_close(struct sp_event_sink *s);
+void sp__mem_sink_discard(struct sp_event_sink *s, struct sp_run *dst);
 
 struct sp_run {
   const char *layout; /* "columnar" or "aggregate" */
@@ -97,53 +118,49 @@ struct sp_run {
   size_t nnames;
   struct sp_row *rows;
   size_t nrows;
+  /* call_id and parent_id are NULL when nesting was not recorded (files
+   * then lack the columns: a column of -1 would collapse the call tree) */
   int64_t *start, *end, *call_id, *parent_id;
   size_t nevents;
+  int has_ids; /* a fill_events run: it writes call and parent ids */
+  /* the ids say nothing the intervals do not: each lane's calls, sorted by
+   * (start, longer first) and nested by containment, give the recorded
+   * tree; the file then leaves them out (unless another rank needs them) */
+  int ids_redundant;
   struct sp_column *extra;
   size_t nextra;
   struct sp_table *tables;
   size_t ntables;
-  struct sp_aux_group *aux;
-  size_t naux;
+  /* per-rank groups, written under rank<rank>/<name> (each name declared
+   * with sp__plan_add_rank_group) */
+  struct sp_node **groups;
+  size_t ngroups;
   struct sp_meta meta;
   /* Bounded-memory runs: no event arrays; the writer creates the event
-   * datasets (start, end, call ids, parent ids, then `extra` in order) with
-   * nevents values each and this callback fills them. With `coded` the first
-   * four are schema 3's uint32 start_gaps, durations, call_id_gaps and
-   * parent_offsets, which the callback fills a row at a time through
-   * sp__delta_code_piece, setting each row's start_base and call_id_base;
-   * after `extra` come 8 more: each coded column's overflow index and
-   * values, empty and extendible, which it appends to (sp__h5_append).
-   * hid_t is int64_t. */
-  sp_status (*fill_events)(void *ctx, const int64_t *dsets, size_t ndsets, int coded);
+   * datasets and the callback writes every call through the sink, updating
+   * the rows' statistics as it goes (the index is written after it). */
+  sp_status (*fill_events)(void *ctx, struct sp_event_sink *sink);
   void *fill_ctx;
 };
 
-/* Schema 3 coding of a row's calls as they stream by (delta.c), in 4-byte
- * columns: the codes of n calls (event numbers first, first+1, ...) go to
- * codes[0..3], the values that do not fit to the lists. A cursor starts
- * zeroed at each row and then holds the row's bases. -1: out of memory. */
-struct sp_delta_cursor {
-  int any;
-  int64_t start, call;           /* the previous call's */
-  int64_t start_base, call_base; /* the row's first call's */
-};
-struct sp_delta_lists {
-  uint64_t *index[4];
-  int64_t *value[4];
-  size_t n[4], cap[4];
-};
-int sp__delta_code_piece(struct sp_delta_cursor *c, const int64_t *start, const int64_t *end,
-                         const int64_t *call, const int64_t *parent, size_t n, uint64_t first,
-                         uint32_t *const codes[4], struct sp_delta_lists *lists);
-void sp__delta_lists_free(struct sp_delta_lists *l);
-
-enum sp_slice_type { SP_SLICE_I64, SP_SLICE_U32, SP_SLICE_U64 };
-
-/* Append n values to an extendible 1-D dataset the writer created. */
-int sp__h5_append(int64_t dset, enum sp_slice_type type, uint64_t n, const void *data);
-
 void sp__run_free(struct sp_run *run);
+
+/* Builders that keep names in the plan (they allocate; NULL / -1 when out
+ * of memory). A column of nevents values for plan id `id` (the same column
+ * twice is refused); a table of nrows rows for a table group, its columns
+ * allocated (strings empty); groups, child nodes and datasets of a node. */
+void *sp__run_add_column(struct sp_run *run, int id);
+struct sp_table *sp__run_add_table(struct sp_run *run, enum sp_group group, size_t nrows);
+/* The k-th column (plan order) of a table as int64 / string array. */
+int64_t *sp__table_i64(struct sp_table *t, int id);
+char **sp__table_str(struct sp_table *t, int id);
+/* The run's group of a declared rank group, made on first use. */
+struct sp_node *sp__run_add_group(struct sp_run *run, int rank_group_id);
+/* The child called `name`, made when missing. */
+struct sp_node *sp__node_add_child(struct sp_node *n, const char *name);
+struct sp_node_ds *sp__node_add_ds(struct sp_node *n, const char *name, enum sp_dtype dtype, int ndims,
+                                   const uint64_t *dims);
+void sp__node_free(struct sp_node *n);
 
 /* Metadata builders (copy their arguments). */
 int sp__meta_str(struct sp_meta *m, const char *key, const char *value);
@@ -153,16 +170,17 @@ int sp__meta_strlist(struct sp_meta *m, const char *key, char **values, size_t n
 const struct sp_meta_item *sp__meta_get(const struct sp_meta *m, const char *key);
 void sp__meta_free(struct sp_meta *m);
 
-/* Write `run` as a schema-3 file (schema 2 with hdf5_schema=2, or for a
- * fill_events run) at `path`: written to an exclusive temporary
- * sibling and renamed into place, so readers never see a partial file and a
- * failure leaves whatever was at `path` untouched. */
+/* Write `run` as a schema-3 file (schema 2 with hdf5_schema=2) at `path`:
+ * written to an exclusive temporary sibling and renamed into place, so
+ * readers never see a partial file and a failure leaves whatever was at
+ * `path` untouched. */
 sp_status sp__h5_write_file(const struct sp_run *run, const struct sp_config *cfg, const char *path);
 
-/* Write n values of one event column at `off` into a dataset created by the
- * writer for a run with fill_events; `data` holds int64, uint32 (the
- * thread_ids column) or uint64 (schema 3's codes) values. */
-int sp__h5_write_slice(int64_t dset, enum sp_slice_type type, uint64_t off, uint64_t n, const void *data);
+/* One file of several parts (the ranks of a job merged after the fact:
+ * import-native), laid out as the MPI writers lay out a job: rows and
+ * events part after part, region names numbered in order of first
+ * appearance, metadata the first part's. */
+sp_status sp__h5_write_parts(const struct sp_run *parts, int n, const struct sp_config *cfg, const char *path);
 
 /* The same file as an in-memory image (malloc'd; free() it). */
 sp_status sp__h5_write_image(const struct sp_run *run, const struct sp_config *cfg, void **image,

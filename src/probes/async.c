@@ -1,7 +1,7 @@
 /* async.c - track_async's two event columns as a column probe: the task a
  * call ran in (events/task_ids, -1 for the thread's own context; the core
  * places calls in per-task lanes by it) and the time that task spent
- * switched out while the call was open (events/await_times).
+ * switched out while the call was open (events/await_ns, upstream's name).
  *
  * The task bookkeeping itself (sp_task_switch, the task table) is the
  * core's; this probe reads the running task through sp_ext_task(). A task
@@ -9,11 +9,12 @@
  * the total at its end minus the total at its begin: O(1), exact.
  */
 #include "config/config_internal.h"
+#include "output/plan.h"
 #include "probes/ext.h"
 
 static const struct sp_ext_col async_cols[] = {
-    {"task_ids", "index", 0, SP_EXT_FOLD_NONE, -1},
-    {"await_times", "ns", SP_EXT_COL_TICKS, SP_EXT_FOLD_SUM, 0},
+    {SP_PLAN_TASK_IDS, "index", 0, SP_EXT_FOLD_NONE, -1},
+    {SP_PLAN_AWAIT_NS, "ns", SP_EXT_COL_TICKS, SP_EXT_FOLD_SUM, 0},
 };
 
 /* Per-call columns only: aggregation_mode keeps no calls (the task table is still written). */

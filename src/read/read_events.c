@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "common/error.h"
+#include "output/plan.h"
 #include "read/read_internal.h"
 
 #define BLOCK ((size_t)1 << 20)
@@ -51,109 +52,68 @@ static sp_status read_slice(sp_results *r, hid_t ds, uint64_t offset, size_t n, 
 }
 
 /* ---- schema 3 ---------------------------------------------------------------
- * Each row's calls are coded against the previous call of the row
- * (src/output/delta.c): start gaps, durations, zigzag call-id steps and
- * zigzag distances back to the parent (0 = none). Starts and call ids are
- * running sums from the row's bases; each row keeps where its sums stand, so
- * reading a row front to back in pieces (what every caller does) decodes each
- * value once, and a jump back restarts the row. Sums wrap like the writer's
- * differences, so any value round-trips and a corrupt one cannot overflow. */
+ * Upstream's schema 3 stores a row's starts as deltas (the first absolute,
+ * then start[i] - start[i-1] within the row) and each call's duration. A
+ * start is a running sum over the row; each row keeps where its sum stands,
+ * so reading a row front to back in pieces (what every caller does) reads
+ * each delta once, and a jump back restarts the row. Sums wrap like the
+ * writer's differences, so any value round-trips and a corrupt one cannot
+ * overflow. */
 
-#define NO_PARENT INT64_MIN
-
-static const char *const coded_name[] = {"/events/start_gaps", "/events/durations",
-                                         "/events/call_id_gaps", "/events/parent_offsets"};
-
-static int64_t unzigzag(uint64_t u) { return (int64_t)((u >> 1) ^ ((uint64_t)0 - (u & 1))); }
 static int64_t wrap_add(int64_t a, int64_t b) { return (int64_t)((uint64_t)a + (uint64_t)b); }
 
-/* True values of coded column c for events [off, off+n): the stored codes,
- * then the listed values of those that did not fit. */
-static sp_status coded(sp_results *r, int c, hid_t ds, uint64_t off, size_t n, int64_t *out) {
-  sp_status st = read_slice_as(r, ds, H5T_NATIVE_UINT64, off, n, out, coded_name[c]);
-  if (st != SP_OK) return st;
-  for (size_t i = 0; i < n; i++) {
-    uint64_t u = (uint64_t)out[i];
-    out[i] = c < 2 ? (int64_t)u : c == 3 && u == 0 ? NO_PARENT : unzigzag(u);
-  }
-  const struct sp__overflow *o = &r->overflow[c];
-  size_t lo = 0, hi = o->n;
-  while (lo < hi) {
-    size_t mid = lo + (hi - lo) / 2;
-    if (o->index[mid] < off) lo = mid + 1;
-    else hi = mid;
-  }
-  for (; lo < o->n && o->index[lo] - off < n; lo++) out[o->index[lo] - off] = o->value[lo];
-  return SP_OK;
-}
-
-/* Running sums of column c (0: starts, 2: call ids) for the row's events
- * [first, first+n) into out, moving the row's cursor. */
-static sp_status running(sp_results *r, struct sp__rrow *w, int c, uint64_t first, size_t n,
-                         int64_t *out) {
-  hid_t ds = c == 0 ? r->ds_start : r->ds_call;
-  uint64_t *next = c == 0 ? &w->start_next : &w->call_next;
-  int64_t *acc = c == 0 ? &w->start_acc : &w->call_acc;
-  if (first < *next) {
-    *next = 0;
-    *acc = c == 0 ? w->start_base : w->call_base;
+/* Starts of the row's events [first, first+n) into out, moving the row's
+ * cursor. */
+static sp_status row_starts(sp_results *r, struct sp__rrow *w, uint64_t first, size_t n, int64_t *out) {
+  const char *what = sp__plan_path(SP_DS_START_DELTAS);
+  if (first < w->start_next) {
+    w->start_next = 0;
+    w->start_acc = 0;
   }
   sp_status st = SP_OK;
-  if (first > *next) { /* skip ahead, summing what lies between */
-    size_t cap = first - *next < BLOCK ? (size_t)(first - *next) : BLOCK;
+  if (first > w->start_next) { /* skip ahead, summing what lies between */
+    size_t cap = first - w->start_next < BLOCK ? (size_t)(first - w->start_next) : BLOCK;
     int64_t *tmp = malloc(cap * sizeof *tmp);
     if (!tmp) return sp__set_error(SP_ERR_NO_MEMORY, "out of memory");
-    while (st == SP_OK && *next < first) {
-      size_t k = first - *next < cap ? (size_t)(first - *next) : cap;
-      st = coded(r, c, ds, w->offset + *next, k, tmp);
-      for (size_t i = 0; st == SP_OK && i < k; i++) *acc = wrap_add(*acc, tmp[i]);
-      if (st == SP_OK) *next += k;
+    while (st == SP_OK && w->start_next < first) {
+      size_t k = first - w->start_next < cap ? (size_t)(first - w->start_next) : cap;
+      st = read_slice(r, r->ds_start, w->offset + w->start_next, k, tmp, what);
+      for (size_t i = 0; st == SP_OK && i < k; i++) w->start_acc = wrap_add(w->start_acc, tmp[i]);
+      if (st == SP_OK) w->start_next += k;
     }
     free(tmp);
   }
-  if (st == SP_OK) st = coded(r, c, ds, w->offset + first, n, out);
+  if (st == SP_OK) st = read_slice(r, r->ds_start, w->offset + first, n, out, what);
   if (st != SP_OK) {
-    *next = 0; /* unknown: restart next time */
-    *acc = c == 0 ? w->start_base : w->call_base;
+    w->start_next = 0; /* unknown: restart next time */
+    w->start_acc = 0;
     return st;
   }
-  for (size_t i = 0; i < n; i++) out[i] = *acc = wrap_add(*acc, out[i]);
-  *next = first + n;
+  for (size_t i = 0; i < n; i++) out[i] = w->start_acc = wrap_add(w->start_acc, out[i]);
+  w->start_next = first + n;
   return SP_OK;
 }
 
-static sp_status row_read_coded(sp_results *r, struct sp__rrow *w, uint64_t first, size_t n,
-                                int64_t *start, int64_t *end, int64_t *call, int64_t *parent) {
-  int64_t *own_start = NULL, *own_call = NULL;
-  if (end && !start && !(start = own_start = malloc(n * sizeof *start)))
+static sp_status row_read_deltas(sp_results *r, struct sp__rrow *w, uint64_t first, size_t n, int64_t *start,
+                                 int64_t *end) {
+  int64_t *own = NULL;
+  if (end && !start && !(start = own = malloc(n * sizeof *start)))
     return sp__set_error(SP_ERR_NO_MEMORY, "out of memory");
-  int ids = r->ds_call >= 0 && r->ds_parent >= 0;
-  if (ids && parent && !call && !(call = own_call = malloc(n * sizeof *call))) {
-    free(own_start);
-    return sp__set_error(SP_ERR_NO_MEMORY, "out of memory");
-  }
   sp_status st = SP_OK;
-  if (start) st = running(r, w, 0, first, n, start);
+  if (start) st = row_starts(r, w, first, n, start);
   if (st == SP_OK && end) {
-    st = coded(r, 1, r->ds_end, w->offset + first, n, end);
+    st = read_slice(r, r->ds_end, w->offset + first, n, end, sp__plan_path(SP_DS_DURATIONS));
     for (size_t i = 0; st == SP_OK && i < n; i++) end[i] = wrap_add(start[i], end[i]);
   }
-  if (st == SP_OK && call) {
-    if (ids) st = running(r, w, 2, first, n, call);
-    else fill_minus_one(call, n);
-  }
-  if (st == SP_OK && parent) {
-    if (ids) {
-      st = coded(r, 3, r->ds_parent, w->offset + first, n, parent);
-      for (size_t i = 0; st == SP_OK && i < n; i++)
-        parent[i] = parent[i] == NO_PARENT ? -1 : (int64_t)((uint64_t)call[i] - (uint64_t)parent[i]);
-    } else {
-      fill_minus_one(parent, n);
-    }
-  }
-  free(own_start);
-  free(own_call);
+  free(own);
   return st;
+}
+
+/* In-memory events (a JSON profile, a native trace: read_native.c). */
+static void mem_copy(const int64_t *col, uint64_t off, size_t n, int64_t *out) {
+  if (!out) return;
+  if (col) memcpy(out, col + off, n * sizeof *out);
+  else fill_minus_one(out, n);
 }
 
 static sp_status read_hier_slice(sp_results *r, const struct sp__rrow *w, const char *name,
@@ -174,8 +134,8 @@ static sp_status read_threads(sp_results *r, uint64_t off, size_t n, int64_t *th
     fill_minus_one(thread, n);
     return SP_OK;
   }
-  sp_status st = read_slice(r, r->ds_thread, off, n, thread, "/events/thread_ids");
-  /* an unsigned column marks "no thread" with its all-ones value */
+  sp_status st = read_slice(r, r->ds_thread, off, n, thread, sp__plan_path(SP_DS_THREAD_IDS));
+  /* files of earlier versions stored uint32, "no thread" as all ones */
   if (st == SP_OK && r->thread_u32)
     for (size_t i = 0; i < n; i++)
       if (thread[i] == 0xFFFFFFFFll) thread[i] = -1;
@@ -193,25 +153,29 @@ sp_status sp__row_read(sp_results *r, size_t row, uint64_t first, size_t n, int6
   if (n == 0) return SP_OK;
   sp_status st = SP_OK;
   if (w->group) {
-    if (start) st = read_hier_slice(r, w, "start_times", first, n, start);
-    if (st == SP_OK && end) st = read_hier_slice(r, w, "end_times", first, n, end);
+    if (start) st = read_hier_slice(r, w, sp__plan(SP_DS_H1_START_TIMES)->name, first, n, start);
+    if (st == SP_OK && end) st = read_hier_slice(r, w, sp__plan(SP_DS_H1_END_TIMES)->name, first, n, end);
     fill_minus_one(call, n);
     fill_minus_one(parent, n);
     fill_minus_one(thread, n);
-  } else if (r->delta) {
+  } else if (r->mem_start) {
     uint64_t off = w->offset + first;
-    st = row_read_coded(r, w, first, n, start, end, call, parent);
-    if (st == SP_OK && thread) st = read_threads(r, off, n, thread);
+    mem_copy(r->mem_start, off, n, start);
+    mem_copy(r->mem_end, off, n, end);
+    mem_copy(r->mem_call, off, n, call);
+    mem_copy(r->mem_call ? r->mem_parent : NULL, off, n, parent);
+    mem_copy(r->mem_thread, off, n, thread);
   } else {
     uint64_t off = w->offset + first;
-    if (start) st = read_slice(r, r->ds_start, off, n, start, "/events/start_times");
-    if (st == SP_OK && end) st = read_slice(r, r->ds_end, off, n, end, "/events/end_times");
+    if (r->delta) st = row_read_deltas(r, w, first, n, start, end);
+    if (!r->delta && start) st = read_slice(r, r->ds_start, off, n, start, sp__plan_path(SP_DS_START_TIMES));
+    if (!r->delta && st == SP_OK && end) st = read_slice(r, r->ds_end, off, n, end, sp__plan_path(SP_DS_END_TIMES));
     if (st == SP_OK && call) {
-      if (r->ds_call >= 0) st = read_slice(r, r->ds_call, off, n, call, "/events/call_ids");
+      if (r->ds_call >= 0) st = read_slice(r, r->ds_call, off, n, call, sp__plan_path(SP_DS_CALL_IDS));
       else fill_minus_one(call, n);
     }
     if (st == SP_OK && parent) {
-      if (r->ds_parent >= 0) st = read_slice(r, r->ds_parent, off, n, parent, "/events/parent_ids");
+      if (r->ds_parent >= 0) st = read_slice(r, r->ds_parent, off, n, parent, sp__plan_path(SP_DS_PARENT_IDS));
       else fill_minus_one(parent, n);
     }
     if (st == SP_OK && thread) st = read_threads(r, off, n, thread);
@@ -235,13 +199,17 @@ sp_status sp__row_read(sp_results *r, size_t row, uint64_t first, size_t n, int6
 
 sp_status sp__row_read_tasks(sp_results *r, size_t row, uint64_t first, size_t n, int64_t *task) {
   const struct sp__rrow *w = &r->rows[row];
+  if (first > w->count || n > w->count - first)
+    return sp__set_error(SP_ERR_INVALID_ARGUMENT, "task ids outside the row");
+  if (r->mem_start) {
+    mem_copy(r->mem_task, w->offset + first, n, task);
+    return SP_OK;
+  }
   if (r->ds_task < 0 || w->group) {
     fill_minus_one(task, n);
     return SP_OK;
   }
-  if (first > w->count || n > w->count - first)
-    return sp__set_error(SP_ERR_INVALID_ARGUMENT, "task ids outside the row");
-  return n ? read_slice(r, r->ds_task, w->offset + first, n, task, "/events/task_ids") : SP_OK;
+  return n ? read_slice(r, r->ds_task, w->offset + first, n, task, sp__plan_path(SP_DS_TASK_IDS)) : SP_OK;
 }
 
 sp_status sp_results_row_read(sp_results *r, size_t row, uint64_t first, size_t n,
@@ -363,7 +331,7 @@ sp_status sp_results_threads(sp_results *r, int64_t rank, int64_t **ids, size_t 
   if (!r || !ids || !n) return sp__set_error(SP_ERR_INVALID_ARGUMENT, "sp_results_threads: NULL");
   *ids = NULL;
   *n = 0;
-  if (r->ds_thread < 0) return SP_OK;
+  if (!sp_results_has_threads(r)) return SP_OK;
   size_t cap = 16, len = 0;
   int64_t *set = malloc(cap * sizeof *set), *buf = malloc(BLOCK * sizeof *buf);
   sp_status st = set && buf ? SP_OK : sp__set_error(SP_ERR_NO_MEMORY, "out of memory");

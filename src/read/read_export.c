@@ -703,7 +703,7 @@ sp_status sp_results_export(sp_results *r, sp_export_format format, const sp_fil
   if (needs_events && r->aggregate)
     return sp__set_error(SP_ERR_UNSUPPORTED,
                          "%s was written in the aggregate layout, which stores no individual "
-                         "calls; only the json and durations exports work for it",
+                         "calls; only the json, region-statistics and durations exports work for it",
                          r->path ? r->path : "the results");
   switch (format) {
   case SP_EXPORT_CHROME_TRACE: st = chrome_trace(r, f, out, &xs); break;
@@ -858,7 +858,7 @@ sp_status sp_write_region_statistics_json(sp_results *const *results, size_t n,
 
 /* ---- metadata JSON ------------------------------------------------------------------ */
 
-static void meta_value(struct sp__json *j, const sp_metadata_entry *e) {
+void sp__json_meta_value(struct sp__json *j, const sp_metadata_entry *e) {
   switch (e->kind) {
   case SP_VALUE_INT: sp__json_int(j, e->i); break;
   case SP_VALUE_FLOAT: sp__json_double(j, e->f); break;
@@ -903,7 +903,7 @@ sp_status sp_write_metadata_json(sp_results *const *results, size_t n, const cha
     sp__json_begin_object(&j);
     for (size_t i = 0; i < r->nmeta; i++) {
       sp__json_key(&j, r->meta[i].key);
-      meta_value(&j, &r->meta[i].e);
+      sp__json_meta_value(&j, &r->meta[i].e);
     }
     sp__json_end_object(&j);
     sp__json_end_object(&j);

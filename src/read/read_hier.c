@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "common/error.h"
+#include "output/plan.h"
 #include "read/read_internal.h"
 
 #define MAX_DEPTH 32
@@ -122,15 +123,16 @@ static char *string_attr(hid_t obj, const char *name) {
 }
 
 static char *tags_attr(hid_t obj) {
-  if (H5Aexists(obj, "tags") <= 0) return NULL;
-  hid_t a = H5Aopen(obj, "tags", H5P_DEFAULT);
+  const char *name = sp__plan_attr(SP_AT_H1_TAGS)->name;
+  if (H5Aexists(obj, name) <= 0) return NULL;
+  hid_t a = H5Aopen(obj, name, H5P_DEFAULT);
   if (a < 0) return NULL;
   hid_t s = H5Aget_space(a);
   hssize_t np = s >= 0 ? H5Sget_simple_extent_npoints(s) : -1;
   if (s >= 0) H5Sclose(s);
   char *out = NULL;
   char **v = NULL;
-  if (np >= 0 && np < 4096 && sp__read_strings(a, 1, (size_t)np, &v, "tags") == SP_OK) {
+  if (np >= 0 && np < 4096 && sp__read_strings(a, 1, (size_t)np, &v, name) == SP_OK) {
     out = sp__json_list_text(v, (size_t)np);
     sp__free_strings(v, (size_t)np);
   }
@@ -141,8 +143,8 @@ static char *tags_attr(hid_t obj) {
 static sp_status add_region(struct hier *h, hid_t g, const char *name, const char *path) {
   sp_results *r = h->r;
   hsize_t ns = 0, ne = 0;
-  sp_status st = check_times(r, g, "start_times", path, &ns);
-  if (st == SP_OK) st = check_times(r, g, "end_times", path, &ne);
+  sp_status st = check_times(r, g, sp__plan(SP_DS_H1_START_TIMES)->name, path, &ns);
+  if (st == SP_OK) st = check_times(r, g, sp__plan(SP_DS_H1_END_TIMES)->name, path, &ne);
   if (st != SP_OK) return st;
   if (ns != ne)
     return sp__set_error(SP_ERR_FORMAT, "%s: %s has %llu start times but %llu end times",
@@ -168,11 +170,12 @@ static sp_status add_region(struct hier *h, hid_t g, const char *name, const cha
   w->exclusive = -1;
   w->source_line = -1;
   w->group = sp__strdup(path);
-  w->source_file = string_attr(g, "source_file");
-  w->source_text = string_attr(g, "source_text");
+  w->source_file = string_attr(g, sp__plan_attr(SP_AT_H1_SOURCE_FILE)->name);
+  w->source_text = string_attr(g, sp__plan_attr(SP_AT_H1_SOURCE_TEXT)->name);
   w->tags = tags_attr(g);
-  if (H5Aexists(g, "source_lineno") > 0) {
-    hid_t a = H5Aopen(g, "source_lineno", H5P_DEFAULT);
+  const char *lineno = sp__plan_attr(SP_AT_H1_SOURCE_LINENO)->name;
+  if (H5Aexists(g, lineno) > 0) {
+    hid_t a = H5Aopen(g, lineno, H5P_DEFAULT);
     hid_t t = a >= 0 ? H5Aget_type(a) : -1;
     int64_t v = -1;
     if (t >= 0 && H5Tget_class(t) == H5T_INTEGER && H5Aread(a, H5T_NATIVE_INT64, &v) >= 0)
@@ -260,7 +263,7 @@ static herr_t walk_cb(hid_t g, const char *name, const H5L_info_t *info, void *d
     w->h->st = c < 0 ? sp__set_error(SP_ERR_FORMAT, "cannot open group %s", path ? path : name)
                      : sp__set_error(SP_ERR_NO_MEMORY, "out of memory");
   } else {
-    if (H5Lexists(c, "start_times", H5P_DEFAULT) > 0) w->h->st = add_region(w->h, c, full, path);
+    if (H5Lexists(c, sp__plan(SP_DS_H1_START_TIMES)->name, H5P_DEFAULT) > 0) w->h->st = add_region(w->h, c, full, path);
     if (w->h->st == SP_OK) w->h->st = walk_group(w->h, c, full, path, w->depth + 1);
   }
   if (c >= 0) H5Gclose(c);
@@ -323,7 +326,7 @@ sp_status sp__open_hierarchical(sp_results *r) {
   if (root < 0) return sp__set_error(SP_ERR_FORMAT, "cannot open the root group");
   hsize_t idx = 0;
   herr_t rc = H5Literate(root, H5_INDEX_NAME, H5_ITER_INC, &idx, root_cb, &h);
-  int has_meta = H5Lexists(root, "metadata", H5P_DEFAULT) > 0;
+  int has_meta = H5Lexists(root, sp__plan_group_name(SP_GRP_METADATA), H5P_DEFAULT) > 0;
   H5Gclose(root);
   free(h.slots);
   free(h.seen);

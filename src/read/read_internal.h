@@ -41,23 +41,27 @@ struct sp__rrow {
   int64_t exclusive;      /* stored exclusive total; -1 unknown */
   char *source_file, *source_text, *tags;
   int has_summary;        /* sum is valid (stored, or computed from events) */
+  int has_spread;         /* mean and m2 are known (not only count/total/min/max) */
   struct sp__summary sum;
   int own_known;          /* own was rebuilt from the call tree */
   int64_t own;
   int64_t clock_offset;   /* ns added to this rank's times to put them on rank 0's clock */
-  /* schema 3: the row's first start and call id, and where sequential
-   * decoding stands (next event to decode, running value before it) */
-  int64_t start_base, call_base;
-  uint64_t start_next, call_next;
-  int64_t start_acc, call_acc;
+  /* schema 3: where decoding the row's start deltas stands (next event,
+   * running start before it) */
+  uint64_t start_next;
+  int64_t start_acc;
 };
 
-/* Schema 3: the events of one coded column whose true value is listed
- * beside it (ascending event numbers). */
-struct sp__overflow {
-  uint64_t *index;
-  int64_t *value;
-  size_t n;
+/* A row of /thread_table or /task_table (reader.h), with its strings. */
+struct sp__lanes {
+  sp_thread_info *threads;
+  size_t nthreads;
+  sp_task_info *tasks;
+  size_t ntasks;
+  char **strings; /* every string the rows point at */
+  size_t nstrings;
+  int64_t *rank_starts; /* /ranks/start_time_ns, or NULL */
+  size_t nrank_starts;
 };
 
 struct sp__meta {
@@ -70,6 +74,7 @@ struct sp__meta {
 
 struct sp_results {
   hid_t file;
+  const char *format; /* "hdf5", "json", "native" */
   int schema;
   const char *layout; /* static string */
   int aggregate;
@@ -94,10 +99,12 @@ struct sp_results {
   uint64_t nevents;
   hid_t ds_start, ds_end, ds_call, ds_parent, ds_thread, ds_task; /* H5I_INVALID_HID: absent */
   int thread_u32;
-  /* schema 3: ds_start..ds_parent hold start_gaps, durations, call_id_gaps
-   * and parent_offsets, decoded by read_events.c */
+  /* schema 3: ds_start and ds_end hold start_deltas and durations, decoded
+   * by read_events.c */
   int delta;
-  struct sp__overflow overflow[4];
+  /* events held in memory (JSON profiles, native traces); NULL: from the file */
+  int64_t *mem_start, *mem_end, *mem_call, *mem_parent, *mem_thread, *mem_task;
+  struct sp__lanes lanes;
 
   struct sp__lines *lines; /* line-profile records, loaded on first use (read_lines.c) */
 
@@ -115,9 +122,28 @@ struct sp__h5quiet {
 void sp__h5_quiet_begin(struct sp__h5quiet *q);
 void sp__h5_quiet_end(const struct sp__h5quiet *q);
 
-/* Open helpers (read_open.c, read_hier.c). */
+/* Open helpers (read_open.c, read_hier.c, read_native.c). */
 sp_status sp__open_hierarchical(sp_results *r);
+sp_results *sp__results_new(void);
+/* Non-HDF5 inputs recognised by content: upstream's JSON profile v1 (plain
+ * or gzip) and native traces (.spt v1/v2). */
+sp_status sp__open_json(sp_results *r, const char *data, size_t size);
+/* Any input by content, from memory (`name` for messages): what
+ * sp_results_open does once it has read a file; also the fuzz target's. */
+sp_status sp__results_open_bytes(const void *data, size_t size, const char *name, sp_results **out);
+sp_status sp__open_spt(sp_results *r, const unsigned char *data, size_t size);
 sp_status sp__read_metadata(sp_results *r, hid_t group);
+/* Points the public metadata entries at their strings (after building). */
+void sp__meta_fix_pointers(sp_results *r);
+sp_status sp__open_columnar(sp_results *r, hid_t root);
+/* The kind of object `name` (one component) names under loc; H5I_BADID
+ * when there is no such link, it dangles or leaves the file. */
+H5I_type_t sp__child_type(hid_t loc, const char *name);
+/* Open the 1-D dataset <gname>/<name> under grp and check its type class;
+ * a missing optional one gives *ds = H5I_INVALID_HID and SP_OK. */
+sp_status sp__open_column(sp_results *r, hid_t grp, const char *gname, const char *name, int required,
+                          H5T_class_t want, hid_t *ds, hsize_t *len);
+sp_status sp__read_column(sp_results *r, hid_t ds, hid_t memtype, void *buf, size_t n, const char *what);
 sp_status sp__finish_open(sp_results *r);
 /* SP_ERR_FORMAT when dataset d (n values) keeps them outside the file or,
  * with `written`, when its storage was never fully written. */
@@ -179,6 +205,8 @@ void sp__json_double(struct sp__json *j, double v); /* NaN/inf: null */
 void sp__json_null(struct sp__json *j);
 void sp__json_bool(struct sp__json *j, int v);
 void sp__json_raw(struct sp__json *j, const char *text); /* an already-JSON value */
+/* A metadata value as JSON (lists stay lists; OTHER as its text). */
+void sp__json_meta_value(struct sp__json *j, const sp_metadata_entry *e);
 /* Write a JSON string literal (with quotes) to f. */
 void sp__json_write_string(FILE *f, const char *s);
 /* Python repr() of a float: shortest round-trip digits, "1e-08", "0.5". */

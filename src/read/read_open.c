@@ -15,6 +15,7 @@
 #include <sys/stat.h>
 
 #include "common/error.h"
+#include "output/plan.h"
 #include "read/read_internal.h"
 
 #define FILE_NAME(r) ((r)->path ? (r)->path : "<in-memory image>")
@@ -37,7 +38,7 @@ int sp__cmp_i64(const void *a, const void *b) {
 
 /* The kind of object `name` (one path component) names under loc, or
  * H5I_BADID when there is no such link or it dangles. */
-static H5I_type_t child_type(hid_t loc, const char *name) {
+H5I_type_t sp__child_type(hid_t loc, const char *name) {
   if (H5Lexists(loc, name, H5P_DEFAULT) <= 0) return H5I_BADID;
   /* An external link would make us open another file (a FIFO would block):
    * a profile is one self-contained file. */
@@ -111,11 +112,11 @@ sp_status sp__check_storage(const sp_results *r, hid_t d, const char *what, hsiz
 
 /* Open the 1-D dataset <group>/<name> and check its type class. A missing
  * optional column gives *ds = H5I_INVALID_HID and SP_OK. */
-static sp_status open_column(sp_results *r, hid_t grp, const char *gname, const char *name,
-                             int required, H5T_class_t want, hid_t *ds, hsize_t *len) {
+sp_status sp__open_column(sp_results *r, hid_t grp, const char *gname, const char *name, int required,
+                          H5T_class_t want, hid_t *ds, hsize_t *len) {
   *ds = H5I_INVALID_HID;
   *len = 0;
-  H5I_type_t t = child_type(grp, name);
+  H5I_type_t t = sp__child_type(grp, name);
   if (t == H5I_BADID) {
     if (!required) return SP_OK;
     return sp__set_error(SP_ERR_FORMAT,
@@ -151,7 +152,7 @@ static sp_status open_column(sp_results *r, hid_t grp, const char *gname, const 
   snprintf(what, sizeof what, "/%s/%s", gname, name);
   /* /events is opened here but read lazily, slice by slice, and only by the
    * commands that need events: its storage is checked for locality only. */
-  sp_status st = sp__check_storage(r, d, what, dims[0], strcmp(gname, "events") != 0);
+  sp_status st = sp__check_storage(r, d, what, dims[0], strcmp(gname, sp__plan_group_name(SP_GRP_EVENTS)) != 0);
   if (st != SP_OK) {
     H5Dclose(d);
     return st;
@@ -161,8 +162,7 @@ static sp_status open_column(sp_results *r, hid_t grp, const char *gname, const 
   return SP_OK;
 }
 
-static sp_status read_column(sp_results *r, hid_t ds, hid_t memtype, void *buf, size_t n,
-                             const char *what) {
+sp_status sp__read_column(sp_results *r, hid_t ds, hid_t memtype, void *buf, size_t n, const char *what) {
   if (n == 0) return SP_OK;
   if (H5Dread(ds, memtype, H5S_ALL, H5S_ALL, H5P_DEFAULT, buf) < 0)
     return sp__set_error(SP_ERR_FORMAT,
@@ -435,7 +435,7 @@ static herr_t meta_cb(hid_t loc, const char *name, const H5A_info_t *info, void 
   return it->st == SP_OK ? 0 : -1;
 }
 
-static void meta_fix_pointers(sp_results *r) {
+void sp__meta_fix_pointers(sp_results *r) {
   for (size_t i = 0; i < r->nmeta; i++) {
     struct sp__meta *m = &r->meta[i];
     m->e.key = m->key;
@@ -451,463 +451,11 @@ sp_status sp__read_metadata(sp_results *r, hid_t group) {
   struct meta_iter it = {r, 0, SP_OK};
   hsize_t idx = 0;
   herr_t rc = H5Aiterate2(group, H5_INDEX_NAME, H5_ITER_INC, &idx, meta_cb, &it);
-  meta_fix_pointers(r);
+  sp__meta_fix_pointers(r);
   if (it.st != SP_OK) return it.st;
   if (rc < 0)
     return sp__set_error(SP_ERR_FORMAT, "%s: cannot list the /metadata attributes", FILE_NAME(r));
   return SP_OK;
-}
-
-/* ---- schema 2 ------------------------------------------------------------- */
-
-/* Read one integer column of the rank/region index. */
-static sp_status index_column(sp_results *r, hid_t grp, const char *name, int required,
-                              hsize_t nrows, hid_t memtype, void **out) {
-  hid_t ds;
-  hsize_t len;
-  *out = NULL;
-  sp_status st = open_column(r, grp, "rank_region_index", name, required, H5T_INTEGER, &ds, &len);
-  if (st != SP_OK || ds < 0) return st;
-  if (len != nrows) {
-    H5Dclose(ds);
-    return sp__set_error(SP_ERR_FORMAT,
-                         "%s: /rank_region_index/%s has %llu rows but region_ids has %llu; the "
-                         "index columns must have equal lengths",
-                         FILE_NAME(r), name, (unsigned long long)len,
-                         (unsigned long long)nrows);
-  }
-  void *buf = malloc((nrows ? nrows : 1) * 8);
-  if (!buf) {
-    H5Dclose(ds);
-    return sp__set_error(SP_ERR_NO_MEMORY, "out of memory reading the rank/region index");
-  }
-  char what[64];
-  snprintf(what, sizeof what, "/rank_region_index/%s", name);
-  st = read_column(r, ds, memtype, buf, (size_t)nrows, what);
-  H5Dclose(ds);
-  if (st != SP_OK) {
-    free(buf);
-    return st;
-  }
-  *out = buf;
-  return SP_OK;
-}
-
-static sp_status index_strings(sp_results *r, hid_t grp, const char *name, hsize_t nrows,
-                               char ***out) {
-  hid_t ds;
-  hsize_t len;
-  *out = NULL;
-  sp_status st = open_column(r, grp, "rank_region_index", name, 0, H5T_STRING, &ds, &len);
-  if (st != SP_OK || ds < 0) return st;
-  if (len != nrows) {
-    H5Dclose(ds);
-    return sp__set_error(SP_ERR_FORMAT,
-                         "%s: /rank_region_index/%s has %llu rows but region_ids has %llu",
-                         FILE_NAME(r), name, (unsigned long long)len, (unsigned long long)nrows);
-  }
-  char what[300];
-  snprintf(what, sizeof what, "%s: /rank_region_index/%s", FILE_NAME(r), name);
-  st = sp__read_strings(ds, 0, (size_t)nrows, out, what);
-  H5Dclose(ds);
-  return st;
-}
-
-/* The summary compound is matched by field name, so a writer may order or
- * widen fields differently; every field must be there. */
-static sp_status read_summaries(sp_results *r, hid_t grp, hsize_t nrows, struct sp__summary **out) {
-  static const char *const fields[] = {"total", "minimum", "maximum", "first", "last",
-                                       "start_minimum", "end_maximum", "gpu_count", "gpu_total",
-                                       "mean", "m2"};
-  hid_t ds;
-  hsize_t len;
-  *out = NULL;
-  sp_status st =
-      open_column(r, grp, "rank_region_index", "summary_statistics", 0, H5T_COMPOUND, &ds, &len);
-  if (st != SP_OK || ds < 0) return st;
-  if (len != nrows) {
-    H5Dclose(ds);
-    return sp__set_error(SP_ERR_FORMAT,
-                         "%s: /rank_region_index/summary_statistics has %llu rows but "
-                         "region_ids has %llu",
-                         FILE_NAME(r), (unsigned long long)len, (unsigned long long)nrows);
-  }
-  hid_t ft = H5Dget_type(ds);
-  for (size_t i = 0; i < sizeof fields / sizeof fields[0]; i++) {
-    int idx = H5Tget_member_index(ft, fields[i]);
-    H5T_class_t c = idx >= 0 ? H5Tget_member_class(ft, (unsigned)idx) : H5T_NO_CLASS;
-    int want_float = i >= 9;
-    /* HDF5 trusts a compound's member offsets when converting, so a
-     * corrupted offset would make it write outside its buffers */
-    hid_t mt_ = idx >= 0 ? H5Tget_member_type(ft, (unsigned)idx) : H5I_INVALID_HID;
-    size_t msize = mt_ >= 0 ? H5Tget_size(mt_) : 0;
-    if (mt_ >= 0) H5Tclose(mt_);
-    if (idx >= 0 && (msize == 0 || msize > 16 ||
-                     H5Tget_member_offset(ft, (unsigned)idx) + msize > H5Tget_size(ft))) {
-      H5Tclose(ft);
-      H5Dclose(ds);
-      return sp__set_error(SP_ERR_FORMAT,
-                           "%s: /rank_region_index/summary_statistics field '%s' lies outside "
-                           "its record (corrupt type)",
-                           FILE_NAME(r), fields[i]);
-    }
-    if (idx < 0 || c != (want_float ? H5T_FLOAT : H5T_INTEGER)) {
-      H5Tclose(ft);
-      H5Dclose(ds);
-      return sp__set_error(SP_ERR_FORMAT,
-                           "%s: /rank_region_index/summary_statistics %s field '%s' (%s)",
-                           FILE_NAME(r), idx < 0 ? "lacks the" : "has a wrongly typed",
-                           fields[i], want_float ? "float" : "integer");
-    }
-  }
-  H5Tclose(ft);
-  struct sp__summary *s = calloc(nrows ? nrows : 1, sizeof *s);
-  hid_t mt = H5Tcreate(H5T_COMPOUND, sizeof *s);
-  H5Tinsert(mt, "total", HOFFSET(struct sp__summary, total), H5T_NATIVE_INT64);
-  H5Tinsert(mt, "minimum", HOFFSET(struct sp__summary, minimum), H5T_NATIVE_INT64);
-  H5Tinsert(mt, "maximum", HOFFSET(struct sp__summary, maximum), H5T_NATIVE_INT64);
-  H5Tinsert(mt, "first", HOFFSET(struct sp__summary, first), H5T_NATIVE_INT64);
-  H5Tinsert(mt, "last", HOFFSET(struct sp__summary, last), H5T_NATIVE_INT64);
-  H5Tinsert(mt, "start_minimum", HOFFSET(struct sp__summary, start_minimum), H5T_NATIVE_INT64);
-  H5Tinsert(mt, "end_maximum", HOFFSET(struct sp__summary, end_maximum), H5T_NATIVE_INT64);
-  H5Tinsert(mt, "gpu_count", HOFFSET(struct sp__summary, gpu_count), H5T_NATIVE_UINT64);
-  H5Tinsert(mt, "gpu_total", HOFFSET(struct sp__summary, gpu_total), H5T_NATIVE_INT64);
-  H5Tinsert(mt, "mean", HOFFSET(struct sp__summary, mean), H5T_NATIVE_DOUBLE);
-  H5Tinsert(mt, "m2", HOFFSET(struct sp__summary, m2), H5T_NATIVE_DOUBLE);
-  if (!s) st = sp__set_error(SP_ERR_NO_MEMORY, "out of memory reading summary rows");
-  else st = read_column(r, ds, mt, s, (size_t)nrows, "/rank_region_index/summary_statistics");
-  H5Tclose(mt);
-  H5Dclose(ds);
-  if (st != SP_OK) {
-    free(s);
-    return st;
-  }
-  *out = s;
-  return SP_OK;
-}
-
-/* Schema 3: the values of coded column `name` that did not fit its width,
- * <name>_overflow_index (ascending event numbers) and _values (true values),
- * read whole: they are few by construction. */
-static sp_status load_overflow(sp_results *r, hid_t g, const char *name, hsize_t nevents,
-                               struct sp__overflow *out) {
-  char iname[64], vname[64];
-  snprintf(iname, sizeof iname, "%s_overflow_index", name);
-  snprintf(vname, sizeof vname, "%s_overflow_values", name);
-  hid_t di = H5I_INVALID_HID, dv = H5I_INVALID_HID;
-  hsize_t ni = 0, nv = 0;
-  sp_status st = open_column(r, g, "events", iname, 0, H5T_INTEGER, &di, &ni);
-  if (st == SP_OK) st = open_column(r, g, "events", vname, di >= 0, H5T_INTEGER, &dv, &nv);
-  if (st == SP_OK && (di < 0) != (dv < 0))
-    st = sp__set_error(SP_ERR_FORMAT, "%s: /events/%s exists without /events/%s", FILE_NAME(r),
-                       vname, iname);
-  if (st == SP_OK && di >= 0 && (ni != nv || ni > nevents))
-    st = sp__set_error(SP_ERR_FORMAT,
-                       "%s: /events/%s has %llu entries and %s %llu, for %llu events; they must "
-                       "be equally long and no longer than the events",
-                       FILE_NAME(r), iname, (unsigned long long)ni, vname, (unsigned long long)nv,
-                       (unsigned long long)nevents);
-  /* read whole, unlike the columns: their storage must really be there,
-   * or a made-up length would have us allocate and fill it */
-  if (st == SP_OK && di >= 0 && ni > 0) st = sp__check_storage(r, di, iname, ni, 1);
-  if (st == SP_OK && dv >= 0 && nv > 0) st = sp__check_storage(r, dv, vname, nv, 1);
-  if (st == SP_OK && di >= 0 && ni > 0) {
-    out->index = malloc(ni * sizeof *out->index);
-    out->value = malloc(ni * sizeof *out->value);
-    if (!out->index || !out->value) st = sp__set_error(SP_ERR_NO_MEMORY, "out of memory");
-    if (st == SP_OK) st = read_column(r, di, H5T_NATIVE_UINT64, out->index, (size_t)ni, iname);
-    if (st == SP_OK) st = read_column(r, dv, H5T_NATIVE_INT64, out->value, (size_t)ni, vname);
-    if (st == SP_OK) out->n = (size_t)ni;
-    for (size_t i = 0; st == SP_OK && i < out->n; i++)
-      if (out->index[i] >= nevents || (i > 0 && out->index[i] <= out->index[i - 1]))
-        st = sp__set_error(SP_ERR_FORMAT,
-                           "%s: /events/%s must hold ascending event numbers below %llu "
-                           "(entry %zu is %llu)",
-                           FILE_NAME(r), iname, (unsigned long long)nevents, i,
-                           (unsigned long long)out->index[i]);
-  }
-  if (di >= 0) H5Dclose(di);
-  if (dv >= 0) H5Dclose(dv);
-  return st;
-}
-
-/* The /events columns: checked for type and length, opened, never read. */
-static sp_status open_events(sp_results *r, hid_t root) {
-  hsize_t n = 0, len = 0;
-  H5I_type_t t = child_type(root, "events");
-  if (t == H5I_BADID) {
-    if (r->aggregate) return SP_OK;
-    return sp__set_error(SP_ERR_FORMAT, "%s: the /events group is missing", FILE_NAME(r));
-  }
-  if (t != H5I_GROUP)
-    return sp__set_error(SP_ERR_FORMAT, "%s: /events is not a group", FILE_NAME(r));
-  hid_t g = H5Gopen2(root, "events", H5P_DEFAULT);
-  if (g < 0) return sp__set_error(SP_ERR_FORMAT, "%s: cannot open /events", FILE_NAME(r));
-  /* schema 3 stores the same four quantities coded (read_events.c) */
-  static const char *const names2[] = {"start_times", "end_times", "call_ids", "parent_ids"};
-  static const char *const names3[] = {"start_gaps", "durations", "call_id_gaps", "parent_offsets"};
-  const char *const *name = r->delta ? names3 : names2;
-  sp_status st = open_column(r, g, "events", name[0], !r->aggregate, H5T_INTEGER, &r->ds_start, &n);
-  if (st == SP_OK)
-    st = open_column(r, g, "events", name[1], !r->aggregate && n > 0, H5T_INTEGER, &r->ds_end, &len);
-  if (st == SP_OK && r->ds_end >= 0 && len != n)
-    st = sp__set_error(SP_ERR_FORMAT, "%s: /events/%s has %llu values but %s has %llu",
-                       FILE_NAME(r), name[1], (unsigned long long)len, name[0],
-                       (unsigned long long)n);
-  if (st == SP_OK && n > SP__MAX_EVENTS)
-    st = sp__set_error(SP_ERR_FORMAT, "%s: /events claims %llu events, beyond what a profile holds",
-                       FILE_NAME(r), (unsigned long long)n);
-  const char *optional[] = {name[2], name[3], "thread_ids", "task_ids"};
-  hid_t *slots[] = {&r->ds_call, &r->ds_parent, &r->ds_thread, &r->ds_task};
-  for (int i = 0; i < 4 && st == SP_OK; i++) {
-    st = open_column(r, g, "events", optional[i], 0, H5T_INTEGER, slots[i], &len);
-    if (st == SP_OK && *slots[i] >= 0 && len != n)
-      st = sp__set_error(SP_ERR_FORMAT, "%s: /events/%s has %llu values but %s has %llu",
-                         FILE_NAME(r), optional[i], (unsigned long long)len, name[0],
-                         (unsigned long long)n);
-  }
-  for (int i = 0; i < 4 && st == SP_OK && r->delta; i++)
-    st = load_overflow(r, g, names3[i], n, &r->overflow[i]);
-  if (st == SP_OK && r->ds_thread >= 0) {
-    hid_t tt = H5Dget_type(r->ds_thread);
-    r->thread_u32 = H5Tget_sign(tt) == H5T_SGN_NONE && H5Tget_size(tt) == 4;
-    H5Tclose(tt);
-  }
-  /* Explicit nesting needs both id columns; one without the other is noise. */
-  if (st == SP_OK && (r->ds_call < 0) != (r->ds_parent < 0)) {
-    if (r->ds_call >= 0) H5Dclose(r->ds_call);
-    if (r->ds_parent >= 0) H5Dclose(r->ds_parent);
-    r->ds_call = r->ds_parent = H5I_INVALID_HID;
-  }
-  r->nevents = n;
-  H5Gclose(g);
-  return st;
-}
-
-/* MPI jobs store each rank's clock offset to rank 0, measured at finalize
- * (/ranks/clock_offsets_ns, indexed by rank). Every absolute time the reader
- * hands out (events, first start, last end) is moved onto rank 0's clock,
- * so the timelines of ranks on different nodes line up; durations are
- * unchanged. A file without the table, or a rank outside it, gets 0. */
-static sp_status load_clock_offsets(sp_results *r, hid_t root) {
-  if (H5Lexists(root, "ranks", H5P_DEFAULT) <= 0) return SP_OK;
-  hid_t g = H5Gopen2(root, "ranks", H5P_DEFAULT);
-  if (g < 0) return SP_OK;
-  if (H5Lexists(g, "clock_offsets_ns", H5P_DEFAULT) <= 0) {
-    H5Gclose(g);
-    return SP_OK;
-  }
-  hid_t ds = -1;
-  hsize_t n = 0;
-  sp_status st = open_column(r, g, "ranks", "clock_offsets_ns", 1, H5T_INTEGER, &ds, &n);
-  int64_t *off = st == SP_OK ? malloc((n ? n : 1) * sizeof *off) : NULL;
-  if (st == SP_OK && !off) st = sp__set_error(SP_ERR_NO_MEMORY, "out of memory");
-  if (st == SP_OK) st = read_column(r, ds, H5T_NATIVE_INT64, off, (size_t)n, "/ranks/clock_offsets_ns");
-  if (ds >= 0) H5Dclose(ds);
-  H5Gclose(g);
-  for (size_t i = 0; st == SP_OK && i < r->nrows; i++) {
-    struct sp__rrow *w = &r->rows[i];
-    w->clock_offset = w->rank >= 0 && (hsize_t)w->rank < n ? off[w->rank] : 0;
-    if (w->has_summary && w->sum.count > 0) {
-      w->sum.start_minimum += w->clock_offset;
-      w->sum.end_maximum += w->clock_offset;
-    }
-  }
-  free(off);
-  return st;
-}
-
-static sp_status open_schema2(sp_results *r, hid_t root) {
-  sp_status st = SP_OK;
-  /* layout */
-  r->layout = "columnar";
-  if (H5Aexists(root, "storage_layout") > 0) {
-    hid_t a = H5Aopen(root, "storage_layout", H5P_DEFAULT);
-    char **v = NULL;
-    hid_t sp = a >= 0 ? H5Aget_space(a) : -1;
-    hssize_t np = sp >= 0 ? H5Sget_simple_extent_npoints(sp) : -1;
-    if (sp >= 0) H5Sclose(sp);
-    char what[300];
-    snprintf(what, sizeof what, "%s: root attribute storage_layout", FILE_NAME(r));
-    st = a < 0 || np != 1 ? sp__set_error(SP_ERR_FORMAT, "%s must be one string", what)
-                          : sp__read_strings(a, 1, 1, &v, what);
-    if (a >= 0) H5Aclose(a);
-    if (st != SP_OK) return st;
-    if (!strcmp(v[0], "aggregate")) {
-      r->layout = "aggregate";
-      r->aggregate = 1;
-    } else if (strcmp(v[0], "columnar") != 0) {
-      st = sp__set_error(SP_ERR_FORMAT,
-                         "%s: unknown storage_layout '%s' (this reader knows 'columnar' and "
-                         "'aggregate'); upgrade scope-profiler",
-                         FILE_NAME(r), v[0]);
-    }
-    sp__free_strings(v, 1);
-    if (st != SP_OK) return st;
-  }
-
-  /* region table */
-  if (child_type(root, "region_table") != H5I_GROUP)
-    return sp__set_error(SP_ERR_FORMAT, "%s: the /region_table group is missing", FILE_NAME(r));
-  hid_t g = H5Gopen2(root, "region_table", H5P_DEFAULT);
-  hid_t ds = H5I_INVALID_HID;
-  hsize_t nreg = 0;
-  st = g < 0 ? sp__set_error(SP_ERR_FORMAT, "%s: cannot open /region_table", FILE_NAME(r))
-             : open_column(r, g, "region_table", "names", 1, H5T_STRING, &ds, &nreg);
-  if (st == SP_OK && nreg > SP__MAX_REGIONS) {
-    H5Dclose(ds);
-    st = sp__set_error(SP_ERR_FORMAT, "%s: /region_table/names claims %llu regions",
-                       FILE_NAME(r), (unsigned long long)nreg);
-  }
-  if (st == SP_OK) {
-    char what[300];
-    snprintf(what, sizeof what, "%s: /region_table/names", FILE_NAME(r));
-    st = sp__read_strings(ds, 0, (size_t)nreg, &r->names, what);
-    H5Dclose(ds);
-    if (st == SP_OK) r->nregions = (size_t)nreg;
-  }
-  if (g >= 0) H5Gclose(g);
-  if (st != SP_OK) return st;
-
-  /* rank/region index */
-  if (child_type(root, "rank_region_index") != H5I_GROUP)
-    return sp__set_error(SP_ERR_FORMAT, "%s: the /rank_region_index group is missing",
-                         FILE_NAME(r));
-  g = H5Gopen2(root, "rank_region_index", H5P_DEFAULT);
-  if (g < 0) return sp__set_error(SP_ERR_FORMAT, "%s: cannot open /rank_region_index", FILE_NAME(r));
-  hsize_t nrows = 0;
-  st = open_column(r, g, "rank_region_index", "region_ids", 1, H5T_INTEGER, &ds, &nrows);
-  if (st == SP_OK) {
-    H5Dclose(ds);
-    if (nrows > SP__MAX_ROWS)
-      st = sp__set_error(SP_ERR_FORMAT, "%s: /rank_region_index claims %llu rows", FILE_NAME(r),
-                         (unsigned long long)nrows);
-  }
-  int64_t *region_ids = NULL, *ranks = NULL, *lines = NULL, *excl = NULL, *agg = NULL;
-  uint64_t *offsets = NULL, *counts = NULL;
-  char **files = NULL, **texts = NULL, **tags = NULL;
-  struct sp__summary *sums = NULL;
-  if (st == SP_OK) st = index_column(r, g, "region_ids", 1, nrows, H5T_NATIVE_INT64, (void **)&region_ids);
-  if (st == SP_OK) st = index_column(r, g, "ranks", 1, nrows, H5T_NATIVE_INT64, (void **)&ranks);
-  if (st == SP_OK)
-    st = index_column(r, g, "event_offsets", 1, nrows, H5T_NATIVE_UINT64, (void **)&offsets);
-  if (st == SP_OK)
-    st = index_column(r, g, "event_counts", 1, nrows, H5T_NATIVE_UINT64, (void **)&counts);
-  if (st == SP_OK) st = index_column(r, g, "source_lines", 0, nrows, H5T_NATIVE_INT64, (void **)&lines);
-  if (st == SP_OK)
-    st = index_column(r, g, "exclusive_totals", 0, nrows, H5T_NATIVE_INT64, (void **)&excl);
-  if (st == SP_OK)
-    st = index_column(r, g, "aggregate_counts", r->aggregate, nrows, H5T_NATIVE_INT64,
-                      (void **)&agg);
-  int64_t *start_bases = NULL, *call_bases = NULL;
-  if (st == SP_OK && r->delta)
-    st = index_column(r, g, "start_bases", !r->aggregate, nrows, H5T_NATIVE_INT64,
-                      (void **)&start_bases);
-  if (st == SP_OK && r->delta)
-    st = index_column(r, g, "call_id_bases", !r->aggregate, nrows, H5T_NATIVE_INT64,
-                      (void **)&call_bases);
-  if (st == SP_OK) st = index_strings(r, g, "source_files", nrows, &files);
-  if (st == SP_OK) st = index_strings(r, g, "source_texts", nrows, &texts);
-  if (st == SP_OK) st = index_strings(r, g, "tags", nrows, &tags);
-  if (st == SP_OK) st = read_summaries(r, g, nrows, &sums);
-  H5Gclose(g);
-  if (st == SP_OK && r->aggregate && !sums)
-    st = sp__set_error(SP_ERR_FORMAT,
-                       "%s: an aggregate-layout file needs /rank_region_index/summary_statistics",
-                       FILE_NAME(r));
-  if (st == SP_OK) st = open_events(r, root);
-
-  if (st == SP_OK) {
-    r->rows = calloc(nrows ? nrows : 1, sizeof *r->rows);
-    if (!r->rows) st = sp__set_error(SP_ERR_NO_MEMORY, "out of memory");
-  }
-  for (size_t i = 0; st == SP_OK && i < nrows; i++) {
-    struct sp__rrow *w = &r->rows[i];
-    r->nrows = i + 1;
-    if (region_ids[i] < 0 || (uint64_t)region_ids[i] >= r->nregions) {
-      st = sp__set_error(SP_ERR_FORMAT,
-                         "%s: row %zu of /rank_region_index names region %lld, but the region "
-                         "table has %zu names",
-                         FILE_NAME(r), i, (long long)region_ids[i], r->nregions);
-      break;
-    }
-    if (ranks[i] < 0 || ranks[i] > SP__MAX_RANK) {
-      st = sp__set_error(SP_ERR_FORMAT, "%s: row %zu of /rank_region_index has rank %lld",
-                         FILE_NAME(r), i, (long long)ranks[i]);
-      break;
-    }
-    if (offsets[i] > r->nevents || counts[i] > r->nevents - offsets[i]) {
-      st = sp__set_error(SP_ERR_FORMAT,
-                         "%s: row %zu of /rank_region_index points at events [%llu, +%llu) but "
-                         "/events holds %llu; the index and the events disagree",
-                         FILE_NAME(r), i, (unsigned long long)offsets[i],
-                         (unsigned long long)counts[i], (unsigned long long)r->nevents);
-      break;
-    }
-    w->region = (uint32_t)region_ids[i];
-    w->rank = ranks[i];
-    w->offset = offsets[i];
-    w->count = counts[i];
-    w->start_base = w->start_acc = start_bases ? start_bases[i] : 0;
-    w->call_base = w->call_acc = call_bases ? call_bases[i] : -1;
-    w->source_line = lines ? lines[i] : -1;
-    w->exclusive = excl ? excl[i] : -1;
-    w->source_file = files ? files[i] : sp__strdup("");
-    w->source_text = texts ? texts[i] : sp__strdup("");
-    w->tags = tags ? tags[i] : sp__strdup("[]");
-    if (files) files[i] = NULL;
-    if (texts) texts[i] = NULL;
-    if (tags) tags[i] = NULL;
-    if (!w->source_file || !w->source_text || !w->tags) {
-      st = sp__set_error(SP_ERR_NO_MEMORY, "out of memory");
-      break;
-    }
-    if (!w->tags[0]) {
-      free(w->tags);
-      w->tags = sp__strdup("[]");
-    }
-    uint64_t calls = w->count;
-    if (r->aggregate) {
-      if (agg[i] < 0) {
-        st = sp__set_error(SP_ERR_FORMAT, "%s: row %zu has a negative aggregate count",
-                           FILE_NAME(r), i);
-        break;
-      }
-      calls = (uint64_t)agg[i];
-      if (w->count != 0 && w->count != calls) calls = w->count;
-    }
-    if (sums) {
-      w->sum = sums[i];
-      w->sum.count = calls;
-      w->has_summary = 1;
-      const struct sp__summary *s = &w->sum;
-      if (calls > 0 && (s->minimum < 0 || s->maximum < s->minimum || s->total < s->maximum ||
-                        !isfinite(s->mean) || !isfinite(s->m2))) {
-        st = sp__set_error(SP_ERR_FORMAT,
-                           "%s: the summary row %zu (region '%s', rank %lld) is inconsistent "
-                           "(min %lld, max %lld, total %lld)",
-                           FILE_NAME(r), i, r->names[w->region], (long long)w->rank,
-                           (long long)s->minimum, (long long)s->maximum, (long long)s->total);
-        break;
-      }
-      if (w->sum.m2 < 0) w->sum.m2 = 0;
-    }
-  }
-  free(region_ids);
-  free(ranks);
-  free(offsets);
-  free(counts);
-  free(lines);
-  free(excl);
-  free(agg);
-  free(start_bases);
-  free(call_bases);
-  sp__free_strings(files, files ? nrows : 0);
-  sp__free_strings(texts, texts ? nrows : 0);
-  sp__free_strings(tags, tags ? nrows : 0);
-  free(sums);
-  if (st == SP_OK) st = load_clock_offsets(r, root);
-  return st;
 }
 
 /* ---- common finish -------------------------------------------------------- */
@@ -982,38 +530,45 @@ sp_status sp__finish_open(sp_results *r) {
 
 /* ---- open ----------------------------------------------------------------- */
 
+/* Upstream's version gate (read_schema_version): a missing attribute is
+ * schema 1; it must be a positive integer (not a bool) no newer than ours. */
+static sp_status read_schema(sp_results *r, hid_t root) {
+  r->schema = 1;
+  const char *name = sp__plan_attr(SP_AT_SCHEMA)->name;
+  if (H5Aexists(root, name) <= 0) return SP_OK;
+  hid_t a = H5Aopen(root, name, H5P_DEFAULT);
+  hid_t t = a >= 0 ? H5Aget_type(a) : -1, sp = a >= 0 ? H5Aget_space(a) : -1;
+  int64_t v = 0;
+  sp_status st = SP_OK;
+  if (a < 0 || t < 0 || H5Tget_class(t) != H5T_INTEGER || H5Sget_simple_extent_npoints(sp) != 1 ||
+      H5Aread(a, H5T_NATIVE_INT64, &v) < 0)
+    st = sp__set_error(SP_ERR_FORMAT, "%s: the root attribute %s must be an integer (it is %s)", FILE_NAME(r), name,
+                       t >= 0 ? class_name(H5Tget_class(t)) : "unreadable");
+  else if (v < 1)
+    st = sp__set_error(SP_ERR_FORMAT, "%s: invalid %s %lld; scope-profiler HDF5 schema versions must be positive",
+                       FILE_NAME(r), name, (long long)v);
+  else if (v > SP_SCHEMA_CURRENT)
+    st = sp__set_error(SP_ERR_FORMAT,
+                       "%s: unsupported scope-profiler HDF5 schema version %lld; this package supports versions "
+                       "through %d. Upgrade scope-profiler to read this file",
+                       FILE_NAME(r), (long long)v, SP_SCHEMA_CURRENT);
+  else
+    r->schema = (int)v;
+  if (t >= 0) H5Tclose(t);
+  if (sp >= 0) H5Sclose(sp);
+  if (a >= 0) H5Aclose(a);
+  return st;
+}
+
 static sp_status load(sp_results *r) {
   hid_t root = H5Gopen2(r->file, "/", H5P_DEFAULT);
   if (root < 0) return sp__set_error(SP_ERR_FORMAT, "%s: cannot open the root group", FILE_NAME(r));
-  sp_status st = SP_OK;
-  r->schema = 1;
-  if (H5Aexists(root, "scope_profiler_schema") > 0) {
-    hid_t a = H5Aopen(root, "scope_profiler_schema", H5P_DEFAULT);
-    hid_t t = a >= 0 ? H5Aget_type(a) : -1, sp = a >= 0 ? H5Aget_space(a) : -1;
-    int64_t v = 0;
-    if (a < 0 || t < 0 || H5Tget_class(t) != H5T_INTEGER || H5Sget_simple_extent_npoints(sp) != 1 ||
-        H5Aread(a, H5T_NATIVE_INT64, &v) < 0)
-      st = sp__set_error(SP_ERR_FORMAT,
-                         "%s: the root attribute scope_profiler_schema must be one integer",
-                         FILE_NAME(r));
-    else if (v < 1)
-      st = sp__set_error(SP_ERR_FORMAT, "%s: invalid scope_profiler_schema %lld", FILE_NAME(r),
-                         (long long)v);
-    else if (v > 3)
-      st = sp__set_error(SP_ERR_FORMAT,
-                         "%s: written with file schema %lld; this reader understands schemas 1 "
-                         "to 3. Upgrade scope-profiler to read it",
-                         FILE_NAME(r), (long long)v);
-    else
-      r->schema = (int)v;
-    if (t >= 0) H5Tclose(t);
-    if (sp >= 0) H5Sclose(sp);
-    if (a >= 0) H5Aclose(a);
-  }
+  sp_status st = read_schema(r, root);
+  const char *mname = sp__plan_group_name(SP_GRP_METADATA);
   if (st == SP_OK) {
-    H5I_type_t mt = child_type(root, "metadata");
+    H5I_type_t mt = sp__child_type(root, mname);
     if (mt == H5I_GROUP) {
-      hid_t g = H5Gopen2(root, "metadata", H5P_DEFAULT);
+      hid_t g = H5Gopen2(root, mname, H5P_DEFAULT);
       st = g < 0 ? sp__set_error(SP_ERR_FORMAT, "%s: cannot open /metadata", FILE_NAME(r))
                  : sp__read_metadata(r, g);
       if (g >= 0) H5Gclose(g);
@@ -1021,26 +576,24 @@ static sp_status load(sp_results *r) {
       st = sp__set_error(SP_ERR_FORMAT, "%s: /metadata is not a group", FILE_NAME(r));
     }
   }
-  H5Gclose(root);
-  if (st != SP_OK) return st;
-  if (r->schema >= 2) {
+  if (st == SP_OK && r->schema >= 2) {
     r->delta = r->schema == 3;
-    root = H5Gopen2(r->file, "/", H5P_DEFAULT);
-    st = open_schema2(r, root);
-    H5Gclose(root);
-  } else {
+    st = sp__open_columnar(r, root);
+  } else if (st == SP_OK) {
     r->layout = "hierarchical";
     st = sp__open_hierarchical(r);
   }
+  H5Gclose(root);
   if (st == SP_OK) st = sp__finish_open(r);
   return st;
 }
 
-static sp_results *new_results(void) {
+sp_results *sp__results_new(void) {
   sp_results *r = calloc(1, sizeof *r);
   if (!r) return NULL;
   r->file = r->ds_start = r->ds_end = r->ds_call = r->ds_parent = r->ds_thread = r->ds_task =
       H5I_INVALID_HID;
+  r->format = "hdf5";
   return r;
 }
 
@@ -1064,20 +617,49 @@ static sp_status finish(sp_results *r, sp_status st, sp_results **out,
   return st;
 }
 
-sp_status sp_results_open(const char *path, sp_results **out) {
-  if (!out) return sp__set_error(SP_ERR_INVALID_ARGUMENT, "sp_results_open: out is NULL");
+/* What a file holds, from its first bytes (upstream's load() sniffs the
+ * same way): HDF5's signature (also after a user block, which
+ * H5Fis_accessible finds), gzip (a compressed JSON profile), a JSON object,
+ * a native trace, or an HTML report. */
+enum kind { K_HDF5, K_JSON, K_SPT, K_HTML, K_UNKNOWN };
+
+static enum kind sniff(const unsigned char *b, size_t n) {
+  static const unsigned char hdf5[8] = {0x89, 'H', 'D', 'F', 0x0d, 0x0a, 0x1a, 0x0a};
+  if (n >= 8 && !memcmp(b, hdf5, 8)) return K_HDF5;
+  if (n >= 8 && !memcmp(b, "SCOPEPRF", 8)) return K_SPT;
+  if (n >= 2 && b[0] == 0x1f && b[1] == 0x8b) return K_JSON;
+  size_t i = n >= 3 && !memcmp(b, "\xef\xbb\xbf", 3) ? 3 : 0;
+  while (i < n && (b[i] == ' ' || b[i] == '\t' || b[i] == '\n' || b[i] == '\r')) i++;
+  if (i < n && b[i] == '{') return K_JSON;
+  if (i < n && b[i] == '<') return K_HTML;
+  return K_UNKNOWN;
+}
+
+/* Largest JSON profile or native trace read whole into memory. */
+#define MAX_WHOLE_FILE ((uint64_t)16 << 30)
+
+static sp_status read_whole(const char *path, uint64_t size, char **out) {
   *out = NULL;
-  if (!path || !path[0])
-    return sp__set_error(SP_ERR_INVALID_ARGUMENT, "sp_results_open: no file name given");
-  struct stat sb;
-  if (stat(path, &sb) != 0)
-    return sp__set_error(SP_ERR_IO, "cannot open %s: %s", path, strerror(errno));
-  if (S_ISDIR(sb.st_mode))
-    return sp__set_error(SP_ERR_IO, "cannot open %s: it is a directory; pass a profile file",
-                         path);
-  if (sb.st_size == 0)
-    return sp__set_error(SP_ERR_FORMAT,
-                         "%s is empty (0 bytes), not a profile; was the run finalized?", path);
+  if (size > MAX_WHOLE_FILE)
+    return sp__set_error(SP_ERR_LIMIT, "%s is %llu bytes, more than this reader loads into memory", path,
+                         (unsigned long long)size);
+  FILE *f = fopen(path, "rb");
+  if (!f) return sp__set_error(SP_ERR_IO, "cannot open %s: %s", path, strerror(errno));
+  char *buf = malloc((size_t)size + 1);
+  size_t got = buf ? fread(buf, 1, (size_t)size, f) : 0;
+  int err = ferror(f);
+  fclose(f);
+  if (!buf) return sp__set_error(SP_ERR_NO_MEMORY, "out of memory reading %s", path);
+  if (err || got != size) {
+    free(buf);
+    return sp__set_error(SP_ERR_IO, "cannot read %s (it changed while being read?)", path);
+  }
+  buf[size] = 0;
+  *out = buf;
+  return SP_OK;
+}
+
+static sp_status open_hdf5(const char *path, sp_results **out) {
   struct sp__h5quiet q;
   sp__h5_quiet_begin(&q);
 #if H5_VERSION_GE(1, 12, 0)
@@ -1088,10 +670,11 @@ sp_status sp_results_open(const char *path, sp_results **out) {
   if (is <= 0) {
     sp__h5_quiet_end(&q);
     return sp__set_error(SP_ERR_FORMAT,
-                         "%s is not an HDF5 file; pass a profile written by scope-profiler (.h5)",
+                         "%s is not an HDF5 file, a JSON profile or a native trace (.spt); pass a profile written "
+                         "by scope-profiler",
                          path);
   }
-  sp_results *r = new_results();
+  sp_results *r = sp__results_new();
   if (!r) {
     sp__h5_quiet_end(&q);
     return sp__set_error(SP_ERR_NO_MEMORY, "out of memory");
@@ -1111,6 +694,66 @@ sp_status sp_results_open(const char *path, sp_results **out) {
   return finish(r, st, out, &q);
 }
 
+sp_status sp_results_open(const char *path, sp_results **out) {
+  if (!out) return sp__set_error(SP_ERR_INVALID_ARGUMENT, "sp_results_open: out is NULL");
+  *out = NULL;
+  if (!path || !path[0])
+    return sp__set_error(SP_ERR_INVALID_ARGUMENT, "sp_results_open: no file name given");
+  struct stat sb;
+  if (stat(path, &sb) != 0)
+    return sp__set_error(SP_ERR_IO, "cannot open %s: %s", path, strerror(errno));
+  if (S_ISDIR(sb.st_mode))
+    return sp__set_error(SP_ERR_IO, "cannot open %s: it is a directory; pass a profile file",
+                         path);
+  if (!S_ISREG(sb.st_mode))
+    return sp__set_error(SP_ERR_IO, "cannot open %s: it is not a regular file; pass a profile file", path);
+  if (sb.st_size == 0)
+    return sp__set_error(SP_ERR_FORMAT,
+                         "%s is empty (0 bytes), not a profile; was the run finalized?", path);
+  unsigned char head[64];
+  size_t nhead = 0;
+  FILE *f = fopen(path, "rb");
+  if (!f) return sp__set_error(SP_ERR_IO, "cannot open %s: %s", path, strerror(errno));
+  nhead = fread(head, 1, sizeof head, f);
+  fclose(f);
+  enum kind k = sniff(head, nhead);
+  if (k == K_HTML)
+    return sp__set_error(SP_ERR_FORMAT, "%s is an HTML page (a report?), not a profile; pass the .h5, .json or "
+                         ".spt file it was made from", path);
+  if (k == K_HDF5 || k == K_UNKNOWN) return open_hdf5(path, out);
+  char *data = NULL;
+  sp_status st = read_whole(path, (uint64_t)sb.st_size, &data);
+  if (st != SP_OK) return st;
+  st = sp__results_open_bytes(data, (size_t)sb.st_size, path, out);
+  free(data);
+  return st;
+}
+
+sp_status sp__results_open_bytes(const void *data, size_t size, const char *name, sp_results **out) {
+  *out = NULL;
+  enum kind k = sniff(data, size);
+  if (k == K_HDF5) return sp_results_open_image(data, size, out);
+  if (k != K_JSON && k != K_SPT)
+    return sp__set_error(SP_ERR_FORMAT, "%s is not an HDF5 file, a JSON profile or a native trace (.spt); pass a "
+                         "profile written by scope-profiler", name);
+  sp_results *r = sp__results_new();
+  if (!r || !(r->path = sp__strdup(name))) {
+    sp_results_free(r);
+    return sp__set_error(SP_ERR_NO_MEMORY, "out of memory");
+  }
+  struct sp__h5quiet q;
+  sp__h5_quiet_begin(&q);
+  sp_status st = k == K_JSON ? sp__open_json(r, data, size) : sp__open_spt(r, data, size);
+  if (st == SP_OK) st = sp__finish_open(r);
+  sp__h5_quiet_end(&q);
+  if (st != SP_OK) {
+    sp_results_free(r);
+    return st;
+  }
+  *out = r;
+  return SP_OK;
+}
+
 sp_status sp_results_open_image(const void *image, size_t size, sp_results **out) {
   if (!out) return sp__set_error(SP_ERR_INVALID_ARGUMENT, "sp_results_open_image: out is NULL");
   *out = NULL;
@@ -1119,7 +762,7 @@ sp_status sp_results_open_image(const void *image, size_t size, sp_results **out
                          size);
   struct sp__h5quiet q;
   sp__h5_quiet_begin(&q);
-  sp_results *r = new_results();
+  sp_results *r = sp__results_new();
   if (!r) {
     sp__h5_quiet_end(&q);
     return sp__set_error(SP_ERR_NO_MEMORY, "out of memory");
@@ -1153,11 +796,17 @@ void sp_results_free(sp_results *r) {
     if (*ds[i] >= 0) H5Dclose(*ds[i]);
   if (r->file >= 0) H5Fclose(r->file);
   sp__h5_quiet_end(&q);
+  free(r->mem_start);
+  free(r->mem_end);
+  free(r->mem_call);
+  free(r->mem_parent);
+  free(r->mem_thread);
+  free(r->mem_task);
+  free(r->lanes.threads);
+  free(r->lanes.tasks);
+  sp__free_strings(r->lanes.strings, r->lanes.nstrings);
+  free(r->lanes.rank_starts);
   sp__lines_free(r->lines);
-  for (int i = 0; i < 4; i++) {
-    free(r->overflow[i].index);
-    free(r->overflow[i].value);
-  }
   for (size_t i = 0; i < r->nmeta; i++) {
     struct sp__meta *m = &r->meta[i];
     free(m->key);
@@ -1187,6 +836,7 @@ void sp_results_free(sp_results *r) {
 /* ---- accessors ------------------------------------------------------------ */
 
 int sp_results_schema(const sp_results *r) { return r ? r->schema : 0; }
+const char *sp_results_source_format(const sp_results *r) { return r ? r->format : ""; }
 const char *sp_results_layout(const sp_results *r) { return r ? r->layout : ""; }
 int sp_results_has_events(const sp_results *r) { return r && !r->aggregate; }
 const char *sp_results_path(const sp_results *r) { return r ? r->path : NULL; }
@@ -1238,9 +888,37 @@ size_t sp_results_region_num_ranks(const sp_results *r, size_t region) {
   }
   return n;
 }
-int sp_results_has_threads(const sp_results *r) { return r && r->ds_thread >= 0; }
-int sp_results_has_tasks(const sp_results *r) { return r && r->ds_task >= 0; }
-int sp_results_has_call_ids(const sp_results *r) { return r && r->ds_call >= 0; }
+int sp_results_has_threads(const sp_results *r) { return r && (r->ds_thread >= 0 || r->mem_thread); }
+int sp_results_has_tasks(const sp_results *r) { return r && (r->ds_task >= 0 || r->mem_task); }
+int sp_results_has_call_ids(const sp_results *r) { return r && (r->ds_call >= 0 || (r->mem_call && r->mem_parent)); }
+
+sp_status sp_results_thread_table(const sp_results *r, const sp_thread_info **rows, size_t *n) {
+  if (!r || !rows || !n) return sp__set_error(SP_ERR_INVALID_ARGUMENT, "sp_results_thread_table: NULL argument");
+  *rows = r->lanes.threads;
+  *n = r->lanes.nthreads;
+  return SP_OK;
+}
+
+sp_status sp_results_task_table(const sp_results *r, const sp_task_info **rows, size_t *n) {
+  if (!r || !rows || !n) return sp__set_error(SP_ERR_INVALID_ARGUMENT, "sp_results_task_table: NULL argument");
+  *rows = r->lanes.tasks;
+  *n = r->lanes.ntasks;
+  return SP_OK;
+}
+
+sp_status sp_results_rank_start_ns(const sp_results *r, int64_t rank, int64_t *ns) {
+  if (!r || !ns) return sp__set_error(SP_ERR_INVALID_ARGUMENT, "sp_results_rank_start_ns: NULL argument");
+  if (rank >= 0 && r->lanes.rank_starts && (uint64_t)rank < r->lanes.nrank_starts) {
+    *ns = r->lanes.rank_starts[rank];
+    return SP_OK;
+  }
+  const sp_metadata_entry *e = sp_results_metadata(r, SP_META_START_TIME_NS);
+  if (e && e->kind == SP_VALUE_INT && (rank == 0 || !r->lanes.rank_starts)) {
+    *ns = e->i;
+    return SP_OK;
+  }
+  return sp__set_error(SP_ERR_NOT_FOUND, "%s records no start_time_ns for rank %lld", FILE_NAME(r), (long long)rank);
+}
 
 sp_status sp_results_region_source(const sp_results *r, size_t region, const char **file,
                                    int64_t *line, const char **text) {

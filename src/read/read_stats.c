@@ -16,29 +16,44 @@
 
 #define BLOCK ((size_t)1 << 20)
 
+/* A corrupt or hostile input may hold times whose differences and sums do
+ * not fit int64; they saturate (a total of 292 years says "corrupt" as
+ * plainly as a wrapped one, and is not undefined behaviour). */
+static int64_t sat_add(int64_t a, int64_t b) {
+  int64_t r;
+  if (__builtin_add_overflow(a, b, &r)) return b > 0 ? INT64_MAX : INT64_MIN;
+  return r;
+}
+
+static int64_t sat_sub(int64_t a, int64_t b) {
+  int64_t r;
+  if (__builtin_sub_overflow(a, b, &r)) return b < 0 ? INT64_MAX : INT64_MIN;
+  return r;
+}
+
 void sp__summary_from_durations(const int64_t *start, const int64_t *end, size_t n,
                                 struct sp__summary *s) {
   memset(s, 0, sizeof *s);
   if (n == 0) return;
   s->count = n;
-  s->minimum = s->maximum = end[0] - start[0];
+  s->minimum = s->maximum = sat_sub(end[0], start[0]);
   s->start_minimum = start[0];
   s->end_maximum = end[0];
   for (size_t i = 0; i < n; i++) {
-    int64_t d = end[i] - start[i];
-    s->total += d;
+    int64_t d = sat_sub(end[i], start[i]);
+    s->total = sat_add(s->total, d);
     if (d < s->minimum) s->minimum = d;
     if (d > s->maximum) s->maximum = d;
     if (start[i] < s->start_minimum) s->start_minimum = start[i];
     if (end[i] > s->end_maximum) s->end_maximum = end[i];
   }
-  s->first = end[0] - start[0];
-  s->last = end[n - 1] - start[n - 1];
+  s->first = sat_sub(end[0], start[0]);
+  s->last = sat_sub(end[n - 1], start[n - 1]);
   /* two passes, like the writer: the mean first, then squared deviations */
   s->mean = (double)s->total / (double)n;
   double m2 = 0;
   for (size_t i = 0; i < n; i++) {
-    double dev = (double)(end[i] - start[i]) - s->mean;
+    double dev = (double)sat_sub(end[i], start[i]) - s->mean;
     m2 += dev * dev;
   }
   s->m2 = m2;
@@ -54,7 +69,7 @@ void sp__summary_merge(struct sp__summary *a, const struct sp__summary *b) {
   double delta = b->mean - a->mean;
   a->mean += delta * nb / n;
   a->m2 += b->m2 + delta * delta * na * nb / n;
-  a->total += b->total;
+  a->total = sat_add(a->total, b->total);
   if (b->minimum < a->minimum) a->minimum = b->minimum;
   if (b->maximum > a->maximum) a->maximum = b->maximum;
   /* "first"/"last" are chronological: the call that started first, the
@@ -69,7 +84,7 @@ void sp__summary_merge(struct sp__summary *a, const struct sp__summary *b) {
   }
   if (b->gpu_count) {
     a->gpu_count += b->gpu_count;
-    a->gpu_total = (a->gpu_total > 0 ? a->gpu_total : 0) + b->gpu_total;
+    a->gpu_total = sat_add(a->gpu_total > 0 ? a->gpu_total : 0, b->gpu_total);
   }
   a->count += b->count;
 }
@@ -168,7 +183,7 @@ static sp_status gather_durations(sp_results *r, const size_t *rows, size_t nrow
         break;
       }
       st = sp__row_read(r, rows[k], done, n, d + at, e, NULL, NULL, NULL);
-      for (size_t i = 0; st == SP_OK && i < n; i++) d[at + i] = e[i] - d[at + i];
+      for (size_t i = 0; st == SP_OK && i < n; i++) d[at + i] = sat_sub(e[i], d[at + i]);
       done += n;
       at += n;
       sp__progress(r, n);
@@ -195,9 +210,9 @@ sp_status sp__rank_own_times(sp_results *r, int64_t rank) {
     return sp__set_error(SP_ERR_NO_MEMORY, "out of memory");
   }
   for (size_t i = 0; i < n; i++) {
-    int64_t d = calls[i].end_ns - calls[i].start_ns;
-    own[calls[i].region] += d;
-    if (calls[i].parent >= 0) own[calls[calls[i].parent].region] -= d;
+    int64_t d = sat_sub(calls[i].end_ns, calls[i].start_ns);
+    own[calls[i].region] = sat_add(own[calls[i].region], d);
+    if (calls[i].parent >= 0) own[calls[calls[i].parent].region] = sat_sub(own[calls[calls[i].parent].region], d);
   }
   free(calls);
   for (size_t region = 0; region < r->nregions; region++) {
@@ -245,7 +260,7 @@ static sp_status region_stats(sp_results *r, size_t region, const sp_filter *f, 
     if (st != SP_OK) break;
     sp__summary_merge(&acc, s);
     if (k == 0 || r->rows[sel[k]].rank != r->rows[sel[k - 1]].rank) nranks++;
-    if (s->count) rank_total[nranks - 1] += s->total;
+    if (s->count) rank_total[nranks - 1] = sat_add(rank_total[nranks - 1], s->total);
   }
   double sum_rank = 0, max_rank = 0;
   for (size_t i = 0; i < nranks; i++) {
@@ -290,12 +305,12 @@ static sp_status region_stats(sp_results *r, size_t region, const sp_filter *f, 
     for (size_t k = 0; k < nsel && st == SP_OK && known; k++) {
       struct sp__rrow *w = &r->rows[sel[k]];
       if (w->exclusive >= 0) {
-        own += w->exclusive;
+        own = sat_add(own, w->exclusive);
       } else if (r->aggregate) {
         known = 0;
       } else {
         if (!w->own_known) st = sp__rank_own_times(r, w->rank);
-        own += w->own;
+        own = sat_add(own, w->own);
       }
     }
     if (st == SP_OK && known) {

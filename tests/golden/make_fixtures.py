@@ -137,63 +137,32 @@ def write_schema2(path, names, calls, meta, layout="columnar", ids=True, threads
             e.create_dataset("thread_ids", data=np.array(tids[:n], dtype=np.uint32), shape=(n,))
 
 
-def recode_schema3(src, dst, widths):
-    """Copy a schema-2 fixture as schema 3 (docs/file-format.md), coded here
-    independently of the C writer. `widths` forces each coded column's width
-    in bytes, so that narrow ones push values into the overflow lists."""
+def recode_schema3(src, dst):
+    """Copy a schema-2 fixture as upstream's schema 3 (docs/file-format.md),
+    coded here independently of the C writer: per row of the index, the
+    row's first start and then the differences (events/start_deltas), and
+    events/durations; start_times and end_times removed."""
     import shutil
     shutil.copyfile(src, dst)
-    zig = lambda v: (v << 1) ^ (v >> 63)
     with h5py.File(dst, "a") as f:
         f.attrs["scope_profiler_schema"] = np.int64(3)
         g, e = f["rank_region_index"], f["events"]
         start, end = e["start_times"][:], e["end_times"][:]
-        cid, pid = e["call_ids"][:], e["parent_ids"][:]
         offs, cnts = g["event_offsets"][:], g["event_counts"][:]
-        n = len(start)
-        true = {c: [0] * n for c in ("start_gaps", "durations", "call_id_gaps", "parent_offsets")}
-        first = [False] * n
-        sb, cb = [], []
+        delta = start.copy()
         for o, c in zip(offs.tolist(), cnts.tolist()):
-            sb.append(int(start[o]) if c else 0)
-            cb.append(int(cid[o]) if c else -1)
-            for i in range(o, o + c):
-                first[i] = i == o
-                true["start_gaps"][i] = 0 if i == o else int(start[i] - start[i - 1])
-                true["durations"][i] = int(end[i] - start[i])
-                true["call_id_gaps"][i] = 0 if i == o else int(cid[i] - cid[i - 1])
-                true["parent_offsets"][i] = 0 if pid[i] == -1 else int(cid[i] - pid[i])
-        g.create_dataset("start_bases", data=np.array(sb, dtype=np.int64))
-        g.create_dataset("call_id_bases", data=np.array(cb, dtype=np.int64))
-        for name in ("start_times", "end_times", "call_ids", "parent_ids"):
+            delta[o + 1:o + c] = start[o + 1:o + c] - start[o:o + c - 1]
+        for name in ("start_times", "end_times"):
             del e[name]
-        for name, vals in true.items():
-            w = widths[name]
-            top = (1 << (8 * w)) - 1
-            codes, idx, listed = [], [], []
-            for i, v in enumerate(vals):
-                code = zig(v) & ((1 << 64) - 1) if name in ("call_id_gaps", "parent_offsets") \
-                    else v & ((1 << 64) - 1)
-                escape = name == "parent_offsets" and v == 0 and pid[i] != -1
-                if w < 8 and (code >= top or escape):
-                    codes.append(top)
-                    idx.append(i)
-                    listed.append(v)
-                else:
-                    codes.append(code)
-            e.create_dataset(name, data=np.array(codes, dtype="<u%d" % w))
-            if idx:
-                e.create_dataset(name + "_overflow_index", data=np.array(idx, dtype=np.uint64))
-                e.create_dataset(name + "_overflow_values", data=np.array(listed, dtype=np.int64))
+        e.create_dataset("start_deltas", data=delta.astype(np.int64))
+        e.create_dataset("durations", data=(end - start).astype(np.int64))
 
 
 def multi_schema3():
-    """multi.h5 recoded as schema 3 with widths too narrow for many values
-    (1-byte gaps and durations of milliseconds), so nearly every time is an
-    overflow entry, and an 8-byte id column: the reader must give back
-    exactly what it reads from multi.h5."""
-    recode_schema3(os.path.join(OUT, "multi.h5"), os.path.join(OUT, "multi_schema3.h5"),
-                   {"start_gaps": 1, "durations": 2, "call_id_gaps": 8, "parent_offsets": 1})
+    """multi.h5 recoded as schema 3: the reader must give back exactly what
+    it reads from multi.h5 (rows of two ranks, several rows per rank, so a
+    delta never crossing a row boundary matters)."""
+    recode_schema3(os.path.join(OUT, "multi.h5"), os.path.join(OUT, "multi_schema3.h5"))
 
 
 def C(region, rank, start, end, cid=-1, parent=-1, thread=0):

@@ -1,10 +1,10 @@
 """Independent check of a scope-profiler schema-2 or schema-3 file with h5py +
-numpy (sp_events.py decodes schema 3's event columns).
-
-Verifies names, dtypes and shapes of every dataset upstream's readers use, the
-field order of summary_statistics, the consistency of row slices, call ids and
-parent ids, and recomputes every summary row and exclusive total from the
-events. Usage: check_profile.py FILE [--expect REGION=COUNT ...] [--threads]
+numpy: the layout against upstream's specification tables (sp_spec.py:
+every name and dtype, no columns of the other schema, optional columns
+present exactly when recorded), then the events (decoded by sp_events.py),
+the consistency of row slices, call ids and parent ids, and every summary
+row and exclusive total recomputed from the events.
+Usage: check_profile.py FILE [--expect REGION=COUNT ...] [--threads] [--tasks]
 Exits non-zero with a message on the first violation.
 """
 import json
@@ -14,6 +14,7 @@ import h5py
 import numpy as np
 
 import sp_events
+import sp_spec
 
 
 def fail(msg):
@@ -24,52 +25,38 @@ def fail(msg):
 def main():
     path = sys.argv[1]
     expect = {}
-    threads = "--threads" in sys.argv
+    threads = "--threads" in sys.argv or "--tasks" in sys.argv
+    tasks = "--tasks" in sys.argv
     args = sys.argv[2:]
     for i, a in enumerate(args):
         if a == "--expect":
             name, count = args[i + 1].rsplit("=", 1)
             expect[name] = int(count)
     f = h5py.File(path, "r")
-    schema = f.attrs["scope_profiler_schema"]
-    if schema not in (2, 3) or schema.dtype != np.int64:
-        fail("root attribute scope_profiler_schema must be int64 2 or 3")
-    layout = f.attrs["storage_layout"]
-    layout = layout.decode() if isinstance(layout, bytes) else layout
-    if layout != "columnar":
-        fail("storage_layout %r" % layout)
+    # the ids are left out when the intervals alone give the same nesting
+    optional = {"call_ids", "parent_ids"} if "call_ids" in f["events"] else set()
+    # thread ids are recorded with track_threads, and also without it when
+    # calls of several threads are in the run (their lanes and cross-thread
+    # parents need them): then at least two threads must appear
+    several = "thread_ids" in f["events"] and len(set(f["events/thread_ids"][:].tolist())) > 1
+    if threads or several:
+        optional.add("thread_ids")
+    if tasks:
+        optional |= {"task_ids", "await_ns"}
+    try:
+        schema, layout, k, n = sp_spec.check(f, optional=optional, layout="columnar")
+    except ValueError as e:
+        fail(str(e))
     for key in ("label", "start_time_ns", "omp_num_threads", "mpi_size", "total_cores", "settings"):
         if key not in f["metadata"].attrs:
             fail("metadata lacks %s" % key)
     json.loads(f["metadata"].attrs["settings"])
-    names = [n.decode() for n in f["region_table/names"][:]]
-    if f["region_table/names"].dtype.kind != "O":
-        fail("region_table/names must be variable-length strings")
+    names = [n.decode() if isinstance(n, bytes) else n for n in f["region_table/names"][:]]
     rri = f["rank_region_index"]
-    dtypes = {"region_ids": "uint32", "ranks": "uint32", "event_offsets": "uint64",
-              "event_counts": "uint64", "source_lines": "int64", "exclusive_totals": "int64"}
-    k = rri["region_ids"].shape[0]
-    for name, dt in dtypes.items():
-        if str(rri[name].dtype) != dt:
-            fail("rank_region_index/%s is %s, expected %s" % (name, rri[name].dtype, dt))
-        if rri[name].shape != (k,):
-            fail("rank_region_index/%s has shape %s" % (name, rri[name].shape))
-    for name in ("source_files", "source_texts", "tags"):
-        if rri[name].dtype.kind != "O" or rri[name].shape != (k,):
-            fail("rank_region_index/%s must be %d vlen strings" % (name, k))
-    fields = ["total", "minimum", "maximum", "first", "last", "start_minimum", "end_maximum",
-              "gpu_count", "gpu_total", "mean", "m2"]
     st = rri["summary_statistics"]
-    if list(st.dtype.names) != fields:
-        fail("summary_statistics fields %s" % (st.dtype.names,))
     ev = f["events"]
-    if schema == 2:
-        n = ev["start_times"].shape[0]
-        for name in ("start_times", "end_times", "call_ids", "parent_ids"):
-            if ev[name].dtype != np.int64 or ev[name].shape != (n,):
-                fail("events/%s must be int64[%d]" % (name, n))
     try:
-        decoded = sp_events.events(f)
+        decoded = sp_events.nested(f)
     except ValueError as e:
         fail(str(e))
     start, end = decoded["start"], decoded["end"]
@@ -136,9 +123,7 @@ def main():
         if got.get(name, 0) != c:
             fail("region %s has %d events, expected %d" % (name, got.get(name, 0), c))
     if threads:
-        if "thread_ids" not in ev or ev["thread_ids"].shape != (n,):
-            fail("events/thread_ids missing")
-        t = f["threads"]
+        t = f["thread_table"]
         if ev["thread_ids"][:].max() >= t["index"].shape[0]:
             fail("thread id outside the thread table")
     print("%s: schema %d ok, %d regions, %d rows, %d events" % (path, schema, len(names), k, n))

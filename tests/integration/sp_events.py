@@ -1,74 +1,105 @@
 """Decodes the per-call event columns of a scope-profiler file with h5py and
-numpy alone, as docs/file-format.md describes them: schema 2 stores them
-plainly (events/start_times, end_times, call_ids, parent_ids); schema 3
-stores each row's calls as start gaps, durations, zigzag call-id steps and
-zigzag parent distances in narrow unsigned integers, with the values that do
-not fit listed in <column>_overflow_index/_values, and the row's first start
-and call id in rank_region_index/start_bases and call_id_bases.
+numpy alone, as docs/file-format.md (upstream's layout) describes them:
+schema 2 stores absolute events/start_times and end_times; schema 3 stores
+events/start_deltas (per row of the rank/region index: the row's first
+start, then differences within the row) and events/durations, int64 both.
+call_ids and parent_ids exist only when the run recorded nesting.
 
 events(f) -> dict of int64 arrays: start, end, call, parent (-1: none).
 Raises ValueError on a layout that breaks the format.
 """
 import numpy as np
 
-CODED = ("start_gaps", "durations", "call_id_gaps", "parent_offsets")
 
-
-def _true_values(ev, name, zigzag, n):
+def _column(ev, name, n=None):
     ds = ev[name]
-    if ds.dtype.kind != "u" or ds.dtype.itemsize not in (1, 2, 4, 8) or ds.shape != (n,):
-        raise ValueError("events/%s must be uint8/16/32/64[%d], is %s%s"
-                         % (name, n, ds.dtype, ds.shape))
-    u = ds[:].astype(np.uint64)
-    if zigzag:
-        v = ((u >> np.uint64(1)) ^ (np.uint64(0) - (u & np.uint64(1)))).view(np.int64)
-    else:
-        v = u.view(np.int64).copy()
-    none = (u == 0) if name == "parent_offsets" else None
-    iname, vname = name + "_overflow_index", name + "_overflow_values"
-    if (iname in ev) != (vname in ev):
-        raise ValueError("events/%s and %s come in pairs" % (iname, vname))
-    if iname in ev:
-        idx, val = ev[iname][:], ev[vname][:]
-        if idx.dtype != np.uint64 or val.dtype != np.int64 or idx.shape != val.shape:
-            raise ValueError("events/%s must be uint64 and %s int64, equally long" % (iname, vname))
-        if len(idx) and (np.any(np.diff(idx.astype(np.int64)) <= 0) or idx.max() >= n):
-            raise ValueError("events/%s must be ascending event numbers below %d" % (iname, n))
-        v[idx.astype(np.int64)] = val
-        if none is not None:
-            none[idx.astype(np.int64)] = False
-    return v, none
+    if ds.dtype != np.int64 or ds.ndim != 1 or (n is not None and ds.shape != (n,)):
+        raise ValueError("events/%s must be int64%s, is %s%s"
+                         % (name, "" if n is None else "[%d]" % n, ds.dtype, ds.shape))
+    return ds[:]
 
 
 def events(f):
     schema = int(f.attrs["scope_profiler_schema"])
     ev = f["events"]
     if schema == 2:
-        out = {"start": ev["start_times"][:], "end": ev["end_times"][:]}
-        n = len(out["start"])
-        out["call"] = ev["call_ids"][:] if "call_ids" in ev else np.full(n, -1, np.int64)
-        out["parent"] = ev["parent_ids"][:] if "parent_ids" in ev else np.full(n, -1, np.int64)
-        return out
-    if schema != 3:
+        for name in ("start_deltas", "durations"):
+            if name in ev:
+                raise ValueError("schema 2 has no events/%s" % name)
+        start = _column(ev, "start_times")
+        end = _column(ev, "end_times", len(start))
+    elif schema == 3:
+        for name in ("start_times", "end_times"):
+            if name in ev:
+                raise ValueError("schema 3 has no events/%s" % name)
+        delta = _column(ev, "start_deltas")
+        dur = _column(ev, "durations", len(delta))
+        rri = f["rank_region_index"]
+        start = np.zeros(len(delta), np.int64)
+        with np.errstate(over="ignore"):
+            for o, c in zip(rri["event_offsets"][:], rri["event_counts"][:]):
+                o, c = int(o), int(c)
+                start[o:o + c] = np.cumsum(delta[o:o + c])
+            end = start + dur
+    else:
         raise ValueError("schema %d" % schema)
-    rri = f["rank_region_index"]
-    n = ev["start_gaps"].shape[0]
-    gaps, _ = _true_values(ev, "start_gaps", False, n)
-    dur, _ = _true_values(ev, "durations", False, n)
-    steps, _ = _true_values(ev, "call_id_gaps", True, n)
-    back, none = _true_values(ev, "parent_offsets", True, n)
-    for name in ("start_bases", "call_id_bases"):
-        if rri[name].dtype != np.int64 or rri[name].shape != rri["region_ids"].shape:
-            raise ValueError("rank_region_index/%s must be int64, one per row" % name)
-    offs, counts = rri["event_offsets"][:], rri["event_counts"][:]
-    sb, cb = rri["start_bases"][:], rri["call_id_bases"][:]
-    start = np.zeros(n, np.int64)
-    call = np.full(n, -1, np.int64)
-    with np.errstate(over="ignore"):
-        for r in range(len(offs)):
-            o, c = int(offs[r]), int(counts[r])
-            start[o:o + c] = sb[r] + np.cumsum(gaps[o:o + c])
-            call[o:o + c] = cb[r] + np.cumsum(steps[o:o + c])
-        end = start + dur
-        parent = np.where(none, -1, call - back)
+    n = len(start)
+    if ("call_ids" in ev) != ("parent_ids" in ev):
+        raise ValueError("events/call_ids and parent_ids come together")
+    call = _column(ev, "call_ids", n) if "call_ids" in ev else np.full(n, -1, np.int64)
+    parent = _column(ev, "parent_ids", n) if "parent_ids" in ev else np.full(n, -1, np.int64)
     return {"start": start, "end": end, "call": call, "parent": parent}
+
+
+def rebuild(start, end, lanes=None):
+    """Nesting from intervals alone, as upstream's readers rebuild it when a
+    file has no call ids: per lane, calls sorted by (start, longer first),
+    each nested in the nearest enclosing call still open (a call is closed
+    for a later one when it ends at or before that one's start). Returns
+    (call, parent): call = the event's own index, parent = the index of its
+    parent or -1."""
+    n = len(start)
+    lanes = np.zeros(n, np.int64) if lanes is None else lanes
+    order = np.lexsort((-(end - start), start, lanes))
+    parent = np.full(n, -1, np.int64)
+    stack = []
+    last_lane = None
+    for i in order.tolist():
+        if lanes[i] != last_lane:
+            stack = []
+            last_lane = lanes[i]
+        while stack and end[stack[-1]] <= start[i]:
+            stack.pop()
+        if stack:
+            parent[i] = stack[-1]
+        stack.append(i)
+    return np.arange(n, dtype=np.int64), parent
+
+
+def nested(f):
+    """events(f), with call and parent filled from the intervals (rebuild,
+    rank by rank, lanes from events/thread_ids and task_ids when present)
+    when the file leaves the ids out."""
+    d = events(f)
+    ev = f["events"]
+    if "call_ids" in ev:
+        return d
+    rri = f["rank_region_index"]
+    n = len(d["start"])
+    rank_of = np.zeros(n, np.int64)
+    for r, o, c in zip(rri["ranks"][:], rri["event_offsets"][:], rri["event_counts"][:]):
+        rank_of[int(o):int(o) + int(c)] = int(r)
+    lane = np.zeros(n, np.int64)
+    if "thread_ids" in ev:
+        lane = ev["thread_ids"][:].astype(np.int64)
+    if "task_ids" in ev:  # inside a task the task is the lane
+        lane = np.where(ev["task_ids"][:] >= 0, -2 - ev["task_ids"][:].astype(np.int64), lane)
+    call = np.full(n, -1, np.int64)
+    parent = np.full(n, -1, np.int64)
+    for rank in np.unique(rank_of):
+        idx = np.nonzero(rank_of == rank)[0]
+        c, p = rebuild(d["start"][idx], d["end"][idx], lane[idx])
+        call[idx] = idx[c]
+        parent[idx] = np.where(p >= 0, idx[np.maximum(p, 0)], -1)
+    d["call"], d["parent"] = call, parent
+    return d

@@ -27,10 +27,10 @@ run none none 60
 run gzip gzip 60 128
 run lzf lzf 60 128
 run zstd zstd 60 128
-# auto compresses only runs of 65536 events or more (~67 events per step here).
+# auto compresses only runs of 16384 events or more, as upstream (~67 events per step here).
 run auto_small auto 60
-run auto_big auto 1500
-run none_big none 1500
+run auto_big auto 400
+run none_big none 400
 SCOPE_PROFILER_HDF5_SCHEMA=2 run gzip2 gzip 60 128
 
 check() { "$SP_PYTHON" "$SP_SRC/tests/integration/check_profile.py" "$@" --expect step=60; }
@@ -40,7 +40,7 @@ check lzf.h5
 HDF5_PLUGIN_PATH="$plugins" check zstd.h5
 check auto_small.h5
 check gzip2.h5
-"$SP_PYTHON" "$SP_SRC/tests/integration/check_profile.py" auto_big.h5 --expect step=1500
+"$SP_PYTHON" "$SP_SRC/tests/integration/check_profile.py" auto_big.h5 --expect step=400
 
 cat > compare.py <<'EOF'
 import os, sys
@@ -49,7 +49,7 @@ import numpy as np
 sys.path.insert(0, os.path.join(os.environ["SP_SRC"], "tests", "integration"))
 import sp_events
 
-CODED = sp_events.CODED
+CODED = ("start_deltas", "durations")
 
 def fail(msg):
     print("test_compression_h5py: " + msg, file=sys.stderr)
@@ -63,7 +63,7 @@ def structure(path):
         out = {"names": [n.decode() if isinstance(n, bytes) else n for n in f["region_table/names"][:]]}
         for k in ("region_ids", "event_offsets", "event_counts"):
             out[k] = f["rank_region_index/" + k][:]
-        ev = sp_events.events(f)
+        ev = sp_events.nested(f)
         out["call_ids"], out["parent_ids"] = ev["call"], ev["parent"]
         s, e = ev["start"], ev["end"]
         if not (e >= s).all():
@@ -75,11 +75,11 @@ which = sys.argv[1]
 if which == "native":
     ref = structure("none.h5")
     with h5py.File("none.h5", "r") as f:
-        d = f["events/start_gaps"]
+        d = f["events/start_deltas"]
         if d.chunks is not None or filters(d):
             fail("none.h5 should be contiguous and unfiltered: %r %r" % (d.chunks, filters(d)))
     for name, want, cols in (("gzip", "gzip", CODED), ("lzf", "lzf", CODED),
-                             ("gzip2", "gzip", ("start_times", "end_times", "call_ids", "parent_ids"))):
+                             ("gzip2", "gzip", ("start_times", "end_times"))):
         with h5py.File(name + ".h5", "r") as f:
             for col in cols:
                 d = f["events/" + col]
@@ -98,34 +98,33 @@ if which == "native":
     # (unless the system has a zstd plugin on HDF5's default path).
     with h5py.File("zstd.h5", "r") as f:
         try:
-            f["events/start_gaps"][:]
+            f["events/start_deltas"][:]
         except (OSError, ValueError):
             pass
         else:
             print("note: a system zstd plugin read zstd.h5 without HDF5_PLUGIN_PATH")
     with h5py.File("auto_small.h5", "r") as f:
-        d = f["events/start_gaps"]
+        d = f["events/start_deltas"]
         if d.chunks is not None or filters(d):
             fail("auto_small.h5 is below the threshold and must be plain")
     with h5py.File("auto_big.h5", "r") as f, h5py.File("none_big.h5", "r") as g:
-        d = f["events/start_gaps"]
-        if d.compression != "gzip" or len(d) < 65536:
+        d = f["events/start_deltas"]
+        if d.compression != "gzip" or len(d) < 16384 or d.compression_opts != 4 or not d.shuffle:
             fail("auto_big.h5 (%d events): compression %r" % (len(d), d.compression))
-        a, b = sp_events.events(f), sp_events.events(g)
+        a, b = sp_events.nested(f), sp_events.nested(g)
         for col in ("call", "parent"):
             if not np.array_equal(a[col], b[col]):
                 fail("auto_big.h5 differs from the uncompressed run in " + col)
-        # schema 3's uncompressed columns are already narrow (2-4 bytes per
-        # value); deflate still has to halve them
+        # shuffle + deflate on int64 start deltas and durations
         ratio = os.path.getsize("none_big.h5") / os.path.getsize("auto_big.h5")
         print("auto_big: %.2fx smaller than none_big" % ratio)
-        if ratio < 2:
+        if ratio < 3:
             fail("auto compressed only %.1fx" % ratio)
 elif which == "plugin":
     ref = structure("none.h5")
     got = structure("zstd.h5")
     with h5py.File("zstd.h5", "r") as f:
-        d = f["events/start_gaps"]
+        d = f["events/start_deltas"]
         fl = filters(d)
         # shuffle only where it can help: not on a column narrowed to one byte
         # (how narrow depends on the run's timing)
@@ -149,12 +148,12 @@ if command -v h5dump >/dev/null; then
   # h5dump prints the values as "(i): v, v, ..." rows (wrapped); the first five.
   first5() { sed -n '/DATA {/,/}/p' | grep -o '([0-9]*): .*' | sed 's/^([0-9]*): //; s/,/ /g' \
     | tr -s ' \n' '  ' | sed 's/^ *//' | cut -d' ' -f1-5; }
-  got=$(HDF5_PLUGIN_PATH="$plugins" h5dump -d /events/start_gaps -c 5 zstd.h5 | first5)
+  got=$(HDF5_PLUGIN_PATH="$plugins" h5dump -d /events/start_deltas -c 5 zstd.h5 | first5)
   want=$(cat zstd_start.txt)
   [ "$got" = "$want" ] || { echo "h5dump zstd.h5: '$got', h5py: '$want'"; exit 1; }
-  HDF5_PLUGIN_PATH="$plugins" h5dump -p -H -d /events/start_gaps zstd.h5 | grep -q 'FILTER_ID 32015' \
+  HDF5_PLUGIN_PATH="$plugins" h5dump -p -H -d /events/start_deltas zstd.h5 | grep -q 'FILTER_ID 32015' \
     || { echo "h5dump does not show filter 32015"; exit 1; }
-  HDF5_PLUGIN_PATH="$plugins" h5dump -d /events/call_id_gaps lzf.h5 >/dev/null \
+  HDF5_PLUGIN_PATH="$plugins" h5dump -d /events/durations lzf.h5 >/dev/null \
     || { echo "h5dump cannot read lzf.h5 through the plugin"; exit 1; }
   got=$(HDF5_PLUGIN_PATH="$plugins" h5dump -d /x -s 49995 -c 5 h5py_lzf.h5 | first5)
   want=$("$SP_PYTHON" -c 'print(" ".join(str(i * 1000003 + 17) for i in range(49995, 50000)))')

@@ -1,9 +1,11 @@
 #!/usr/bin/env bash
 # The demo simulation's file, checked independently with h5py (Debian's
-# python3-h5py): names, dtypes, row slices, nesting and every summary row
-# recomputed from the events (schema 3, decoded by sp_events.py); the decoding
-# snippet in docs/file-format.md gives the same events. Also runs the
-# SP_DISABLE build, which must write nothing.
+# python3-h5py): upstream's names and dtypes (sp_spec.py), row slices,
+# nesting and every summary row recomputed from the events (schema 3,
+# decoded by sp_events.py); the decoding snippet in docs/file-format.md gives
+# the same events. A track_threads run and a track_async program's file are
+# checked the same way, with their lane tables. Also runs the SP_DISABLE
+# build, which must write nothing.
 set -euo pipefail
 "$SP_PYTHON" -c 'import h5py' 2>/dev/null || { echo "python3-h5py missing"; exit 77; }
 work=$(mktemp -d /tmp/sp-demo-XXXXXX); trap 'rm -rf "$work"' EXIT
@@ -14,7 +16,7 @@ OMP_NUM_THREADS=3 "$SP_BUILD/examples/sim" --steps 12 --quiet
   --expect scope_profiler.session=1 --expect omp_kernel=36
 # The snippet users copy from docs/file-format.md decodes what we write.
 sed -n '/^```python$/,/^```$/p' "$SP_SRC/docs/file-format.md" | sed '1d;$d' > snippet.py
-grep -q start_bases snippet.py || { echo "no decoding snippet in docs/file-format.md"; exit 1; }
+grep -q start_deltas snippet.py || { echo "no decoding snippet in docs/file-format.md"; exit 1; }
 "$SP_PYTHON" - "$SP_SRC/tests/integration" <<'PY'
 import sys
 import numpy as np

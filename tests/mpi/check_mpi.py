@@ -17,7 +17,7 @@ tests/mpi/mpi_calls.c; --sync the offsets of sp_mpi_sync_clock(); --full the
 per-rank host names; --per-rank the calls of a region on every rank;
 --parent that every call of REGION sits directly inside a PARENT call. --compare: the two files hold the same content (every
 dataset and attribute) apart from metadata that differs between runs
-(timestamp, settings, mpi_writer, overhead_ns_per_call).
+(timestamp, settings, mpi_writer, overhead_ns_per_call, finalize_time_ns).
 Exits non-zero with a message on the first violation.
 """
 import json
@@ -30,6 +30,7 @@ import numpy as np
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "integration"))
 import sp_events  # noqa: E402  (decodes schema 3's event columns)
+import sp_spec  # noqa: E402  (upstream's layout)
 
 
 def fail(msg):
@@ -62,8 +63,10 @@ def check_rank_tree(rank, start, end, cid, pid, tid):
 
 def check_file(path, nranks, args):
     f = h5py.File(path, "r")
-    if f.attrs["scope_profiler_schema"] not in (2, 3):
-        fail("scope_profiler_schema")
+    try:
+        sp_spec.check(f, optional={c for c in sp_spec.OPTIONAL_EVENTS if c in f["events"]}, layout="columnar")
+    except ValueError as e:
+        fail(str(e))
     meta = f["metadata"].attrs
     for key in ("mpi_size", "num_nodes", "total_cores", "mpi_library_version", "mpi_writer", "settings",
                 "start_time_ns", "label"):
@@ -109,14 +112,14 @@ def check_file(path, nranks, args):
         pos += counts[r]
     ev = f["events"]
     try:
-        decoded = sp_events.events(f)
+        decoded = sp_events.nested(f)
     except ValueError as e:
         fail(str(e))
     n = len(decoded["start"])
     if pos != n:
         fail("rows cover %d events of %d" % (pos, n))
     for name in ev:
-        if not name.endswith(("_overflow_index", "_overflow_values")) and ev[name].shape != (n,):
+        if ev[name].shape != (n,):
             fail("events/%s has shape %s" % (name, ev[name].shape))
     start, end = decoded["start"], decoded["end"]
     cid, pid = decoded["call"], decoded["parent"]
@@ -213,7 +216,7 @@ def check_calls(f, names, ids, ranks, offs, counts, nranks):
     if "mpi_bytes_sent" not in ev or "mpi_bytes_received" not in ev:
         fail("events/mpi_bytes_sent and mpi_bytes_received missing")
     sent, recv = ev["mpi_bytes_sent"][:], ev["mpi_bytes_received"][:]
-    decoded = sp_events.events(f)
+    decoded = sp_events.nested(f)
     pid, cid = decoded["parent"], decoded["call"]
     tags = f["rank_region_index/tags"]
     # Expected (sent, received) per call on each rank; see mpi_calls.c.
@@ -258,7 +261,7 @@ def check_calls(f, names, ids, ranks, offs, counts, nranks):
 
 def compare(a, b):
     fa, fb = h5py.File(a, "r"), h5py.File(b, "r")
-    volatile = {"/metadata": {"timestamp", "settings", "mpi_writer", "overhead_ns_per_call"}}
+    volatile = {"/metadata": {"timestamp", "settings", "mpi_writer", "overhead_ns_per_call", "finalize_time_ns"}}
     items = []
     fa.visit(items.append)
     other = []

@@ -1,5 +1,5 @@
 /* mpi_stream.c - the job writers with a streamed run (run->fill_events: no
- * event arrays, a callback fills full-size datasets), driven through the
+ * event arrays, a callback writes its calls through a sink), driven through the
  * ops table the core's finalize uses (core/mpi_hooks.h). Linked with the
  * static MPI library, which also checks that its ops table survives static
  * linking (the -u sp__mpi_anchor link option).
@@ -25,24 +25,30 @@
 
 static int rank, fills;
 
-/* Writes the events into the datasets and the row's statistics into the
- * run, as a streamed run's filler does. */
-static sp_status fill(void *ctx, const int64_t *dsets, size_t n, int coded) {
+/* Writes the events through the sink and the row's statistics into the
+ * run, as a streamed run's filler does: in two batches, to check that the
+ * sink places them by offset. */
+static sp_status fill(void *ctx, struct sp_event_sink *sink) {
   struct sp_run *run = ctx;
   fills++;
-  /* the job writers read a streamed part into arrays (plain columns) */
-  if (n != 4 || coded) return SP_ERR_INVALID_ARGUMENT;
-  int64_t *col = malloc(N * sizeof *col);
-  if (!col) return SP_ERR_NO_MEMORY;
-  for (size_t c = 0; c < 4; c++) {
-    for (int i = 0; i < N; i++)
-      col[i] = c == 0 ? 10 * i : c == 1 ? 10 * i + 5 + rank : c == 2 ? i : -1;
-    if (H5Dwrite((hid_t)dsets[c], H5T_NATIVE_INT64, H5S_ALL, H5S_ALL, H5P_DEFAULT, col) < 0) {
-      free(col);
-      return SP_ERR_IO;
-    }
+  int64_t *col[4];
+  for (int c = 0; c < 4; c++)
+    if (!(col[c] = malloc(N * sizeof **col))) return SP_ERR_NO_MEMORY;
+  for (int i = 0; i < N; i++) {
+    col[0][i] = 10 * i;
+    col[1][i] = 10 * i + 5 + rank;
+    col[2][i] = i;
+    col[3][i] = -1;
   }
-  free(col);
+  const void *none[1] = {NULL};
+  int rc = 0;
+  for (int half = 0; half < 2; half++) {
+    size_t off = half ? N / 2 : 0, n = half ? N - N / 2 : N / 2;
+    struct sp_event_batch b = {col[0] + off, col[1] + off, col[2] + off, col[3] + off, none};
+    rc |= sp__sink_put(sink, off, n, &b);
+  }
+  for (int c = 0; c < 4; c++) free(col[c]);
+  if (rc) return SP_ERR_IO;
   struct sp_summary *s = &run->rows[0].stats;
   int64_t d = 5 + rank;
   *s = (struct sp_summary){N * d, d, d, d, d, 0, 10 * (N - 1) + d, 0, 0, (double)d, 0};
@@ -72,6 +78,7 @@ static int write_one(const char *mode, int size) {
   run.rows = &row;
   run.nrows = 1;
   run.nevents = N;
+  run.has_ids = 1;
   run.fill_events = fill;
   run.fill_ctx = &run;
   const struct sp_mpi_ops *ops = sp__mpi_ops;

@@ -78,25 +78,25 @@ class Profile:
             self.names = [(n.decode("utf-8", "replace") if isinstance(n, bytes) else n)
                           .replace("\ufffd", "?") for n in f["region_table/names"][...]]
             g = f["rank_region_index"]
+            k = g["region_ids"].shape[0]
+            # the aggregate layout keeps upstream's skeleton columns empty
+            offs = g["event_offsets"][...] if g["event_offsets"].shape == (k,) else np.zeros(k, np.int64)
+            cnts = g["event_counts"][...] if g["event_counts"].shape == (k,) else np.zeros(k, np.int64)
             self.rows = list(zip(g["region_ids"][...].astype(int), g["ranks"][...].astype(int),
-                                 g["event_offsets"][...].astype(int),
-                                 g["event_counts"][...].astype(int)))
+                                 offs.astype(int), cnts.astype(int)))
             self.meta = {k: (v.decode() if isinstance(v, bytes) else v)
                          for k, v in f["metadata"].attrs.items()}
             e = f["events"]
-            if int(f.attrs["scope_profiler_schema"]) == 3:
-                d = sp_events.events(f)  # schema 3: delta-coded columns
-                self.start, self.end = d["start"], d["end"]
-                has_ids = "call_id_gaps" in e and "parent_offsets" in e
-                self.cid = d["call"] if has_ids else None
-                self.pid = d["parent"] if has_ids else None
-            else:
-                self.start = e["start_times"][...].astype(np.int64)
-                self.end = e["end_times"][...].astype(np.int64)
-                self.cid = e["call_ids"][...] if "call_ids" in e else None
-                self.pid = e["parent_ids"][...] if "parent_ids" in e else None
+            # schema 3's start deltas decoded; nesting from the ids or, where the
+            # file leaves them out, rebuilt from the intervals as readers do
+            d = sp_events.nested(f)
+            self.start, self.end = d["start"], d["end"]
+            self.cid, self.pid = d["call"], d["parent"]
             self.tid = e["thread_ids"][...].astype(np.int64) if "thread_ids" in e else None
-            self.summary = g["summary_statistics"][...] if "summary_statistics" in g else None
+            self.summary = None
+            for name in ("summary_statistics", "aggregate_statistics"):
+                if name in g and g[name].shape == (k,):
+                    self.summary = g[name][...]
             self.agg = g["aggregate_counts"][...] if "aggregate_counts" in g else None
         self.has_events = self.layout != "aggregate"
         self.ranks = sorted({r for (_, r, _, _) in self.rows})

@@ -84,7 +84,7 @@ SP_TEST(ucontext_tasks_nest_and_await) {
   ASSERT_EQ(h5_region_events("async.h5", "task_step"), NTASK * ROUNDS);
   long long n, k;
   int64_t *task = h5_i64("async.h5", "/events/task_ids", &n);
-  int64_t *await = h5_i64("async.h5", "/events/await_times", &n);
+  int64_t *await = h5_i64("async.h5", "/events/await_ns", &n);
   int64_t *cid = h5_i64("async.h5", "/events/call_ids", &n);
   int64_t *pid = h5_i64("async.h5", "/events/parent_ids", &n);
   int64_t *s = h5_i64("async.h5", "/events/start_times", &n);
@@ -128,9 +128,9 @@ SP_TEST(ucontext_tasks_nest_and_await) {
   }
   /* The whole await of task_work equals the sum of its own switched-out gaps:
    * it is open for the whole life of its task. */
-  int64_t *steps = h5_i64("async.h5", "/tasks/steps", &k);
-  int64_t *awaiting = h5_i64("async.h5", "/tasks/awaiting_ns", &k);
-  char **names = h5_strings("async.h5", "/tasks/names", &k);
+  int64_t *steps = h5_i64("async.h5", "/task_table/steps", &k);
+  int64_t *awaiting = h5_i64("async.h5", "/task_table/suspended_ns", &k);
+  char **names = h5_strings("async.h5", "/task_table/name", &k);
   ASSERT_EQ(k, NTASK);
   for (int i = 0; i < NTASK; i++) {
     ASSERT_EQ(steps[i], ROUNDS + 1);
@@ -151,6 +151,46 @@ SP_TEST(ucontext_tasks_nest_and_await) {
   free(task); free(await); free(cid); free(pid); free(s); free(e); free(ids); free(off); free(cnt);
   free(steps); free(awaiting);
   h5_strings_free(names, k);
+  sp_manager_destroy(m);
+}
+
+/* A task's running time ends at its last switch-out, at sp_task_done when
+ * it was marked done while running, or at finalize while it still runs. */
+SP_TEST(task_running_time_stops_when_done) {
+  setenv("SCOPE_PROFILER_CLOCK", "manual", 1);
+  m = sp_manager_create();
+  const char *ov[] = {"file_path=running.h5", "track_async=1", NULL};
+  ASSERT_OK(sp_manager_setup(m, &(sp_setup_args){.overrides = ov}));
+  sp_manager_task_switch(m, 1); /* runs 100 ns, switched out */
+  tick(100);
+  sp_manager_task_switch(m, 0);
+  tick(1000);
+  sp_manager_task_switch(m, 3); /* done after 30 ns, switched out 20 ns later */
+  tick(30);
+  sp_manager_task_done(m, 3);
+  tick(20);
+  sp_manager_task_switch(m, 0);
+  sp_manager_task_switch(m, 2); /* done after 50 ns, still current at finalize */
+  tick(50);
+  sp_manager_task_done(m, 2);
+  tick(700);
+  sp_manager_task_switch(m, 4); /* still running at finalize: 40 ns so far */
+  tick(40);
+  ASSERT_OK(sp_manager_finalize(m, NULL, NULL));
+  long long k;
+  int64_t *running = h5_i64("running.h5", "/task_table/running_ns", &k);
+  int64_t *sw = h5_i64("running.h5", "/task_table/switch_id", &k);
+  int64_t *done_ns = h5_i64("running.h5", "/task_table/done_ns", &k);
+  ASSERT_EQ(k, 4);
+  static const int64_t want[5] = {0, 100, 50, 30, 40};
+  for (long long i = 0; i < k; i++) {
+    ASSERT(sw[i] >= 1 && sw[i] <= 4);
+    ASSERT_EQ(running[i], want[sw[i]]);
+    ASSERT_EQ(done_ns[i] == -1, sw[i] == 1 || sw[i] == 4);
+  }
+  free(running);
+  free(sw);
+  free(done_ns);
   sp_manager_destroy(m);
 }
 

@@ -36,14 +36,14 @@ static uint64_t rnd(void) {
 struct events {
   size_t n;
   int64_t *start, *end, *cid, *pid;
-  uint32_t *tid;
+  int64_t *tid;
 };
 
 /* Jittered time steps (compressible, like real timelines) or, with `noise`,
  * uniformly random values that no compressor shrinks. */
 static struct events make_events(size_t n, int noise) {
   struct events e = {n, malloc(n * 8 + 8), malloc(n * 8 + 8), malloc(n * 8 + 8), malloc(n * 8 + 8),
-                     malloc(n * 4 + 4)};
+                     malloc(n * 8 + 8)};
   ASSERT(e.start && e.end && e.cid && e.pid && e.tid);
   int64_t t = INT64_C(259200000000000);
   for (size_t i = 0; i < n; i++) {
@@ -52,7 +52,7 @@ static struct events make_events(size_t n, int noise) {
     e.end[i] = noise ? (int64_t)(rnd() >> 1) : t + 300 + (int64_t)(rnd() % 64);
     e.cid[i] = noise ? (int64_t)rnd() : (int64_t)i * 3;
     e.pid[i] = noise ? (int64_t)rnd() : (i % 4 ? (int64_t)i * 3 - 1 : -1);
-    e.tid[i] = noise ? (uint32_t)rnd() : (uint32_t)(i % 3);
+    e.tid[i] = noise ? (int64_t)(rnd() >> 1) : (int64_t)(i % 3);
   }
   return e;
 }
@@ -63,7 +63,7 @@ static void free_events(struct events *e) {
 
 /* These tests check the filters on schema 2's int64 event columns (raw
  * chunk bytes, shuffle of 8-byte values); test-schema3.c covers the filters
- * on schema 3's narrow columns. */
+ * on schema 3's (the same filters on start deltas and durations). */
 static void resolve(struct sp_config *c, const char *const *ovr) {
   setenv("SCOPE_PROFILER_HDF5_SCHEMA", "2", 1);
   unsetenv("SCOPE_PROFILER_HDF5_COMPRESSION");
@@ -79,7 +79,7 @@ static sp_status write_run(const char *path, const struct sp_config *c, const st
   char *names[] = {"r"};
   struct sp_row row = {.offset = 0, .count = e->n, .source_line = -1, .source_file = "",
                        .source_text = "", .tags_json = "[]"};
-  struct sp_column tid = {"thread_ids", SP_COL_U32, e->tid, NULL};
+  struct sp_column tid = {SP_DS_THREAD_IDS, e->tid};
   struct sp_run run = {.layout = "columnar", .names = names, .nnames = 1, .rows = &row,
                        .nrows = 1, .start = e->start, .end = e->end, .call_id = e->cid,
                        .parent_id = e->pid, .nevents = e->n, .extra = &tid, .nextra = 1};
@@ -96,7 +96,7 @@ static void assert_same_events(const char *path, const struct events *e) {
     if (!got) SP_FAIL_("%s: cannot read %s", path, dsets[d]);
     ASSERT_EQ(n, (long long)e->n);
     for (size_t i = 0; i < e->n; i++) {
-      int64_t w = want[d] ? want[d][i] : (int64_t)e->tid[i];
+      int64_t w = want[d] ? want[d][i] : e->tid[i];
       if (got[i] != w) SP_FAIL_("%s[%zu] = %lld, wrote %lld", dsets[d], i, (long long)got[i], (long long)w);
     }
     free(got);
@@ -176,10 +176,10 @@ SP_TEST(gzip_round_trip) {
   ASSERT_EQ(l.ids[1], H5Z_FILTER_DEFLATE);
   ASSERT_EQ(l.cd[1][0], SP_GZIP_DEFAULT_LEVEL);
   ASSERT_LT(l.storage, e.n * 8 / 3);
-  /* The uint32 extra column is shuffled with its own element size. */
+  /* The optional columns (int64, as upstream's) are filtered alike. */
   struct layout t = get_layout("g.h5", "/events/thread_ids");
   ASSERT_EQ(t.ids[0], H5Z_FILTER_SHUFFLE);
-  ASSERT_EQ(t.cd[0][0], 4);
+  ASSERT_EQ(t.cd[0][0], 8);
   free_events(&e);
   sp__config_free(&c);
 }

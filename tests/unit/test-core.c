@@ -108,20 +108,33 @@ SP_TEST(recursion_20_deep_buffer_limit_2) {
   long long n;
   int64_t *s = h5_i64("rec.h5", "/events/start_times", &n);
   int64_t *e = h5_i64("rec.h5", "/events/end_times", &n);
-  int64_t *c = h5_i64("rec.h5", "/events/call_ids", &n);
-  int64_t *p = h5_i64("rec.h5", "/events/parent_ids", &n);
   ASSERT_EQ(n, 21);
-  /* Ordered by start: each call is the parent of the next and encloses it. */
-  ASSERT_EQ(p[0], -1);
+  /* Ordered by start: each call encloses the next ... */
   for (int i = 0; i < 21; i++) {
     ASSERT_GE(e[i], s[i]);
     if (i) {
-      ASSERT_EQ(p[i], c[i - 1]);
       ASSERT_GE(s[i], s[i - 1]);
       ASSERT_LE(e[i], e[i - 1]);
     }
   }
-  free(s); free(e); free(c); free(p);
+  /* ... and is its parent, by the call ids or, when the file left them out
+   * because the intervals tell the same, by the intervals */
+  ASSERT_EQ(h5_len("rec.h5", "/events/call_ids") == -1, h5_len("rec.h5", "/events/parent_ids") == -1);
+  for (int i = 1; i < 21 && h5_len("rec.h5", "/events/call_ids") == -1; i++)
+    ASSERT(s[i] > s[i - 1] || e[i] - s[i] < e[i - 1] - s[i - 1]);
+  free(s); free(e);
+  sp_results *res = NULL;
+  ASSERT_OK(sp_results_open("rec.h5", &res));
+  sp_call *calls = NULL;
+  size_t nc = 0;
+  ASSERT_OK(sp_results_call_stack(res, 0, NULL, &calls, &nc, NULL));
+  ASSERT_EQ(nc, 21);
+  for (size_t i = 0; i < nc; i++) {
+    ASSERT_EQ(calls[i].depth, i);
+    ASSERT_EQ(calls[i].parent, (int64_t)i - 1);
+  }
+  free(calls);
+  sp_results_free(res);
   sp_manager_destroy(m);
 }
 
@@ -320,21 +333,21 @@ SP_TEST(session_finalizes_on_early_return) {
   ASSERT(sp_test_file_exists("session.h5"));
   ASSERT_EQ(h5_region_events("session.h5", "in_session"), 2);
   ASSERT_EQ(h5_region_events("session.h5", "scope_profiler.session"), 1);
-  /* The root encloses everything: top-level regions have it as parent. */
-  long long n;
-  int64_t *c = h5_i64("session.h5", "/events/call_ids", &n);
-  int64_t *p = h5_i64("session.h5", "/events/parent_ids", &n);
-  long long root_idx = h5_region_index("session.h5", "scope_profiler.session");
-  long long k;
-  int64_t *ids = h5_i64("session.h5", "/rank_region_index/region_ids", &k);
-  int64_t *off = h5_i64("session.h5", "/rank_region_index/event_offsets", &k);
-  int64_t root_call = -2;
-  for (long long i = 0; i < k; i++)
-    if (ids[i] == root_idx) root_call = c[off[i]];
-  ASSERT_EQ(root_call, 0);
-  for (long long i = 0; i < n; i++)
-    if (c[i] != root_call) ASSERT_EQ(p[i], root_call);
-  free(c); free(p); free(ids); free(off);
+  /* The root encloses everything: top-level regions have it as parent
+   * (by call ids, or by the intervals when the file leaves the ids out). */
+  sp_results *r = NULL;
+  ASSERT_OK(sp_results_open("session.h5", &r));
+  size_t root_region = 0;
+  ASSERT_OK(sp_results_find_region(r, "scope_profiler.session", &root_region));
+  sp_call *calls = NULL;
+  size_t n = 0;
+  ASSERT_OK(sp_results_call_stack(r, 0, NULL, &calls, &n, NULL));
+  ASSERT_EQ(n, 3);
+  ASSERT_EQ(calls[0].region, root_region);
+  ASSERT_EQ(calls[0].parent, -1);
+  for (size_t i = 1; i < n; i++) ASSERT_EQ(calls[i].parent, 0);
+  free(calls);
+  sp_results_free(r);
 }
 
 SP_TEST(session_full_body) {
@@ -515,16 +528,33 @@ SP_TEST(eight_threads_one_region_lose_nothing) {
   long long n;
   int64_t *s = h5_i64("threads.h5", "/events/start_times", &n);
   int64_t *e = h5_i64("threads.h5", "/events/end_times", &n);
-  int64_t *c = h5_i64("threads.h5", "/events/call_ids", &n);
+  /* Calls of several threads carry their thread (and the file the thread
+   * table those ids index); the call ids are left out, since each thread's
+   * intervals give its nesting. */
+  long long nt = 0, nth = 0;
+  int64_t *t = h5_i64("threads.h5", "/events/thread_ids", &nt);
+  int64_t *ti = h5_i64("threads.h5", "/thread_table/index", &nth);
+  ASSERT_EQ(h5_len("threads.h5", "/events/call_ids"), -1);
   ASSERT_EQ(n, NTHREADS * NCALLS);
-  char *seen = calloc((size_t)n, 1);
+  ASSERT_EQ(nt, n);
+  ASSERT_GE(nth, NTHREADS);
+  long long *per = calloc((size_t)nth, sizeof *per);
   for (long long i = 0; i < n; i++) {
     ASSERT_GE(e[i], s[i]);
     if (i) ASSERT_GE(s[i], s[i - 1]); /* merged by start time */
-    ASSERT(c[i] >= 0 && c[i] < n && !seen[c[i]]); /* unique call ids */
-    seen[c[i]] = 1;
+    ASSERT(t[i] >= 0 && t[i] < nth);
+    per[t[i]]++;
   }
-  free(seen); free(s); free(e); free(c);
+  int busy = 0;
+  for (long long i = 0; i < nth; i++) {
+    ASSERT_EQ(ti[i], i);
+    if (per[i]) {
+      ASSERT_EQ(per[i], NCALLS);
+      busy++;
+    }
+  }
+  ASSERT_EQ(busy, NTHREADS); /* each thread's calls, all of them, on its own lane */
+  free(per); free(s); free(e); free(t); free(ti);
   sp_manager_destroy(thread_mgr);
 }
 
@@ -550,7 +580,7 @@ SP_TEST(openmp_threads_with_track_threads) {
   long long n, k;
   int64_t *tid = h5_i64("omp.h5", "/events/thread_ids", &n);
   ASSERT_EQ(n, 4000);
-  int64_t *idx = h5_i64("omp.h5", "/threads/index", &k);
+  int64_t *idx = h5_i64("omp.h5", "/thread_table/index", &k);
   ASSERT_GE(k, 1);
   for (long long i = 0; i < n; i++) ASSERT(tid[i] >= 0 && tid[i] < k);
   free(tid); free(idx);

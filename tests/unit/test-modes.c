@@ -28,16 +28,26 @@ struct row {
   double mean, m2;
 };
 
+/* A row as written: the columnar layout's summary_statistics, or the
+ * aggregate layout's upstream columns (aggregate_counts, _totals,
+ * _minimums, _maximums, _exclusives) and our aggregate_statistics beside
+ * them; the aggregate layout's event_counts is empty (count 0). */
 static int read_row(const char *file, const char *name, struct row *out) {
   memset(out, 0, sizeof *out);
   out->idx = h5_region_index(file, name);
   if (out->idx < 0) return -1;
-  long long k;
+  int agg_layout = h5_len(file, "/rank_region_index/aggregate_totals") >= 0;
+  long long k, ke;
   int64_t *ids = h5_i64(file, "/rank_region_index/region_ids", &k);
-  int64_t *cnt = h5_i64(file, "/rank_region_index/event_counts", &k);
-  int64_t *exc = h5_i64(file, "/rank_region_index/exclusive_totals", &k);
+  int64_t *cnt = h5_i64(file, "/rank_region_index/event_counts", &ke);
+  int64_t *exc = h5_i64(file, agg_layout ? "/rank_region_index/aggregate_exclusives"
+                                         : "/rank_region_index/exclusive_totals", &ke);
   long long ka = h5_len(file, "/rank_region_index/aggregate_counts");
   int64_t *agg = ka >= 0 ? h5_i64(file, "/rank_region_index/aggregate_counts", &ka) : NULL;
+  long long kt;
+  int64_t *tot = agg_layout ? h5_i64(file, "/rank_region_index/aggregate_totals", &kt) : NULL;
+  int64_t *mn = agg_layout ? h5_i64(file, "/rank_region_index/aggregate_minimums", &kt) : NULL;
+  int64_t *mx = agg_layout ? h5_i64(file, "/rank_region_index/aggregate_maximums", &kt) : NULL;
   struct {
     int64_t total, minimum, maximum, first, last, smin, emax;
     uint64_t gc;
@@ -45,7 +55,8 @@ static int read_row(const char *file, const char *name, struct row *out) {
     double mean, m2;
   } *st = calloc((size_t)k + 1, 88);
   hid_t f = H5Fopen(file, H5F_ACC_RDONLY, H5P_DEFAULT);
-  hid_t d = H5Dopen2(f, "/rank_region_index/summary_statistics", H5P_DEFAULT);
+  hid_t d = H5Dopen2(f, agg_layout ? "/rank_region_index/aggregate_statistics" : "/rank_region_index/summary_statistics",
+                     H5P_DEFAULT);
   hid_t t = H5Dget_type(d);
   H5Dread(d, t, H5S_ALL, H5S_ALL, H5P_DEFAULT, st);
   H5Tclose(t);
@@ -53,12 +64,14 @@ static int read_row(const char *file, const char *name, struct row *out) {
   H5Fclose(f);
   for (long long i = 0; i < k; i++)
     if (ids[i] == out->idx) {
-      out->count = cnt[i];
+      out->count = agg_layout ? 0 : cnt[i];
       out->excl = exc[i];
       out->agg_count = agg ? agg[i] : -1;
       out->total = st[i].total;
       out->min = st[i].minimum;
       out->max = st[i].maximum;
+      if (agg_layout && (tot[i] != st[i].total || mn[i] != st[i].minimum || mx[i] != st[i].maximum))
+        return -1; /* upstream's columns and ours must agree */
       out->first = st[i].first;
       out->last = st[i].last;
       out->smin = st[i].smin;
@@ -66,7 +79,7 @@ static int read_row(const char *file, const char *name, struct row *out) {
       out->mean = st[i].mean;
       out->m2 = st[i].m2;
     }
-  free(ids); free(cnt); free(exc); free(agg); free(st);
+  free(ids); free(cnt); free(exc); free(agg); free(st); free(tot); free(mn); free(mx);
   return 0;
 }
 
@@ -225,7 +238,7 @@ SP_TEST(eight_threads_timeline_per_thread_adds_up) {
   ASSERT_OK(sp_manager_finalize(tm, NULL, NULL));
   long long n, k;
   int64_t *tid = h5_i64("tl8.h5", "/events/thread_ids", &n);
-  int64_t *idx = h5_i64("tl8.h5", "/threads/index", &k);
+  int64_t *idx = h5_i64("tl8.h5", "/thread_table/index", &k);
   ASSERT_EQ(n, NT * CALLS);
   ASSERT_EQ(k, NT);
   long long per[NT] = {0};
@@ -260,9 +273,9 @@ SP_TEST(thread_table_cpu_time_matches_work) {
   pthread_join(th, NULL);
   ASSERT_OK(sp_manager_finalize(tm, NULL, NULL));
   long long k;
-  int64_t *cpu = h5_i64("cpu.h5", "/threads/cpu_ns", &k);
-  int64_t *tids = h5_i64("cpu.h5", "/threads/os_tid", &k);
-  char **names = h5_strings("cpu.h5", "/threads/names", &k);
+  int64_t *cpu = h5_i64("cpu.h5", "/thread_table/cpu_ns", &k);
+  int64_t *tids = h5_i64("cpu.h5", "/thread_table/native_id", &k);
+  char **names = h5_strings("cpu.h5", "/thread_table/name", &k);
   ASSERT_EQ(k, 1);
   ASSERT_GE(cpu[0], 120000000);
   ASSERT_LT(cpu[0], 400000000); /* close to the work: not the process's CPU time */

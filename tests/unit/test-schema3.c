@@ -1,16 +1,19 @@
-/* test-schema3.c - schema 3's delta-coded event columns (src/output/delta.c,
- * docs/file-format.md): any event values round-trip exactly, through our
- * reader in pieces read in any order and through the independent decoder in
- * tests/h5util.h; each column gets the narrowest width its values allow,
- * with the few values that do not fit listed beside it instead of widening
- * the column; hdf5_schema=2 still writes schema 2; and a corrupt overflow
- * list is a format error, not a misreading. */
+/* test-schema3.c - upstream's schema 3 as the default file (the dataset plan,
+ * src/output/plan.c; docs/file-format.md): events/start_deltas (row-relative)
+ * and durations, int64, name for name; any event values round-trip exactly,
+ * through our reader in pieces read in any order and through the
+ * independent decoder in tests/h5util.h; hdf5_schema=2 writes schema 2
+ * exactly; a run recorded under the manual clock reads back the same from
+ * either schema; optional columns exist only when recorded; files of our
+ * earlier narrow coding and of newer schemas are refused with clear
+ * messages. */
 #include <hdf5.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "config/config_internal.h"
+#include "core/core.h"
 #include "harness.h"
 #include "h5util.h"
 #include "output/output.h"
@@ -182,96 +185,74 @@ static void assert_reader_equal(const char *path, const struct run_data *d) {
   sp_results_free(r);
 }
 
-/* Stored width (bytes) of a coded column. */
-static size_t width(const char *path, const char *name) {
+/* The HDF5 type of a dataset: class, size, sign. */
+static void assert_type(const char *path, const char *dset, H5T_class_t cls, size_t size, int is_signed) {
   hid_t f = H5Fopen(path, H5F_ACC_RDONLY, H5P_DEFAULT);
   ASSERT(f >= 0);
-  char p[96];
-  snprintf(p, sizeof p, "/events/%s", name);
-  hid_t ds = H5Dopen2(f, p, H5P_DEFAULT);
-  ASSERT(ds >= 0);
+  hid_t ds = H5Dopen2(f, dset, H5P_DEFAULT);
+  if (ds < 0) SP_FAIL_("%s: %s is missing", path, dset);
   hid_t t = H5Dget_type(ds);
-  size_t w = H5Tget_size(t);
-  ASSERT_EQ(H5Tget_sign(t), H5T_SGN_NONE);
+  ASSERT_EQ(H5Tget_class(t), cls);
+  ASSERT_EQ(H5Tget_size(t), size);
+  if (cls == H5T_INTEGER) ASSERT_EQ(H5Tget_sign(t), is_signed ? H5T_SGN_2 : H5T_SGN_NONE);
   H5Tclose(t);
   H5Dclose(ds);
   H5Fclose(f);
-  return w;
 }
 
-SP_TEST(regular_events_round_trip_narrow) {
+SP_TEST(default_is_upstream_schema3) {
   struct sp_config c;
   resolve(&c, NULL);
   ASSERT_EQ(c.hdf5_schema, 3); /* the default */
   struct run_data d = make(200000, 0);
   ASSERT_OK(write_file("reg.h5", &c, &d));
   ASSERT_EQ(h5_attr_i64("reg.h5", "/", "scope_profiler_schema"), 3);
+  char *layout = h5_attr_str("reg.h5", "/", "storage_layout");
+  ASSERT_STR_EQ(layout, "columnar");
+  free(layout);
+  /* upstream's names and dtypes; schema 2's columns absent */
+  assert_type("reg.h5", "/events/start_deltas", H5T_INTEGER, 8, 1);
+  assert_type("reg.h5", "/events/durations", H5T_INTEGER, 8, 1);
+  assert_type("reg.h5", "/events/call_ids", H5T_INTEGER, 8, 1);
+  assert_type("reg.h5", "/events/parent_ids", H5T_INTEGER, 8, 1);
+  assert_type("reg.h5", "/rank_region_index/region_ids", H5T_INTEGER, 4, 0);
+  assert_type("reg.h5", "/rank_region_index/ranks", H5T_INTEGER, 4, 0);
+  assert_type("reg.h5", "/rank_region_index/event_offsets", H5T_INTEGER, 8, 0);
+  assert_type("reg.h5", "/rank_region_index/event_counts", H5T_INTEGER, 8, 0);
+  assert_type("reg.h5", "/rank_region_index/summary_statistics", H5T_COMPOUND, 88, 1);
+  ASSERT_EQ(h5_raw_len("reg.h5", "/events/start_times"), -1);
+  ASSERT_EQ(h5_raw_len("reg.h5", "/events/end_times"), -1);
+  ASSERT_EQ(h5_raw_len("reg.h5", "/events/start_gaps"), -1);
+  ASSERT_EQ(h5_raw_len("reg.h5", "/events/thread_ids"), -1); /* not recorded: absent */
+  ASSERT_EQ(h5_raw_len("reg.h5", "/rank_region_index/start_bases"), -1);
+  /* the stored values are what the spec says: per row, the first start
+   * absolute, then differences; durations end - start */
+  long long n = 0, n2 = 0;
+  int64_t *delta = h5_read_as("reg.h5", "/events/start_deltas", H5T_NATIVE_INT64, &n);
+  int64_t *dur = h5_read_as("reg.h5", "/events/durations", H5T_NATIVE_INT64, &n2);
+  ASSERT(delta && dur && n == (long long)d.n && n2 == n);
+  for (int r = 0; r < NROWS; r++)
+    for (uint64_t i = d.rows[r].offset; i < d.rows[r].offset + d.rows[r].count; i++) {
+      ASSERT_EQ(delta[i], i == d.rows[r].offset ? d.start[i] : d.start[i] - d.start[i - 1]);
+      ASSERT_EQ(dur[i], d.end[i] - d.start[i]);
+    }
+  free(delta);
+  free(dur);
   assert_raw_equal("reg.h5", &d);
   assert_reader_equal("reg.h5", &d);
-  /* gaps 20-23 us and durations under 10 us: 2 bytes; id steps under 40
-   * and parents under 30 back: 1 byte; nothing overflows */
-  ASSERT_EQ(width("reg.h5", "start_gaps"), 2);
-  ASSERT_EQ(width("reg.h5", "durations"), 2);
-  ASSERT_EQ(width("reg.h5", "call_id_gaps"), 1);
-  ASSERT_EQ(width("reg.h5", "parent_offsets"), 1);
-  ASSERT_EQ(h5_len("reg.h5", "/events/start_gaps_overflow_index"), -1);
-  FILE *f = fopen("reg.h5", "rb");
-  ASSERT(f != NULL);
-  fseek(f, 0, SEEK_END);
-  long size = ftell(f);
-  fclose(f);
-  /* 6 bytes per event plus the fixed part: far below schema 2's 32 */
-  ASSERT_LT(size, (long)(d.n * 7));
   drop(&d);
   sp__config_free(&c);
 }
 
-SP_TEST(wild_events_round_trip_through_overflow) {
+SP_TEST(wild_events_round_trip) {
   struct sp_config c;
   resolve(&c, NULL);
+  /* negative deltas (rows out of start order), gaps beyond 32 bits, calls
+   * of hours, ids near the int64 limits: exact either way */
   struct run_data d = make(60000, 1);
   ASSERT_OK(write_file("wild.h5", &c, &d));
   assert_raw_equal("wild.h5", &d);
   assert_reader_equal("wild.h5", &d);
-  /* a twelfth of the values are escapes: listed, not widening everything */
-  ASSERT_GT(h5_len("wild.h5", "/events/start_gaps_overflow_index"), 0);
-  ASSERT_GT(h5_len("wild.h5", "/events/durations_overflow_index"), 0);
-  ASSERT_GT(h5_len("wild.h5", "/events/parent_offsets_overflow_index"), 0);
-  ASSERT_LE(width("wild.h5", "durations"), 2);
-  drop(&d);
-  sp__config_free(&c);
-}
-
-SP_TEST(hour_long_call_does_not_widen_the_column) {
-  struct sp_config c;
-  resolve(&c, NULL);
-  struct run_data d = make(10000, 0);
-  d.end[d.rows[2].offset + 17] = d.start[d.rows[2].offset + 17] + INT64_C(3600000000000);
-  ASSERT_OK(write_file("hour.h5", &c, &d));
-  ASSERT_EQ(width("hour.h5", "durations"), 2);
-  ASSERT_EQ(h5_len("hour.h5", "/events/durations_overflow_index"), 1);
-  long long n;
-  int64_t *idx = h5_i64("hour.h5", "/events/durations_overflow_index", &n);
-  int64_t *val = h5_i64("hour.h5", "/events/durations_overflow_values", &n);
-  ASSERT(idx && val && n == 1);
-  ASSERT_EQ(idx[0], (long long)(d.rows[2].offset + 17));
-  ASSERT_EQ(val[0], INT64_C(3600000000000));
-  free(idx);
-  free(val);
-  assert_reader_equal("hour.h5", &d);
-  drop(&d);
-  sp__config_free(&c);
-}
-
-SP_TEST(values_that_never_fit_take_eight_bytes) {
-  struct sp_config c;
-  resolve(&c, NULL);
-  struct run_data d = make(2000, 0);
-  for (size_t i = 0; i < d.n; i++) d.end[i] = d.start[i] + INT64_C(5000000000) + (int64_t)(rnd() % 1000);
-  ASSERT_OK(write_file("wide.h5", &c, &d));
-  ASSERT_EQ(width("wide.h5", "durations"), 8);
-  ASSERT_EQ(h5_len("wide.h5", "/events/durations_overflow_index"), -1);
-  assert_raw_equal("wide.h5", &d);
   drop(&d);
   sp__config_free(&c);
 }
@@ -288,7 +269,7 @@ SP_TEST(compressed_schema3_round_trips) {
     assert_raw_equal("z.h5", &d);
     assert_reader_equal("z.h5", &d);
     hid_t f = H5Fopen("z.h5", H5F_ACC_RDONLY, H5P_DEFAULT);
-    hid_t ds = H5Dopen2(f, "/events/start_gaps", H5P_DEFAULT);
+    hid_t ds = H5Dopen2(f, "/events/start_deltas", H5P_DEFAULT);
     hid_t p = H5Dget_create_plist(ds);
     ASSERT_EQ(H5Pget_layout(p), H5D_CHUNKED);
     ASSERT_EQ(H5Pget_nfilters(p), 2); /* byte-shuffle, then the compressor */
@@ -307,8 +288,10 @@ SP_TEST(schema2_on_request) {
   struct run_data d = make(1000, 1);
   ASSERT_OK(write_file("two.h5", &c, &d));
   ASSERT_EQ(h5_attr_i64("two.h5", "/", "scope_profiler_schema"), 2);
-  ASSERT_EQ(h5_len("two.h5", "/events/start_gaps"), -1);
-  ASSERT_EQ(h5_len("two.h5", "/rank_region_index/start_bases"), -1);
+  assert_type("two.h5", "/events/start_times", H5T_INTEGER, 8, 1);
+  assert_type("two.h5", "/events/end_times", H5T_INTEGER, 8, 1);
+  ASSERT_EQ(h5_raw_len("two.h5", "/events/start_deltas"), -1);
+  ASSERT_EQ(h5_raw_len("two.h5", "/events/durations"), -1);
   assert_raw_equal("two.h5", &d);
   assert_reader_equal("two.h5", &d);
   drop(&d);
@@ -319,63 +302,144 @@ SP_TEST(schema2_on_request) {
   ASSERT_CONTAINS(sp_last_error(), "hdf5_schema");
 }
 
-/* Overwrite a dataset's values in place. */
-static void poke(const char *path, const char *dset, const int64_t *v, size_t n) {
-  hid_t f = H5Fopen(path, H5F_ACC_RDWR, H5P_DEFAULT);
-  hid_t ds = H5Dopen2(f, dset, H5P_DEFAULT);
-  ASSERT(ds >= 0);
-  hsize_t cnt = n;
-  hid_t ms = H5Screate_simple(1, &cnt, NULL), fs = H5Dget_space(ds);
+/* Records the same nested run under the manual clock into `file`. */
+static void record(const char *file, const char *schema) {
+  setenv("SCOPE_PROFILER_CLOCK", "manual", 1);
+  unsetenv("SCOPE_PROFILER_CONFIG");
+  unsetenv("SCOPE_PROFILER_HDF5_COMPRESSION");
+  setenv("SCOPE_PROFILER_HDF5_SCHEMA", schema, 1);
+  sp_i_manual_ticks = 1; /* both runs on the same timeline */
+  sp_manager *m = sp_manager_create();
+  ASSERT(m != NULL);
+  char fp[64];
+  snprintf(fp, sizeof fp, "file_path=%s", file);
+  const char *ovr[] = {fp, NULL};
+  sp_setup_args a = {.overrides = ovr};
+  ASSERT_OK(sp_manager_setup(m, &a));
+  sp_region step = sp_region_intern("step"), solve = sp_region_intern("solve"), halo = sp_region_intern("halo");
+  rng = 5;
+  for (int i = 0; i < 3000; i++) {
+    sp_region_begin(m, step);
+    sp__clock_manual_advance(10 + rnd() % 50);
+    for (int k = 0; k < 3; k++) {
+      sp_region_begin(m, solve);
+      sp__clock_manual_advance(100 + rnd() % 900);
+      if (k == 1) {
+        sp_region_begin(m, halo);
+        sp__clock_manual_advance(5 + rnd() % 20);
+        sp_region_end(m, halo);
+      }
+      sp_region_end(m, solve);
+    }
+    sp__clock_manual_advance(7);
+    sp_region_end(m, step);
+  }
+  ASSERT_OK(sp_manager_finalize(m, NULL, NULL));
+  sp_manager_destroy(m);
+  unsetenv("SCOPE_PROFILER_HDF5_SCHEMA");
+}
+
+SP_TEST(schema2_and_schema3_read_back_identically) {
+  record("s3.h5", "3");
+  record("s2.h5", "2");
+  ASSERT_EQ(h5_attr_i64("s3.h5", "/", "scope_profiler_schema"), 3);
+  ASSERT_EQ(h5_attr_i64("s2.h5", "/", "scope_profiler_schema"), 2);
+  sp_results *a = NULL, *b = NULL;
+  ASSERT_OK(sp_results_open("s3.h5", &a));
+  ASSERT_OK(sp_results_open("s2.h5", &b));
+  ASSERT_EQ(sp_results_num_regions(a), sp_results_num_regions(b));
+  ASSERT_EQ(sp_results_num_events(a), 3000 * 5);
+  ASSERT_EQ(sp_results_num_events(a), sp_results_num_events(b));
+  for (size_t reg = 0; reg < sp_results_num_regions(a); reg++) {
+    size_t rb = 0;
+    ASSERT_OK(sp_results_find_region(b, sp_results_region_name(a, reg), &rb));
+    sp_events ea, eb;
+    ASSERT_OK(sp_results_events(a, reg, 0, &ea));
+    ASSERT_OK(sp_results_events(b, rb, 0, &eb));
+    ASSERT_EQ(ea.count, eb.count);
+    ASSERT(ea.count > 0);
+    for (size_t i = 0; i < ea.count; i++) {
+      ASSERT_EQ(ea.start_ns[i], eb.start_ns[i]);
+      ASSERT_EQ(ea.end_ns[i], eb.end_ns[i]);
+      ASSERT_EQ(ea.call_ids[i], eb.call_ids[i]);
+      ASSERT_EQ(ea.parent_ids[i], eb.parent_ids[i]);
+    }
+    sp_region_stats sa, sb;
+    ASSERT_OK(sp_results_region_stats(a, reg, NULL, SP_STATS_OWN, &sa));
+    ASSERT_OK(sp_results_region_stats(b, rb, NULL, SP_STATS_OWN, &sb));
+    ASSERT_EQ(sa.total_ns, sb.total_ns);
+    ASSERT_EQ(sa.own_ns, sb.own_ns);
+    sp_events_free(&ea);
+    sp_events_free(&eb);
+  }
+  sp_results_free(a);
+  sp_results_free(b);
+}
+
+SP_TEST(nesting_not_recorded_means_no_id_columns) {
+  struct sp_config c;
+  resolve(&c, NULL);
+  struct run_data d = make(500, 0);
+  struct sp_run run = {.layout = "columnar", .names = d.names, .nnames = NROWS, .rows = d.rows, .nrows = NROWS,
+                       .start = d.start, .end = d.end, .nevents = d.n};
+  ASSERT_OK(sp__h5_write_file(&run, &c, "noids.h5"));
+  /* absence is data: a column of -1 would make every call share one id */
+  ASSERT_EQ(h5_raw_len("noids.h5", "/events/call_ids"), -1);
+  ASSERT_EQ(h5_raw_len("noids.h5", "/events/parent_ids"), -1);
+  sp_results *r = NULL;
+  ASSERT_OK(sp_results_open("noids.h5", &r));
+  ASSERT(!sp_results_has_call_ids(r));
+  sp_results_free(r);
+  drop(&d);
+  sp__config_free(&c);
+}
+
+/* Writes a minimal file with a given schema attribute and event columns. */
+static void fake(const char *path, long long schema, int narrow) {
+  hid_t f = H5Fcreate(path, H5F_ACC_TRUNC, H5P_DEFAULT, H5P_DEFAULT);
+  hid_t sp = H5Screate(H5S_SCALAR);
+  hid_t a = H5Acreate2(f, "scope_profiler_schema", H5T_STD_I64LE, sp, H5P_DEFAULT, H5P_DEFAULT);
+  int64_t v = schema;
+  H5Awrite(a, H5T_NATIVE_INT64, &v);
+  H5Aclose(a);
+  H5Sclose(sp);
+  const char *groups[] = {"/region_table", "/rank_region_index", "/events"};
+  for (int g = 0; g < 3; g++) H5Gclose(H5Gcreate2(f, groups[g], H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT));
   hsize_t zero = 0;
-  H5Sselect_hyperslab(fs, H5S_SELECT_SET, &zero, NULL, &cnt, NULL);
-  ASSERT(H5Dwrite(ds, H5T_NATIVE_INT64, ms, fs, H5P_DEFAULT, v) >= 0);
-  H5Sclose(ms);
-  H5Sclose(fs);
-  H5Dclose(ds);
+  hid_t s0 = H5Screate_simple(1, &zero, NULL);
+  hid_t st = H5Tcopy(H5T_C_S1);
+  H5Tset_size(st, H5T_VARIABLE);
+  H5Dclose(H5Dcreate2(f, "/region_table/names", st, s0, H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT));
+  const char *idx[] = {"region_ids", "ranks", "event_offsets", "event_counts"};
+  for (int i = 0; i < 4; i++) {
+    char p[64];
+    snprintf(p, sizeof p, "/rank_region_index/%s", idx[i]);
+    H5Dclose(H5Dcreate2(f, p, i < 2 ? H5T_STD_U32LE : H5T_STD_U64LE, s0, H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT));
+  }
+  H5Dclose(H5Dcreate2(f, narrow ? "/events/start_gaps" : "/events/start_deltas", H5T_STD_U8LE, s0, H5P_DEFAULT,
+                      H5P_DEFAULT, H5P_DEFAULT));
+  H5Dclose(H5Dcreate2(f, "/events/durations", H5T_STD_U8LE, s0, H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT));
+  H5Tclose(st);
+  H5Sclose(s0);
   H5Fclose(f);
 }
 
-SP_TEST(corrupt_overflow_lists_are_format_errors) {
-  struct sp_config c;
-  resolve(&c, NULL);
-  struct run_data d = make(20000, 1);
-  ASSERT_OK(write_file("bad.h5", &c, &d));
-  long long n = h5_len("bad.h5", "/events/durations_overflow_index");
-  ASSERT_GT(n, 2);
+SP_TEST(other_codings_and_newer_schemas_are_refused_clearly) {
   sp_results *r = NULL;
-  int64_t swapped[2];
-  int64_t *idx = h5_i64("bad.h5", "/events/durations_overflow_index", &n);
-  swapped[0] = idx[1];
-  swapped[1] = idx[0];
-  free(idx);
-  poke("bad.h5", "/events/durations_overflow_index", swapped, 2);
-  ASSERT_EQ(sp_results_open("bad.h5", &r), SP_ERR_FORMAT);
-  ASSERT_CONTAINS(sp_last_error(), "durations_overflow_index must hold ascending");
-  ASSERT_OK(write_file("bad.h5", &c, &d));
-  int64_t beyond = (int64_t)d.n;
-  poke("bad.h5", "/events/start_gaps_overflow_index", &beyond, 1);
-  ASSERT_EQ(sp_results_open("bad.h5", &r), SP_ERR_FORMAT);
-  /* lists claiming as many entries as there are events, never written: an
-   * error, not 2 x 160 KB of fill values (or 2 x 8 TB for a claim of 2^40) */
-  ASSERT_OK(write_file("bad.h5", &c, &d));
-  hid_t f = H5Fopen("bad.h5", H5F_ACC_RDWR, H5P_DEFAULT);
-  const char *lists[] = {"/events/durations_overflow_index", "/events/durations_overflow_values"};
-  for (int k = 0; k < 2; k++) {
-    ASSERT(H5Ldelete(f, lists[k], H5P_DEFAULT) >= 0);
-    hsize_t dims = d.n, chunk = 1024;
-    hid_t sp = H5Screate_simple(1, &dims, NULL), dcpl = H5Pcreate(H5P_DATASET_CREATE);
-    H5Pset_chunk(dcpl, 1, &chunk);
-    hid_t ds = H5Dcreate2(f, lists[k], k ? H5T_STD_I64LE : H5T_STD_U64LE, sp, H5P_DEFAULT, dcpl, H5P_DEFAULT);
-    ASSERT(ds >= 0);
-    H5Dclose(ds);
-    H5Pclose(dcpl);
-    H5Sclose(sp);
-  }
-  H5Fclose(f);
-  ASSERT_EQ(sp_results_open("bad.h5", &r), SP_ERR_FORMAT);
-  ASSERT_CONTAINS(sp_last_error(), "never fully written");
-  drop(&d);
-  sp__config_free(&c);
+  fake("narrow.h5", 3, 1);
+  ASSERT_EQ(sp_results_open("narrow.h5", &r), SP_ERR_FORMAT);
+  ASSERT_CONTAINS(sp_last_error(), "narrow integer coding");
+  fake("ok.h5", 3, 0);
+  ASSERT_OK(sp_results_open("ok.h5", &r));
+  ASSERT_EQ(sp_results_num_events(r), 0);
+  sp_results_free(r);
+  fake("future.h5", 4, 0);
+  ASSERT_EQ(sp_results_open("future.h5", &r), SP_ERR_FORMAT);
+  ASSERT_CONTAINS(sp_last_error(), "unsupported scope-profiler HDF5 schema version 4; this package supports "
+                                   "versions through 3. Upgrade scope-profiler to read this file");
+  fake("zero.h5", 0, 0);
+  ASSERT_EQ(sp_results_open("zero.h5", &r), SP_ERR_FORMAT);
+  ASSERT_CONTAINS(sp_last_error(), "must be positive");
 }
 
 int main(int c, char **v) { return sp_test_main(c, v); }

@@ -1,7 +1,7 @@
 /* gpu_timer.h - device time per call: timing backends and the per-thread
  * event pool that keeps the device off the hot path.
  *
- * A region call takes two device timestamps ("events"): one recorded on its
+ * A region call takes two device timestamps (CUDA events): one recorded on its
  * stream at begin and one at end. Their difference is known only when the
  * device has reached the end event, long after the CPU left the region. So a
  * thread keeps:
