@@ -266,10 +266,17 @@ static int ngroups = SP_RG_NBUILTIN;
 
 static int load_count(const int *p) { return __atomic_load_n(p, __ATOMIC_ACQUIRE); }
 
+/* A link name every HDF5 reader and h5py take as it is: letters, digits and
+ * _ - . : = (perf_events names its columns after the events, e.g.
+ * perf_task-clock, perf_PAPI_TOT_CYC, perf_cpu:u), not "." or "..". */
 static int name_ok(const char *s) {
-  if (!s || !s[0] || strlen(s) >= 64) return 0;
-  for (const char *p = s; *p; p++)
-    if (!((*p >= 'a' && *p <= 'z') || (*p >= '0' && *p <= '9') || *p == '_')) return 0;
+  if (!s || !s[0] || strlen(s) >= 64 || strcmp(s, ".") == 0 || strcmp(s, "..") == 0) return 0;
+  for (const char *p = s; *p; p++) {
+    unsigned char c = (unsigned char)*p;
+    if (!((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_' || c == '-' ||
+          c == '.' || c == ':' || c == '='))
+      return 0;
+  }
   return 1;
 }
 
@@ -343,7 +350,7 @@ int sp__plan_meta_kind(const char *key) {
 
 int sp__plan_add_event_column(const struct sp_plan_col_decl *d) {
   if (!d || !name_ok(d->name)) {
-    sp__set_error(SP_ERR_INVALID_ARGUMENT, "an event column needs a name of 1-63 characters a-z, 0-9 or _ (got '%s')",
+    sp__set_error(SP_ERR_INVALID_ARGUMENT, "an event column needs a name of 1-63 characters A-Z, a-z, 0-9 or _ - . : = (got '%s')",
                   d && d->name ? d->name : "(null)");
     return -1;
   }
@@ -393,7 +400,7 @@ int sp__plan_find_rank_group(const char *name) {
 
 int sp__plan_add_rank_group(const struct sp_plan_group_decl *d) {
   if (!d || !name_ok(d->name)) {
-    sp__set_error(SP_ERR_INVALID_ARGUMENT, "a rank group needs a name of 1-63 characters a-z, 0-9 or _ (got '%s')",
+    sp__set_error(SP_ERR_INVALID_ARGUMENT, "a rank group needs a name of 1-63 characters A-Z, a-z, 0-9 or _ - . : = (got '%s')",
                   d && d->name ? d->name : "(null)");
     return -1;
   }
