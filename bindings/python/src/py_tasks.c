@@ -6,7 +6,7 @@
  * (sp_manager_task_switch(m, id)) and afterwards that it runs none (0). The
  * core then nests every region call of the step in the task's own lane,
  * records the task in events/task_ids and the time the task spent switched
- * out while a call was open in events/await_times, and writes the task
+ * out while a call was open in events/await_ns, and writes the task
  * table. asyncio's C Task drives it through am_send (PyIter_Send), the same
  * slot a native coroutine uses, so a step costs two task switches more.
  * Python's side (scope_profiler/concurrency.py) installs the task factory
