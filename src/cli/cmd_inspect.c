@@ -473,6 +473,101 @@ static int print_tree(sp_results *r, const sp_filter *f) {
   return 0;
 }
 
+/* ---- lane tables ---------------------------------------------------------------------- */
+
+/* Print rows of cells (row 0 = the header) aligned: text columns left, the
+ * others right. cells[r * ncols + c]. */
+static void print_cells(char (*cells)[48], size_t nrows, size_t ncols, const int *text) {
+  size_t w[16] = {0};
+  for (size_t r = 0; r < nrows; r++)
+    for (size_t c = 0; c < ncols && c < 16; c++)
+      if (sp_cli_width(cells[r * ncols + c]) > w[c]) w[c] = sp_cli_width(cells[r * ncols + c]);
+  for (size_t r = 0; r < nrows; r++) {
+    fputs("  ", stdout);
+    for (size_t c = 0; c < ncols && c < 16; c++) {
+      if (c) fputs("  ", stdout);
+      sp_cli_pad(stdout, cells[r * ncols + c], c + 1 == ncols && text[c] ? 0 : w[c], !text[c]);
+    }
+    fputc('\n', stdout);
+  }
+}
+
+static void fmt_rel(char *buf, size_t size, int64_t ns, const char *unknown) {
+  if (ns < 0) snprintf(buf, size, "%s", unknown);
+  else sp_cli_fmt_seconds(buf, size, (double)ns);
+}
+
+/* The thread table (track_threads) and the task table (track_async) of the
+ * selected ranks, when the file has them. */
+static int print_lane_tables(sp_results *r, const sp_filter *f) {
+  const sp_thread_info *t;
+  size_t nt = 0;
+  if (sp_results_thread_table(r, &t, &nt) != SP_OK) return sp_cli_error(CMD, "%s", sp_last_error());
+  size_t keep = 0;
+  for (size_t i = 0; i < nt; i++) keep += sp_filter_match_rank(f, t[i].rank);
+  if (keep) {
+    enum { NC = 8 };
+    static const int text[NC] = {0, 0, 0, 0, 0, 0, 0, 1};
+    char (*cells)[48] = calloc((keep + 1) * NC, sizeof *cells);
+    if (!cells) return sp_cli_error(CMD, "out of memory");
+    static const char *const heads[NC] = {"rank", "index", "native_id", "omp_thread",
+                                          "start [s]", "end [s]", "cpu [s]", "name"};
+    for (size_t c = 0; c < NC; c++) snprintf(cells[c], 48, "%s", heads[c]);
+    size_t row = 1;
+    for (size_t i = 0; i < nt; i++) {
+      if (!sp_filter_match_rank(f, t[i].rank)) continue;
+      char (*x)[48] = cells + row++ * NC;
+      snprintf(x[0], 48, "%lld", (long long)t[i].rank);
+      snprintf(x[1], 48, "%lld", (long long)t[i].index);
+      snprintf(x[2], 48, "%lld", (long long)t[i].native_id);
+      if (t[i].omp_thread >= 0) snprintf(x[3], 48, "%lld", (long long)t[i].omp_thread);
+      else snprintf(x[3], 48, "-");
+      fmt_rel(x[4], 48, t[i].start_ns, "-");
+      fmt_rel(x[5], 48, t[i].end_ns, "alive");
+      fmt_rel(x[6], 48, t[i].cpu_ns, "-");
+      snprintf(x[7], 48, "%.47s", t[i].name ? t[i].name : "");
+    }
+    printf("threads (%zu; times from the rank's start):\n", keep);
+    print_cells(cells, keep + 1, NC, text);
+    free(cells);
+  }
+  const sp_task_info *k;
+  size_t nk = 0;
+  if (sp_results_task_table(r, &k, &nk) != SP_OK) return sp_cli_error(CMD, "%s", sp_last_error());
+  keep = 0;
+  for (size_t i = 0; i < nk; i++) keep += sp_filter_match_rank(f, k[i].rank);
+  if (keep) {
+    enum { NC = 10 };
+    static const int text[NC] = {0, 0, 0, 1, 0, 0, 0, 0, 0, 1};
+    char (*cells)[48] = calloc((keep + 1) * NC, sizeof *cells);
+    if (!cells) return sp_cli_error(CMD, "out of memory");
+    static const char *const heads[NC] = {"rank", "index", "thread", "kind", "created [s]",
+                                          "done [s]", "steps", "running [s]", "suspended [s]",
+                                          "name"};
+    for (size_t c = 0; c < NC; c++) snprintf(cells[c], 48, "%s", heads[c]);
+    size_t row = 1;
+    for (size_t i = 0; i < nk; i++) {
+      if (!sp_filter_match_rank(f, k[i].rank)) continue;
+      char (*x)[48] = cells + row++ * NC;
+      snprintf(x[0], 48, "%lld", (long long)k[i].rank);
+      snprintf(x[1], 48, "%lld", (long long)k[i].index);
+      if (k[i].thread_index >= 0) snprintf(x[2], 48, "%lld", (long long)k[i].thread_index);
+      else snprintf(x[2], 48, "-");
+      snprintf(x[3], 48, "%.47s", k[i].kind ? k[i].kind : "");
+      fmt_rel(x[4], 48, k[i].created_ns, "-");
+      fmt_rel(x[5], 48, k[i].done_ns, "running");
+      snprintf(x[6], 48, "%lld", (long long)k[i].steps);
+      fmt_rel(x[7], 48, k[i].running_ns, "-");
+      fmt_rel(x[8], 48, k[i].suspended_ns, "-");
+      snprintf(x[9], 48, "%.47s", k[i].name && k[i].name[0] ? k[i].name : k[i].coro_name ? k[i].coro_name : "");
+    }
+    printf("tasks (%zu; times from the rank's start):\n", keep);
+    print_cells(cells, keep + 1, NC, text);
+    free(cells);
+  }
+  return 0;
+}
+
 /* ---- --threads ------------------------------------------------------------------------- */
 
 static int print_threads(sp_results *r, const sp_filter *f) {
@@ -641,6 +736,7 @@ int sp_cmd_inspect(int argc, char **argv) {
     if (!o.quiet) {
       print_header(rs[i], files.v[i]);
       if (!o.regions_only) print_metadata(rs[i], o.full);
+      if (!o.regions_only && (rc = print_lane_tables(rs[i], f))) goto out;
       if (!o.metadata_only) fputc('\n', stdout);
     }
     if (o.quiet && files.n > 1) printf("file: %s\n", files.v[i]); /* which table is which */

@@ -8,6 +8,8 @@
  * Views here:
  *  - threads: per rank and thread, the calls recorded, the first entry and
  *    the last exit (files that recorded thread ids, track_threads);
+ *  - thread_table, tasks: the lane tables the run wrote (track_threads,
+ *    track_async) as they are in the file;
  *  - memory, memory_time, memory_peak: use_memray's figures
  *    (report_memory.c);
  *  - counters: per rank and region, each perf_events counter's total and
@@ -157,6 +159,113 @@ static int view_counters(FILE *o, struct rp_model *m, const char *cmd, const cha
   return rc ? rc : written ? 1 : 0;
 }
 
+/* A JSON number, null for the -1 that lane tables store for "unknown". */
+static void num_or_null(FILE *o, int64_t v) {
+  if (v < 0) fputs("null", o);
+  else fprintf(o, "%lld", (long long)v);
+}
+
+/* Columns of a table view: each "key:label[:ns|:text]". */
+static void table_head(FILE *o, int several, const char *const *cols) {
+  fputs("{\"renderer\":\"table\",\"rank_column\":", o);
+  fprintf(o, "%d,\"columns\":[", several);
+  if (several) fputs("{\"key\":\"file\",\"label\":\"file\",\"text\":true},", o);
+  for (size_t c = 0; cols[c]; c++) {
+    char key[64], label[64], kind[16] = "";
+    if (sscanf(cols[c], "%63[^:]:%63[^:]:%15s", key, label, kind) < 2) continue;
+    fprintf(o, "%s{\"key\":\"%s\",\"label\":\"%s\"%s}", c ? "," : "", key, label,
+            !strcmp(kind, "ns") ? ",\"unit\":\"ns\"" : !strcmp(kind, "text") ? ",\"text\":true" : "");
+  }
+  fputs("],\"rows\":[", o);
+}
+
+/* The file's thread table (track_threads): names, OS ids, times, CPU. */
+static int view_thread_table(FILE *o, struct rp_model *m, const char *cmd, const char **notes) {
+  (void)cmd;
+  static const char *const cols[] = {"rank:rank", "index:thread", "native_id:OS thread id",
+                                     "omp_thread:OpenMP thread", "start:start:ns", "end:end:ns",
+                                     "cpu:CPU time:ns", "name:name:text", NULL};
+  int several = m->nfiles > 1, any = 0;
+  for (size_t fi = 0; fi < m->nfiles; fi++) {
+    const sp_thread_info *t;
+    size_t n = 0;
+    if (sp_results_thread_table(m->files[fi].r, &t, &n) != SP_OK) continue;
+    for (size_t i = 0; i < n; i++) {
+      if (!sp_filter_match_rank(m->f, t[i].rank)) continue;
+      if (!any) table_head(o, several, cols);
+      fputs(any ? ",[" : "[", o);
+      any = 1;
+      if (several) {
+        rp_json_str(o, m->files[fi].label);
+        fputc(',', o);
+      }
+      fprintf(o, "%lld,%lld,", (long long)t[i].rank, (long long)t[i].index);
+      num_or_null(o, t[i].native_id);
+      fputc(',', o);
+      num_or_null(o, t[i].omp_thread);
+      fputc(',', o);
+      num_or_null(o, t[i].start_ns);
+      fputc(',', o);
+      num_or_null(o, t[i].end_ns);
+      fputc(',', o);
+      num_or_null(o, t[i].cpu_ns);
+      fputc(',', o);
+      rp_json_str(o, t[i].name);
+      fputc(']', o);
+    }
+  }
+  if (!any) return 0;
+  fputs("]}", o);
+  *notes = "The thread table the run recorded (track_threads): times from the rank's start "
+           "(end empty: alive at finalize), CPU time of the thread.";
+  return 1;
+}
+
+/* The file's task table (track_async). */
+static int view_tasks(FILE *o, struct rp_model *m, const char *cmd, const char **notes) {
+  (void)cmd;
+  static const char *const cols[] = {"rank:rank", "index:task", "thread:thread", "kind:kind:text",
+                                     "created:created:ns", "done:done:ns", "steps:steps",
+                                     "running:running:ns", "suspended:suspended:ns",
+                                     "name:name:text", NULL};
+  int several = m->nfiles > 1, any = 0;
+  for (size_t fi = 0; fi < m->nfiles; fi++) {
+    const sp_task_info *k;
+    size_t n = 0;
+    if (sp_results_task_table(m->files[fi].r, &k, &n) != SP_OK) continue;
+    for (size_t i = 0; i < n; i++) {
+      if (!sp_filter_match_rank(m->f, k[i].rank)) continue;
+      if (!any) table_head(o, several, cols);
+      fputs(any ? ",[" : "[", o);
+      any = 1;
+      if (several) {
+        rp_json_str(o, m->files[fi].label);
+        fputc(',', o);
+      }
+      fprintf(o, "%lld,%lld,", (long long)k[i].rank, (long long)k[i].index);
+      num_or_null(o, k[i].thread_index);
+      fputc(',', o);
+      rp_json_str(o, k[i].kind);
+      fputc(',', o);
+      num_or_null(o, k[i].created_ns);
+      fputc(',', o);
+      num_or_null(o, k[i].done_ns);
+      fprintf(o, ",%lld,", (long long)k[i].steps);
+      num_or_null(o, k[i].running_ns);
+      fputc(',', o);
+      num_or_null(o, k[i].suspended_ns);
+      fputc(',', o);
+      rp_json_str(o, k[i].name && k[i].name[0] ? k[i].name : k[i].coro_name);
+      fputc(']', o);
+    }
+  }
+  if (!any) return 0;
+  fputs("]}", o);
+  *notes = "The task table the run recorded (track_async): times from the rank's start (done "
+           "empty: not finished), time running and suspended, scheduling steps.";
+  return 1;
+}
+
 struct rp_view {
   const char *id, *title;
   /* Writes the view's JSON object to o: 1 written, 0 nothing to show (the
@@ -166,6 +275,8 @@ struct rp_view {
 
 static const struct rp_view views[] = {
     {"threads", "Threads", view_threads},
+    {"thread_table", "Thread table", view_thread_table},
+    {"tasks", "Task table", view_tasks},
     {"memory", "Memory by region", rp_view_memory},
     {"memory_time", "Memory over time", rp_view_memory_time},
     {"memory_peak", "Memory live at the peak: flame graph", rp_view_memory_peak},

@@ -46,6 +46,7 @@ SCOPE_PROFILER_FILE_PATH=demo.h5 SCOPE_PROFILER_TRACK_THREADS=1 OMP_NUM_THREADS=
 "$PY" "$SP_SRC/tests/report/check_report.py" report demo.h5
 # shellcheck disable=SC2046
 "$PY" "$CHECK" report/report.html --screenshot "$art/report-demo.png" --expect-view threads \
+  --expect-view thread_table \
   --expect $(svg_counts report)
 
 echo "== (a2) the demo with use_memray (the interposer preloaded, native stacks)"
