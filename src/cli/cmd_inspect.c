@@ -17,6 +17,7 @@
 #include "cli/cli_util.h"
 #include "cli/cli_opts.h"
 #include "cli/commands.h"
+#include "output/plan.h"
 #include "read/memcap_read.h"
 
 #define CMD "inspect"
@@ -510,8 +511,9 @@ static int print_lane_tables(sp_results *r, const sp_filter *f) {
     static const int text[NC] = {0, 0, 0, 0, 0, 0, 0, 1};
     char (*cells)[48] = calloc((keep + 1) * NC, sizeof *cells);
     if (!cells) return sp_cli_error(CMD, "out of memory");
-    static const char *const heads[NC] = {"rank", "index", "native_id", "omp_thread",
-                                          "start [s]", "end [s]", "cpu [s]", "name"};
+    /* the file's field names, from the dataset plan */
+    const char *const heads[NC] = {"rank", "index", sp__plan(SP_DS_THR_NATIVE_ID)->name,
+                                   sp__plan(SP_DS_THR_OMP_THREAD)->name, "start [s]", "end [s]", "cpu [s]", "name"};
     for (size_t c = 0; c < NC; c++) snprintf(cells[c], 48, "%s", heads[c]);
     size_t row = 1;
     for (size_t i = 0; i < nt; i++) {

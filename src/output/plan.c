@@ -239,8 +239,8 @@ static const char *const group_names[SP_NGROUPS] = {
     [SP_GRP_REGION_TABLE] = "region_table",
     [SP_GRP_INDEX] = "rank_region_index",
     [SP_GRP_EVENTS] = "events",
-    [SP_GRP_THREAD_TABLE] = "thread_table",
-    [SP_GRP_TASK_TABLE] = "task_table",
+    [SP_GRP_THREAD_TABLE] = SP_PLAN_THREAD_TABLE,
+    [SP_GRP_TASK_TABLE] = SP_PLAN_TASK_TABLE,
     [SP_GRP_RANKS] = "ranks",
     [SP_GRP_HIER_REGION] = "regions",
 };

@@ -37,6 +37,10 @@
  * says why). Only looked for, so that the reader can refuse such a file by
  * name. */
 #define SP_PLAN_RETIRED_START_GAPS "start_gaps"
+/* The lane-table groups' names, for what is named after them (the report's
+ * thread_table view). */
+#define SP_PLAN_THREAD_TABLE "thread_table"
+#define SP_PLAN_TASK_TABLE "task_table"
 
 /* Value types as stored (little-endian, as h5py writes them on x86). */
 enum sp_dtype {

@@ -20,6 +20,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "output/plan.h"
 #include "report/report_internal.h"
 
 static int view_threads(FILE *o, struct rp_model *m, const char *cmd, const char **notes) {
@@ -275,7 +276,7 @@ struct rp_view {
 
 static const struct rp_view views[] = {
     {"threads", "Threads", view_threads},
-    {"thread_table", "Thread table", view_thread_table},
+    {SP_PLAN_THREAD_TABLE, "Thread table", view_thread_table}, /* named after the group it shows */
     {"tasks", "Task table", view_tasks},
     {"memory", "Memory by region", rp_view_memory},
     {"memory_time", "Memory over time", rp_view_memory_time},
