@@ -154,10 +154,6 @@ uint32_t sp__xctx_capture(struct sp_manager *m);
 void sp__xctx_free(struct sp_manager *m);
 /* Recovery: context k (the next one) as a spill recorded it; 0 or -1. */
 int sp__xctx_restore(struct sp_manager *m, uint32_t k, uint32_t thread, uint64_t start, uint32_t depth, int64_t id);
-/* Recovery of a job: the ranks' runs (ascending rank, each taken over and
- * emptied) as one run, its metadata the first rank's with mpi_size n. */
-struct sp_run;
-sp_status sp__runs_merge(struct sp_run *runs, size_t n, struct sp_run *out);
 /* Make context ctx (index + 1; 0: none) of the manager generation `gen` the
  * calling thread's adopted one on m. */
 void sp__adopt(struct sp_manager *m, uint32_t gen, uint32_t ctx);

@@ -577,25 +577,33 @@ sp_status sp__spill_recover_job(const char *const *spills, size_t n, const char 
         st = sp__set_error(SP_ERR_INVALID_ARGUMENT, "%s and %s were both written by rank %d; give each rank's "
                            "spill once", jr[i - 1].spill, jr[i].spill, jr[i].rv.rank);
   }
-  struct sp_run job;
-  memset(&job, 0, sizeof job);
+  /* The ranks' runs are the parts of one job file, as the MPI writers'
+   * (rows in rank order; tables and groups keep their ranks); the head's
+   * metadata are the first rank's. */
   struct sp_run *runs = st == SP_OK ? malloc(n * sizeof *runs) : NULL;
   if (st == SP_OK && !runs) st = sp__set_error(SP_ERR_NO_MEMORY, "out of memory");
-  if (runs) {
-    for (size_t i = 0; i < n; i++) runs[i] = jr[i].run;
-    st = sp__runs_merge(runs, n, &job);
-    for (size_t i = 0; i < n; i++) jr[i].run = runs[i]; /* emptied where taken over: freed below */
-    free(runs);
+  for (size_t i = 0; runs && st == SP_OK && i < n; i++) {
+    runs[i] = jr[i].run;
+    if (strcmp(runs[i].layout, runs[0].layout) != 0)
+      st = sp__set_error(SP_ERR_CONFLICT, "the ranks' runs were recorded in different layouts (%s and %s); "
+                         "recover them one by one", runs[0].layout, runs[i].layout);
+    else if (runs[i].fill_events && n > 1)
+      st = sp__set_error(SP_ERR_UNSUPPORTED, "a streamed rank cannot be merged with others in memory");
   }
   if (st == SP_OK) {
     /* whole when every rank's spill was, and there was one for every rank
      * the launcher started */
-    sp__meta_i64(&job.meta, "recovery_complete", complete && size == (int)n);
-    sp__meta_i64(&job.meta, "recovered_ranks", (int64_t)n);
-    st = sp__h5_write_file(&job, &first->cfg, first->cfg.file_path);
+    struct sp_meta *meta = &runs[0].meta;
+    if (sp__meta_i64(meta, SP_META_MPI_SIZE, (int64_t)n) != 0 ||
+        sp__meta_i64(meta, SP_META_RECOVERY_COMPLETE, complete && size == (int)n) != 0 ||
+        sp__meta_i64(meta, "recovered_ranks", (int64_t)n) != 0)
+      st = sp__set_error(SP_ERR_NO_MEMORY, "out of memory");
+    else
+      st = sp__h5_write_parts(runs, (int)n, &first->cfg, first->cfg.file_path);
     if (st == SP_OK && written) snprintf(written, written_len, "%s", first->cfg.file_path);
   }
-  sp__run_free(&job);
+  if (runs) jr[0].run.meta = runs[0].meta; /* freed with the run below */
+  free(runs);
   for (size_t i = 0; i < n; i++) sp__run_free(&jr[i].run);
   sp_manager_destroy(first);
   free(jr);
