@@ -7,7 +7,9 @@ structural checks:
 
 --expect: the region's calls summed over ranks; --parent: every call of
 REGION sits directly inside a call of PARENT (PARENT may list alternatives
-joined by '|'; '-' means a top-level call); --threads: the region's calls
+joined by '|'; '-' means a top-level call; without events/call_ids and
+parent_ids, as schema 3 writes when the intervals give the nesting, the
+calls are nested by their times, upstream's reader rule); --threads: the region's calls
 come from exactly N distinct threads (events/thread_ids); --ranks: the file
 holds N ranks. Exits non-zero with a message on the first violation.
 """
@@ -42,7 +44,7 @@ def main():
     rri = f["rank_region_index"]
     ids, ranks = rri["region_ids"][:], rri["ranks"][:]
     offs, counts = rri["event_offsets"][:], rri["event_counts"][:]
-    ev = sp_events.events(f)
+    ev = sp_events.nested(f)  # call/parent rebuilt from the intervals when the ids are absent
     n = len(ev["start"])
     region = np.empty(n, dtype=object)
     rank = np.zeros(n, dtype=np.int64)
