@@ -641,7 +641,7 @@ static sp_status finalize_map(struct sp_manager *m, const sp_finalize_args *args
     sp__summary_print(args->summary_stream ? args->summary_stream : stdout, &run, m->cfg.display_label,
                       m->overhead_ns);
   /* Like upstream's print_stats(): each rank its own line tables. */
-  if (args->verbose) sp__summary_print_lines(args->summary_stream ? args->summary_stream : stdout, &run);
+  if (args->verbose) sp__summary_print_lines(args->summary_stream ? args->summary_stream : stdout, &run, rank);
   sp__run_free(&run);
   sp__stream_fill_free(fill_ctx);
 

@@ -15,6 +15,7 @@
 
 #include "common/line_table.h"
 #include "core/summary.h"
+#include "output/plan.h"
 
 static const struct sp_run *sort_run;
 static int by_total_desc(const void *a, const void *b) {
@@ -88,24 +89,27 @@ void sp__summary_print(FILE *out, const struct sp_run *run, const char *label, d
   print_problems(out, run);
 }
 
-static const struct sp_aux_dset *aux_dset(const struct sp_aux_group *g, const char *name) {
-  for (size_t i = 0; i < g->ndsets; i++)
-    if (!strcmp(g->dsets[i].name, name) && g->dsets[i].ndims == 1) return &g->dsets[i];
+static const struct sp_node_ds *node_ds(const struct sp_node *g, const char *name) {
+  for (size_t i = 0; i < g->nds; i++)
+    if (!strcmp(g->ds[i].name, name) && g->ds[i].ndims == 1) return &g->ds[i];
   return NULL;
 }
 
-static const char *aux_str(const struct sp_aux_group *g, const char *key) {
+static const char *node_str(const struct sp_node *g, const char *key) {
   const struct sp_meta_item *it = sp__meta_get(&g->attrs, key);
   return it && it->type == SP_META_STR ? it->s : NULL;
 }
 
-void sp__summary_print_lines(FILE *out, const struct sp_run *run) {
+void sp__summary_print_lines(FILE *out, const struct sp_run *run, uint32_t rank) {
+  const struct sp_node *lp = NULL;
+  const char *lp_name = sp__plan_rank_group(SP_RG_LINE_PROFILE)->name;
+  for (size_t i = 0; i < run->ngroups && !lp; i++)
+    if (!strcmp(run->groups[i]->name, lp_name)) lp = run->groups[i];
   int header = 0;
-  for (size_t i = 0; i < run->naux; i++) {
-    const struct sp_aux_group *g = &run->aux[i];
-    if (strncmp(g->path, "line_profile/", 13) != 0) continue;
-    const struct sp_aux_dset *l = aux_dset(g, "line_numbers"), *h = aux_dset(g, "hits"), *t = aux_dset(g, "times"),
-                             *a = aux_dset(g, "addresses");
+  for (size_t i = 0; lp && i < lp->nkids; i++) {
+    const struct sp_node *g = lp->kids[i];
+    const struct sp_node_ds *l = node_ds(g, "line_numbers"), *h = node_ds(g, "hits"), *t = node_ds(g, "times"),
+                            *a = node_ds(g, "addresses");
     if (!l || !h || !t || l->dims[0] != h->dims[0] || l->dims[0] != t->dims[0]) continue;
     const struct sp_meta_item *first = sp__meta_get(&g->attrs, "first_lineno"),
                               *sfirst = sp__meta_get(&g->attrs, "source_first_lineno"),
@@ -113,9 +117,9 @@ void sp__summary_print_lines(FILE *out, const struct sp_run *run) {
     size_t ninl = 0;
     while (inl && inl->type == SP_META_STRLIST && inl->list[ninl]) ninl++;
     struct sp_line_table lt = {
-        .region = aux_str(g, "region"),
-        .filename = aux_str(g, "filename"),
-        .function = aux_str(g, "function"),
+        .region = node_str(g, "region"),
+        .filename = node_str(g, "filename"),
+        .function = node_str(g, "function"),
         .first_lineno = first ? first->i : 0,
         .unit = unit ? unit->d : 1.0,
         .n = (size_t)l->dims[0],
@@ -123,14 +127,14 @@ void sp__summary_print_lines(FILE *out, const struct sp_run *run) {
         .hits = h->data,
         .times = t->data,
         .addresses = a && a->dims[0] == l->dims[0] ? a->data : NULL,
-        .module = aux_str(g, "module"),
-        .source = aux_str(g, "source"),
+        .module = node_str(g, "module"),
+        .source = node_str(g, "source"),
         .source_first_lineno = sfirst ? sfirst->i : 0,
         .inlined_into = ninl ? (const char *const *)inl->list : NULL,
         .ninlined = ninl,
     };
     if (!header) {
-      fprintf(out, "\nscope-profiler line profile (rank %u)\n", (unsigned)g->rank);
+      fprintf(out, "\nscope-profiler line profile (rank %u)\n", (unsigned)rank);
       sp__line_table_header(out, lt.unit);
       header = 1;
     }

@@ -12,6 +12,6 @@ void sp__summary_print(FILE *out, const struct sp_run *run, const char *label, d
 
 /* The line-profile records of the run (rank<N>/line_profile groups) as
  * line_profiler's tables, for verbose finalize on every rank. */
-void sp__summary_print_lines(FILE *out, const struct sp_run *run);
+void sp__summary_print_lines(FILE *out, const struct sp_run *run, uint32_t rank);
 
 #endif
