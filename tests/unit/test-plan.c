@@ -148,8 +148,8 @@ static void scan_dir(const char *dir, int *bad) {
                !strcmp(e->d_name, "export_profile.c");
     /* upstream's LIKWID groups hold a dataset called "events"
      * (rank<N>/likwid/regions/<tag>/events), a name of the extension's own
-     * tree, not the /events group */
-    int likwid = strstr(path, "/probes/likwid/") != NULL;
+     * tree, not the /events group; the probe writes it, read_likwid.c reads it */
+    int likwid = strstr(path, "/probes/likwid/") != NULL || !strcmp(e->d_name, "read_likwid.c");
     char *src = slurp(path);
     for (int id = 0; src && id < SP_DS_NBUILTIN; id++) {
       const char *name = sp__plan(id)->name;
