@@ -7,6 +7,11 @@
  * line where its definition starts (found by walking back from the macro to
  * the line holding the function's name) through the closing brace of its
  * body. Braces inside strings, character literals and comments are skipped.
+ * A Python file (.py: regions made by the Python package) has no braces: its
+ * region is the statement at the line (a `with` line, a decorated function
+ * from its first decorator through its `def`) and every line indented
+ * deeper than it, as upstream cuts the `with` block or the function out of
+ * the file. A string literal whose lines start further left ends it early.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -100,12 +105,47 @@ static const char *block_end(const char *from) {
   return NULL;
 }
 
+static int py_indent(const char *line, const char **first) {
+  int n = 0;
+  for (; *line == ' ' || *line == '\t'; line++) n += *line == '\t' ? 8 - n % 8 : 1;
+  *first = line;
+  return n;
+}
+
+/* End (one past) of the Python statement at `from` with its indented body. */
+static const char *py_block_end(const char *from) {
+  const char *first;
+  int base = py_indent(from, &first);
+  int after_decorator = *first == '@';
+  const char *end = strchr(from, '\n');
+  if (!end) return from + strlen(from);
+  for (const char *p = end + 1; *p;) {
+    const char *eol = strchr(p, '\n');
+    if (!eol) eol = p + strlen(p);
+    int ind = py_indent(p, &first);
+    int blank = *first == '\n' || *first == '\r' || *first == 0 || *first == '#';
+    if (!blank) {
+      if (ind <= base && !(ind == base && after_decorator)) break;
+      if (ind == base) after_decorator = *first == '@';
+      end = eol;
+    }
+    p = *eol ? eol + 1 : eol;
+  }
+  return end;
+}
+
+static int is_python(const char *path) {
+  size_t n = strlen(path);
+  return n > 3 && strcmp(path + n - 3, ".py") == 0;
+}
+
 char *sp__source_text(sp_source_cache *c, const char *path, int line, int is_function, const char *func) {
   if (!c || !path || line < 1) return NULL;
   const char *text = file_text(c, path);
   if (!text) return NULL;
   const char *from = line_start(text, line);
   if (!from) return NULL;
+  if (is_python(path)) return sp__strndup(from, (size_t)(py_block_end(from) - from));
   const char *begin = from;
   if (is_function && func && *func) {
     /* Walk back to the line that names the function: its definition. */

@@ -147,6 +147,35 @@ class Region:
 
     exclusive_duration = total_exclusive_duration
 
+    @property
+    def _defined(self) -> "MPIRegion":
+        return self._res.get_region(self.name)
+
+    @property
+    def tags(self) -> tuple:
+        return self._defined.tags
+
+    @property
+    def source_file(self):
+        return self._defined.source_file
+
+    @property
+    def source_lineno(self):
+        return self._defined.source_lineno
+
+    @property
+    def source_text(self):
+        return self._defined.source_text
+
+    @property
+    def has_source(self) -> bool:
+        return self._defined.has_source
+
+    def events(self, relative: bool = True, origin: int | None = None) -> list:
+        """This region's calls on this rank, one dict each (name, rank,
+        call_index, start, end, duration; seconds), as ProfilingResults.events."""
+        return self._res._call_dicts(self, self._res._origin(relative, origin))
+
     def get_summary(self) -> dict:
         return {
             "num_calls": self.num_calls,
@@ -320,6 +349,40 @@ class ProfilingResults:
     def minimum_start_time(self) -> float:
         return (self._r.min_start() - self.time_origin_ns) / 1e9
 
+    @property
+    def maximum_end_time(self) -> float:
+        """The last call's end (s from the time origin); 0.0 without calls."""
+        ends = [r._all()["last_end_ns"] for r in map(self.get_region, self._names) if r.num_calls]
+        return (max(ends) - self.time_origin_ns) / 1e9 if ends else 0.0
+
+    @property
+    def time_span(self) -> float:
+        """From the first call's start to the last call's end (s)."""
+        return self.maximum_end_time - self.minimum_start_time if self.num_events else 0.0
+
+    @property
+    def run_start_time(self):
+        """The run's start (s, on the run's clock), or None when the file does not record it."""
+        ns = self.run_start_time_ns
+        return ns / 1e9 if ns is not None else None
+
+    @property
+    def time_origin(self) -> float:
+        """What times are relative to (s, on the run's clock): the run's start
+        when recorded, else the first region entry."""
+        return self.time_origin_ns / 1e9
+
+    @property
+    def startup_time(self) -> float:
+        """From setup to the first region entry (s); 0.0 when unknown."""
+        ns = self.run_start_time_ns
+        return max(0, self._r.min_start() - ns) / 1e9 if ns is not None and self.num_events else 0.0
+
+    @classmethod
+    def from_h5(cls, path) -> "ProfilingResults":
+        """The same as ``scope_profiler.load(path)``."""
+        return load(path)
+
     # ---- regions ----------------------------------------------------------------------
 
     def get_region(self, name: str) -> MPIRegion:
@@ -349,7 +412,37 @@ class ProfilingResults:
             out.append(self.get_region(name))
         return sorted(out, key=lambda r: r.first_start_time)
 
-    def events(self, name: str, rank: int | None = None) -> dict:
+    def _origin(self, relative: bool, origin) -> int:
+        if origin is not None:
+            return int(origin)
+        return self.time_origin_ns if relative else 0
+
+    def _call_dicts(self, region: Region, origin_ns: int) -> list:
+        name, rank = region.name, region.rank
+        starts, ends = region.start_times_ns.tolist(), region.end_times_ns.tolist()
+        return [{"name": name, "rank": rank, "call_index": i, "start": (s - origin_ns) / 1e9,
+                 "end": (e - origin_ns) / 1e9, "duration": (e - s) / 1e9}
+                for i, (s, e) in enumerate(zip(starts, ends))]
+
+    def events(self, include=None, exclude=None, ranks=None, relative: bool = True, origin: int | None = None) -> list:
+        """Every call, one dict each: name, rank, call_index (the call's index
+        among its region's calls on that rank), start, end, duration (s),
+        ordered by start. ``include``/``exclude``: region name regexes (as
+        get_regions); ``ranks``: the ranks to take (default: all);
+        ``relative``: times from the time origin (else on the run's clock);
+        ``origin``: another origin, in ns on the run's clock. Empty for an
+        aggregation-mode run (it keeps no events)."""
+        wanted = None if ranks is None else {int(r) for r in ([ranks] if isinstance(ranks, int) else ranks)}
+        origin_ns = self._origin(relative, origin)
+        out = []
+        for reg in self.get_regions(include, exclude):
+            for rank, region in reg.regions.items():
+                if wanted is None or rank in wanted:
+                    out.extend(self._call_dicts(region, origin_ns))
+        out.sort(key=lambda d: (d["start"], d["rank"]))
+        return out
+
+    def event_arrays(self, name: str, rank: int | None = None) -> dict:
         """Events of one region on one rank (default: the first) as numpy int64
         arrays: start_ns, end_ns, call_ids, parent_ids, thread_ids."""
         r = self.get_region(name)

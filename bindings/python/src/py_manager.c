@@ -258,15 +258,36 @@ static PyObject *manager_finalize(ManagerObject *self, PyObject *args, PyObject 
   return out;
 }
 
-/* Source location of the Python code that called us (for a new region). */
+/* Whether a frame runs code of the scope_profiler package itself. */
+static int package_frame(PyFrameObject *f) {
+  PyObject *g = PyFrame_GetGlobals(f);
+  PyObject *n = g ? PyDict_GetItemString(g, "__name__") : NULL; /* borrowed */
+  const char *s = n && PyUnicode_Check(n) ? PyUnicode_AsUTF8(n) : NULL;
+  int in = s && (!strcmp(s, "scope_profiler") || !strncmp(s, "scope_profiler.", 15));
+  if (!s) PyErr_Clear();
+  Py_XDECREF(g);
+  return in;
+}
+
+/* Source location of the Python code that called us (for a new region): the
+ * first frame outside the package, so sp.region("x") made from a user's line
+ * points there, not into profile_manager.py. */
 static void caller_location(PyObject **file, int *line, PyObject **func) {
   *file = NULL;
   *func = NULL;
   *line = -1;
   PyFrameObject *f = PyEval_GetFrame(); /* borrowed */
   if (!f) return;
+  Py_INCREF(f);
+  while (package_frame(f)) {
+    PyFrameObject *back = PyFrame_GetBack(f);
+    if (!back) break;
+    Py_DECREF(f);
+    f = back;
+  }
   PyCodeObject *code = PyFrame_GetCode(f);
   *line = PyFrame_GetLineNumber(f);
+  Py_DECREF(f);
   PyObject *fn = PyObject_GetAttrString((PyObject *)code, "co_filename");
   PyObject *qn = PyObject_GetAttrString((PyObject *)code, "co_qualname");
   Py_DECREF(code);

@@ -46,15 +46,76 @@ def test_regions_and_statistics(recorded):
 
 def test_events_match_h5py(recorded):
     res = sp.load(recorded)
-    ev = res.events("kernel")
+    ev = res.event_arrays("kernel")
     assert set(ev) >= {"start_ns", "end_ns", "call_ids", "parent_ids", "thread_ids"}
     assert (ev["end_ns"] >= ev["start_ns"]).all()
     n = res.num_events
     res.close()
     with pytest.raises(sp.StateError):
-        res.events("kernel")
+        res.event_arrays("kernel")
     with h5py.File(recorded, "r") as f:
         assert f["events/durations"].shape[0] == n  # one duration per call, as the reader counts
+
+
+def test_events_one_dict_per_call(recorded):
+    res = sp.load(recorded)
+    ev = res.events()
+    assert len(ev) == res.num_events == 10 + sum(i % 3 for i in range(10))
+    assert set(ev[0]) == {"name", "rank", "call_index", "start", "end", "duration"}
+    assert [e["start"] for e in ev] == sorted(e["start"] for e in ev)
+    kernel = res.events(include="kernel")
+    assert {e["name"] for e in kernel} == {"kernel"}
+    assert sorted(e["call_index"] for e in kernel) == list(range(len(kernel)))
+    arrays = res.event_arrays("kernel")
+    first = min(kernel, key=lambda e: e["call_index"])
+    assert first["start"] == pytest.approx((arrays["start_ns"][0] - res.time_origin_ns) / 1e9)
+    assert first["duration"] == pytest.approx((arrays["end_ns"][0] - arrays["start_ns"][0]) / 1e9)
+    absolute = res.events(include="kernel", relative=False)
+    assert absolute[0]["start"] == pytest.approx(kernel[0]["start"] + res.time_origin)
+    assert res.events(exclude=["step", "kernel"]) == [] and res.events(ranks=[3]) == []
+    assert res["kernel"][0].events() == sorted(kernel, key=lambda e: e["call_index"])
+
+
+def test_run_times(recorded):
+    res = sp.load(recorded)
+    assert res.run_start_time == pytest.approx(res.run_start_time_ns / 1e9)
+    assert res.time_origin == res.run_start_time  # the run's start is recorded
+    assert 0.0 <= res.startup_time == pytest.approx(res.minimum_start_time)
+    last = max(int(res["step"][0].end_times_ns.max()), int(res["kernel"][0].end_times_ns.max()))
+    assert res.maximum_end_time == pytest.approx((last - res.time_origin_ns) / 1e9)
+    assert res.time_span == pytest.approx(res.maximum_end_time - res.minimum_start_time)
+    assert res.time_span > 0
+    again = sp.ProfilingResults.from_h5(recorded)
+    assert again.region_names == res.region_names
+
+
+def test_region_source_and_tags(h5):
+    sp.setup(file_path=h5, capture_region_source=True)
+
+    @sp.profile("src_solver")
+    def solve(n):
+        total = 0
+        for i in range(n):
+            total += i
+        return total
+
+    def body():
+        with sp.region("src_step", tags=["outer"]):
+            solve(3)
+            x = 1
+        return x
+
+    body()
+    sp.finalize(verbose=False)
+    res = sp.load(h5)
+    step, solver = res["src_step"], res["src_solver"]
+    assert step.tags == ("outer",) and step[0].tags == ("outer",) and solver.tags == ()
+    assert step.source_file == __file__ or step.source_file.endswith("test_results.py")  # not the package's own file
+    assert step.source_text.splitlines() == [
+        '        with sp.region("src_step", tags=["outer"]):', "            solve(3)", "            x = 1"]
+    assert step[0].has_source and step[0].source_lineno == step.source_lineno
+    assert solver.source_text.splitlines()[:2] == ['    @sp.profile("src_solver")', "    def solve(n):"]
+    assert solver.source_text.splitlines()[-1] == "        return total"
 
 
 def test_call_tree_own_time(recorded):
@@ -73,7 +134,8 @@ def test_finalize_results_equal_file(h5):
             pass
     mem = sp.finalize(verbose=False, return_results=True)
     disk = sp.load(h5)
-    assert np.array_equal(mem.events("x")["start_ns"], disk.events("x")["start_ns"])
+    assert np.array_equal(mem.event_arrays("x")["start_ns"], disk.event_arrays("x")["start_ns"])
+    assert mem.events() == disk.events()
     assert mem.metadata.get("label") == disk.metadata.get("label")
 
 
