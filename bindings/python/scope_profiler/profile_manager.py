@@ -268,6 +268,44 @@ class ProfileManager:
             value = main(*args)
         return value, run.results
 
+    @_hybrid
+    def run_script(self, script_path, script_args=None, region_name: str | None = None,
+                   only_user_code: bool = True):
+        """Run a Python script as ``__main__`` inside one region (named after
+        the script's file name, or ``region_name``), with every user-code
+        Python function it calls recorded as a region ``<module>.<qualname>``
+        (recursive profiling; ``only_user_code=False`` also traces the
+        standard library and site-packages). ``sys.argv`` is ``[script,
+        *script_args]`` and the script's directory comes first on
+        ``sys.path`` while it runs, as ``python3 script.py`` would have them.
+        Records into this manager's run (``setup()`` first); returns the
+        script's globals."""
+        from .recursive import classifier
+
+        path = os.path.abspath(os.fspath(script_path))
+        with open(path, "rb") as f:  # FileNotFoundError names the script
+            source = f.read()
+        code = compile(source, path, "exec")
+        saved_argv, saved_path, saved_main = sys.argv, list(sys.path), sys.modules.get("__main__")
+        module = type(sys)("__main__")
+        module.__file__ = path
+        module.__builtins__ = __builtins__
+        sys.argv = [path, *[str(a) for a in (script_args or ())]]
+        sys.path.insert(0, os.path.dirname(path))
+        sys.modules["__main__"] = module
+        skip = self._decorated_codes  # the live set: functions the script decorates record themselves
+        skip.add(code)  # the module's own frame is the script's region
+        try:
+            with self._m.region(region_name or os.path.basename(path)):
+                with _core.Tracer(classifier(self, only_user_code), skip):
+                    exec(code, module.__dict__)
+        finally:
+            skip.discard(code)
+            sys.argv, sys.path[:] = saved_argv, saved_path
+            if saved_main is not None:
+                sys.modules["__main__"] = saved_main
+        return module.__dict__
+
     # ---- regions ----------------------------------------------------------------
 
     profile_region = _c_method(

@@ -54,6 +54,22 @@ def is_user_code(filename: str) -> bool:
     return not any(real == d or real.startswith(d + os.sep) for d in _LIB_DIRS)
 
 
+def classifier(manager, only_user_code: bool = True):
+    """The tracer's question for a called frame: its region, or None when the
+    frame is not traced (not user code, with ``only_user_code``)."""
+    m = manager._m
+
+    def classify(frame):
+        code = frame.f_code
+        if only_user_code and not is_user_code(code.co_filename):
+            return None
+        module = frame.f_globals.get("__name__", "?")
+        return m.region(f"{module}.{code.co_qualname}", None, code.co_filename, code.co_firstlineno,
+                        code.co_qualname)
+
+    return classify
+
+
 class Recursive:
     """The callable a recursive decorator returns."""
 
@@ -61,15 +77,7 @@ class Recursive:
         self._pm = manager
         self._inner = inner
         self.__wrapped__ = func
-        self._only_user = only_user_code
-
-    def _classify(self, frame):
-        code = frame.f_code
-        if self._only_user and not is_user_code(code.co_filename):
-            return None
-        module = frame.f_globals.get("__name__", "?")
-        name = f"{module}.{code.co_qualname}"
-        return self._pm._m.region(name, None, code.co_filename, code.co_firstlineno, code.co_qualname)
+        self._classify = classifier(manager, only_user_code)
 
     def __call__(self, *args, **kwargs):
         if getattr(_state, "depth", 0):

@@ -6,6 +6,7 @@ import json
 import sys
 
 import numpy as np
+import pytest
 
 import scope_profiler as sp
 
@@ -125,3 +126,43 @@ def test_previous_profile_function_chained_and_restored(h5):
     assert "leaf" in seen
     res = pm.finalize(verbose=False, return_results=True)
     assert res[f"{__name__}.leaf"].num_calls == 1
+
+
+def test_run_script_traces_the_script(h5, tmp_path):
+    script = tmp_path / "sim_script.py"
+    script.write_text(
+        "import sys\n"
+        "import scope_profiler as sp\n"
+        "\n"
+        "def helper(x):\n"
+        "    return x + 1\n"
+        "\n"
+        "@sp.profile('decorated_step')\n"
+        "def step(x):\n"
+        "    return helper(x)\n"
+        "\n"
+        "class Solver:\n"
+        "    def solve(self, n):\n"
+        "        return sum(step(i) for i in range(n))\n"
+        "\n"
+        "RESULT = Solver().solve(int(sys.argv[1]))\n"
+        "ARGV = list(sys.argv)\n"
+        "SYS_PATH0 = sys.path[0]\n"
+        "NAME = __name__\n")
+    argv = list(sys.argv)
+    sp.setup(file_path=h5)
+    g = sp.ProfileManager.run_script(script, ["4"])
+    res = sp.finalize(verbose=False, return_results=True)
+    assert g["RESULT"] == 1 + 2 + 3 + 4 and g["NAME"] == "__main__"
+    assert g["ARGV"] == [str(script), "4"] and g["SYS_PATH0"] == str(tmp_path)
+    assert sys.argv == argv and sys.path[0] != str(tmp_path)
+    assert res["sim_script.py"].num_calls == 1
+    assert res["__main__.Solver.solve"].num_calls == 1
+    assert res["__main__.helper"].num_calls == 4
+    assert res["decorated_step"].num_calls == 4  # recorded once, by its decorator
+    assert "__main__.step" not in res.region_names and "__main__.<module>" not in res.region_names
+    tree = {n["name"]: n for n in res.call_tree()}
+    parent = res.call_tree()[tree["__main__.Solver.solve"]["parent"]]["name"]
+    assert parent == "sim_script.py"
+    with pytest.raises(FileNotFoundError):
+        sp.ProfileManager.run_script(tmp_path / "missing.py")
