@@ -79,11 +79,11 @@ SEED_CONFIG_METHODS = {
     "stop_memory_profiling": ("method", []),
 }
 
-# ProfileManager members upstream documents (api.qmd, modes.qmd, the seed).
+# ProfileManager members upstream documents (api.qmd, modes.qmd, the seed; run_script: the snapshot).
 UPSTREAM_MANAGER_MEMBERS = [
     "setup", "session", "profile", "region", "profile_region", "define_region", "metadata", "finalize",
     "read_results", "last_results", "get_region", "get_all_regions", "registered_regions", "recorded_regions",
-    "is_configured", "is_active", "get_config", "set_config", "sample_every", "register_opt_in_tag",
+    "is_configured", "is_active", "get_config", "set_config", "sample_every", "register_opt_in_tag", "run_script",
 ]
 UPSTREAM_MODULE_FUNCTIONS = ["setup", "finalize", "session", "region", "profile", "is_active", "is_configured",
                              "registered_regions", "recorded_regions", "run"]
