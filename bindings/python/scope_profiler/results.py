@@ -472,6 +472,36 @@ class ProfilingResults:
         return [{"name": self._names[reg], "region": reg, "parent": parent, "count": count, "total_ns": total,
                  "own_ns": total - children} for reg, parent, count, total, children in nodes]
 
+    @property
+    def threads(self) -> tuple:
+        """The thread table: one dict per thread (rank, index, ident, native_id,
+        daemon, name, start_ns/end_ns relative to the rank's start, end_ns -1
+        while alive, cpu_ns, omp_thread); empty when threads were not recorded."""
+        return tuple(self._r.thread_table())
+
+    @property
+    def tasks(self) -> tuple:
+        """The task table (track_async): one dict per task (rank, index,
+        thread_index, kind, name, coro_name, steps, running_ns, suspended_ns,
+        created_ns, done_ns)."""
+        return tuple(self._r.task_table())
+
+    def thread_summary(self, rank: int | None = None) -> list:
+        """Per thread of a rank: name, num_calls, region_time (s, top-level
+        calls of the thread), cpu_time (s, None when unknown)."""
+        rank = self.ranks[0] if rank is None and self.ranks else (rank or 0)
+        cs = self.call_stack(rank)
+        out = []
+        for t in self.threads:
+            if t["rank"] != rank:
+                continue
+            mine = cs["thread"] == t["index"]
+            top = mine & (cs["parent"] < 0)
+            out.append({"index": t["index"], "name": t["name"], "num_calls": int(mine.sum()),
+                        "region_time": float((cs["end_ns"][top] - cs["start_ns"][top]).sum()) / 1e9,
+                        "cpu_time": t["cpu_ns"] / 1e9 if t["cpu_ns"] >= 0 else None})
+        return out
+
     def print_summary(self, file=None) -> None:
         import sys
 

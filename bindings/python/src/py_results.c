@@ -358,7 +358,61 @@ static PyObject *results_min_start(PyObject *self, PyObject *noargs) {
   return PyLong_FromLongLong(v);
 }
 
+/* thread_table() -> list of dicts (upstream's fields; times in ns relative
+ * to the rank's start, -1 unknown), [] when the file has none. */
+static PyObject *results_thread_table(PyObject *self, PyObject *noargs) {
+  (void)noargs;
+  const sp_thread_info *rows = NULL;
+  size_t n = 0;
+  sp_status st = sp_results_thread_table(SELF_R(self), &rows, &n);
+  if (st != SP_OK) return sp_py_raise(st, "cannot read the thread table");
+  PyObject *l = PyList_New((Py_ssize_t)n);
+  for (size_t i = 0; l && i < n; i++) {
+    const sp_thread_info *t = &rows[i];
+    PyObject *d = Py_BuildValue("{s:L,s:L,s:L,s:L,s:O,s:L,s:L,s:L,s:L,s:N}", "rank", (long long)t->rank, "index",
+                                (long long)t->index, "ident", (long long)t->ident, "native_id",
+                                (long long)t->native_id, "daemon", t->daemon ? Py_True : Py_False, "start_ns",
+                                (long long)t->start_ns, "end_ns", (long long)t->end_ns, "cpu_ns",
+                                (long long)t->cpu_ns, "omp_thread", (long long)t->omp_thread, "name",
+                                opt_str(t->name ? t->name : ""));
+    if (!d) {
+      Py_CLEAR(l);
+      break;
+    }
+    PyList_SET_ITEM(l, (Py_ssize_t)i, d);
+  }
+  return l;
+}
+
+/* task_table() -> list of dicts, [] when the file has none. */
+static PyObject *results_task_table(PyObject *self, PyObject *noargs) {
+  (void)noargs;
+  const sp_task_info *rows = NULL;
+  size_t n = 0;
+  sp_status st = sp_results_task_table(SELF_R(self), &rows, &n);
+  if (st != SP_OK) return sp_py_raise(st, "cannot read the task table");
+  PyObject *l = PyList_New((Py_ssize_t)n);
+  for (size_t i = 0; l && i < n; i++) {
+    const sp_task_info *t = &rows[i];
+    PyObject *d = Py_BuildValue("{s:L,s:L,s:L,s:L,s:L,s:L,s:L,s:L,s:L,s:N,s:N,s:N}", "rank", (long long)t->rank,
+                                "index", (long long)t->index, "thread_index", (long long)t->thread_index,
+                                "created_ns", (long long)t->created_ns, "done_ns", (long long)t->done_ns, "steps",
+                                (long long)t->steps, "running_ns", (long long)t->running_ns, "suspended_ns",
+                                (long long)t->suspended_ns, "switch_id", (long long)t->switch_id, "kind",
+                                opt_str(t->kind ? t->kind : ""), "name", opt_str(t->name ? t->name : ""),
+                                "coro_name", opt_str(t->coro_name ? t->coro_name : ""));
+    if (!d) {
+      Py_CLEAR(l);
+      break;
+    }
+    PyList_SET_ITEM(l, (Py_ssize_t)i, d);
+  }
+  return l;
+}
+
 static PyMethodDef results_methods[] = {
+    {"thread_table", results_thread_table, METH_NOARGS, "The thread table's rows as dicts."},
+    {"task_table", results_task_table, METH_NOARGS, "The task table's rows as dicts."},
     {"info", results_info, METH_NOARGS, "Schema, layout, label and what the file records."},
     {"metadata", results_metadata, METH_NOARGS, "The /metadata attributes as a dict."},
     {"region_names", results_region_names, METH_NOARGS, "Region names in table order."},

@@ -165,3 +165,35 @@ def test_track_threads_names_threads(h5):
     sp.setup(file_path=h5, replace=True)
     assert threading.getprofile() is None  # the hook went with the run
     sp.finalize(verbose=False)
+
+
+def test_lane_tables_read_back(h5):
+    if not hasattr(sp._core.Results, "thread_table"):
+        pytest.skip("the reader has no lane-table API in this build")
+    sp.setup(file_path=h5, track_async=True)
+
+    def work():
+        with sp.profile_region("w"):
+            pass
+
+    t = threading.Thread(target=work, name="lane-worker")
+    t.start()
+    t.join()
+
+    async def job():
+        with sp.profile_region("aj"):
+            await asyncio.sleep(0)
+
+    async def main():
+        await asyncio.gather(job(), job())
+
+    asyncio.run(main())
+    sp.finalize(verbose=False)
+    res = sp.load(h5)
+    names = [t["name"] for t in res.threads]
+    assert "lane-worker" in names
+    summary = {s["name"]: s for s in res.thread_summary()}
+    assert summary["lane-worker"]["num_calls"] == 1
+    tasks = [k for k in res.tasks if k["steps"] > 0]
+    assert len(tasks) >= 2 and all(k["kind"] == "task" for k in tasks)
+    assert all(k["running_ns"] >= 0 and k["done_ns"] != -1 for k in tasks)
