@@ -474,17 +474,35 @@ class ProfilingResults:
 
     @property
     def threads(self) -> tuple:
-        """The thread table: one dict per thread (rank, index, ident, native_id,
-        daemon, name, start_ns/end_ns relative to the rank's start, end_ns -1
-        while alive, cpu_ns, omp_thread); empty when threads were not recorded."""
-        return tuple(self._r.thread_table())
+        """The thread table, one dict per thread, with upstream's fields:
+        index (the events' thread id), name, ident, native_id, daemon,
+        start_time, end_time (None while alive), wall_time (None while
+        alive), cpu_time (None when unknown), alive; times in seconds from
+        the rank's start. Also rank, omp_thread (-1 outside OpenMP) and the
+        exact start_ns, end_ns, cpu_ns (-1 unknown). Empty when threads were
+        not recorded."""
+        out = []
+        for t in self._r.thread_table():
+            alive = t["end_ns"] == -1
+            out.append({**t, "start_time": t["start_ns"] / 1e9, "end_time": None if alive else t["end_ns"] / 1e9,
+                        "wall_time": None if alive else (t["end_ns"] - t["start_ns"]) / 1e9,
+                        "cpu_time": t["cpu_ns"] / 1e9 if t["cpu_ns"] != -1 else None, "alive": alive})
+        return tuple(out)
 
     @property
     def tasks(self) -> tuple:
-        """The task table (track_async): one dict per task (rank, index,
-        thread_index, kind, name, coro_name, steps, running_ns, suspended_ns,
-        created_ns, done_ns)."""
-        return tuple(self._r.task_table())
+        """The task table (track_async), one dict per task, with upstream's
+        fields: index (the events' task id), kind ("task"), name, coro_name,
+        thread_index (the thread that last ran it), steps, running_time,
+        awaiting_time, created_time, done_time (None when not finished); times
+        in seconds, from the rank's start. Also rank, switch_id and the exact
+        created_ns, done_ns (-1), running_ns, suspended_ns."""
+        out = []
+        for t in self._r.task_table():
+            out.append({**t, "running_time": t["running_ns"] / 1e9, "awaiting_time": t["suspended_ns"] / 1e9,
+                        "created_time": t["created_ns"] / 1e9 if t["created_ns"] != -1 else None,
+                        "done_time": t["done_ns"] / 1e9 if t["done_ns"] != -1 else None})
+        return tuple(out)
 
     def thread_summary(self, rank: int | None = None) -> list:
         """Per thread of a rank: name, num_calls, region_time (s, top-level

@@ -2,7 +2,9 @@
 (safe without any option); track_threads records the thread of each call;
 track_async makes every asyncio task a lane through the core's task API."""
 import asyncio
+import os
 import threading
+import time
 
 import h5py
 import numpy as np
@@ -168,32 +170,61 @@ def test_track_threads_names_threads(h5):
 
 
 def test_lane_tables_read_back(h5):
-    if not hasattr(sp._core.Results, "thread_table"):
-        pytest.skip("the reader has no lane-table API in this build")
-    sp.setup(file_path=h5, track_async=True)
+    # A manager of its own: the tables describe its threads and tasks only
+    # (the default manager's would also list those of the earlier tests).
+    pm = sp.ProfileManager()
+    pm.setup(file_path=h5, track_async=True)
 
     def work():
-        with sp.profile_region("w"):
+        with pm.profile_region("w"):
             pass
 
     t = threading.Thread(target=work, name="lane-worker")
     t.start()
     t.join()
+    # join() returns when the Python thread is done; the OS thread stamps its
+    # end in its TLS destructors just after. Wait until the kernel has it gone.
+    for _ in range(2000):
+        if not os.path.exists(f"/proc/self/task/{t.native_id}"):
+            break
+        time.sleep(0.005)
 
     async def job():
-        with sp.profile_region("aj"):
+        with pm.profile_region("aj"):
             await asyncio.sleep(0)
 
     async def main():
         await asyncio.gather(job(), job())
 
-    asyncio.run(main())
-    sp.finalize(verbose=False)
+    try:
+        asyncio.run(main())
+    finally:
+        mem = pm.finalize(verbose=False, return_results=True)
+        pm.setup(file_path=h5 + ".unused", deactivate_file_output=True, replace=True)  # removes the run's hooks
     res = sp.load(h5)
-    names = [t["name"] for t in res.threads]
-    assert "lane-worker" in names
+    assert mem.threads == res.threads and mem.tasks == res.tasks  # in memory as in the file
+    by_name = {t["name"]: t for t in res.threads}
+    worker = by_name["lane-worker"]
+    upstream = {"index", "name", "ident", "native_id", "daemon", "start_time", "end_time", "wall_time", "cpu_time",
+                "alive"}
+    assert upstream <= set(worker)
+    assert worker["alive"] is False and worker["end_time"] >= worker["start_time"] >= 0  # joined before finalize
+    assert worker["wall_time"] == pytest.approx(worker["end_time"] - worker["start_time"])
+    assert worker["ident"] == t.ident and worker["native_id"] == t.native_id and worker["daemon"] is False
+    main_thread = [x for x in res.threads if x["ident"] == threading.main_thread().ident]
+    assert len(main_thread) == 1 and main_thread[0]["alive"] is True and main_thread[0]["end_time"] is None
     summary = {s["name"]: s for s in res.thread_summary()}
     assert summary["lane-worker"]["num_calls"] == 1
+    assert summary[main_thread[0]["name"]]["num_calls"] == 2  # the two "aj" calls ran on the loop's thread
     tasks = [k for k in res.tasks if k["steps"] > 0]
     assert len(tasks) >= 2 and all(k["kind"] == "task" for k in tasks)
-    assert all(k["running_ns"] >= 0 and k["done_ns"] != -1 for k in tasks)
+    upstream = {"index", "kind", "name", "coro_name", "thread_index", "steps", "running_time", "awaiting_time",
+                "created_time", "done_time"}
+    assert all(upstream <= set(k) for k in tasks)
+    assert all(k["running_ns"] >= 0 and k["done_time"] >= k["created_time"] >= 0 for k in tasks)
+    assert all(k["thread_index"] == main_thread[0]["index"] for k in tasks)
+    names = sorted(t["name"] for t in res.threads)
+    res.close()
+    with h5py.File(h5, "r") as f:
+        stored = sorted(n.decode() if isinstance(n, bytes) else n for n in f["thread_table"]["name"][()])
+    assert stored == names
