@@ -6,31 +6,20 @@
  * Every group is checked before it is used, so a hostile file is a format
  * error that names the group, never a crash or a huge allocation: the
  * datasets agree on T (at most 4096 threads), events has one row per event
- * name (at most 1024).
+ * name (at most 1024). The walk over the ranks and their groups is shared
+ * with the counter reader (read_rank_groups.c).
  */
 #include <stdio.h>
 #include <stdlib.h>
-#include <string.h>
 
 #include "common/error.h"
 #include "read/likwid_read.h"
-#include "read/read_internal.h"
+#include "read/rank_groups.h"
 
 #define MAX_THREADS 4096
 #define MAX_EVENTS 1024
 
-struct walk {
-  sp_results *r;
-  int64_t rank;
-  struct sp_likwid_row *rows;
-  size_t n, cap;
-  sp_status st;
-};
-
-static sp_status bad(const char *path, const char *what) {
-  return sp__set_error(SP_ERR_FORMAT, "LIKWID group %s: %s; the file is damaged or not a scope-profiler file", path,
-                       what);
-}
+static sp_status bad(const char *path, const char *what) { return sp__rank_group_bad("LIKWID", path, what); }
 
 /* A string attribute, or a copy of `dflt` when it is absent. */
 static char *str_attr(hid_t g, const char *name, const char *dflt) {
@@ -83,7 +72,8 @@ static sp_status read_f64(const sp_results *r, hid_t rg, const char *name, const
   return st;
 }
 
-static void row_clear(struct sp_likwid_row *row) {
+static void row_clear(void *p) {
+  struct sp_likwid_row *row = p;
   free(row->region);
   free(row->group_name);
   free(row->source);
@@ -91,9 +81,10 @@ static void row_clear(struct sp_likwid_row *row) {
   free(row->events);
 }
 
-static sp_status read_region(struct walk *w, hid_t rg, const char *name, const char *path,
-                             struct sp_likwid_row *row) {
-  row->rank = w->rank;
+static sp_status read_region(sp_results *r, hid_t rg, const char *name, const char *path, int64_t rank,
+                             void *out) {
+  struct sp_likwid_row *row = out;
+  row->rank = rank;
   row->region = str_attr(rg, "tag", name);
   row->group_name = str_attr(rg, "group_name", "");
   row->source = str_attr(rg, "source", "");
@@ -118,9 +109,9 @@ static sp_status read_region(struct walk *w, hid_t rg, const char *name, const c
   }
   row->nevents = (size_t)ne;
   double *calls = NULL, *times = NULL, *ev = NULL;
-  sp_status st = read_f64(w->r, rg, "call_counts", path, 0, (hsize_t)nt, &calls);
-  if (st == SP_OK) st = read_f64(w->r, rg, "times", path, 0, (hsize_t)nt, &times);
-  if (st == SP_OK && ne) st = read_f64(w->r, rg, "events", path, (hsize_t)ne, (hsize_t)nt, &ev);
+  sp_status st = read_f64(r, rg, "call_counts", path, 0, (hsize_t)nt, &calls);
+  if (st == SP_OK) st = read_f64(r, rg, "times", path, 0, (hsize_t)nt, &times);
+  if (st == SP_OK && ne) st = read_f64(r, rg, "events", path, (hsize_t)ne, (hsize_t)nt, &ev);
   if (st == SP_OK && !(row->events = calloc(row->nevents + 1, sizeof *row->events)))
     st = sp__set_error(SP_ERR_NO_MEMORY, "out of memory reading %s", path);
   for (size_t t = 0; st == SP_OK && t < row->nthreads; t++) {
@@ -135,88 +126,17 @@ static sp_status read_region(struct walk *w, hid_t rg, const char *name, const c
   return st;
 }
 
-static herr_t region_cb(hid_t g, const char *name, const H5L_info_t *info, void *data) {
-  struct walk *w = data;
-  char path[1200];
-  snprintf(path, sizeof path, "rank%lld/likwid/regions/%s", (long long)w->rank, name);
-  H5O_info_t oi;
-#if H5_VERSION_GE(1, 10, 3)
-  herr_t got = info->type == H5L_TYPE_HARD ? H5Oget_info_by_name2(g, name, &oi, H5O_INFO_BASIC, H5P_DEFAULT) : -1;
-#else
-  herr_t got = info->type == H5L_TYPE_HARD ? H5Oget_info_by_name(g, name, &oi, H5P_DEFAULT) : -1;
-#endif
-  if (got < 0 || oi.type != H5O_TYPE_GROUP) {
-    w->st = bad(path, "is a link or not a group");
-    return -1;
-  }
-  hid_t rg = H5Gopen2(g, name, H5P_DEFAULT);
-  if (rg < 0) {
-    w->st = bad(path, "cannot be opened");
-    return -1;
-  }
-  struct sp_likwid_row row;
-  memset(&row, 0, sizeof row);
-  sp_status st = read_region(w, rg, name, path, &row);
-  H5Gclose(rg);
-  if (st == SP_OK && w->n == w->cap) {
-    size_t cap = w->cap ? w->cap * 2 : 16;
-    struct sp_likwid_row *n = realloc(w->rows, cap * sizeof *n);
-    if (!n) st = sp__set_error(SP_ERR_NO_MEMORY, "out of memory reading %s", path);
-    else {
-      w->rows = n;
-      w->cap = cap;
-    }
-  }
-  if (st != SP_OK) {
-    row_clear(&row);
-    w->st = st;
-    return -1;
-  }
-  w->rows[w->n++] = row;
-  return 0;
-}
-
-static herr_t rank_cb(hid_t root, const char *name, const H5L_info_t *info, void *data) {
-  struct walk *w = data;
-  if (info->type != H5L_TYPE_HARD || strncmp(name, "rank", 4) != 0 || !name[4]) return 0;
-  long long rank = 0;
-  for (const char *p = name + 4; *p; p++) {
-    if (*p < '0' || *p > '9' || rank > SP__MAX_RANK / 10) return 0;
-    rank = rank * 10 + (*p - '0');
-  }
-  char path[64];
-  snprintf(path, sizeof path, "%s/likwid/regions", name);
-  if (H5Lexists(root, path, H5P_DEFAULT) <= 0) return 0; /* no LIKWID results on this rank */
-  hid_t g = H5Gopen2(root, path, H5P_DEFAULT);
-  if (g < 0) {
-    w->st = bad(path, "is not a group");
-    return -1;
-  }
-  w->rank = rank;
-  hsize_t idx = 0;
-  herr_t rc = H5Literate(g, H5_INDEX_NAME, H5_ITER_INC, &idx, region_cb, w);
-  H5Gclose(g);
-  return rc < 0 ? -1 : 0;
-}
-
 sp_status sp__results_likwid(sp_results *r, struct sp_likwid_row **rows, size_t *n) {
   *rows = NULL;
   *n = 0;
   if (!r) return sp__set_error(SP_ERR_INVALID_ARGUMENT, "sp__results_likwid: no results");
   if (r->file < 0) return SP_OK; /* an in-memory image has no LIKWID groups */
-  struct walk w = {r, 0, NULL, 0, 0, SP_OK};
-  struct sp__h5quiet q;
-  sp__h5_quiet_begin(&q);
-  hsize_t idx = 0;
-  herr_t rc = H5Literate(r->file, H5_INDEX_NAME, H5_ITER_INC, &idx, rank_cb, &w);
-  sp__h5_quiet_end(&q);
-  if (rc < 0 || w.st != SP_OK) {
-    sp__likwid_rows_free(w.rows, w.n);
-    return w.st != SP_OK ? w.st : sp__set_error(SP_ERR_FORMAT, "the file's rank groups cannot be listed");
-  }
-  *rows = w.rows;
-  *n = w.n;
-  return SP_OK;
+  static const struct sp__rank_walk walk = {"LIKWID", "likwid/regions", sizeof(struct sp_likwid_row), read_region,
+                                            row_clear};
+  void *got = NULL;
+  sp_status st = sp__rank_walk(r, &walk, &got, n);
+  *rows = got;
+  return st;
 }
 
 void sp__likwid_rows_free(struct sp_likwid_row *rows, size_t n) {
