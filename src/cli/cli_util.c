@@ -543,3 +543,35 @@ int sp_cli_compare(const char *cmd, sp_results *a, sp_results *b, const sp_filte
   *n = k;
   return 0;
 }
+
+int sp_cli_pair_open(const char *cmd, const struct sp_cli_strs *pos, const struct sp_cli_strs *include,
+                     const struct sp_cli_strs *exclude, const struct sp_cli_strs *ranks, int metric,
+                     struct sp_cli_pair *p) {
+  memset(p, 0, sizeof *p);
+  /* each side may be a pattern, but must name exactly one file */
+  for (size_t side = 0; side < 2; side++) {
+    struct sp_cli_strs one = {0}, got = {0};
+    sp_cli_strs_push(&one, pos->v[side]);
+    int rc = sp_cli_expand_files(cmd, &one, &got);
+    sp_cli_strs_free(&one);
+    if (!rc && got.n != 1)
+      rc = sp_cli_usage_error(cmd, "'%s' matches %zu files; %s compares exactly two", pos->v[side], got.n, cmd);
+    if (!rc) sp_cli_strs_push(&p->files, got.v[0]);
+    sp_cli_strs_free(&got);
+    if (rc) return rc;
+  }
+  int rc;
+  if ((rc = sp_cli_filter(cmd, include, exclude, ranks, &p->f))) return rc;
+  if ((rc = sp_cli_open(cmd, p->files.v[0], &p->a)) || (rc = sp_cli_open(cmd, p->files.v[1], &p->b))) return rc;
+  if ((rc = sp_cli_check_ranks(cmd, p->f, p->a)) || (rc = sp_cli_check_ranks(cmd, p->f, p->b))) return rc;
+  return sp_cli_compare(cmd, p->a, p->b, p->f, metric, &p->rows, &p->n);
+}
+
+void sp_cli_pair_free(struct sp_cli_pair *p) {
+  free(p->rows);
+  sp_results_free(p->a);
+  sp_results_free(p->b);
+  sp_filter_free(p->f);
+  sp_cli_strs_free(&p->files);
+  memset(p, 0, sizeof *p);
+}

@@ -136,6 +136,24 @@ struct sp_cli_cmp {
 int sp_cli_compare(const char *cmd, sp_results *a, sp_results *b, const sp_filter *f, int metric,
                    struct sp_cli_cmp **rows, size_t *n);
 
+/* Two profiles compared region by region (diff, check): both arguments of
+ * `pos` (each a pattern that must name exactly one file) opened, every rank
+ * the filter selects present in both, and their rows from sp_cli_compare.
+ * One place, so that the two commands refuse the same inputs alike. */
+struct sp_cli_pair {
+  struct sp_cli_strs files; /* the two paths, after expansion */
+  sp_results *a, *b;
+  sp_filter *f;
+  struct sp_cli_cmp *rows;
+  size_t n;
+};
+/* pos holds exactly two arguments (the command says what they are when it
+ * does not). 0, or 2 after printing the error; sp_cli_pair_free either way. */
+int sp_cli_pair_open(const char *cmd, const struct sp_cli_strs *pos, const struct sp_cli_strs *include,
+                     const struct sp_cli_strs *exclude, const struct sp_cli_strs *ranks, int metric,
+                     struct sp_cli_pair *p);
+void sp_cli_pair_free(struct sp_cli_pair *p);
+
 /* inspect's perf_events table (cli_counters.c): nothing when the file has
  * no counters; 0, or 2 with a message. */
 int sp_cli_print_counters(const char *cmd, sp_results *r, const sp_filter *f);

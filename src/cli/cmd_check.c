@@ -73,12 +73,8 @@ static int cmp_lines(const void *pa, const void *pb) {
 int sp_cmd_check(int argc, char **argv) {
   struct opts o;
   memset(&o, 0, sizeof o);
-  struct sp_cli_strs files = {0};
-  sp_results *ra = NULL, *rb = NULL;
-  sp_filter *f = NULL;
-  struct sp_cli_cmp *rows = NULL;
+  struct sp_cli_pair p = {0};
   struct line *lines = NULL;
-  size_t n = 0;
   int rc = sp_cli_parse(&spec, argc, argv, &o);
   if (rc) {
     rc = rc == SP_CLI_HELP ? 0 : rc;
@@ -90,22 +86,9 @@ int sp_cmd_check(int argc, char **argv) {
     rc = sp_cli_usage_error(CMD, "expected BASELINE and CANDIDATE, got %zu file argument(s)", o.pos.n);
     goto out;
   }
-  for (int side = 0; side < 2; side++) {
-    struct sp_cli_strs one = {0}, got = {0};
-    sp_cli_strs_push(&one, o.pos.v[side]);
-    rc = sp_cli_expand_files(CMD, &one, &got);
-    sp_cli_strs_free(&one);
-    if (!rc && got.n != 1)
-      rc = sp_cli_usage_error(CMD, "'%s' matches %zu files; check compares exactly two",
-                              o.pos.v[side], got.n);
-    if (!rc) sp_cli_strs_push(&files, got.v[0]);
-    sp_cli_strs_free(&got);
-    if (rc) goto out;
-  }
-  if ((rc = sp_cli_filter(CMD, &o.include, &o.exclude, &o.ranks, &f))) goto out;
-  if ((rc = sp_cli_open(CMD, files.v[0], &ra)) || (rc = sp_cli_open(CMD, files.v[1], &rb))) goto out;
-  if ((rc = sp_cli_check_ranks(CMD, f, ra)) || (rc = sp_cli_check_ranks(CMD, f, rb))) goto out;
-  if ((rc = sp_cli_compare(CMD, ra, rb, f, metric, &rows, &n))) goto out;
+  if ((rc = sp_cli_pair_open(CMD, &o.pos, &o.include, &o.exclude, &o.ranks, metric, &p))) goto out;
+  const struct sp_cli_cmp *rows = p.rows;
+  size_t n = p.n;
 
   lines = calloc(n + 1, sizeof *lines);
   if (!lines) {
@@ -130,8 +113,8 @@ int sp_cmd_check(int argc, char **argv) {
   qsort(lines, n, sizeof *lines, cmp_lines);
 
   const char *unit = sp_cli_metric_unit(metric);
-  printf("baseline:  %s (%s)\n", files.v[0], sp_results_display_label(ra));
-  printf("candidate: %s (%s)\n", files.v[1], sp_results_display_label(rb));
+  printf("baseline:  %s (%s)\n", p.files.v[0], sp_results_display_label(p.a));
+  printf("candidate: %s (%s)\n", p.files.v[1], sp_results_display_label(p.b));
   printf("metric: %s%s, allowed regression: %g%%\n\n", sp_cli_metric_name(metric), unit, max_pct);
   char hb[32], hc[32], cell[4][64];
   snprintf(hb, sizeof hb, "baseline%s", unit);
@@ -175,11 +158,7 @@ int sp_cmd_check(int argc, char **argv) {
 out:
   fflush(stdout);
   free(lines);
-  free(rows);
-  sp_results_free(ra);
-  sp_results_free(rb);
-  sp_filter_free(f);
+  sp_cli_pair_free(&p);
   sp_cli_opts_free(&spec, &o);
-  sp_cli_strs_free(&files);
   return rc;
 }

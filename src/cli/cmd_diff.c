@@ -70,11 +70,7 @@ static int cmp(const void *pa, const void *pb) {
 int sp_cmd_diff(int argc, char **argv) {
   struct opts o;
   memset(&o, 0, sizeof o);
-  struct sp_cli_strs files = {0};
-  sp_results *ra = NULL, *rb = NULL;
-  sp_filter *f = NULL;
-  struct sp_cli_cmp *rows = NULL;
-  size_t n = 0;
+  struct sp_cli_pair p = {0};
   int rc = sp_cli_parse(&spec, argc, argv, &o);
   if (rc) {
     rc = rc == SP_CLI_HELP ? 0 : rc;
@@ -87,27 +83,13 @@ int sp_cmd_diff(int argc, char **argv) {
     rc = sp_cli_usage_error(CMD, "expected two files A and B, got %zu", o.pos.n);
     goto out;
   }
-  /* each side may be a pattern, but must name exactly one file */
-  for (int side = 0; side < 2; side++) {
-    struct sp_cli_strs one = {0}, got = {0};
-    sp_cli_strs_push(&one, o.pos.v[side]);
-    rc = sp_cli_expand_files(CMD, &one, &got);
-    sp_cli_strs_free(&one);
-    if (!rc && got.n != 1)
-      rc = sp_cli_usage_error(CMD, "'%s' matches %zu files; diff compares exactly two", o.pos.v[side],
-                              got.n);
-    if (!rc) sp_cli_strs_push(&files, got.v[0]);
-    sp_cli_strs_free(&got);
-    if (rc) goto out;
-  }
-  if ((rc = sp_cli_filter(CMD, &o.include, &o.exclude, &o.ranks, &f))) goto out;
-  if ((rc = sp_cli_open(CMD, files.v[0], &ra)) || (rc = sp_cli_open(CMD, files.v[1], &rb))) goto out;
-  if ((rc = sp_cli_check_ranks(CMD, f, ra)) || (rc = sp_cli_check_ranks(CMD, f, rb))) goto out;
-  if ((rc = sp_cli_compare(CMD, ra, rb, f, metric, &rows, &n))) goto out;
+  if ((rc = sp_cli_pair_open(CMD, &o.pos, &o.include, &o.exclude, &o.ranks, metric, &p))) goto out;
+  struct sp_cli_cmp *rows = p.rows;
+  size_t n = p.n;
   qsort(rows, n, sizeof *rows, cmp);
 
-  printf("a: %s (%s)\n", files.v[0], sp_results_display_label(ra));
-  printf("b: %s (%s)\n", files.v[1], sp_results_display_label(rb));
+  printf("a: %s (%s)\n", p.files.v[0], sp_results_display_label(p.a));
+  printf("b: %s (%s)\n", p.files.v[1], sp_results_display_label(p.b));
   printf("metric: %s%s", sp_cli_metric_name(metric), sp_cli_metric_unit(metric));
   if (threshold > 0) printf(", changes below %g%% hidden", threshold);
   printf("\n\n");
@@ -161,11 +143,7 @@ int sp_cmd_diff(int argc, char **argv) {
   }
 out:
   fflush(stdout);
-  free(rows);
-  sp_results_free(ra);
-  sp_results_free(rb);
-  sp_filter_free(f);
+  sp_cli_pair_free(&p);
   sp_cli_opts_free(&spec, &o);
-  sp_cli_strs_free(&files);
   return rc;
 }
