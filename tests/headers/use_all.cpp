@@ -28,10 +28,9 @@ static int c_macros(int x) {
 }
 
 int main() {
-#if __cplusplus >= 202002L
+  // in every standard mode: SP_OPTIONS_INIT is an inline function's result in C++, not designated initialisers
   sp_options o = SP_OPTIONS_INIT;
   (void)o;
-#endif
   int x = 0;
   {
     sp::Session session(sp::Settings().set("deactivate_file_output", true).set("buffer_limit", 1000));
