@@ -365,6 +365,22 @@ static pid_t fork_child(int use_stop) {
   return pid;
 }
 
+/* fork_child, waited for: its exit status says whether it was still
+ * capturing when it exited (10) or not (0). */
+static pid_t fork_and_wait(int use_stop, int want_exit) {
+  pid_t pid = fork_child(use_stop);
+  int status;
+  waitpid(pid, &status, 0);
+  ASSERT(WIFEXITED(status));
+  ASSERT_EQ(WEXITSTATUS(status), want_exit);
+  return pid;
+}
+
+/* The capture a followed child writes: the parent's path + "." + its pid. */
+static void child_path(char *buf, size_t size, const char *parent, pid_t pid) {
+  snprintf(buf, size, "%s.%d", parent, (int)pid);
+}
+
 static int has_region(const sp_memcap_stats *s, uint32_t id) {
   for (size_t i = 0; i < s->nregions; i++)
     if (s->regions[i].id == id) return 1;
@@ -376,11 +392,7 @@ SP_TEST(fork_follow_fork_writes_the_child_file) {
   struct sp_memory_counters *c = sp_memory_thread_counters();
   c->region = 11;
   void *before = malloc(1234); /* the parent's, before the fork */
-  pid_t pid = fork_child(0);
-  int status;
-  waitpid(pid, &status, 0);
-  ASSERT(WIFEXITED(status));
-  ASSERT_EQ(WEXITSTATUS(status), 10); /* still capturing in the child */
+  pid_t pid = fork_and_wait(0, 10); /* still capturing in the child */
   c->region = 12;
   void *after = malloc(99);
   c->region = 0;
@@ -388,7 +400,7 @@ SP_TEST(fork_follow_fork_writes_the_child_file) {
   free(before);
   free(after);
   char child[64];
-  snprintf(child, sizeof child, "%s.%d", PATH, (int)pid);
+  child_path(child, sizeof child, PATH, pid);
   sp_memcap_stats s;
   sp_memcap *cc = open_capture(child, &s);
   ASSERT(cc->complete);
@@ -414,14 +426,10 @@ SP_TEST(fork_follow_fork_writes_the_child_file) {
 
 SP_TEST(fork_without_follow_fork_stops_in_the_child) {
   start(PATH, 0, 0);
-  pid_t pid = fork_child(0);
-  int status;
-  waitpid(pid, &status, 0);
-  ASSERT(WIFEXITED(status));
-  ASSERT_EQ(WEXITSTATUS(status), 0); /* not capturing in the child */
+  pid_t pid = fork_and_wait(0, 0); /* not capturing in the child */
   stop();
   char child[64];
-  snprintf(child, sizeof child, "%s.%d", PATH, (int)pid);
+  child_path(child, sizeof child, PATH, pid);
   ASSERT(!sp_test_file_exists(child));
   sp_memcap_stats s;
   sp_memcap *c = open_capture(PATH, &s);
@@ -433,14 +441,10 @@ SP_TEST(fork_without_follow_fork_stops_in_the_child) {
 
 SP_TEST(child_that_stops_its_own_capture) {
   start(PATH, 0, 1);
-  pid_t pid = fork_child(1);
-  int status;
-  waitpid(pid, &status, 0);
-  ASSERT(WIFEXITED(status));
-  ASSERT_EQ(WEXITSTATUS(status), 0);
+  pid_t pid = fork_and_wait(1, 0);
   stop();
   char child[64];
-  snprintf(child, sizeof child, "%s.%d", PATH, (int)pid);
+  child_path(child, sizeof child, PATH, pid);
   sp_memcap_stats s;
   sp_memcap *c = open_capture(child, &s);
   ASSERT_EQ(region(&s, 77)->alloc_count, 1);
@@ -708,9 +712,24 @@ static sp_status open_status(const char *path) {
   return st;
 }
 
+/* A capture file begun with the prelude of format `version`. */
+static FILE *new_capture(const char *path, unsigned version) {
+  FILE *f = fopen(path, "wb");
+  ASSERT(f);
+  put_prelude(f, version);
+  return f;
+}
+
+/* Closes the hostile file f and checks that opening it is a format error
+ * whose message contains `says`. */
+static void refused(FILE *f, const char *path, const char *says) {
+  fclose(f);
+  ASSERT_EQ(open_status(path), SP_ERR_FORMAT);
+  ASSERT_CONTAINS(sp_last_error(), says);
+}
+
 SP_TEST(hostile_capture_files_are_refused) {
-  FILE *f = fopen("ok.bin", "wb");
-  put_prelude(f, 1);
+  FILE *f = new_capture("ok.bin", 1);
   put_head(f, 0);
   put_events(f, SP_MEMCAP_MALLOC, 0x400000);
   fclose(f);
@@ -718,83 +737,54 @@ SP_TEST(hostile_capture_files_are_refused) {
 
   f = fopen("magic.bin", "wb");
   fputs("not a capture at all, just text\n", f);
-  fclose(f);
-  ASSERT_EQ(open_status("magic.bin"), SP_ERR_FORMAT);
-  ASSERT_CONTAINS(sp_last_error(), "is not a scope-profiler memory capture");
+  refused(f, "magic.bin", "is not a scope-profiler memory capture");
 
   f = fopen("memray.bin", "wb");
   unsigned char memray[40] = {'m', 'e', 'm', 'r', 'a', 'y'};
   fwrite(memray, 1, sizeof memray, f);
-  fclose(f);
-  ASSERT_EQ(open_status("memray.bin"), SP_ERR_FORMAT);
-  ASSERT_CONTAINS(sp_last_error(), "Memray");
+  refused(f, "memray.bin", "Memray");
 
-  f = fopen("version.bin", "wb");
-  put_prelude(f, 9);
+  f = new_capture("version.bin", 9);
   put_head(f, 0);
-  fclose(f);
-  ASSERT_EQ(open_status("version.bin"), SP_ERR_FORMAT);
-  ASSERT_CONTAINS(sp_last_error(), "format version 9");
+  refused(f, "version.bin", "format version 9");
 
-  f = fopen("crc.bin", "wb");
-  put_prelude(f, 1);
+  f = new_capture("crc.bin", 1);
   unsigned char junk[8] = {1, 2, 3, 4, 5, 6, 7, 8};
   put_rec(f, SP_MEMCAP_HEAD, junk, sizeof junk, 0, 1);
-  fclose(f);
-  ASSERT_EQ(open_status("crc.bin"), SP_ERR_FORMAT);
-  ASSERT_CONTAINS(sp_last_error(), "checksum");
+  refused(f, "crc.bin", "checksum");
 
-  f = fopen("nohead.bin", "wb");
-  put_prelude(f, 1);
+  f = new_capture("nohead.bin", 1);
   put_events(f, SP_MEMCAP_MALLOC, 1);
-  fclose(f);
-  ASSERT_EQ(open_status("nohead.bin"), SP_ERR_FORMAT);
-  ASSERT_CONTAINS(sp_last_error(), "first record is not HEAD");
+  refused(f, "nohead.bin", "first record is not HEAD");
 
-  f = fopen("huge.bin", "wb");
-  put_prelude(f, 1);
+  f = new_capture("huge.bin", 1);
   put_rec(f, SP_MEMCAP_HEAD, junk, sizeof junk, 0xFFFFFFF0u, 0);
-  fclose(f);
-  ASSERT_EQ(open_status("huge.bin"), SP_ERR_FORMAT);
-  ASSERT_CONTAINS(sp_last_error(), "claims");
+  refused(f, "huge.bin", "claims");
 
-  f = fopen("kind.bin", "wb");
-  put_prelude(f, 1);
+  f = new_capture("kind.bin", 1);
   put_head(f, 0);
   put_events(f, 200, 1);
-  fclose(f);
-  ASSERT_EQ(open_status("kind.bin"), SP_ERR_FORMAT);
-  ASSERT_CONTAINS(sp_last_error(), "unknown kind 200");
+  refused(f, "kind.bin", "unknown kind 200");
 
-  f = fopen("stack.bin", "wb");
-  put_prelude(f, 1);
+  f = new_capture("stack.bin", 1);
   put_head(f, SP_MEMCAP_F_NATIVE);
   put_events(f, SP_MEMCAP_MALLOC, 5);
-  fclose(f);
-  ASSERT_EQ(open_status("stack.bin"), SP_ERR_FORMAT);
-  ASSERT_CONTAINS(sp_last_error(), "native stack 5");
+  refused(f, "stack.bin", "native stack 5");
 
-  f = fopen("count.bin", "wb");
-  put_prelude(f, 1);
+  f = new_capture("count.bin", 1);
   put_head(f, 0);
   unsigned char liar[] = {0, 0xFF, 0xFF, 0x03, 0, 1, 1, 1, 1, 1};
   put_rec(f, SP_MEMCAP_EVNT, liar, sizeof liar, 0, 0);
-  fclose(f);
-  ASSERT_EQ(open_status("count.bin"), SP_ERR_FORMAT);
-  ASSERT_CONTAINS(sp_last_error(), "claims");
+  refused(f, "count.bin", "claims");
 
-  f = fopen("stray.bin", "wb");
-  put_prelude(f, 1);
+  f = new_capture("stray.bin", 1);
   put_head(f, 0);
   unsigned char clk[] = {1, 1, 9, 9};
   put_rec(f, SP_MEMCAP_CLCK, clk, sizeof clk, 0, 0);
-  fclose(f);
-  ASSERT_EQ(open_status("stray.bin"), SP_ERR_FORMAT);
-  ASSERT_CONTAINS(sp_last_error(), "stray bytes");
+  refused(f, "stray.bin", "stray bytes");
 
   /* a capture cut short (its program died) opens with what it holds */
-  f = fopen("cut.bin", "wb");
-  put_prelude(f, 1);
+  f = new_capture("cut.bin", 1);
   put_head(f, 0);
   put_events(f, SP_MEMCAP_MALLOC, 1);
   fwrite("EVNT\x40\0\0\0", 1, 8, f);
@@ -835,6 +825,13 @@ static void on_message(sp_message_level level, const char *text, void *user) {
   if (msgs.n < 16) snprintf(msgs.text[msgs.n++], sizeof msgs.text[0], "%s", text);
 }
 
+/* use_memray starts its own capture: a short one first skips the case where
+ * a sanitizer owns malloc. */
+static void require_interposer(void) {
+  start("probe.bin", 0, 0);
+  stop();
+}
+
 static sp_manager *setup_memray(const char *const *ov) {
   sp_set_message_handler(on_message, NULL);
   sp_manager *m = sp_manager_create();
@@ -866,6 +863,21 @@ static int64_t *region_column(const char *file, const char *name, const char *co
   return out;
 }
 
+/* The per-call memory columns of region `name`'s calls. */
+struct mem_calls {
+  int64_t *alloc, *freed, *count, *peak;
+  long long n;
+};
+static struct mem_calls mem_calls_of(const char *file, const char *name) {
+  struct mem_calls c;
+  c.alloc = region_column(file, name, "/events/mem_alloc_bytes", &c.n);
+  c.freed = region_column(file, name, "/events/mem_freed_bytes", &c.n);
+  c.count = region_column(file, name, "/events/mem_alloc_count", &c.n);
+  c.peak = region_column(file, name, "/events/mem_peak_bytes", &c.n);
+  return c;
+}
+static void mem_calls_free(struct mem_calls *c) { free(c->alloc), free(c->freed), free(c->count), free(c->peak); }
+
 static size_t usable_of(size_t n) {
   void *p = malloc(n);
   size_t u = malloc_usable_size(p);
@@ -875,6 +887,16 @@ static size_t usable_of(size_t n) {
 
 static const size_t inner_size[3] = {1000, 30000, 500};
 #define OUTER_SIZE 7000
+
+/* What the inner calls allocate, in usable bytes: the sum and the largest. */
+static void inner_totals(int64_t *sum, int64_t *max) {
+  *sum = *max = 0;
+  for (int k = 0; k < 3; k++) {
+    int64_t u = (int64_t)usable_of(inner_size[k]);
+    *sum += u;
+    if (u > *max) *max = u;
+  }
+}
 
 /* outer { keep X; inner x3 { malloc s_k; free } ; free X } */
 static void nested_work(sp_manager *m) {
@@ -896,50 +918,39 @@ static void nested_work(sp_manager *m) {
 }
 
 SP_TEST(use_memray_per_call_columns_exact) {
-  sp_memory_options probe = SP_MEMORY_OPTIONS_INIT;
-  probe.path = "probe.bin";
-  start_with(&probe); /* skips where a sanitizer owns malloc */
-  stop();
+  require_interposer();
   const char *ov[] = {"file_path=run.h5", "use_memray=true", NULL};
   sp_manager *m = setup_memray(ov);
   ASSERT(sp_memory_active());
   nested_work(m);
   ASSERT_OK(sp_manager_finalize(m, NULL, NULL));
   ASSERT(!sp_memory_active()); /* finalize completes the capture */
-  long long n;
-  int64_t *a = region_column("run.h5", "inner", "/events/mem_alloc_bytes", &n);
-  int64_t *f = region_column("run.h5", "inner", "/events/mem_freed_bytes", &n);
-  int64_t *c = region_column("run.h5", "inner", "/events/mem_alloc_count", &n);
-  int64_t *pk = region_column("run.h5", "inner", "/events/mem_peak_bytes", &n);
-  ASSERT_EQ(n, 3);
-  int64_t max_inner = 0, sum_inner = 0;
+  struct mem_calls in = mem_calls_of("run.h5", "inner");
+  ASSERT_EQ(in.n, 3);
+  int64_t max_inner, sum_inner;
+  inner_totals(&sum_inner, &max_inner);
   for (int k = 0; k < 3; k++) {
     int64_t u = (int64_t)usable_of(inner_size[k]);
-    ASSERT_EQ(a[k], u);
-    ASSERT_EQ(f[k], u);
-    ASSERT_EQ(c[k], 1);
-    ASSERT_EQ(pk[k], u);
-    if (u > max_inner) max_inner = u;
-    sum_inner += u;
+    ASSERT_EQ(in.alloc[k], u);
+    ASSERT_EQ(in.freed[k], u);
+    ASSERT_EQ(in.count[k], 1);
+    ASSERT_EQ(in.peak[k], u);
   }
-  free(a), free(f), free(c), free(pk);
+  mem_calls_free(&in);
   int64_t ux = (int64_t)usable_of(OUTER_SIZE);
-  a = region_column("run.h5", "outer", "/events/mem_alloc_bytes", &n);
-  f = region_column("run.h5", "outer", "/events/mem_freed_bytes", &n);
-  c = region_column("run.h5", "outer", "/events/mem_alloc_count", &n);
-  pk = region_column("run.h5", "outer", "/events/mem_peak_bytes", &n);
-  ASSERT_EQ(n, 1);
-  ASSERT_EQ(a[0], ux + sum_inner);
-  ASSERT_EQ(f[0], ux + sum_inner);
-  ASSERT_EQ(c[0], 4);
-  ASSERT_EQ(pk[0], ux + max_inner); /* X held while the largest inner block was live */
-  free(a), free(f), free(c), free(pk);
+  struct mem_calls out = mem_calls_of("run.h5", "outer");
+  ASSERT_EQ(out.n, 1);
+  ASSERT_EQ(out.alloc[0], ux + sum_inner);
+  ASSERT_EQ(out.freed[0], ux + sum_inner);
+  ASSERT_EQ(out.count[0], 4);
+  ASSERT_EQ(out.peak[0], ux + max_inner); /* X held while the largest inner block was live */
+  mem_calls_free(&out);
   char *unit = h5_attr_str("run.h5", "/events/mem_peak_bytes", "units");
   ASSERT_STR_EQ(unit, "bytes");
   free(unit);
   ASSERT_EQ(h5_raw_len("run.h5", "/events/mem_saved_peak"), -1); /* scratch */
   /* per-region totals: sums, and the largest peak */
-  long long nr;
+  long long nr, n;
   char **names = h5_strings("run.h5", "/rank0/memory/regions", &nr);
   int64_t *calls = h5_i64("run.h5", "/rank0/memory/calls", &n);
   int64_t *tb = h5_i64("run.h5", "/rank0/memory/alloc_bytes", &n);
@@ -975,10 +986,7 @@ SP_TEST(use_memray_per_call_columns_exact) {
 }
 
 SP_TEST(use_memray_in_aggregation_mode) {
-  sp_memory_options probe = SP_MEMORY_OPTIONS_INIT;
-  probe.path = "probe.bin";
-  start_with(&probe);
-  stop();
+  require_interposer();
   const char *ov[] = {"file_path=agg.h5", "use_memray=true", "aggregation_mode=true", NULL};
   sp_manager *m = setup_memray(ov);
   nested_work(m);
@@ -988,12 +996,8 @@ SP_TEST(use_memray_in_aggregation_mode) {
   int64_t *tb = h5_i64("agg.h5", "/rank0/memory/alloc_bytes", &n);
   int64_t *tp = h5_i64("agg.h5", "/rank0/memory/peak_bytes", &n);
   int64_t *tc = h5_i64("agg.h5", "/rank0/memory/alloc_count", &n);
-  int64_t sum = 0, max = 0;
-  for (int k = 0; k < 3; k++) {
-    int64_t u = (int64_t)usable_of(inner_size[k]);
-    sum += u;
-    if (u > max) max = u;
-  }
+  int64_t sum, max;
+  inner_totals(&sum, &max);
   int found = 0;
   for (long long i = 0; i < nr; i++) {
     if (!strcmp(names[i], "inner")) {
@@ -1015,10 +1019,7 @@ SP_TEST(use_memray_in_aggregation_mode) {
 }
 
 SP_TEST(use_memray_options_and_warnings) {
-  sp_memory_options probe = SP_MEMORY_OPTIONS_INIT;
-  probe.path = "probe.bin";
-  start_with(&probe);
-  stop();
+  require_interposer();
   const char *ov[] = {"file_path=w.h5", "use_memray=true", "memray.trace_python_allocators=true",
                       "memray.native_traces=true", "memray.path=elsewhere.bin", NULL};
   sp_manager *m = setup_memray(ov);
@@ -1043,21 +1044,14 @@ SP_TEST(use_memray_options_and_warnings) {
 }
 
 SP_TEST(use_memray_follow_fork_from_the_settings) {
-  sp_memory_options probe = SP_MEMORY_OPTIONS_INIT;
-  probe.path = "probe.bin";
-  start_with(&probe);
-  stop();
+  require_interposer();
   const char *ov[] = {"file_path=ff.h5", "use_memray=true", "memray_follow_fork=true", NULL};
   sp_manager *m = setup_memray(ov);
-  pid_t pid = fork_child(0);
-  int status;
-  waitpid(pid, &status, 0);
-  ASSERT(WIFEXITED(status));
-  ASSERT_EQ(WEXITSTATUS(status), 10);
+  pid_t pid = fork_and_wait(0, 10);
   ASSERT_OK(sp_manager_finalize(m, NULL, NULL));
   sp_manager_destroy(m);
   char child[64];
-  snprintf(child, sizeof child, "ff.memray.bin.%d", (int)pid);
+  child_path(child, sizeof child, "ff.memray.bin", pid);
   sp_memcap_stats s;
   sp_memcap *c = open_capture(child, &s);
   ASSERT(c->flags & SP_MEMCAP_F_FORK_CHILD);
