@@ -99,6 +99,30 @@ static void touch_fresh_pages(int n) {
   munmap(p, (size_t)(n * page));
 }
 
+/* `calls` calls of region `name`, each touching `pages` fresh pages; then
+ * the run is finalized. */
+static void touch_calls(sp_manager *m, const char *name, int calls, int pages) {
+  sp_region r = sp_region_intern(name);
+  for (int k = 0; k < calls; k++) {
+    sp_region_begin(m, r);
+    touch_fresh_pages(pages);
+    sp_region_end(m, r);
+  }
+  ASSERT_OK(sp_manager_finalize(m, NULL, NULL));
+}
+
+/* The per-call column of counter `event` in `file`, which must hold `calls`
+ * calls (malloc'd). */
+static int64_t *counter_column(const char *file, const char *event, long long calls) {
+  char path[256];
+  snprintf(path, sizeof path, "/events/perf_%s", event);
+  long long n;
+  int64_t *v = h5_i64(file, path, &n);
+  ASSERT(v != NULL);
+  ASSERT_EQ(n, calls);
+  return v;
+}
+
 SP_TEST(page_faults_of_n_fresh_pages_are_at_least_n_and_totals_are_upstreams) {
   enum { PAGES = 300, CALLS = 4 };
   sp_manager *m = setup_with("page-faults,task-clock", "pf.h5", NULL);
@@ -111,9 +135,7 @@ SP_TEST(page_faults_of_n_fresh_pages_are_at_least_n_and_totals_are_upstreams) {
     sp_region_end(m, other);
   }
   ASSERT_OK(sp_manager_finalize(m, NULL, NULL));
-  long long n;
-  int64_t *pf = h5_i64("pf.h5", "/events/perf_page-faults", &n);
-  ASSERT_EQ(n, 2 * CALLS);
+  int64_t *pf = counter_column("pf.h5", "page-faults", 2 * CALLS);
   /* rows in region-id order: solver/touch first */
   int64_t sum = 0;
   for (int k = 0; k < CALLS; k++) {
@@ -150,6 +172,7 @@ SP_TEST(page_faults_of_n_fresh_pages_are_at_least_n_and_totals_are_upstreams) {
   ASSERT_STR_EQ(names[1], "task-clock");
   for (long long i = 0; i < nn; i++) free(names[i]);
   free(names);
+  long long n;
   uint64_t *vals = h5_read_as("pf.h5", "/rank0/perf_events/solver|touch/values", H5T_NATIVE_UINT64, &n);
   ASSERT_EQ(n, 2);
   ASSERT_EQ(vals[0], sum);
@@ -173,9 +196,7 @@ SP_TEST(nested_calls_count_their_children) {
   sp_region_end(m, inner);
   sp_region_end(m, outer);
   ASSERT_OK(sp_manager_finalize(m, NULL, NULL));
-  long long n;
-  int64_t *pf = h5_i64("nest.h5", "/events/perf_page-faults", &n);
-  ASSERT_EQ(n, 2);
+  int64_t *pf = counter_column("nest.h5", "page-faults", 2);
   ASSERT_GE(pf[0], 150); /* outer */
   ASSERT_GE(pf[1], 100);
   ASSERT_GE(pf[0], pf[1] + 50);
@@ -185,13 +206,7 @@ SP_TEST(nested_calls_count_their_children) {
 
 SP_TEST(aggregation_mode_keeps_per_region_sums) {
   sp_manager *m = setup_with("page-faults", "agg.h5", "aggregation_mode=1");
-  sp_region r = sp_region_intern("agg.touch");
-  for (int k = 0; k < 3; k++) {
-    sp_region_begin(m, r);
-    touch_fresh_pages(100);
-    sp_region_end(m, r);
-  }
-  ASSERT_OK(sp_manager_finalize(m, NULL, NULL));
+  touch_calls(m, "agg.touch", 3, 100);
   ASSERT_EQ(h5_raw_len("agg.h5", "/events/perf_page-faults"), -1); /* no events in this layout */
   ASSERT_EQ(h5_attr_i64("agg.h5", "/rank0/perf_events/agg.touch", "calls"), 3);
   long long n;
@@ -219,10 +234,9 @@ SP_TEST(each_thread_counts_its_own_calls) {
   for (int k = 0; k < 2; k++) pthread_create(&th[k], NULL, worker, (void *)(intptr_t)k);
   for (int k = 0; k < 2; k++) pthread_join(th[k], NULL);
   ASSERT_OK(sp_manager_finalize(tm, NULL, NULL));
-  long long n, nt;
-  int64_t *pf = h5_i64("thr.h5", "/events/perf_page-faults", &n);
+  long long nt;
+  int64_t *pf = counter_column("thr.h5", "page-faults", 2);
   int64_t *ti = h5_i64("thr.h5", "/events/thread_ids", &nt);
-  ASSERT_EQ(n, 2);
   ASSERT_NE(ti[0], ti[1]);
   /* one thread touched 100 pages, the other 200: each counted its own
    * (a sanitizer's shadow memory adds faults in proportion, so no upper
@@ -255,14 +269,11 @@ SP_TEST(a_forked_child_counts_its_own_run) {
   int status;
   waitpid(pid, &status, 0);
   ASSERT(WIFEXITED(status) && WEXITSTATUS(status) == 0);
-  long long n;
-  int64_t *pf = h5_i64("child.h5", "/events/perf_page-faults", &n);
-  ASSERT_EQ(n, 1);
+  int64_t *pf = counter_column("child.h5", "page-faults", 1);
   ASSERT_GE(pf[0], 120);
   free(pf);
   ASSERT_OK(sp_manager_finalize(m, NULL, NULL));
-  pf = h5_i64("parent.h5", "/events/perf_page-faults", &n);
-  ASSERT_EQ(n, 1);
+  pf = counter_column("parent.h5", "page-faults", 1);
   ASSERT_GE(pf[0], 10);
   ASSERT_LT(pf[0], 120);
   free(pf);
@@ -295,8 +306,7 @@ SP_TEST(what_cannot_be_counted_is_a_setup_error_naming_it) {
     spin(100000);
     sp_region_end(m, r);
     ASSERT_OK(sp_manager_finalize(m, NULL, NULL));
-    long long n;
-    int64_t *v = h5_i64("cyc.h5", "/events/perf_cycles", &n);
+    int64_t *v = counter_column("cyc.h5", "cycles", 1);
     ASSERT_GT(v[0], 100000);
     free(v);
     sp_manager_destroy(m);
@@ -333,14 +343,8 @@ SP_TEST(libpfm4_names_count_like_the_generic_ones) {
   if (try_setup("perf::PERF_COUNT_SW_PAGE_FAULTS") == SP_ERR_INVALID_VALUE && strstr(sp_last_error(), "libpfm4 (Debian"))
     SKIP("built without libpfm4");
   sp_manager *m = setup_with("perf::PERF_COUNT_SW_PAGE_FAULTS", "pfm.h5", NULL);
-  sp_region r = sp_region_intern("pfm");
-  sp_region_begin(m, r);
-  touch_fresh_pages(64);
-  sp_region_end(m, r);
-  ASSERT_OK(sp_manager_finalize(m, NULL, NULL));
-  long long n;
-  int64_t *v = h5_i64("pfm.h5", "/events/perf_perf::PERF_COUNT_SW_PAGE_FAULTS", &n);
-  ASSERT_EQ(n, 1);
+  touch_calls(m, "pfm", 1, 64);
+  int64_t *v = counter_column("pfm.h5", "perf::PERF_COUNT_SW_PAGE_FAULTS", 1);
   ASSERT_GE(v[0], 64);
   free(v);
   sp_manager_destroy(m);
@@ -351,19 +355,12 @@ SP_TEST(papi_events_count_through_papi) {
   if (st != SP_OK && strstr(sp_last_error(), "no PAPI")) SKIP("built without PAPI");
   if (st != SP_OK) SKIP("PAPI cannot count perf::PAGE-FAULTS here: %s", sp_last_error());
   sp_manager *m = setup_with("task-clock,papi:perf::PAGE-FAULTS", "papi.h5", NULL);
-  sp_region r = sp_region_intern("papi");
-  for (int k = 0; k < 2; k++) {
-    sp_region_begin(m, r);
-    touch_fresh_pages(80);
-    sp_region_end(m, r);
-  }
-  ASSERT_OK(sp_manager_finalize(m, NULL, NULL));
-  long long n;
-  int64_t *v = h5_i64("papi.h5", "/events/perf_papi:perf::PAGE-FAULTS", &n);
-  ASSERT_EQ(n, 2);
+  touch_calls(m, "papi", 2, 80);
+  int64_t *v = counter_column("papi.h5", "papi:perf::PAGE-FAULTS", 2);
   ASSERT_GE(v[0], 80);
   ASSERT_GE(v[1], 80);
   free(v);
+  long long n;
   uint64_t *tot = h5_read_as("papi.h5", "/rank0/perf_events/papi/values", H5T_NATIVE_UINT64, &n);
   ASSERT_EQ(n, 2);
   ASSERT_GE(tot[1], 160);
