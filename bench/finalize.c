@@ -59,12 +59,13 @@ static long record(sp_manager *m, const sp_region *regs, int nreg, long events) 
 int main(int argc, char **argv) {
   long events = 10000000;
   const char *out = "bench_finalize.h5", *json = NULL;
-  int warm = 0;
+  int warm = 0, keep = 0;
   for (int i = 1; i < argc; i++) {
     if (!strcmp(argv[i], "--events") && i + 1 < argc) events = atol(argv[++i]);
     else if (!strcmp(argv[i], "--out") && i + 1 < argc) out = argv[++i];
     else if (!strcmp(argv[i], "--json") && i + 1 < argc) json = argv[++i];
     else if (!strcmp(argv[i], "--warm")) warm = 1;
+    else if (!strcmp(argv[i], "--keep")) keep = 1;
     else {
       fprintf(stderr, "usage: finalize [--events N] [--out FILE] [--json FILE]\n");
       return 2;
@@ -131,6 +132,6 @@ int main(int argc, char **argv) {
     }
   }
   sp_manager_destroy(m);
-  remove(out);
+  if (!keep) remove(out);
   return 0;
 }

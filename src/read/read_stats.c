@@ -198,23 +198,46 @@ static sp_status gather_durations(sp_results *r, const size_t *rows, size_t nrow
   return SP_OK;
 }
 
+/* Own time by walking the calls (read_walk.c): a call's tag is its region
+ * and lane; its time leaves its parent's region when they share a lane. */
+struct own_walk {
+  int64_t *own;
+};
+static sp_status own_visit(void *ctx, const struct sp__walk_call *c, const uint64_t *ptag, uint64_t *tag) {
+  int64_t *own = ((struct own_walk *)ctx)->own, d = sat_sub(c->end, c->start);
+  own[c->region] = sat_add(own[c->region], d);
+  if (ptag && (uint32_t)*ptag == c->lane) own[*ptag >> 32] = sat_sub(own[*ptag >> 32], d);
+  *tag = (uint64_t)c->region << 32 | c->lane;
+  return SP_OK;
+}
+
 /* Own time of every region on `rank`, from the full call tree of the rank. */
 sp_status sp__rank_own_times(sp_results *r, int64_t rank) {
-  sp_call *calls = NULL;
-  size_t n = 0;
-  sp_status st = sp__rank_calls(r, rank, &calls, &n, NULL);
-  if (st != SP_OK) return st;
   int64_t *own = calloc(r->nregions ? r->nregions : 1, sizeof *own);
-  if (!own) {
+  if (!own) return sp__set_error(SP_ERR_NO_MEMORY, "out of memory");
+  struct own_walk ow = {own};
+  sp_status st = SP_OK;
+  int walked = sp__rank_walk(r, rank, own_visit, &ow, &st);
+  if (walked < 0) {
+    free(own);
+    return st;
+  }
+  if (!walked) {
+    sp_call *calls = NULL;
+    size_t n = 0;
+    memset(own, 0, (r->nregions ? r->nregions : 1) * sizeof *own);
+    st = sp__rank_calls(r, rank, &calls, &n, NULL);
+    if (st != SP_OK) {
+      free(own);
+      return st;
+    }
+    for (size_t i = 0; i < n; i++) {
+      int64_t d = sat_sub(calls[i].end_ns, calls[i].start_ns);
+      own[calls[i].region] = sat_add(own[calls[i].region], d);
+      if (calls[i].parent >= 0) own[calls[calls[i].parent].region] = sat_sub(own[calls[calls[i].parent].region], d);
+    }
     free(calls);
-    return sp__set_error(SP_ERR_NO_MEMORY, "out of memory");
   }
-  for (size_t i = 0; i < n; i++) {
-    int64_t d = sat_sub(calls[i].end_ns, calls[i].start_ns);
-    own[calls[i].region] = sat_add(own[calls[i].region], d);
-    if (calls[i].parent >= 0) own[calls[calls[i].parent].region] = sat_sub(own[calls[calls[i].parent].region], d);
-  }
-  free(calls);
   for (size_t region = 0; region < r->nregions; region++) {
     int first = 1;
     for (size_t k = r->region_row_start[region]; k < r->region_row_start[region + 1]; k++) {

@@ -471,6 +471,195 @@ static sp_status tree_wall(struct tree *t, const sp_call *c, size_t n, const siz
   return SP_OK;
 }
 
+/* ---- call-path tree of a rank by walking its calls (read_walk.c) ----------------
+ * The same tree as the sorted path below, built as the calls stream past in
+ * start order: a call's tag is its node and lane (or its nearest kept
+ * ancestor's, for a call the filter drops), the wall time of a node is the
+ * union of its calls' intervals kept as they come (starts never decrease),
+ * and its threads are counted from (node, thread) pairs once it has run on a
+ * second thread. The rank's nodes are then added to the merged tree in the
+ * order the sorted path creates them: by depth, then by the first of their
+ * calls in (thread, task, start, longer first, call id) order. */
+
+#define NO_NODE UINT32_MAX
+
+struct lnode {
+  uint32_t depth, threads; /* threads: distinct ones, once `many` */
+  int many;                /* calls on more than one thread */
+  int64_t first_thread;
+  int64_t ua, ub, uacc;    /* union of the intervals so far: [ua, ub) open, uacc closed */
+  int64_t kthread, ktask, kstart, kend, kcall; /* first call in the sorted order */
+};
+
+struct wtree {
+  struct tree t;
+  struct lnode *aux;
+  size_t auxcap;
+  const unsigned char *keep; /* by region; NULL keeps all */
+  uint64_t *pairs;           /* (node, thread) pairs seen: node + 1 (0: empty slot) */
+  int64_t *pair_thread;
+  size_t npairs, pslots;
+};
+
+static uint64_t pair_hash(uint64_t node, int64_t thread) { return mix((int64_t)node, (uint32_t)thread ^ (uint32_t)((uint64_t)thread >> 32)); }
+
+/* Counts `thread` for `node` the first time the pair is seen. */
+static sp_status pair_add(struct wtree *w, uint64_t node, int64_t thread) {
+  if ((w->npairs + 1) * 2 > w->pslots) {
+    size_t ns = w->pslots ? w->pslots * 2 : 256;
+    uint64_t *p = malloc(ns * sizeof *p);
+    int64_t *th = malloc(ns * sizeof *th);
+    if (!p || !th) {
+      free(p);
+      free(th);
+      return sp__set_error(SP_ERR_NO_MEMORY, "out of memory");
+    }
+    for (size_t i = 0; i < ns; i++) p[i] = 0;
+    for (size_t i = 0; i < w->pslots; i++)
+      if (w->pairs[i]) {
+        size_t h = (size_t)pair_hash(w->pairs[i] - 1, w->pair_thread[i]) & (ns - 1);
+        while (p[h]) h = (h + 1) & (ns - 1);
+        p[h] = w->pairs[i];
+        th[h] = w->pair_thread[i];
+      }
+    free(w->pairs);
+    free(w->pair_thread);
+    w->pairs = p;
+    w->pair_thread = th;
+    w->pslots = ns;
+  }
+  size_t h = (size_t)pair_hash(node, thread) & (w->pslots - 1);
+  while (w->pairs[h]) {
+    if (w->pairs[h] == node + 1 && w->pair_thread[h] == thread) return SP_OK;
+    h = (h + 1) & (w->pslots - 1);
+  }
+  w->pairs[h] = node + 1;
+  w->pair_thread[h] = thread;
+  w->npairs++;
+  w->aux[node].threads++;
+  return SP_OK;
+}
+
+static sp_status tree_visit(void *ctx, const struct sp__walk_call *c, const uint64_t *ptag, uint64_t *tag) {
+  struct wtree *w = ctx;
+  uint32_t pn = ptag ? (uint32_t)(*ptag >> 32) : NO_NODE, plane = ptag ? (uint32_t)*ptag : 0;
+  if (w->keep && !w->keep[c->region]) {
+    *tag = ptag ? *ptag : (uint64_t)NO_NODE << 32; /* its children hang under its kept ancestor */
+    return SP_OK;
+  }
+  size_t before = w->t.n, node;
+  sp_status st = tree_node(&w->t, pn == NO_NODE ? -1 : (int64_t)pn, c->region, &node);
+  if (st != SP_OK) return st;
+  if (node >= NO_NODE) return sp__set_error(SP_ERR_LIMIT, "too many call-tree nodes");
+  if (w->t.n > before) {
+    if (w->auxcap < w->t.cap) {
+      struct lnode *a = realloc(w->aux, w->t.cap * sizeof *a);
+      if (!a) return sp__set_error(SP_ERR_NO_MEMORY, "out of memory");
+      w->aux = a;
+      w->auxcap = w->t.cap;
+    }
+    struct lnode *a = &w->aux[node];
+    memset(a, 0, sizeof *a);
+    a->depth = pn == NO_NODE ? 0 : w->aux[pn].depth + 1;
+    a->first_thread = c->thread;
+    a->ua = c->start;
+    a->ub = c->end;
+    a->kthread = c->thread;
+    a->ktask = c->task;
+    a->kstart = c->start;
+    a->kend = c->end;
+    a->kcall = c->call;
+  } else {
+    struct lnode *a = &w->aux[node];
+    if (c->start > a->ub) {
+      a->uacc += a->ub - a->ua;
+      a->ua = c->start;
+      a->ub = c->end;
+    } else if (c->end > a->ub) {
+      a->ub = c->end;
+    }
+    if (c->thread < a->kthread || (c->thread == a->kthread && c->task < a->ktask)) {
+      a->kthread = c->thread;
+      a->ktask = c->task;
+      a->kstart = c->start;
+      a->kend = c->end;
+      a->kcall = c->call;
+    }
+    if (!a->many && c->thread != a->first_thread) {
+      a->many = 1;
+      if ((st = pair_add(w, node, a->first_thread)) != SP_OK) return st;
+    }
+    if (a->many && (st = pair_add(w, node, c->thread)) != SP_OK) return st;
+  }
+  int64_t d = c->end - c->start;
+  w->t.nodes[node].count++;
+  w->t.nodes[node].total_ns += d;
+  /* a child on another lane ran beside its parent, not inside its time */
+  if (pn != NO_NODE && plane == c->lane) w->t.nodes[pn].children_ns += d;
+  *tag = (uint64_t)node << 32 | c->lane;
+  return SP_OK;
+}
+
+static const struct wtree *order_w;
+static int cmp_lnode(const void *pa, const void *pb) {
+  size_t i = *(const size_t *)pa, j = *(const size_t *)pb;
+  const struct lnode *a = &order_w->aux[i], *b = &order_w->aux[j];
+  if (a->depth != b->depth) return a->depth < b->depth ? -1 : 1;
+  if (a->kthread != b->kthread) return a->kthread < b->kthread ? -1 : 1;
+  if (a->ktask != b->ktask) return a->ktask < b->ktask ? -1 : 1;
+  if (a->kstart != b->kstart) return a->kstart < b->kstart ? -1 : 1;
+  if (a->kend != b->kend) return a->kend > b->kend ? -1 : 1;
+  if (a->kcall != b->kcall) return a->kcall < b->kcall ? -1 : 1;
+  uint32_t x = order_w->t.nodes[i].region, y = order_w->t.nodes[j].region;
+  return (x > y) - (x < y);
+}
+
+/* The rank's tree by walking, merged into t; *done 0 when the walk refused
+ * the rank (t untouched). */
+static sp_status tree_rank_walked(sp_results *r, int64_t rank, const unsigned char *keep, struct tree *t,
+                                  int *done) {
+  struct wtree w;
+  memset(&w, 0, sizeof w);
+  w.keep = keep;
+  *done = 0;
+  sp_status st = SP_OK;
+  int rc = sp__rank_walk(r, rank, tree_visit, &w, &st);
+  size_t *ord = NULL, *map = NULL;
+  if (rc == 1) {
+    ord = malloc((w.t.n ? w.t.n : 1) * sizeof *ord);
+    map = malloc((w.t.n ? w.t.n : 1) * sizeof *map);
+    if (!ord || !map) st = sp__set_error(SP_ERR_NO_MEMORY, "out of memory");
+  }
+  if (rc == 1 && st == SP_OK) {
+    for (size_t i = 0; i < w.t.n; i++) ord[i] = i;
+    order_w = &w;
+    qsort(ord, w.t.n, sizeof *ord, cmp_lnode);
+    for (size_t k = 0; k < w.t.n && st == SP_OK; k++) {
+      size_t i = ord[k];
+      const sp_tree_node *x = &w.t.nodes[i];
+      const struct lnode *a = &w.aux[i];
+      st = tree_node(t, x->parent < 0 ? -1 : (int64_t)map[x->parent], x->region, &map[i]);
+      if (st != SP_OK) break;
+      sp_tree_node *g = &t->nodes[map[i]];
+      g->count += x->count;
+      g->total_ns += x->total_ns;
+      g->children_ns += x->children_ns;
+      g->wall_ns += a->many ? a->uacc + (a->ub - a->ua) : x->total_ns;
+      uint32_t threads = a->many ? a->threads : 1;
+      if (threads > g->threads) g->threads = threads;
+    }
+    *done = st == SP_OK;
+  }
+  free(ord);
+  free(map);
+  free(w.t.nodes);
+  free(w.t.slots);
+  free(w.aux);
+  free(w.pairs);
+  free(w.pair_thread);
+  return st;
+}
+
 sp_status sp_results_call_tree(sp_results *r, const sp_filter *f, sp_tree_node **nodes,
                                size_t *n) {
   if (!r || !nodes || !n)
@@ -478,10 +667,22 @@ sp_status sp_results_call_tree(sp_results *r, const sp_filter *f, sp_tree_node *
   *nodes = NULL;
   *n = 0;
   struct tree t = {0};
+  unsigned char *keep = NULL;
   sp_status st = SP_OK;
   for (size_t ri = 0; ri < r->nranks && st == SP_OK; ri++) {
     int64_t rank = r->ranks[ri];
     if (!sp_filter_match_rank(f, rank)) continue;
+    if (sp__filter_has_patterns(f) && !keep) {
+      keep = malloc(r->nregions ? r->nregions : 1);
+      if (!keep) {
+        st = sp__set_error(SP_ERR_NO_MEMORY, "out of memory");
+        break;
+      }
+      for (size_t i = 0; i < r->nregions; i++) keep[i] = (unsigned char)sp_filter_match_region(f, r->names[i]);
+    }
+    int walked;
+    st = tree_rank_walked(r, rank, keep, &t, &walked);
+    if (st != SP_OK || walked) continue;
     sp_call *calls;
     size_t nc;
     st = sp_results_call_stack(r, rank, f, &calls, &nc, NULL);
@@ -506,6 +707,7 @@ sp_status sp_results_call_tree(sp_results *r, const sp_filter *f, sp_tree_node *
     free(calls);
   }
   free(t.slots);
+  free(keep);
   if (st != SP_OK) {
     free(t.nodes);
     return st;

@@ -1,0 +1,310 @@
+/* test-walk.c - the reader's streamed walk over a rank's calls
+ * (src/read/read_walk.c) gives exactly the call-path trees and own times of
+ * the sorted path it replaces, and refuses what it cannot take.
+ *
+ * Synthetic runs are written straight through the serial writer (sp_run):
+ * several threads of nested calls with recursion, ties and zero-length calls,
+ * with and without call ids, with parents on another thread, and then broken
+ * on purpose (a row out of start order, a dangling parent, a repeated id,
+ * sparse ids). Real runs come from the profiler: streamed through a small
+ * budget and with OpenMP workers. Each file is read twice, walk on and off,
+ * and every node and own time compared. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "config/config_internal.h"
+#include "core/core.h"
+#include "harness.h"
+#include "output/output.h"
+#include "output/plan.h"
+#include "read/read_internal.h"
+#include "scope_profiler.h"
+#include "scope_profiler/reader.h"
+
+#ifdef _OPENMP
+#include <omp.h>
+#endif
+
+static uint64_t rng = 7;
+static uint64_t rnd(void) {
+  uint64_t z = (rng += UINT64_C(0x9E3779B97F4A7C15));
+  z = (z ^ (z >> 30)) * UINT64_C(0xBF58476D1CE4E5B9);
+  z = (z ^ (z >> 27)) * UINT64_C(0x94D049BB133111EB);
+  return z ^ (z >> 31);
+}
+
+#define NREG 6
+enum { IDS = 1, THREADS = 2, XPARENT = 4, SHUFFLE = 8, DANGLE = 16, REPEAT = 32, SPARSE = 64 };
+
+struct call {
+  int64_t start, end, id, parent, thread;
+  uint32_t region;
+};
+
+static int cmp_row_order(const void *pa, const void *pb) {
+  const struct call *a = pa, *b = pb;
+  if (a->region != b->region) return a->region < b->region ? -1 : 1;
+  if (a->start != b->start) return a->start < b->start ? -1 : 1;
+  if (a->end != b->end) return a->end > b->end ? -1 : 1;
+  return (a->id > b->id) - (a->id < b->id);
+}
+
+/* n calls on `threads` threads, each a random nest (depth up to 6, regions
+ * repeating, so recursion), time steps of 0-3 ns: many ties. */
+static void synth(const char *path, size_t n, int threads, unsigned opts) {
+  struct call *c = calloc(n + 1, sizeof *c);
+  ASSERT(c != NULL);
+  size_t k = 0;
+  int64_t id = 0;
+  for (int t = 0; t < threads && k < n; t++) {
+    size_t want = t + 1 == threads ? n - k : n / (size_t)threads;
+    size_t stack[8], sp = 0, made = 0;
+    int64_t now = 1000 + (int64_t)(rnd() % 5);
+    while (made < want || sp) {
+      now += (int64_t)(rnd() % 4);
+      if (sp && (sp == 6 || made == want || rnd() % 3 == 0)) {
+        c[stack[--sp]].end = now;
+        continue;
+      }
+      struct call *x = &c[k];
+      x->start = now;
+      x->region = (uint32_t)(rnd() % NREG);
+      x->thread = t;
+      x->id = id++;
+      x->parent = sp ? c[stack[sp - 1]].id : -1;
+      /* a root on a worker thread under a call of thread 0 that began first */
+      if (!sp && t > 0 && (opts & XPARENT) && rnd() % 2) {
+        size_t j = rnd() % (n / (size_t)threads > 0 ? n / (size_t)threads : 1);
+        if (c[j].start <= x->start) x->parent = c[j].id;
+      }
+      stack[sp++] = k++;
+      made++;
+    }
+  }
+  n = k;
+  if (opts & SPARSE)
+    for (size_t i = 0; i < n; i++) c[i].id *= 1000, c[i].parent = c[i].parent < 0 ? -1 : c[i].parent * 1000;
+  if (opts & DANGLE) c[n / 2].parent = id + 5;
+  if (opts & REPEAT) c[n / 3].id = c[n / 3 + 1].id;
+  qsort(c, n, sizeof *c, cmp_row_order);
+  if (opts & SHUFFLE) /* two calls of one row swapped */
+    for (size_t i = n / 2; i + 1 < n; i++)
+      if (c[i].region == c[i + 1].region && c[i].start != c[i + 1].start) {
+        struct call tmp = c[i];
+        c[i] = c[i + 1];
+        c[i + 1] = tmp;
+        break;
+      }
+  int64_t *start = malloc(n * 8 + 8), *end = malloc(n * 8 + 8), *cid = malloc(n * 8 + 8);
+  int64_t *pid = malloc(n * 8 + 8), *thr = malloc(n * 8 + 8);
+  ASSERT(start && end && cid && pid && thr);
+  struct sp_row rows[NREG];
+  static char *names[NREG] = {"a", "b", "c", "d", "e", "f"};
+  size_t at = 0;
+  for (uint32_t r = 0; r < NREG; r++) {
+    rows[r] = (struct sp_row){.region = r, .offset = at, .source_line = -1, .source_file = "",
+                              .source_text = "", .tags_json = "[]"};
+    while (at < n && c[at].region == r) {
+      start[at] = c[at].start;
+      end[at] = c[at].end;
+      cid[at] = c[at].id;
+      pid[at] = c[at].parent;
+      thr[at] = c[at].thread;
+      at++;
+    }
+    rows[r].count = at - rows[r].offset;
+    rows[r].aggregate_count = (int64_t)rows[r].count;
+  }
+  struct sp_column tcol = {SP_DS_THREAD_IDS, thr};
+  struct sp_run run = {.layout = "columnar", .names = names, .nnames = NREG, .rows = rows, .nrows = NREG,
+                       .start = start, .end = end, .nevents = n};
+  if (opts & IDS) {
+    run.call_id = cid;
+    run.parent_id = pid;
+  }
+  if (opts & THREADS) {
+    run.extra = &tcol;
+    run.nextra = 1;
+  }
+  struct sp_config cfg;
+  unsetenv("SCOPE_PROFILER_CONFIG");
+  sp_setup_args a = {0};
+  ASSERT_OK(sp__config_resolve(&cfg, &a));
+  ASSERT_OK(sp__h5_write_file(&run, &cfg, path));
+  sp__config_free(&cfg);
+  free(start);
+  free(end);
+  free(cid);
+  free(pid);
+  free(thr);
+  free(c);
+}
+
+/* The tree (and own times) of `path`, walk on or off; returns the walk's
+ * verdict of the last rank (1 walked, 0 refused) when on. */
+struct view {
+  sp_tree_node *nodes;
+  size_t n;
+  int64_t own[NREG + 64];
+  size_t nreg;
+};
+static int view_of(const char *path, int walk, const char *exclude, struct view *v) {
+  sp__walk_enabled = walk;
+  sp__walk_last = -9;
+  sp_results *r = NULL;
+  ASSERT_OK(sp_results_open(path, &r));
+  sp_filter *f = NULL;
+  if (exclude) {
+    ASSERT_OK(sp_filter_create(&f));
+    ASSERT_OK(sp_filter_exclude(f, exclude));
+  }
+  ASSERT_OK(sp_results_call_tree(r, f, &v->nodes, &v->n));
+  int verdict = sp__walk_last;
+  v->nreg = sp_results_num_regions(r);
+  ASSERT(v->nreg <= sizeof v->own / sizeof v->own[0]);
+  for (size_t i = 0; i < v->nreg; i++) {
+    sp_region_stats s;
+    ASSERT_OK(sp_results_region_stats(r, i, NULL, SP_STATS_OWN, &s));
+    v->own[i] = s.own_ns;
+  }
+  sp_filter_free(f);
+  sp_results_free(r);
+  sp__walk_enabled = 1;
+  return verdict;
+}
+
+/* Walk and sorted path agree node for node, in the same order; returns the
+ * walk's verdict. */
+static int same_both_ways(const char *path, const char *exclude) {
+  struct view a, b;
+  int verdict = view_of(path, 1, exclude, &a);
+  ASSERT_EQ(view_of(path, 0, exclude, &b), 0); /* walk off: every rank refused */
+  ASSERT_EQ(a.n, b.n);
+  ASSERT(a.n > 0);
+  for (size_t i = 0; i < a.n; i++) {
+    ASSERT_EQ(a.nodes[i].region, b.nodes[i].region);
+    ASSERT_EQ(a.nodes[i].parent, b.nodes[i].parent);
+    ASSERT_EQ(a.nodes[i].count, b.nodes[i].count);
+    ASSERT_EQ(a.nodes[i].total_ns, b.nodes[i].total_ns);
+    ASSERT_EQ(a.nodes[i].children_ns, b.nodes[i].children_ns);
+    ASSERT_EQ(a.nodes[i].wall_ns, b.nodes[i].wall_ns);
+    ASSERT_EQ(a.nodes[i].threads, b.nodes[i].threads);
+  }
+  ASSERT_EQ(a.nreg, b.nreg);
+  for (size_t i = 0; i < a.nreg; i++) ASSERT_EQ(a.own[i], b.own[i]);
+  free(a.nodes);
+  free(b.nodes);
+  return verdict;
+}
+
+SP_TEST(containment_without_ids_walks_and_matches) {
+  for (int seed = 1; seed <= 6; seed++) {
+    rng = (uint64_t)seed;
+    synth("w.h5", 20000, 1 + seed % 3, THREADS);
+    ASSERT_EQ(same_both_ways("w.h5", NULL), 1);
+    ASSERT_EQ(same_both_ways("w.h5", "^c$"), 1);
+  }
+  rng = 99;
+  synth("w.h5", 5000, 1, 0); /* no thread column at all */
+  ASSERT_EQ(same_both_ways("w.h5", NULL), 1);
+}
+
+SP_TEST(ids_walk_and_match_with_parents_on_other_threads) {
+  int walked = 0;
+  for (int seed = 1; seed <= 6; seed++) {
+    rng = (uint64_t)seed * 31;
+    synth("w.h5", 20000, 2 + seed % 3, IDS | THREADS | XPARENT);
+    int v = same_both_ways("w.h5", NULL);
+    /* a cross-thread parent with the child's very start may sort after it:
+     * then, and only then, the walk hands the rank to the sorted path */
+    ASSERT(v == 1 || v == 0);
+    ASSERT_EQ(same_both_ways("w.h5", "^(a|d)$"), v);
+    walked += v;
+  }
+  ASSERT(walked >= 3);
+  rng = 5;
+  synth("w.h5", 20000, 3, IDS | THREADS);
+  ASSERT_EQ(same_both_ways("w.h5", NULL), 1);
+  ASSERT_EQ(same_both_ways("w.h5", "^b$"), 1);
+}
+
+SP_TEST(what_the_walk_cannot_take_goes_to_the_sorted_path) {
+  rng = 3;
+  synth("w.h5", 8000, 2, THREADS | SHUFFLE); /* a row out of start order */
+  ASSERT_EQ(same_both_ways("w.h5", NULL), 0);
+  rng = 3;
+  synth("w.h5", 8000, 2, IDS | THREADS | SHUFFLE);
+  ASSERT_EQ(same_both_ways("w.h5", NULL), 0);
+  rng = 4;
+  synth("w.h5", 8000, 2, IDS | THREADS | DANGLE); /* the sorted path nests by containment */
+  ASSERT_EQ(same_both_ways("w.h5", NULL), 0);
+  rng = 4;
+  synth("w.h5", 8000, 2, IDS | THREADS | REPEAT); /* containment decides: the walk takes it */
+  ASSERT_EQ(same_both_ways("w.h5", NULL), 1);
+  rng = 4;
+  synth("w.h5", 8000, 2, IDS | THREADS | SPARSE); /* no table by id */
+  ASSERT_EQ(same_both_ways("w.h5", NULL), 0);
+}
+
+SP_TEST(streamed_run_walks_and_matches) {
+  unsetenv("SCOPE_PROFILER_CONFIG");
+  sp_manager *m = sp_manager_create();
+  ASSERT(m != NULL);
+  const char *ov[] = {"file_path=s.h5", "max_buffer_bytes=1048576", NULL};
+  ASSERT_OK(sp_manager_setup(m, &(sp_setup_args){.overrides = ov}));
+  sp_region reg[5];
+  const char *nm[5] = {"step", "solve", "halo", "io", "post"};
+  for (int i = 0; i < 5; i++) reg[i] = sp_region_intern(nm[i]);
+  sp_region_begin(m, reg[0]);
+  for (int i = 0; i < 60000; i++) {
+    sp_region_begin(m, reg[1 + i % 2]);
+    sp_region_begin(m, reg[3]);
+    if (i % 7 == 0) {
+      sp_region_begin(m, reg[1 + i % 2]); /* recursion */
+      sp_region_end(m, reg[1 + i % 2]);
+    }
+    sp_region_end(m, reg[3]);
+    sp_region_end(m, reg[1 + i % 2]);
+  }
+  sp_region_end(m, reg[0]);
+  ASSERT_OK(sp_manager_finalize(m, NULL, NULL));
+  sp_manager_destroy(m);
+  sp_results *r = NULL;
+  ASSERT_OK(sp_results_open("s.h5", &r));
+  const sp_metadata_entry *blocks = sp_results_metadata(r, "streamed_blocks");
+  ASSERT(blocks != NULL);
+  sp_results_free(r);
+  ASSERT_EQ(same_both_ways("s.h5", NULL), 1);
+  ASSERT_EQ(same_both_ways("s.h5", "^io$"), 1);
+}
+
+#ifdef _OPENMP
+SP_TEST(openmp_workers_walk_and_match) {
+  unsetenv("SCOPE_PROFILER_CONFIG");
+  sp_manager *m = sp_manager_create();
+  ASSERT(m != NULL);
+  const char *ov[] = {"file_path=o.h5", "track_threads=1", NULL};
+  ASSERT_OK(sp_manager_setup(m, &(sp_setup_args){.overrides = ov}));
+  sp_region outer = sp_region_intern("outer"), work = sp_region_intern("work"), in = sp_region_intern("in");
+  for (int step = 0; step < 20; step++) {
+    sp_region_begin(m, outer);
+#pragma omp parallel num_threads(3)
+    {
+      for (int i = 0; i < 200; i++) {
+        sp_region_begin(m, work);
+        sp_region_begin(m, in);
+        sp_region_end(m, in);
+        sp_region_end(m, work);
+      }
+    }
+    sp_region_end(m, outer);
+  }
+  ASSERT_OK(sp_manager_finalize(m, NULL, NULL));
+  sp_manager_destroy(m);
+  int v = same_both_ways("o.h5", NULL);
+  ASSERT(v == 1 || v == 0);
+  ASSERT_EQ(same_both_ways("o.h5", "^work$"), v);
+}
+#endif
+
+int main(int c, char **v) { return sp_test_main(c, v); }
