@@ -195,7 +195,8 @@ sp_status sp__filter_calls(sp_results *r, const sp_filter *f, sp_call *calls, si
 struct sp__walk_call {
   int64_t start, end, thread, task, call;
   uint32_t region;
-  uint32_t lane; /* dense index of (thread, task) within this walk */
+  uint32_t lane;   /* dense index of (thread, task) within this walk */
+  uint32_t by_ids; /* nested by the recorded ids (else by containment) */
 };
 typedef sp_status (*sp__walk_fn)(void *ctx, const struct sp__walk_call *c, const uint64_t *parent_tag,
                                  uint64_t *tag);

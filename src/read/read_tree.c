@@ -183,6 +183,177 @@ static int nest_by_ids(const struct ev *e, sp_call *calls, size_t n) {
   return ok;
 }
 
+/* ---- a rank's calls by walking them (read_walk.c) -----------------------------
+ * The walk visits calls in start order; each lane's calls are counted first
+ * (a pass over the thread and task columns), so every call goes straight to
+ * its place in (thread, task, start, longer first) order and its parent's
+ * place is its tag: no sort, and nothing per call beyond the result. */
+
+struct lane_count {
+  int64_t thread, task;
+  uint64_t base, seen;
+};
+struct calls_walk {
+  sp_call *calls;
+  struct lane_count *lanes;
+  size_t nlanes;
+  uint32_t *of_walk; /* the walk's lane index -> index into lanes */
+  size_t nof;
+  size_t overlaps;
+};
+
+static int cmp_lane_count(const void *pa, const void *pb) {
+  const struct lane_count *a = pa, *b = pb;
+  if (a->thread != b->thread) return a->thread < b->thread ? -1 : 1;
+  return (a->task > b->task) - (a->task < b->task);
+}
+
+static struct lane_count *lane_find(struct calls_walk *w, int64_t thread, int64_t task) {
+  size_t lo = 0, hi = w->nlanes;
+  struct lane_count key = {thread, task, 0, 0};
+  while (lo < hi) {
+    size_t mid = (lo + hi) / 2;
+    int c = cmp_lane_count(&w->lanes[mid], &key);
+    if (c == 0) return &w->lanes[mid];
+    if (c < 0) lo = mid + 1;
+    else hi = mid;
+  }
+  return NULL;
+}
+
+static sp_status calls_visit(void *ctx, const struct sp__walk_call *c, const uint64_t *ptag, uint64_t *tag) {
+  struct calls_walk *w = ctx;
+  if (c->lane >= w->nof) {
+    size_t n = w->nof ? w->nof * 2 : 16;
+    while (n <= c->lane) n *= 2;
+    uint32_t *v = realloc(w->of_walk, n * sizeof *v);
+    if (!v) return sp__set_error(SP_ERR_NO_MEMORY, "out of memory");
+    for (size_t i = w->nof; i < n; i++) v[i] = UINT32_MAX;
+    w->of_walk = v;
+    w->nof = n;
+  }
+  if (w->of_walk[c->lane] == UINT32_MAX) {
+    struct lane_count *l = lane_find(w, c->thread, c->task);
+    if (!l) return sp__set_error(SP_ERR_FORMAT, "a call's thread changed between two reads of the file");
+    w->of_walk[c->lane] = (uint32_t)(l - w->lanes);
+  }
+  struct lane_count *l = &w->lanes[w->of_walk[c->lane]];
+  if (l->seen == (l + 1 < w->lanes + w->nlanes ? l[1].base : UINT64_MAX) - l->base)
+    return sp__set_error(SP_ERR_FORMAT, "a lane has more calls than counted");
+  uint64_t i = l->base + l->seen++;
+  sp_call *x = &w->calls[i];
+  x->start_ns = c->start;
+  x->end_ns = c->end;
+  x->thread = c->thread;
+  x->task = c->task;
+  x->region = c->region;
+  x->parent = x->xparent = -1;
+  x->depth = 0;
+  if (ptag) {
+    const sp_call *p = &w->calls[*ptag];
+    if (p->thread == c->thread && p->task == c->task) {
+      x->parent = (int64_t)*ptag;
+      x->depth = p->depth + 1;
+      if (!c->by_ids && c->end > p->end_ns) w->overlaps++;
+    } else {
+      x->xparent = (int64_t)*ptag;
+    }
+  }
+  *tag = i;
+  return SP_OK;
+}
+
+/* The rank's calls by walking; 1 done, 0 refused (nothing kept), -1 error. */
+static int rank_calls_walked(sp_results *r, int64_t rank, sp_call **out, size_t *nout, size_t *overlaps,
+                             uint64_t total, sp_status *st) {
+  if (!sp__walk_enabled) return 0;
+  struct calls_walk w;
+  memset(&w, 0, sizeof w);
+  size_t n = (size_t)total;
+  int64_t *buf = malloc(2 * BLOCK * sizeof *buf);
+  size_t cap = 16;
+  w.lanes = malloc(cap * sizeof *w.lanes);
+  int rc = buf && w.lanes ? 1 : -1;
+  /* Calls per lane: the lanes in order, each one's first place. */
+  for (size_t i = 0; i < r->nrows && rc == 1; i++) {
+    const struct sp__rrow *row = &r->rows[i];
+    if (row->rank != rank) continue;
+    for (uint64_t done = 0; done < row->count && rc == 1;) {
+      size_t k = row->count - done < BLOCK ? (size_t)(row->count - done) : BLOCK;
+      *st = sp__row_read(r, i, done, k, NULL, NULL, NULL, NULL, buf);
+      if (*st == SP_OK) *st = sp__row_read_tasks(r, i, done, k, buf + BLOCK);
+      if (*st != SP_OK) {
+        rc = -2;
+        break;
+      }
+      for (size_t j = 0; j < k && rc == 1; j++) {
+        int64_t th = buf[j], tk = buf[BLOCK + j] < 0 ? -1 : buf[BLOCK + j];
+        if (w.nlanes && w.lanes[w.nlanes - 1].thread == th && w.lanes[w.nlanes - 1].task == tk) {
+          w.lanes[w.nlanes - 1].seen++;
+          continue;
+        }
+        size_t q = 0;
+        while (q < w.nlanes && !(w.lanes[q].thread == th && w.lanes[q].task == tk)) q++;
+        if (q < w.nlanes) {
+          w.lanes[q].seen++;
+          /* keep the lane just seen last, where the next call most likely is */
+          struct lane_count tmp = w.lanes[q];
+          w.lanes[q] = w.lanes[w.nlanes - 1];
+          w.lanes[w.nlanes - 1] = tmp;
+          continue;
+        }
+        if (w.nlanes == cap) {
+          if (cap >= 4096) { /* many async tasks: the sorted path */
+            rc = 0;
+            break;
+          }
+          struct lane_count *v = realloc(w.lanes, 2 * cap * sizeof *v);
+          if (!v) {
+            rc = -1;
+            break;
+          }
+          w.lanes = v;
+          cap *= 2;
+        }
+        w.lanes[w.nlanes++] = (struct lane_count){th, tk, 0, 1};
+      }
+      done += k;
+    }
+  }
+  free(buf);
+  if (rc == 1) {
+    qsort(w.lanes, w.nlanes, sizeof *w.lanes, cmp_lane_count);
+    uint64_t at = 0;
+    for (size_t q = 0; q < w.nlanes; q++) {
+      w.lanes[q].base = at;
+      at += w.lanes[q].seen;
+      w.lanes[q].seen = 0;
+    }
+    w.calls = malloc((n ? n : 1) * sizeof *w.calls);
+    if (!w.calls) rc = -1;
+  }
+  if (rc == 1) {
+    rc = sp__rank_walk(r, rank, calls_visit, &w, st);
+    if (rc < 0) rc = -2; /* its error is set */
+    for (size_t q = 0; rc == 1 && q < w.nlanes; q++)
+      if (w.lanes[q].seen != (q + 1 < w.nlanes ? w.lanes[q + 1].base : n) - w.lanes[q].base) {
+        *st = sp__set_error(SP_ERR_FORMAT, "a lane has fewer calls than counted");
+        rc = -2;
+      }
+  }
+  if (rc == -1) *st = sp__set_error(SP_ERR_NO_MEMORY, "out of memory for the %zu calls of rank %lld", n, (long long)rank);
+  free(w.lanes);
+  free(w.of_walk);
+  if (rc != 1) {
+    free(w.calls);
+    return rc == 0 ? 0 : -1;
+  }
+  *out = w.calls;
+  *nout = n;
+  if (overlaps) *overlaps = w.overlaps;
+  return 1;
+}
+
 sp_status sp__rank_calls(sp_results *r, int64_t rank, sp_call **out, size_t *nout,
                          size_t *overlaps) {
   *out = NULL;
@@ -199,6 +370,10 @@ sp_status sp__rank_calls(sp_results *r, int64_t rank, sp_call **out, size_t *nou
   if (total > ((uint64_t)1 << 34))
     return sp__set_error(SP_ERR_LIMIT, "rank %lld has too many calls (%llu) to nest in memory",
                          (long long)rank, (unsigned long long)total);
+  sp_status wst = SP_OK;
+  int walked = rank_calls_walked(r, rank, out, nout, overlaps, total, &wst);
+  if (walked < 0) return wst;
+  if (walked) return SP_OK;
   size_t n = (size_t)total;
   struct ev *e = malloc((n ? n : 1) * sizeof *e);
   int64_t *buf = malloc(6 * BLOCK * sizeof *buf);

@@ -323,7 +323,7 @@ int sp__rank_walk(sp_results *r, int64_t rank, sp__walk_fn fn, void *ctx, sp_sta
   while (rc == 1 && w.nheap) {
     struct cursor *c = &w.cur[w.heap[0].cur];
     struct sp__walk_call x = {c->start[c->at], c->end[c->at], c->thread[c->at], c->task[c->at],
-                              c->call[c->at], r->rows[c->row].region, 0};
+                              c->call[c->at], r->rows[c->row].region, 0, (uint32_t)w.ids};
     uint32_t li = last_lane;
     struct lane *l = last;
     if (!l || l->thread != x.thread || l->task != x.task) {

@@ -34,7 +34,7 @@ static uint64_t rnd(void) {
 }
 
 #define NREG 6
-enum { IDS = 1, THREADS = 2, XPARENT = 4, SHUFFLE = 8, DANGLE = 16, REPEAT = 32, SPARSE = 64 };
+enum { IDS = 1, THREADS = 2, XPARENT = 4, SHUFFLE = 8, DANGLE = 16, REPEAT = 32, SPARSE = 64, OVERLAP = 128 };
 
 struct call {
   int64_t start, end, id, parent, thread;
@@ -82,6 +82,9 @@ static void synth(const char *path, size_t n, int threads, unsigned opts) {
     }
   }
   n = k;
+  if (opts & OVERLAP) /* calls that end after their parent: counted as overlaps (ids are indices here) */
+    for (size_t i = 0; i < n; i++)
+      if (c[i].parent >= 0 && c[c[i].parent].start < c[i].start && rnd() % 50 == 0) c[i].end += 7;
   if (opts & SPARSE)
     for (size_t i = 0; i < n; i++) c[i].id *= 1000, c[i].parent = c[i].parent < 0 ? -1 : c[i].parent * 1000;
   if (opts & DANGLE) c[n / 2].parent = id + 5;
@@ -145,6 +148,9 @@ static void synth(const char *path, size_t n, int threads, unsigned opts) {
 struct view {
   sp_tree_node *nodes;
   size_t n;
+  sp_call *calls;
+  size_t ncalls, overlaps;
+  int calls_verdict;
   int64_t own[NREG + 64];
   size_t nreg;
 };
@@ -160,6 +166,9 @@ static int view_of(const char *path, int walk, const char *exclude, struct view 
   }
   ASSERT_OK(sp_results_call_tree(r, f, &v->nodes, &v->n));
   int verdict = sp__walk_last;
+  sp__walk_last = -9;
+  ASSERT_OK(sp_results_call_stack(r, 0, f, &v->calls, &v->ncalls, &v->overlaps));
+  v->calls_verdict = sp__walk_last;
   v->nreg = sp_results_num_regions(r);
   ASSERT(v->nreg <= sizeof v->own / sizeof v->own[0]);
   for (size_t i = 0; i < v->nreg; i++) {
@@ -192,6 +201,22 @@ static int same_both_ways(const char *path, const char *exclude) {
   }
   ASSERT_EQ(a.nreg, b.nreg);
   for (size_t i = 0; i < a.nreg; i++) ASSERT_EQ(a.own[i], b.own[i]);
+  /* the call stacks too, field by field, and the walk took them when it took the tree */
+  ASSERT_EQ(a.calls_verdict, verdict);
+  ASSERT_EQ(a.ncalls, b.ncalls);
+  ASSERT_EQ(a.overlaps, b.overlaps);
+  for (size_t i = 0; i < a.ncalls; i++) {
+    ASSERT_EQ(a.calls[i].start_ns, b.calls[i].start_ns);
+    ASSERT_EQ(a.calls[i].end_ns, b.calls[i].end_ns);
+    ASSERT_EQ(a.calls[i].parent, b.calls[i].parent);
+    ASSERT_EQ(a.calls[i].xparent, b.calls[i].xparent);
+    ASSERT_EQ(a.calls[i].thread, b.calls[i].thread);
+    ASSERT_EQ(a.calls[i].task, b.calls[i].task);
+    ASSERT_EQ(a.calls[i].region, b.calls[i].region);
+    ASSERT_EQ(a.calls[i].depth, b.calls[i].depth);
+  }
+  free(a.calls);
+  free(b.calls);
   free(a.nodes);
   free(b.nodes);
   return verdict;
@@ -207,6 +232,10 @@ SP_TEST(containment_without_ids_walks_and_matches) {
   rng = 99;
   synth("w.h5", 5000, 1, 0); /* no thread column at all */
   ASSERT_EQ(same_both_ways("w.h5", NULL), 1);
+  rng = 98;
+  synth("w.h5", 20000, 2, THREADS | OVERLAP);
+  ASSERT_EQ(same_both_ways("w.h5", NULL), 1);
+  ASSERT_EQ(same_both_ways("w.h5", "^e$"), 1);
 }
 
 SP_TEST(ids_walk_and_match_with_parents_on_other_threads) {
@@ -222,6 +251,9 @@ SP_TEST(ids_walk_and_match_with_parents_on_other_threads) {
     walked += v;
   }
   ASSERT(walked >= 3);
+  rng = 6;
+  synth("w.h5", 20000, 2, IDS | THREADS | OVERLAP); /* the ids nest: no overlaps counted */
+  ASSERT_EQ(same_both_ways("w.h5", NULL), 1);
   rng = 5;
   synth("w.h5", 20000, 3, IDS | THREADS);
   ASSERT_EQ(same_both_ways("w.h5", NULL), 1);
