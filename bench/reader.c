@@ -142,7 +142,8 @@ static struct step run(const char *path, int op, uint64_t *events) {
     exit(1);
   }
   *events = msg.events;
-  msg.s.bpe = (double)(ru.ru_maxrss - msg.rss_open) * 1024.0 / (double)(msg.events ? msg.events : 1);
+  msg.s.bpe =
+      (double)(ru.ru_maxrss - msg.rss_open) * 1024.0 / (double)(msg.events ? msg.events : 1);
   return msg.s;
 }
 
@@ -156,10 +157,14 @@ int main(int argc, char **argv) {
   const char *file = NULL;
   int keep = 0, reps = 3;
   for (int i = 1; i < argc; i++) {
-    if (!strcmp(argv[i], "--events") && i + 1 < argc) events = atol(argv[++i]);
-    else if (!strcmp(argv[i], "--file") && i + 1 < argc) file = argv[++i];
-    else if (!strcmp(argv[i], "--keep")) keep = 1;
-    else if (!strcmp(argv[i], "--reps") && i + 1 < argc) reps = atoi(argv[++i]);
+    if (!strcmp(argv[i], "--events") && i + 1 < argc)
+      events = atol(argv[++i]);
+    else if (!strcmp(argv[i], "--file") && i + 1 < argc)
+      file = argv[++i];
+    else if (!strcmp(argv[i], "--keep"))
+      keep = 1;
+    else if (!strcmp(argv[i], "--reps") && i + 1 < argc)
+      reps = atoi(argv[++i]);
     else {
       fprintf(stderr, "usage: reader [--events N] [--file F] [--keep] [--reps R]\n");
       return 2;
@@ -169,7 +174,8 @@ int main(int argc, char **argv) {
   const char *path = file ? file : "bench_reader.h5";
   if (!file) record(path, events);
   static const char *what[2] = {"call-path tree", "call stack, rank 0"};
-  printf("%-20s %-7s %9s %9s %11s %9s\n", "step", "path", "wall [s]", "cpu [s]", "peak B/ev", "cpu ratio");
+  printf("%-20s %-7s %9s %9s %11s %9s\n", "step", "path", "wall [s]", "cpu [s]", "peak B/ev",
+         "cpu ratio");
   uint64_t n = 0;
   for (int op = 0; op < 2; op++) {
     struct step best[2];
@@ -188,12 +194,13 @@ int main(int argc, char **argv) {
     }
     sp__walk_enabled = 1;
     for (int p = 0; p < 2; p++)
-      printf("%-20s %-7s %9.3f %9.3f %11.1f %9s\n", what[op], p ? "sorted" : "walk", best[p].wall, best[p].cpu,
-             best[p].bpe, p ? "1.00" : "");
-    printf("%-20s %-7s %9.3f %9.3f %11s %9.3f\n", "", "ratio", best[0].wall / best[1].wall, best[0].cpu / best[1].cpu,
-           "", best[0].cpu / best[1].cpu);
+      printf("%-20s %-7s %9.3f %9.3f %11.1f %9s\n", what[op], p ? "sorted" : "walk", best[p].wall,
+             best[p].cpu, best[p].bpe, p ? "1.00" : "");
+    printf("%-20s %-7s %9.3f %9.3f %11s %9.3f\n", "", "ratio", best[0].wall / best[1].wall,
+           best[0].cpu / best[1].cpu, "", best[0].cpu / best[1].cpu);
   }
-  printf("events %llu; medians of %d; peak B/ev: peak RSS of the step over the opened file, per event\n",
+  printf("events %llu; medians of %d; peak B/ev: peak RSS of the step over the opened file, per "
+         "event\n",
          (unsigned long long)n, reps);
   if (!file && !keep) remove(path);
   return 0;

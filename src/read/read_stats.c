@@ -203,7 +203,8 @@ static sp_status gather_durations(sp_results *r, const size_t *rows, size_t nrow
 struct own_walk {
   int64_t *own;
 };
-static sp_status own_visit(void *ctx, const struct sp__walk_call *c, const uint64_t *ptag, uint64_t *tag) {
+static sp_status own_visit(void *ctx, const struct sp__walk_call *c, const uint64_t *ptag,
+                           uint64_t *tag) {
   int64_t *own = ((struct own_walk *)ctx)->own, d = sat_sub(c->end, c->start);
   own[c->region] = sat_add(own[c->region], d);
   if (ptag && (uint32_t)*ptag == c->lane) own[*ptag >> 32] = sat_sub(own[*ptag >> 32], d);
@@ -234,7 +235,10 @@ sp_status sp__rank_own_times(sp_results *r, int64_t rank) {
     for (size_t i = 0; i < n; i++) {
       int64_t d = sat_sub(calls[i].end_ns, calls[i].start_ns);
       own[calls[i].region] = sat_add(own[calls[i].region], d);
-      if (calls[i].parent >= 0) own[calls[calls[i].parent].region] = sat_sub(own[calls[calls[i].parent].region], d);
+      if (calls[i].parent >= 0) {
+        uint32_t pr = calls[calls[i].parent].region;
+        own[pr] = sat_sub(own[pr], d);
+      }
     }
     free(calls);
   }

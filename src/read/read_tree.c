@@ -221,7 +221,8 @@ static struct lane_count *lane_find(struct calls_walk *w, int64_t thread, int64_
   return NULL;
 }
 
-static sp_status calls_visit(void *ctx, const struct sp__walk_call *c, const uint64_t *ptag, uint64_t *tag) {
+static sp_status calls_visit(void *ctx, const struct sp__walk_call *c, const uint64_t *ptag,
+                             uint64_t *tag) {
   struct calls_walk *w = ctx;
   if (c->lane >= w->nof) {
     size_t n = w->nof ? w->nof * 2 : 16;
@@ -234,7 +235,8 @@ static sp_status calls_visit(void *ctx, const struct sp__walk_call *c, const uin
   }
   if (w->of_walk[c->lane] == UINT32_MAX) {
     struct lane_count *l = lane_find(w, c->thread, c->task);
-    if (!l) return sp__set_error(SP_ERR_FORMAT, "a call's thread changed between two reads of the file");
+    if (!l)
+      return sp__set_error(SP_ERR_FORMAT, "a call's thread changed between two reads of the file");
     w->of_walk[c->lane] = (uint32_t)(l - w->lanes);
   }
   struct lane_count *l = &w->lanes[w->of_walk[c->lane]];
@@ -264,8 +266,8 @@ static sp_status calls_visit(void *ctx, const struct sp__walk_call *c, const uin
 }
 
 /* The rank's calls by walking; 1 done, 0 refused (nothing kept), -1 error. */
-static int rank_calls_walked(sp_results *r, int64_t rank, sp_call **out, size_t *nout, size_t *overlaps,
-                             uint64_t total, sp_status *st) {
+static int rank_calls_walked(sp_results *r, int64_t rank, sp_call **out, size_t *nout,
+                             size_t *overlaps, uint64_t total, sp_status *st) {
   if (!sp__walk_enabled) return 0;
   struct calls_walk w;
   memset(&w, 0, sizeof w);
@@ -341,7 +343,9 @@ static int rank_calls_walked(sp_results *r, int64_t rank, sp_call **out, size_t 
         rc = -2;
       }
   }
-  if (rc == -1) *st = sp__set_error(SP_ERR_NO_MEMORY, "out of memory for the %zu calls of rank %lld", n, (long long)rank);
+  if (rc == -1)
+    *st = sp__set_error(SP_ERR_NO_MEMORY, "out of memory for the %zu calls of rank %lld", n,
+                        (long long)rank);
   free(w.lanes);
   free(w.of_walk);
   if (rc != 1) {
@@ -676,7 +680,9 @@ struct wtree {
   size_t npairs, pslots;
 };
 
-static uint64_t pair_hash(uint64_t node, int64_t thread) { return mix((int64_t)node, (uint32_t)thread ^ (uint32_t)((uint64_t)thread >> 32)); }
+static uint64_t pair_hash(uint64_t node, int64_t thread) {
+  return mix((int64_t)node, (uint32_t)thread ^ (uint32_t)((uint64_t)thread >> 32));
+}
 
 /* Counts `thread` for `node` the first time the pair is seen. */
 static sp_status pair_add(struct wtree *w, uint64_t node, int64_t thread) {
@@ -715,7 +721,8 @@ static sp_status pair_add(struct wtree *w, uint64_t node, int64_t thread) {
   return SP_OK;
 }
 
-static sp_status tree_visit(void *ctx, const struct sp__walk_call *c, const uint64_t *ptag, uint64_t *tag) {
+static sp_status tree_visit(void *ctx, const struct sp__walk_call *c, const uint64_t *ptag,
+                            uint64_t *tag) {
   struct wtree *w = ctx;
   uint32_t pn = ptag ? (uint32_t)(*ptag >> 32) : NO_NODE, plane = ptag ? (uint32_t)*ptag : 0;
   if (w->keep && !w->keep[c->region]) {
@@ -791,8 +798,8 @@ static int cmp_lnode(const void *pa, const void *pb) {
 
 /* The rank's tree by walking, merged into t; *done 0 when the walk refused
  * the rank (t untouched). */
-static sp_status tree_rank_walked(sp_results *r, int64_t rank, const unsigned char *keep, struct tree *t,
-                                  int *done) {
+static sp_status tree_rank_walked(sp_results *r, int64_t rank, const unsigned char *keep,
+                                  struct tree *t, int *done) {
   struct wtree w;
   memset(&w, 0, sizeof w);
   w.keep = keep;
@@ -853,7 +860,8 @@ sp_status sp_results_call_tree(sp_results *r, const sp_filter *f, sp_tree_node *
         st = sp__set_error(SP_ERR_NO_MEMORY, "out of memory");
         break;
       }
-      for (size_t i = 0; i < r->nregions; i++) keep[i] = (unsigned char)sp_filter_match_region(f, r->names[i]);
+      for (size_t i = 0; i < r->nregions; i++)
+        keep[i] = (unsigned char)sp_filter_match_region(f, r->names[i]);
     }
     int walked;
     st = tree_rank_walked(r, rank, keep, &t, &walked);

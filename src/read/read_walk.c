@@ -32,7 +32,7 @@ int sp__walk_last;
 struct cursor {
   size_t row;
   uint64_t next, count; /* next event of the row to read; the row's events */
-  size_t at, have;      /* position in the buffers, values buffered */
+  size_t at, have; /* position in the buffers, values buffered */
   int64_t *start, *end, *call, *parent, *thread, *task;
   int64_t last_start, last_end, last_call; /* the previous event (the order check) */
   int any;
@@ -62,9 +62,9 @@ struct walk {
   size_t ncur, block;
   struct head *heap;
   size_t nheap;
-  int ids;        /* nest by the recorded ids */
-  int has_tasks;  /* read the task column */
-  int has_call;   /* the file records call ids (the order's tie-break) */
+  int ids; /* nest by the recorded ids */
+  int has_tasks; /* read the task column */
+  int has_call; /* the file records call ids (the order's tie-break) */
   /* ids: tag and lane of each visited call, by id - id0 */
   int64_t id0;
   uint64_t idspan;
@@ -113,8 +113,8 @@ static void head_load(struct walk *w, struct head *h, uint32_t k) {
 static int cursor_fill(struct walk *w, struct cursor *c) {
   if (c->next >= c->count) return 0;
   size_t k = c->count - c->next < w->block ? (size_t)(c->count - c->next) : w->block;
-  sp_status st = sp__row_read(w->r, c->row, c->next, k, c->start, c->end, w->has_call ? c->call : NULL,
-                              w->ids ? c->parent : NULL, c->thread);
+  sp_status st = sp__row_read(w->r, c->row, c->next, k, c->start, c->end,
+                              w->has_call ? c->call : NULL, w->ids ? c->parent : NULL, c->thread);
   if (st == SP_OK && w->has_tasks) st = sp__row_read_tasks(w->r, c->row, c->next, k, c->task);
   if (st != SP_OK) {
     w->err = st;
@@ -129,7 +129,9 @@ static int cursor_fill(struct walk *w, struct cursor *c) {
       if (c->task[i] < 0) c->task[i] = -1;
   for (size_t i = 0; i < k; i++) {
     int64_t s = c->start[i], e = c->end[i], id = c->call[i];
-    if (c->any && (s < c->last_start || (s == c->last_start && (e > c->last_end || (e == c->last_end && id < c->last_call)))))
+    if (c->any &&
+        (s < c->last_start ||
+         (s == c->last_start && (e > c->last_end || (e == c->last_end && id < c->last_call)))))
       return -2;
     c->any = 1;
     c->last_start = s;
@@ -322,8 +324,14 @@ int sp__rank_walk(sp_results *r, int64_t rank, sp__walk_fn fn, void *ctx, sp_sta
   uint32_t last_lane = 0;
   while (rc == 1 && w.nheap) {
     struct cursor *c = &w.cur[w.heap[0].cur];
-    struct sp__walk_call x = {c->start[c->at], c->end[c->at], c->thread[c->at], c->task[c->at],
-                              c->call[c->at], r->rows[c->row].region, 0, (uint32_t)w.ids};
+    struct sp__walk_call x = {c->start[c->at],
+                              c->end[c->at],
+                              c->thread[c->at],
+                              c->task[c->at],
+                              c->call[c->at],
+                              r->rows[c->row].region,
+                              0,
+                              (uint32_t)w.ids};
     uint32_t li = last_lane;
     struct lane *l = last;
     if (!l || l->thread != x.thread || l->task != x.task) {

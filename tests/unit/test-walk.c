@@ -4,7 +4,8 @@
  *
  * Synthetic runs are written straight through the serial writer (sp_run):
  * several threads of nested calls with recursion, ties and zero-length calls,
- * with and without call ids, with parents on another thread, and then broken
+ * with and without call ids, with parents on another thread, without stored
+ * exclusive totals (so own times come from the calls), and then broken
  * on purpose (a row out of start order, a dangling parent, a repeated id,
  * sparse ids). Real runs come from the profiler: streamed through a small
  * budget and with OpenMP workers. Each file is read twice, walk on and off,
@@ -34,7 +35,16 @@ static uint64_t rnd(void) {
 }
 
 #define NREG 6
-enum { IDS = 1, THREADS = 2, XPARENT = 4, SHUFFLE = 8, DANGLE = 16, REPEAT = 32, SPARSE = 64, OVERLAP = 128 };
+enum {
+  IDS = 1,
+  THREADS = 2,
+  XPARENT = 4,
+  SHUFFLE = 8,
+  DANGLE = 16,
+  REPEAT = 32,
+  SPARSE = 64,
+  OVERLAP = 128
+};
 
 struct call {
   int64_t start, end, id, parent, thread;
@@ -82,11 +92,13 @@ static void synth(const char *path, size_t n, int threads, unsigned opts) {
     }
   }
   n = k;
-  if (opts & OVERLAP) /* calls that end after their parent: counted as overlaps (ids are indices here) */
+  if (opts &
+      OVERLAP) /* calls that end after their parent: counted as overlaps (ids are indices here) */
     for (size_t i = 0; i < n; i++)
       if (c[i].parent >= 0 && c[c[i].parent].start < c[i].start && rnd() % 50 == 0) c[i].end += 7;
   if (opts & SPARSE)
-    for (size_t i = 0; i < n; i++) c[i].id *= 1000, c[i].parent = c[i].parent < 0 ? -1 : c[i].parent * 1000;
+    for (size_t i = 0; i < n; i++)
+      c[i].id *= 1000, c[i].parent = c[i].parent < 0 ? -1 : c[i].parent * 1000;
   if (opts & DANGLE) c[n / 2].parent = id + 5;
   if (opts & REPEAT) c[n / 3].id = c[n / 3 + 1].id;
   qsort(c, n, sizeof *c, cmp_row_order);
@@ -105,8 +117,13 @@ static void synth(const char *path, size_t n, int threads, unsigned opts) {
   static char *names[NREG] = {"a", "b", "c", "d", "e", "f"};
   size_t at = 0;
   for (uint32_t r = 0; r < NREG; r++) {
-    rows[r] = (struct sp_row){.region = r, .offset = at, .source_line = -1, .source_file = "",
-                              .source_text = "", .tags_json = "[]"};
+    rows[r] = (struct sp_row){.region = r,
+                              .offset = at,
+                              .source_line = -1,
+                              .exclusive_total = -1,
+                              .source_file = "",
+                              .source_text = "",
+                              .tags_json = "[]"};
     while (at < n && c[at].region == r) {
       start[at] = c[at].start;
       end[at] = c[at].end;
@@ -119,8 +136,14 @@ static void synth(const char *path, size_t n, int threads, unsigned opts) {
     rows[r].aggregate_count = (int64_t)rows[r].count;
   }
   struct sp_column tcol = {SP_DS_THREAD_IDS, thr};
-  struct sp_run run = {.layout = "columnar", .names = names, .nnames = NREG, .rows = rows, .nrows = NREG,
-                       .start = start, .end = end, .nevents = n};
+  struct sp_run run = {.layout = "columnar",
+                       .names = names,
+                       .nnames = NREG,
+                       .rows = rows,
+                       .nrows = NREG,
+                       .start = start,
+                       .end = end,
+                       .nevents = n};
   if (opts & IDS) {
     run.call_id = cid;
     run.parent_id = pid;
@@ -317,7 +340,8 @@ SP_TEST(openmp_workers_walk_and_match) {
   ASSERT(m != NULL);
   const char *ov[] = {"file_path=o.h5", "track_threads=1", NULL};
   ASSERT_OK(sp_manager_setup(m, &(sp_setup_args){.overrides = ov}));
-  sp_region outer = sp_region_intern("outer"), work = sp_region_intern("work"), in = sp_region_intern("in");
+  sp_region outer = sp_region_intern("outer"), work = sp_region_intern("work"),
+            in = sp_region_intern("in");
   for (int step = 0; step < 20; step++) {
     sp_region_begin(m, outer);
 #pragma omp parallel num_threads(3)
