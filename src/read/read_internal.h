@@ -200,7 +200,7 @@ struct sp__walk_call {
 };
 typedef sp_status (*sp__walk_fn)(void *ctx, const struct sp__walk_call *c,
                                  const uint64_t *parent_tag, uint64_t *tag);
-int sp__rank_walk(sp_results *r, int64_t rank, sp__walk_fn fn, void *ctx, sp_status *err);
+int sp__walk_calls(sp_results *r, int64_t rank, sp__walk_fn fn, void *ctx, sp_status *err);
 /* 0 sends every caller to the sorted path (tests and bench/ compare both). */
 extern int sp__walk_enabled;
 extern int sp__walk_last; /* the last walk's verdict (tests) */

@@ -218,7 +218,7 @@ sp_status sp__rank_own_times(sp_results *r, int64_t rank) {
   if (!own) return sp__set_error(SP_ERR_NO_MEMORY, "out of memory");
   struct own_walk ow = {own};
   sp_status st = SP_OK;
-  int walked = sp__rank_walk(r, rank, own_visit, &ow, &st);
+  int walked = sp__walk_calls(r, rank, own_visit, &ow, &st);
   if (walked < 0) {
     free(own);
     return st;

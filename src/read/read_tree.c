@@ -335,7 +335,7 @@ static int rank_calls_walked(sp_results *r, int64_t rank, sp_call **out, size_t 
     if (!w.calls) rc = -1;
   }
   if (rc == 1) {
-    rc = sp__rank_walk(r, rank, calls_visit, &w, st);
+    rc = sp__walk_calls(r, rank, calls_visit, &w, st);
     if (rc < 0) rc = -2; /* its error is set */
     for (size_t q = 0; rc == 1 && q < w.nlanes; q++)
       if (w.lanes[q].seen != (q + 1 < w.nlanes ? w.lanes[q + 1].base : n) - w.lanes[q].base) {
@@ -805,7 +805,7 @@ static sp_status tree_rank_walked(sp_results *r, int64_t rank, const unsigned ch
   w.keep = keep;
   *done = 0;
   sp_status st = SP_OK;
-  int rc = sp__rank_walk(r, rank, tree_visit, &w, &st);
+  int rc = sp__walk_calls(r, rank, tree_visit, &w, &st);
   size_t *ord = NULL, *map = NULL;
   if (rc == 1) {
     ord = malloc((w.t.n ? w.t.n : 1) * sizeof *ord);

@@ -260,7 +260,7 @@ static void walk_free(struct walk *w) {
   free(w->lslot);
 }
 
-int sp__rank_walk(sp_results *r, int64_t rank, sp__walk_fn fn, void *ctx, sp_status *err) {
+int sp__walk_calls(sp_results *r, int64_t rank, sp__walk_fn fn, void *ctx, sp_status *err) {
   if (!sp__walk_enabled || r->aggregate) return sp__walk_last = 0;
   struct walk w;
   memset(&w, 0, sizeof w);
