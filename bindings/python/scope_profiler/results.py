@@ -30,6 +30,15 @@ def _numpy():
     return np
 
 
+def _pandas():
+    try:
+        import pandas
+    except ImportError:
+        raise ImportError("DataFrames need pandas (Debian: apt-get install python3-pandas); "
+                          "summary_rows() and events() give the same data as dicts") from None
+    return pandas
+
+
 def _i64(b: bytes):
     return _numpy().frombuffer(b, dtype=_numpy().int64)
 
@@ -519,6 +528,32 @@ class ProfilingResults:
                         "region_time": float((cs["end_ns"][top] - cs["start_ns"][top]).sum()) / 1e9,
                         "cpu_time": t["cpu_ns"] / 1e9 if t["cpu_ns"] >= 0 else None})
         return out
+
+    def summary_rows(self, include=None, exclude=None) -> list:
+        """One dict per region (sorted by first start): name, num_calls,
+        num_ranks, total_duration, average_duration, min_duration,
+        max_duration, std_duration, total_exclusive_duration (s)."""
+        out = []
+        for r in self.get_regions(include, exclude):
+            st = r._all()
+            n = int(st["count"])
+            out.append({"name": r.name, "num_calls": n, "num_ranks": len(r.ranks),
+                        "total_duration": st["total_ns"] / 1e9,
+                        "average_duration": st["mean_ns"] / 1e9 if n else 0.0,
+                        "min_duration": st["min_ns"] / 1e9 if n else 0.0,
+                        "max_duration": st["max_ns"] / 1e9 if n else 0.0,
+                        "std_duration": st["std_ns"] / 1e9 if n else 0.0,
+                        "total_exclusive_duration": st.get("own_ns", 0) / 1e9})
+        return out
+
+    def to_dataframe(self, include=None, exclude=None):
+        """summary_rows() as a pandas DataFrame (needs pandas)."""
+        return _pandas().DataFrame(self.summary_rows(include, exclude))
+
+    def to_events_dataframe(self, include=None, exclude=None, ranks=None, relative: bool = True, origin=None):
+        """events() as a pandas DataFrame, one row per call (needs pandas)."""
+        columns = ["name", "rank", "call_index", "start", "end", "duration"]
+        return _pandas().DataFrame(self.events(include, exclude, ranks, relative, origin), columns=columns)
 
     def print_summary(self, file=None) -> None:
         import sys

@@ -76,6 +76,34 @@ def test_events_one_dict_per_call(recorded):
     assert res["kernel"][0].events() == sorted(kernel, key=lambda e: e["call_index"])
 
 
+class _FakePandas:
+    """Stands in for pandas (not installed here): records what it was given."""
+
+    class DataFrame:
+        def __init__(self, data, columns=None):
+            self.data, self.columns = data, columns
+
+
+def test_dataframes(recorded, monkeypatch):
+    import sys
+
+    res = sp.load(recorded)
+    rows = res.summary_rows()
+    assert [r["name"] for r in rows] == ["step", "kernel"]
+    step = rows[0]
+    assert step["num_calls"] == 10 and step["num_ranks"] == 1
+    assert step["total_duration"] == pytest.approx(res["step"].total_duration)
+    assert step["std_duration"] == pytest.approx(res["step"][0].std_duration)
+    assert step["total_exclusive_duration"] < step["total_duration"]
+    monkeypatch.setitem(sys.modules, "pandas", None)  # import pandas raises ImportError
+    with pytest.raises(ImportError, match="python3-pandas"):
+        res.to_dataframe()
+    monkeypatch.setitem(sys.modules, "pandas", _FakePandas)
+    assert res.to_dataframe().data == rows
+    df = res.to_events_dataframe(include="kernel")
+    assert df.data == res.events(include="kernel") and df.columns[:3] == ["name", "rank", "call_index"]
+
+
 def test_run_times(recorded):
     res = sp.load(recorded)
     assert res.run_start_time == pytest.approx(res.run_start_time_ns / 1e9)
