@@ -193,6 +193,8 @@ void sp__adopt(struct sp_manager *m, uint32_t gen, uint32_t ctx) {
   } else if (adopted_table()) {
     adopted[s] = (struct adoption){gen, ctx};
   } /* out of memory: the thread's calls stay roots */
+  /* A sampling source counts the team's threads whether they record or not. */
+  if (gen == m->hot.gen && ctx && m->ext_threads) sp__ext_join_thread(m);
   if (sp_i_tls.gen[s] == m->hot.gen && sp_i_tls.t[s]) sp__thread_rearm(m, (sp_thread_rec *)sp_i_tls.t[s]);
 }
 

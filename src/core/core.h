@@ -266,6 +266,9 @@ void sp__ext_fill(const struct sp_manager *m, int64_t *cols, uint64_t from, uint
 /* The extensions that take region `id` on this thread (attaching the thread
  * first after a setup); slow path only. */
 uint32_t sp__ext_decide(struct sp_manager *m, struct sp_thread_rec *t, uint32_t id);
+/* The calling thread joins an OpenMP team of m's run (context.c): with an
+ * SP_EXT_THREADS extension it is attached now, extensions included. */
+void sp__ext_join_thread(struct sp_manager *m);
 void sp__ext_enter(struct sp_manager *m, struct sp_thread_rec *t, uint32_t mask, uint32_t id, uint32_t depth,
                    uint64_t slot, int64_t *cols);
 void sp__ext_exit(struct sp_manager *m, struct sp_thread_rec *t, uint32_t mask, uint32_t id, uint32_t depth,
@@ -338,6 +341,7 @@ struct sp_manager {
   int ext_ncols;       /* columns of all extensions (ext_stride - 1) */
   uint32_t ext_inside; /* extensions flagged SP_EXT_INSIDE */
   int ext_all;         /* some extension takes every region: no region stays inline */
+  int ext_threads;     /* some extension is SP_EXT_THREADS: OpenMP team threads attach on joining */
   int ext_ticks;       /* some column holds ticks (no bounded-memory streaming) */
   int lane_col;        /* block index of the lanes column (track_async), else -1 */
   int ext_nout;        /* columns written to /events, and where they are in the block */

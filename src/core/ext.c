@@ -20,6 +20,7 @@
 
 #include "common/diag.h"
 #include "common/error.h"
+#include "core/autorun.h"
 #include "core/core.h"
 #include "output/output.h"
 #include "output/plan.h"
@@ -98,6 +99,7 @@ static void reset_layout(struct sp_manager *m) {
   m->ext_ncols = 0;
   m->ext_inside = 0;
   m->ext_all = 0;
+  m->ext_threads = 0;
   m->ext_ticks = 0;
   m->lane_col = -1;
   m->ext_nout = 0;
@@ -253,6 +255,7 @@ sp_status sp__ext_setup(struct sp_manager *m) {
     e->ncols = s.ncols;
     e->col0 = 1 + m->ext_ncols;
     m->ext_ncols += s.ncols;
+    if (x->kind & SP_EXT_THREADS) m->ext_threads = 1;
   }
   finish_layout(m);
   /* Every region is undecided again, and none is known plain. */
@@ -352,6 +355,15 @@ static void attach_locked(struct sp_manager *m, sp_thread_rec *t) {
   }
 }
 
+void sp__ext_join_thread(struct sp_manager *m) {
+  if (!m->ext_threads) return;
+  sp_thread_rec *t = sp__thread_attach(m);
+  if (!t || t->ext_epoch == m->ext_epoch) return;
+  pthread_mutex_lock(&m->ext_lock);
+  attach_locked(m, t);
+  pthread_mutex_unlock(&m->ext_lock);
+}
+
 uint32_t sp__ext_decide(struct sp_manager *m, sp_thread_rec *t, uint32_t id) {
   if (SP_I_UNLIKELY(t->ext_epoch != m->ext_epoch)) {
     pthread_mutex_lock(&m->ext_lock);
@@ -426,6 +438,8 @@ int sp_ext_task(const struct sp_ext_thread *th, uint32_t *index, uint64_t *suspe
   *suspended_ticks = t->cur_task->suspended;
   return 1;
 }
+
+uint32_t sp_ext_run_root(const struct sp_manager *m) { return m == SP_DEFAULT ? sp__autorun_root() : 0; }
 
 uint32_t sp_ext_current_region(const struct sp_manager *m) {
   uint32_t slot = m->hot.slot;

@@ -29,7 +29,9 @@
  *   thread_attach on that thread, at its first call after setup that reaches
  *                 the slow path (its first call on the manager, or its first
  *                 call of a region an extension takes); all extensions of
- *                 the manager attach then. Nonzero: the thread runs without
+ *                 the manager attach then. With an SP_EXT_THREADS extension
+ *                 on the manager, also when the thread joins an OpenMP team
+ *                 of the run (its first parallel region), calls or not. Nonzero: the thread runs without
  *                 this extension (its calls keep the fills).
  *   enter / exit  per call taken. Outside extensions (the default) enter
  *                 before the start timestamp and exit after the end one, so
@@ -84,6 +86,8 @@ struct sp_manager;
 #define SP_EXT_INSIDE 0x10u    /* hooks inside the timestamps (see above) */
 #define SP_EXT_AGGREGATE 0x20u /* also set up in aggregation_mode */
 #define SP_EXT_LANES 0x40u     /* column 0 is the call's lane: task index, -1 = the thread itself */
+#define SP_EXT_THREADS 0x80u   /* also attach the threads of the run's OpenMP teams that record nothing
+                                * (a sampling source: their time counts too) */
 
 enum sp_ext_fold {
   SP_EXT_FOLD_NONE, /* not meaningful per region (an index) */
@@ -190,6 +194,10 @@ int sp_ext_task(const struct sp_ext_thread *th, uint32_t *index, uint64_t *suspe
  * Async-signal-safe: a signal handler may call it at any point of the
  * thread's own recording (it answers 0 while a buffer is being replaced). */
 uint32_t sp_ext_current_region(const struct sp_manager *m);
+/* The whole-program root region of the session `scope-profiler run` started
+ * on m (src/core/autorun.c), 0 when m's run is not one. Async-signal-safe:
+ * a source gives it what a thread does while it has no region open. */
+uint32_t sp_ext_run_root(const struct sp_manager *m);
 /* A per-manager, per-extension pointer slot that survives setups (public
  * calls such as "set the GPU stream" store into it before setup). NULL when
  * out of memory. */

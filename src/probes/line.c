@@ -25,7 +25,21 @@
  * The source text of each function's lines goes in `source` (with
  * `source_first_lineno`) when the file is readable at finalize, so the file
  * can be read where the sources are not.
+ *
+ * Under `scope-profiler run`, samples of a thread with no region open count
+ * for the whole-program root region (sp_ext_run_root), and the threads of
+ * the run's OpenMP teams are sampled from their first parallel region on
+ * (SP_EXT_THREADS), so a program without regions gets the lines of the whole
+ * run.
+ *
+ * Records made elsewhere (the Python package's line timer) come in through
+ * sp_manager_add_line_records() (scope_profiler/reader.h, beside the
+ * records' type): copied into the extension's state and written by the next
+ * finalize after the sampled ones, in the same rank<N>/line_profile/<i>
+ * sequence. The run keeps this extension (without sampling) when the
+ * sampler cannot start, so those records are not lost with it.
  */
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -35,27 +49,51 @@
 #include "config/config_internal.h"
 #include "probes/ext.h"
 #include "probes/line_sampler.h"
+#include "scope_profiler.h"
+#include "scope_profiler/reader.h"
 
 #define MAX_SOURCE_LINES 4000 /* longer functions are stored without source */
 
+/* A record handed in by sp_manager_add_line_records, copied. */
+struct foreign {
+  char *region, *filename, *function, *module, *source;
+  int64_t first_lineno, source_first_lineno;
+  double unit;
+  size_t n;
+  int64_t *lines, *hits;
+  double *times;
+};
+
 struct line_state {
   struct sp_manager *m;
+  void **slot;  /* the extension's slot on the manager: points here while set up */
+  int sampling; /* the sampler started for this run */
   struct sp_lp_entry *e; /* drained samples of the run being finalized */
   size_t n;
   struct sp_lp_stats stats;
   int rate;
+  struct foreign *fr; /* under foreign_lock */
+  size_t nfr, capfr;
 };
+
+/* Guards the slots' pointers and the foreign records against a setup or
+ * teardown on another thread. */
+static pthread_mutex_t foreign_lock = PTHREAD_MUTEX_INITIALIZER;
 
 /* One row: a line (or an address without line information). */
 struct row {
   int64_t line;
   uint64_t addr;
   int64_t hits;
-  double ns;
+  double ns; /* in the record's unit */
 };
 
 struct record {
   uint32_t region;
+  const char *region_name; /* a foreign record's; NULL: the region's */
+  double unit;             /* seconds per unit of the rows' times */
+  const char *source;      /* a foreign record's own source text, or NULL */
+  int64_t source_first;
   const char *function, *file, *module;
   int first_lineno;
   int has_lines;
@@ -66,7 +104,12 @@ struct record {
   size_t ncallers;
 };
 
-static uint32_t current_region(void *ctx) { return sp_ext_current_region(ctx); }
+/* The thread's innermost open region; with none, the root of a
+ * `scope-profiler run` session (0 otherwise: the sample is only counted). */
+static uint32_t current_region(void *ctx) {
+  uint32_t r = sp_ext_current_region(ctx);
+  return r ? r : sp_ext_run_root(ctx);
+}
 
 static int line_wanted(const struct sp_config *cfg) { return cfg->use_line_profiler && !cfg->aggregation_mode; }
 
@@ -79,22 +122,39 @@ static enum sp_lp_backend backend_of(enum sp__line_profile_sampler s) {
   return SP_LP_AUTO;
 }
 
+static void free_foreign(struct line_state *st) {
+  for (size_t i = 0; i < st->nfr; i++) {
+    struct foreign *f = &st->fr[i];
+    free(f->region), free(f->filename), free(f->function), free(f->module), free(f->source);
+    free(f->lines), free(f->hits), free(f->times);
+  }
+  free(st->fr);
+  st->fr = NULL;
+  st->nfr = st->capfr = 0;
+}
+
 static sp_status line_setup(struct sp_ext_setup *s, void **proc) {
   struct line_state *st = calloc(1, sizeof *st);
   if (!st) return sp__set_error(SP_ERR_NO_MEMORY, "line profiling: out of memory");
   st->m = s->manager;
+  st->slot = s->user;
   st->rate = (int)s->cfg->line_profile_rate;
   struct sp_lp_params p = {.rate_hz = st->rate,
                            .backend = backend_of(s->cfg->line_profile_sampler),
                            .current_region = current_region,
                            .ctx = s->manager};
-  sp_status rc = sp__lp_start(&p);
-  if (rc != SP_OK) {
-    free(st);
-    /* The run goes on without line samples; say why once. */
-    sp_ext_warn(s->manager, "use_line_profiler is off for this run: %s", sp_last_error());
-    s->decline = 1;
-    return SP_OK;
+  if (sp__lp_start(&p) == SP_OK) {
+    st->sampling = 1;
+  } else {
+    /* The run goes on without line samples (records handed in through
+     * sp_manager_add_line_records are still written); say why once. */
+    sp_ext_warn(s->manager, "use_line_profiler: native code lines are not sampled in this run: %s",
+                sp_last_error());
+  }
+  if (st->slot) {
+    pthread_mutex_lock(&foreign_lock);
+    *st->slot = st;
+    pthread_mutex_unlock(&foreign_lock);
   }
   *proc = st;
   return SP_OK;
@@ -102,7 +162,11 @@ static sp_status line_setup(struct sp_ext_setup *s, void **proc) {
 
 static void line_teardown(void *proc) {
   struct line_state *st = proc;
-  sp__lp_stop();
+  if (st->sampling) sp__lp_stop();
+  pthread_mutex_lock(&foreign_lock);
+  if (st->slot && *st->slot == st) *st->slot = NULL;
+  free_foreign(st);
+  pthread_mutex_unlock(&foreign_lock);
   free(st->e);
   free(st);
 }
@@ -115,12 +179,12 @@ static int line_region_added(void *proc, uint32_t id, const struct sp_ext_region
 }
 
 static int line_attach(void *proc, const struct sp_ext_thread *th, void **thr) {
-  (void)proc;
+  struct line_state *st = proc;
   (void)th;
   *thr = NULL;
   /* A thread neither clock can sample is counted (arm_failures) and runs
    * without samples; it still records its calls. */
-  (void)sp__lp_thread_arm();
+  if (st->sampling) (void)sp__lp_thread_arm();
   return 0;
 }
 
@@ -129,6 +193,7 @@ static void line_before_snapshot(void *proc) {
   free(st->e);
   st->e = NULL;
   st->n = 0;
+  if (!st->sampling) return;
   if (sp__lp_collect(&st->e, &st->n, &st->stats, 1) != 0) {
     st->e = NULL;
     st->n = 0;
@@ -160,6 +225,7 @@ static struct record *find_record(struct record **recs, size_t *n, size_t *cap, 
   r->file = file;
   r->module = module;
   r->has_lines = has_lines;
+  r->unit = 1e-9;
   return r;
 }
 
@@ -264,7 +330,7 @@ static int emit_record(struct sp_ext_emit *out, size_t index, const struct recor
   snprintf(path, sizeof path, "line_profile/%zu", index);
   struct sp_ext_group *g = sp_ext_group(out, path);
   if (!g) return -1;
-  const char *region = sp_region_name(r->region);
+  const char *region = r->region_name ? r->region_name : sp_region_name(r->region);
   size_t n = r->nrows;
   int64_t *lines = malloc((n + 1) * sizeof *lines), *hits = malloc((n + 1) * sizeof *hits);
   double *times = malloc((n + 1) * sizeof *times);
@@ -284,15 +350,19 @@ static int emit_record(struct sp_ext_emit *out, size_t index, const struct recor
   if (rc == 0)
     rc = sp_ext_group_attr_str(g, "region", region ? region : "") ||
          sp_ext_group_attr_str(g, "filename", r->file) || sp_ext_group_attr_str(g, "function", r->function) ||
-         sp_ext_group_attr_i64(g, "first_lineno", r->first_lineno) || sp_ext_group_attr_f64(g, "unit", 1e-9) ||
-         sp_ext_group_attr_i64(g, "samples", samples) || sp_ext_group_attr_str(g, "module", r->module) ||
+         sp_ext_group_attr_i64(g, "first_lineno", r->first_lineno) || sp_ext_group_attr_f64(g, "unit", r->unit) ||
+         (r->region_name ? 0 : sp_ext_group_attr_i64(g, "samples", samples)) ||
+         (r->module ? sp_ext_group_attr_str(g, "module", r->module) : 0) ||
          sp_ext_group_dset(g, "line_numbers", SP_EXT_I64, 1, dims, lines) ||
          sp_ext_group_dset(g, "hits", SP_EXT_I64, 1, dims, hits) ||
          sp_ext_group_dset(g, "times", SP_EXT_F64, 1, dims, times);
   if (rc == 0 && !r->has_lines) rc = sp_ext_group_dset(g, "addresses", SP_EXT_U64, 1, dims, addrs);
   if (rc == 0 && r->ncallers)
     rc = sp_ext_group_attr_strlist(g, "inlined_into", (const char *const *)r->callers, r->ncallers);
-  if (rc == 0 && r->has_lines && lo > 0 && hi >= lo && hi - lo < MAX_SOURCE_LINES) {
+  if (rc == 0 && r->source) {
+    rc = sp_ext_group_attr_str(g, "source", r->source) ||
+         sp_ext_group_attr_i64(g, "source_first_lineno", r->source_first);
+  } else if (rc == 0 && r->has_lines && lo > 0 && hi >= lo && hi - lo < MAX_SOURCE_LINES) {
     char *src = read_lines(r->file, (int)lo, (int)hi);
     if (src)
       rc = sp_ext_group_attr_str(g, "source", src) || sp_ext_group_attr_i64(g, "source_first_lineno", lo);
@@ -314,17 +384,8 @@ static void free_records(struct record *recs, size_t n) {
   free(recs);
 }
 
-static sp_status line_emit(void *proc, struct sp_ext_emit *out) {
-  struct line_state *st = proc;
-  const char *backend = sp__lp_backend_name();
-  if (sp_ext_meta_str(out, "line_profile_sampler", backend ? backend : "none") ||
-      sp_ext_meta_i64(out, "line_profile_rate_hz", st->rate) ||
-      sp_ext_meta_i64(out, "line_profile_samples", (int64_t)st->stats.samples) ||
-      sp_ext_meta_i64(out, "line_profile_samples_outside_regions", (int64_t)st->stats.outside) ||
-      sp_ext_meta_i64(out, "line_profile_samples_dropped", (int64_t)st->stats.dropped) ||
-      sp_ext_meta_i64(out, "line_profile_threads_unsampled", (int64_t)st->stats.arm_failures))
-    return sp__set_error(SP_ERR_NO_MEMORY, "line profiling: out of memory for metadata");
-  if (!st->n) return SP_OK;
+/* The sampled records, symbolised: rank<N>/line_profile/0..*emitted-1. */
+static sp_status emit_sampled(struct line_state *st, struct sp_ext_emit *out, size_t *emitted) {
   sp_symbolizer *sym = sp__sym_new();
   if (!sym) return sp__set_error(SP_ERR_NO_MEMORY, "line profiling: out of memory");
   sp__sym_add_self(sym);
@@ -359,16 +420,136 @@ static sp_status line_emit(void *proc, struct sp_ext_emit *out) {
   }
   free_records(recs, nrec);
   sp__sym_free(sym); /* the records' strings pointed into it: emitted copies remain */
+  *emitted = nrec;
+  return rc ? sp__set_error(SP_ERR_NO_MEMORY, "line profiling: out of memory building the records") : SP_OK;
+}
+
+
+/* The records handed in, after the sampled ones; consumed. */
+static sp_status emit_foreign(struct line_state *st, struct sp_ext_emit *out, size_t first) {
+  pthread_mutex_lock(&foreign_lock);
+  int rc = 0;
+  for (size_t i = 0; i < st->nfr && rc == 0; i++) {
+    const struct foreign *f = &st->fr[i];
+    struct record r;
+    memset(&r, 0, sizeof r);
+    r.region_name = f->region;
+    r.unit = f->unit;
+    r.function = f->function;
+    r.file = f->filename;
+    r.module = f->module;
+    r.first_lineno = (int)f->first_lineno;
+    r.has_lines = 1;
+    r.source = f->source;
+    r.source_first = f->source_first_lineno;
+    if (f->n && !(r.rows = malloc(f->n * sizeof *r.rows))) {
+      rc = -1;
+      break;
+    }
+    for (size_t k = 0; k < f->n; k++) r.rows[k] = (struct row){f->lines[k], 0, f->hits[k], f->times[k]};
+    r.nrows = f->n;
+    rc = emit_record(out, first + i, &r);
+    free(r.rows);
+  }
+  free_foreign(st);
+  pthread_mutex_unlock(&foreign_lock);
+  return rc ? sp__set_error(SP_ERR_NO_MEMORY, "line profiling: out of memory writing the records handed in") : SP_OK;
+}
+
+/*====== Records made elsewhere ======*/
+
+static char *dup_or_null(const char *s) { return s ? sp__strdup(s) : NULL; }
+
+sp_status sp_manager_add_line_records(struct sp_manager *m, const sp_line_profile *recs, size_t n) {
+  if (!m || (n && !recs))
+    return sp__set_error(SP_ERR_INVALID_ARGUMENT, "sp_manager_add_line_records: NULL manager or records");
+  for (size_t i = 0; i < n; i++) {
+    const sp_line_profile *p = &recs[i];
+    if (!p->function || !*p->function || !p->filename || !*p->filename)
+      return sp__set_error(SP_ERR_INVALID_ARGUMENT, "sp_manager_add_line_records: record %zu has no %s; give "
+                           "the function's name and its file", i, !p->function || !*p->function ? "function" : "filename");
+    if (p->n && (!p->line_numbers || !p->hits || !p->times))
+      return sp__set_error(SP_ERR_INVALID_ARGUMENT, "sp_manager_add_line_records: record %zu (%s) has %zu rows "
+                           "but no line_numbers, hits or times", i, p->function, p->n);
+    if (!(p->unit > 0))
+      return sp__set_error(SP_ERR_INVALID_ARGUMENT, "sp_manager_add_line_records: record %zu (%s) has unit %g; "
+                           "give the seconds per unit of `times` (1e-9 for nanoseconds)", i, p->function, p->unit);
+  }
+  void **slot = sp__ext_user_slot(m, "line_profiler");
+  if (!slot) return sp__set_error(SP_ERR_NO_MEMORY, "sp_manager_add_line_records: out of memory");
+  pthread_mutex_lock(&foreign_lock);
+  struct line_state *st = *slot;
+  sp_status rc = SP_OK;
+  if (!st) {
+    rc = sp__set_error(SP_ERR_INACTIVE, "sp_manager_add_line_records: the manager has no run with "
+                       "use_line_profiler on; set it up with use_line_profiler = true first");
+  } else if (st->nfr + n > st->capfr) {
+    size_t ncap = st->capfr ? st->capfr : 8;
+    while (ncap < st->nfr + n) ncap *= 2;
+    struct foreign *nf = realloc(st->fr, ncap * sizeof *nf);
+    if (nf) {
+      st->fr = nf;
+      st->capfr = ncap;
+    } else {
+      rc = sp__set_error(SP_ERR_NO_MEMORY, "sp_manager_add_line_records: out of memory");
+    }
+  }
+  for (size_t i = 0; rc == SP_OK && i < n; i++) {
+    const sp_line_profile *p = &recs[i];
+    struct foreign *f = &st->fr[st->nfr];
+    memset(f, 0, sizeof *f);
+    f->region = dup_or_null(p->region ? p->region : "");
+    f->filename = dup_or_null(p->filename);
+    f->function = dup_or_null(p->function);
+    f->module = dup_or_null(p->module);
+    f->source = dup_or_null(p->source);
+    f->first_lineno = p->first_lineno;
+    f->source_first_lineno = p->source_first_lineno;
+    f->unit = p->unit;
+    f->n = p->n;
+    size_t rows = p->n ? p->n : 1;
+    f->lines = malloc(rows * sizeof *f->lines);
+    f->hits = malloc(rows * sizeof *f->hits);
+    f->times = malloc(rows * sizeof *f->times);
+    st->nfr++; /* freed with the others even when incomplete */
+    if (!f->region || !f->filename || !f->function || (p->module && !f->module) || (p->source && !f->source) ||
+        !f->lines || !f->hits || !f->times) {
+      rc = sp__set_error(SP_ERR_NO_MEMORY, "sp_manager_add_line_records: out of memory");
+      break;
+    }
+    if (p->n) {
+      memcpy(f->lines, p->line_numbers, p->n * sizeof *f->lines);
+      memcpy(f->hits, p->hits, p->n * sizeof *f->hits);
+      memcpy(f->times, p->times, p->n * sizeof *f->times);
+    }
+  }
+  pthread_mutex_unlock(&foreign_lock);
+  return rc;
+}
+
+static sp_status line_emit(void *proc, struct sp_ext_emit *out) {
+  struct line_state *st = proc;
+  const char *backend = sp__lp_backend_name();
+  if (sp_ext_meta_str(out, "line_profile_sampler", backend ? backend : "none") ||
+      sp_ext_meta_i64(out, "line_profile_rate_hz", st->rate) ||
+      sp_ext_meta_i64(out, "line_profile_samples", (int64_t)st->stats.samples) ||
+      sp_ext_meta_i64(out, "line_profile_samples_outside_regions", (int64_t)st->stats.outside) ||
+      sp_ext_meta_i64(out, "line_profile_samples_dropped", (int64_t)st->stats.dropped) ||
+      sp_ext_meta_i64(out, "line_profile_threads_unsampled", (int64_t)st->stats.arm_failures))
+    return sp__set_error(SP_ERR_NO_MEMORY, "line profiling: out of memory for metadata");
+  size_t nrec = 0;
+  sp_status rc = st->n ? emit_sampled(st, out, &nrec) : SP_OK;
+  if (rc == SP_OK) rc = emit_foreign(st, out, nrec);
   free(st->e);
   st->e = NULL;
   st->n = 0;
-  return rc ? sp__set_error(SP_ERR_NO_MEMORY, "line profiling: out of memory building the records") : SP_OK;
+  return rc;
 }
 
 const struct sp_ext sp__ext_line = {
     .abi = SP_EXT_ABI,
     .name = "line_profiler",
-    .kind = SP_EXT_SOURCE,
+    .kind = SP_EXT_SOURCE | SP_EXT_THREADS,
     .wanted = line_wanted,
     .setup = line_setup,
     .teardown = line_teardown,

@@ -19,8 +19,8 @@ for sampler in perf timer; do
   SCOPE_PROFILER_USE_LINE_PROFILER=1 SCOPE_PROFILER_LINE_PROFILE_SAMPLER=$sampler \
     SCOPE_PROFILER_FILE_PATH=$sampler.h5 "$app" 300 > $sampler.out 2> $sampler.err
   rc=$?
-  if [[ $sampler == perf ]] && grep -q "use_line_profiler is off" $sampler.err; then
-    echo "perf: not allowed here ($(grep -o 'off for this run.*' $sampler.err | head -1)); skipped"
+  if [[ $sampler == perf ]] && grep -q "native code lines are not sampled" $sampler.err; then
+    echo "perf: not allowed here ($(grep -o 'not sampled in this run.*' $sampler.err | head -1)); skipped"
     continue
   fi
   if [[ $rc -ne 0 ]]; then echo "$sampler: app exited $rc"; cat $sampler.err; fail=1; continue; fi

@@ -5,7 +5,8 @@
 # regions of its own (tests/apps/readme.c): the whole-program root region,
 # the program's own regions joining the run, recursive profiling with the
 # exact call counts of run_prog's call graph (recursion, a function
-# pointer, an exclusion), line samples of a program without regions, the
+# pointer, an exclusion), line samples of a program without regions (also
+# of an OpenMP team's threads with no region open), the
 # memory interposer, exit status and signal passthrough, the summary after
 # the program closed its stdout, and the launcher's own errors.
 set -uo pipefail
@@ -64,7 +65,7 @@ grep -q "was not compiled with -finstrument-functions" err.txt || bad "recursive
 
 # 5. Line samples of a program without regions.
 "$sp" run -q --line-profile -o lines.h5 -- "$prog" spin 300 > /dev/null 2> err.txt; rc=$?
-if grep -q "use_line_profiler is off" err.txt; then
+if grep -q "native code lines are not sampled" err.txt; then
   echo "line profile: not available here ($(head -1 err.txt)); skipped"
 else
   [[ $rc -eq 0 ]] || bad "line profile: exit $rc"
@@ -72,6 +73,31 @@ else
   grep -q "^Function: spin at line" lines.txt && grep -Eq "^ +[0-9]+ +[0-9]+ .*SPIN_LINE" lines.txt ||
     { bad "line profile: no hot line in spin"; cat lines.txt; }
   echo "line profile: $(grep -E 'SPIN_LINE' lines.txt | awk '{print "hits", $2, "% time", $5}' | head -1)"
+fi
+
+# 5b. Line samples of threads with no region open: an OpenMP team of two
+# threads that each spend 300 ms of their own CPU time in spin(),
+# neither with a region open (the main thread has the root). Both threads'
+# time goes to the root region: spin's times add up to about 600 ms
+# (one thread alone would give 300), and nothing is counted outside.
+"$sp" run -q --line-profile -o team.h5 -- "$prog" team 300 > /dev/null 2> err.txt; rc=$?
+if grep -q "native code lines are not sampled\|built without OpenMP" err.txt; then
+  echo "line profile of a team: not available here ($(head -1 err.txt)); skipped"
+else
+  [[ $rc -eq 0 ]] || { bad "team line profile: exit $rc"; cat err.txt; }
+  got=$(/usr/bin/python3 - team.h5 <<'PY'
+import sys, h5py
+with h5py.File(sys.argv[1], "r") as f:
+    ms = sum(float(g["times"][()].sum()) * float(g.attrs["unit"]) * 1e3
+             for g in f["rank0/line_profile"].values()
+             if g.attrs["function"] == "spin" and g.attrs["region"] == "run-prog")
+    print(f"{ms:.0f} {int(f['metadata'].attrs['line_profile_samples_outside_regions'])}")
+PY
+)
+  read -r ms outside <<< "$got"
+  [[ -n "$ms" && $ms -ge 450 && $outside -eq 0 ]] ||
+    bad "team line profile: spin ${ms:-?} ms in run-prog (want >= 450 of 2 x 300), outside ${outside:-?}"
+  echo "line profile of a two-thread team: spin ${ms} ms under the root, ${outside} samples outside"
 fi
 
 # 6. A program with regions of its own: they join the run under the root.

@@ -9,6 +9,9 @@
  *   signal N   raise signal N after the calls and wait to be ended (as a
  *              program killed from outside goes on until the signal acts)
  *   spin MS    spend MS ms of CPU time in spin() first (line samples)
+ *   team MS    an OpenMP team of two threads (built with OpenMP) that each
+ *              spend MS ms of their own CPU time in spin() first, with
+ *              no region open on either (line samples of the whole run)
  *   close      close stdout before returning (the summary still prints)
  */
 #include <signal.h>
@@ -17,6 +20,9 @@
 #include <string.h>
 #include <time.h>
 #include <unistd.h>
+#ifdef _OPENMP
+#  include <omp.h>
+#endif
 
 static volatile int sink;
 
@@ -32,13 +38,31 @@ __attribute__((noinline)) static void outer(int i) {
   sink += through_pointer(i + 1);
 }
 
-__attribute__((noinline)) static void spin(long ms) {
+/* MS ms of `clock`'s CPU time (the process's, or the calling thread's own). */
+__attribute__((noinline)) static void spin(long ms, clockid_t clock) {
   struct timespec t0, t;
-  clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &t0);
+  clock_gettime(clock, &t0);
   do {
     for (int i = 0; i < 100000; i++) sink += i; /* SPIN_LINE */
-    clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &t);
+    clock_gettime(clock, &t);
   } while ((t.tv_sec - t0.tv_sec) * 1000 + (t.tv_nsec - t0.tv_nsec) / 1000000 < ms);
+}
+
+static int team(long ms) {
+#ifdef _OPENMP
+  int n = 0;
+#  pragma omp parallel num_threads(2)
+  {
+    spin(ms, CLOCK_THREAD_CPUTIME_ID);
+#  pragma omp atomic
+    n++;
+  }
+  return n == 2 ? 0 : 66;
+#else
+  (void)ms;
+  fprintf(stderr, "run_prog: built without OpenMP\n");
+  return 67;
+#endif
 }
 
 int main(int argc, char **argv) {
@@ -46,8 +70,10 @@ int main(int argc, char **argv) {
   for (int i = 1; i < argc; i++) {
     if (!strcmp(argv[i], "exit") && i + 1 < argc) code = atoi(argv[++i]);
     else if (!strcmp(argv[i], "signal") && i + 1 < argc) sig = atoi(argv[++i]);
-    else if (!strcmp(argv[i], "spin") && i + 1 < argc) spin(atol(argv[++i]));
-    else if (!strcmp(argv[i], "close")) close_out = 1;
+    else if (!strcmp(argv[i], "spin") && i + 1 < argc) spin(atol(argv[++i]), CLOCK_PROCESS_CPUTIME_ID);
+    else if (!strcmp(argv[i], "team") && i + 1 < argc) {
+      if ((code = team(atol(argv[++i])))) return code;
+    } else if (!strcmp(argv[i], "close")) close_out = 1;
     else {
       fprintf(stderr, "run_prog: unknown argument %s\n", argv[i]);
       return 64;

@@ -4,7 +4,9 @@
  * process and offline (the executable added by path and load address), and
  * the answers for addresses in no object; and the SIGPROF sampler
  * (src/probes/line_sampler.c) on threads whose work per function is known
- * by their own CPU clocks. */
+ * by their own CPU clocks; and line records handed in from elsewhere
+ * (sp_manager_add_line_records, the Python package's way in) written after
+ * the sampled ones of the same run. */
 #include <dlfcn.h>
 #include <link.h>
 #include <pthread.h>
@@ -14,6 +16,8 @@
 #include "common/symbolize.h"
 #include "harness.h"
 #include "probes/line_sampler.h"
+#include "scope_profiler.h"
+#include "scope_profiler/reader.h"
 
 /* The address of the instruction at this point of the source, for the
  * line table to map back. */
@@ -429,6 +433,116 @@ SP_TEST(sampler_forked_child_stands_down) {
   ASSERT(WIFEXITED(status));
   ASSERT_EQ(WEXITSTATUS(status), 0);
   sp__lp_stop();
+}
+
+/*====== Records handed in ======*/
+
+static sp_manager *line_manager(int line_profiler) {
+  sp_manager *m = sp_manager_create();
+  ASSERT(m);
+  const char *ov[] = {"deactivate_file_output=1", line_profiler ? "use_line_profiler=1" : "use_line_profiler=0",
+                      "quiet=1", NULL};
+  sp_setup_args a = {.overrides = ov};
+  ASSERT_OK(sp_manager_setup(m, &a));
+  return m;
+}
+
+SP_TEST(added_line_records_follow_the_sampled_ones) {
+  sp_manager *m = line_manager(1);
+  sp_region work = sp_region_intern("work");
+  sp_region_begin(m, work);
+  spin_a(100000000);
+  sp_region_end(m, work);
+  const int64_t lines0[] = {11, 12, 14}, hits0[] = {1, 5, 2}, lines1[] = {static_line + 1};
+  const int64_t hits1[] = {3};
+  const double times0[] = {100.0, 5000.5, 42.0}, times1[] = {7.25};
+  sp_line_profile in[2];
+  memset(in, 0, sizeof in);
+  in[0] = (sp_line_profile){.region = "work", .filename = "/nonexistent/mod.py", .function = "py_fn",
+                            .first_lineno = 10, .unit = 1e-9, .n = 3, .line_numbers = lines0, .hits = hits0,
+                            .times = times0, .source = "def py_fn():\n  a\n  b\n\n  c\n", .source_first_lineno = 10};
+  /* No region, no source: the lines are read from the file. */
+  in[1] = (sp_line_profile){.filename = SP_TEST_SOURCE_DIR "/tests/unit/test-line.c", .function = "static_target",
+                            .first_lineno = static_line, .unit = 1e-6, .n = 1, .line_numbers = lines1,
+                            .hits = hits1, .times = times1};
+  /* Bad records are refused whole: nothing of the call is kept. */
+  sp_line_profile bad[2] = {in[0], in[1]};
+  bad[1].function = NULL;
+  ASSERT_EQ(sp_manager_add_line_records(m, bad, 2), SP_ERR_INVALID_ARGUMENT);
+  ASSERT_CONTAINS(sp_last_error(), "record 1 has no function");
+  bad[1] = in[1];
+  bad[1].unit = 0;
+  ASSERT_EQ(sp_manager_add_line_records(m, bad, 2), SP_ERR_INVALID_ARGUMENT);
+  ASSERT_CONTAINS(sp_last_error(), "unit");
+  bad[1] = in[1];
+  bad[1].times = NULL;
+  ASSERT_EQ(sp_manager_add_line_records(m, bad, 2), SP_ERR_INVALID_ARGUMENT);
+  ASSERT_OK(sp_manager_add_line_records(m, in, 1));
+  ASSERT_OK(sp_manager_add_line_records(m, in + 1, 1));
+  ASSERT_OK(sp_manager_add_line_records(m, NULL, 0));
+
+  sp_finalize_args fa = {.return_results = 1};
+  sp_results *r = NULL;
+  ASSERT_OK(sp_manager_finalize(m, &fa, &r));
+  const sp_line_profile *p;
+  size_t n;
+  ASSERT_OK(sp_results_line_profiles(r, &p, &n));
+  ASSERT_GE(n, 2);
+  size_t k = n - 2; /* the sampled ones come first, with their module */
+  for (size_t i = 0; i < k; i++) ASSERT(p[i].module != NULL);
+  if (sp__lp_running()) ASSERT_GE(k, 1); /* spin_a's lines */
+  ASSERT_EQ(p[k].index, k);
+  ASSERT_STR_EQ(p[k].region, "work");
+  ASSERT_STR_EQ(p[k].filename, "/nonexistent/mod.py");
+  ASSERT_STR_EQ(p[k].function, "py_fn");
+  ASSERT_EQ(p[k].first_lineno, 10);
+  ASSERT_NEAR(p[k].unit, 1e-9, 1e-20);
+  ASSERT_EQ(p[k].n, 3);
+  for (size_t i = 0; i < 3; i++) {
+    ASSERT_EQ(p[k].line_numbers[i], lines0[i]);
+    ASSERT_EQ(p[k].hits[i], hits0[i]);
+    ASSERT_NEAR(p[k].times[i], times0[i], 1e-9);
+  }
+  ASSERT(p[k].module == NULL && p[k].addresses == NULL);
+  ASSERT_STR_EQ(p[k].source, in[0].source);
+  ASSERT_EQ(p[k].source_first_lineno, 10);
+  ASSERT_EQ(p[k + 1].index, k + 1);
+  ASSERT_STR_EQ(p[k + 1].region, "");
+  ASSERT_STR_EQ(p[k + 1].function, "static_target");
+  ASSERT_NEAR(p[k + 1].unit, 1e-6, 1e-15);
+  ASSERT_EQ(p[k + 1].hits[0], 3);
+  ASSERT_NEAR(p[k + 1].times[0], 7.25, 1e-12);
+  ASSERT(p[k + 1].source && p[k + 1].source_first_lineno == static_line); /* from the first line on */
+  ASSERT_CONTAINS(p[k + 1].source, "sink += (uint64_t)x;");
+  sp_results_free(r);
+
+  /* Consumed by that finalize: the next run has only its own. */
+  const char *ov[] = {"deactivate_file_output=1", "use_line_profiler=1", "quiet=1", NULL};
+  sp_setup_args a = {.overrides = ov};
+  ASSERT_OK(sp_manager_setup(m, &a));
+  sp_region_begin(m, work);
+  sp_region_end(m, work);
+  ASSERT_OK(sp_manager_finalize(m, &fa, &r));
+  ASSERT_OK(sp_results_line_profiles(r, &p, &n));
+  for (size_t i = 0; i < n; i++) ASSERT(strcmp(p[i].function, "py_fn") != 0);
+  sp_results_free(r);
+  sp_manager_destroy(m);
+}
+
+SP_TEST(added_line_records_need_a_line_profiled_run) {
+  const int64_t line = 3, hits = 1;
+  const double t = 1;
+  sp_line_profile rec = {.filename = "a.py", .function = "f", .unit = 1e-9, .n = 1, .line_numbers = &line,
+                         .hits = &hits, .times = &t};
+  sp_manager *idle = sp_manager_create();
+  ASSERT_EQ(sp_manager_add_line_records(idle, &rec, 1), SP_ERR_INACTIVE);
+  ASSERT_CONTAINS(sp_last_error(), "use_line_profiler");
+  sp_manager_destroy(idle);
+  sp_manager *m = line_manager(0);
+  ASSERT_EQ(sp_manager_add_line_records(m, &rec, 1), SP_ERR_INACTIVE);
+  ASSERT_OK(sp_manager_finalize(m, NULL, NULL));
+  sp_manager_destroy(m);
+  ASSERT_EQ(sp_manager_add_line_records(NULL, &rec, 1), SP_ERR_INVALID_ARGUMENT);
 }
 
 int main(int argc, char **argv) { return sp_test_main(argc, argv); }
