@@ -33,6 +33,7 @@
 #include <stdio.h>
 
 #include "scope_profiler/export.h"
+#include "scope_profiler/lines.h"
 #include "scope_profiler/results.h"
 #include "scope_profiler/status.h"
 
@@ -248,49 +249,12 @@ SP_API sp_status sp_parse_rank_spec(const char *spec, int64_t **ranks, size_t *n
 
 /*====== Line profiles ======*/
 
-struct sp_manager;
-
-/* One line-profile record: rank<N>/line_profile/<i>, the lines of one
- * function inside one region (upstream's line_profiler records; ours come
- * from sampling: hits are samples, times the CPU time they stand for). */
-typedef struct sp_line_profile {
-  int64_t rank;
-  size_t index;              /* <i> */
-  const char *region;        /* NULL when the record does not say */
-  const char *filename;
-  const char *function;
-  int64_t first_lineno;      /* 0 unknown */
-  double unit;               /* seconds per unit of `times` */
-  size_t n;                  /* rows */
-  const int64_t *line_numbers; /* 0: no line information (see addresses) */
-  const int64_t *hits;
-  const double *times;
-  const uint64_t *addresses; /* per row, the address in `module` of code without lines; NULL when absent */
-  const char *module;        /* the object the code is in; NULL when absent */
-  const char *source;        /* the function's lines as captured, NULL when absent */
-  int64_t source_first_lineno;
-  const char *const *inlined_into; /* "caller (file:line)" for inlined code */
-  size_t ninlined;
-} sp_line_profile;
+/* The record type, sp_line_profile, is in scope_profiler/lines.h. */
 
 /** Every line-profile record of the file, by rank then index; owned by r,
  * read and checked on the first call. 0 records when the file has none.
  * SP_ERR_FORMAT names a record that is malformed. */
 SP_API sp_status sp_results_line_profiles(sp_results *r, const sp_line_profile **out, size_t *n);
-
-/** Writing side: line-profile records made outside the library's sampler
- * (the Python package times the lines of profiled Python functions) for the
- * run of manager m. The next finalize writes them to rank<N>/line_profile/<i>
- * after the sampled records, in the order given, so one file and one reader
- * hold both. Copied. Used per record: region (NULL: ""), filename, function,
- * first_lineno, unit (seconds per unit of `times`, > 0), n, line_numbers,
- * hits, times, and module, source, source_first_lineno when set (without
- * source, the lines are read from `filename` when it is readable at
- * finalize); rank, index, addresses and inlined_into are the reader's and
- * ignored. SP_ERR_INACTIVE when m has no run set up with use_line_profiler;
- * SP_ERR_INVALID_ARGUMENT for a record without function or filename, rows
- * without arrays, or a unit <= 0 (nothing is added then). */
-SP_API sp_status sp_manager_add_line_records(struct sp_manager *m, const sp_line_profile *records, size_t n);
 
 /*====== Statistics ======*/
 

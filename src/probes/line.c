@@ -33,7 +33,7 @@
  * run.
  *
  * Records made elsewhere (the Python package's line timer) come in through
- * sp_manager_add_line_records() (scope_profiler/reader.h, beside the
+ * sp_manager_add_line_records() (scope_profiler/lines.h, beside the
  * records' type): copied into the extension's state and written by the next
  * finalize after the sampled ones, in the same rank<N>/line_profile/<i>
  * sequence. The run keeps this extension (without sampling) when the
@@ -50,7 +50,6 @@
 #include "probes/ext.h"
 #include "probes/line_sampler.h"
 #include "scope_profiler.h"
-#include "scope_profiler/reader.h"
 
 #define MAX_SOURCE_LINES 4000 /* longer functions are stored without source */
 
