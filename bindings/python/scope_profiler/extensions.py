@@ -8,8 +8,11 @@ session) to stop it again:
   (each task's coroutine announced to the core's task API);
 - ``track_threads``: the OS names of threads started during the run are
   their ``threading`` names, so the thread table shows them;
-- ``use_line_profiler``: a warning that line timing of Python functions is
-  not available yet (the library's own line profiler samples native code);
+- ``use_line_profiler``: the lines of the Python functions registered on
+  regions (decorated ones, ``profile_region(name, functions=[...])``) timed
+  by the C trace function of ``_core`` (py_lines.c) while their region is
+  open, handed to the run at finalize as line-profile records (the library
+  samples native code lines beside them);
 - ``memray_trace_python_allocators`` (with ``use_memray``): Python's object
   and memory allocators hooked onto the allocation capture of
   libscope_profiler_memory.so (``_core.pymalloc_hooks``), which is loaded
@@ -75,13 +78,8 @@ def start(manager, config) -> None:
                           _core.ScopeProfilerWarning, stacklevel=3)
     if config.track_threads:
         hooks.append(_ThreadNames())
-    if config.use_line_profiler:
-        # The library's line profiler samples native code; timing the lines of
-        # profiled Python functions needs its entry point for foreign line records.
-        warnings.warn("use_line_profiler: line timing of Python functions is not available in this build; "
-                      "the library's sampler (when available) attributes samples to native code lines "
-                      "(the interpreter's C lines), not to Python source lines",
-                      _core.ScopeProfilerWarning, stacklevel=3)
+    if config.use_line_profiler and not config.aggregation_mode:
+        hooks.append(_LineTimer(manager))
     for hook in hooks:
         hook.start()
 
@@ -130,6 +128,37 @@ class _ThreadNames:
         import threading
 
         threading.setprofile(self._prev)
+
+
+class _LineTimer:
+    """use_line_profiler: Python lines timed for this manager's run, handed
+    to it before each finalize."""
+
+    def __init__(self, manager):
+        self._m = manager._m
+        self._on = False
+
+    def start(self):
+        try:
+            _core.lines_start(self._m)
+            self._on = True
+        except _core.StateError as e:
+            warnings.warn(f"use_line_profiler: Python lines are not timed in this run: {e}",
+                          _core.ScopeProfilerWarning, stacklevel=4)
+
+    def before_finalize(self):
+        if not self._on:
+            return
+        try:
+            _core.lines_flush(self._m)
+        except _core.ScopeProfilerError as e:
+            warnings.warn(f"use_line_profiler: the timed Python lines are not in this run's file: {e}",
+                          _core.ScopeProfilerWarning, stacklevel=4)
+
+    def stop(self):
+        if self._on:
+            _core.lines_stop(self._m)
+            self._on = False
 
 
 class _PymallocHooks:

@@ -43,11 +43,28 @@ int sp_py_tasks_init(PyObject *module);
 int sp_py_pymem_init(PyObject *module);
 int sp_py_gpu_init(PyObject *module);
 int sp_py_recursive_init(PyObject *module);
+int sp_py_lines_init(PyObject *module);
 
 /* The C manager behind a _core.Manager object, or NULL with TypeError. */
 sp_manager *sp_py_manager_ptr(PyObject *obj);
 
 /* The manager and region id of a _core.Region; -1 with TypeError. */
 int sp_py_region_handle(PyObject *obj, sp_manager **m, sp_region *id);
+
+/* use_line_profiler's timer of Python lines (py_lines.c). Regions opened
+ * and closed through the package (`with`, decorated calls) tell it, once a
+ * timer was started in the process (sp_py_lines_on), so it traces the
+ * functions registered on them while they are open. */
+typedef struct {
+  unsigned gen;       /* the timer that saw the region's functions */
+  Py_ssize_t synced;  /* how many of them it has seen */
+} sp_py_lines_sync;
+extern int sp_py_lines_on;
+void sp_py_lines_enter(PyObject *region, sp_manager *m, sp_region id);
+void sp_py_lines_exit(sp_manager *m, sp_region id);
+void sp_py_lines_forget(sp_manager *m); /* m is being destroyed: its timer stops */
+/* A _core.Region's functions registered for line timing (borrowed list,
+ * NULL when none), its name (borrowed) and its sync state; -1 with TypeError. */
+int sp_py_region_lines(PyObject *obj, PyObject **functions, PyObject **name, sp_py_lines_sync **sync);
 
 #endif

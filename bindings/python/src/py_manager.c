@@ -40,6 +40,7 @@ typedef struct {
   PyObject *manager; /* the ManagerObject that owns m */
   PyObject *tags;    /* tuple of str */
   PyObject *functions; /* list of functions registered for line profiling */
+  sp_py_lines_sync lines;
   PyObject *weakrefs;
 } RegionObject;
 
@@ -72,6 +73,18 @@ int sp_py_region_handle(PyObject *obj, sp_manager **m, sp_region *id) {
   }
   *m = ((RegionObject *)obj)->m;
   *id = ((RegionObject *)obj)->id;
+  return 0;
+}
+
+int sp_py_region_lines(PyObject *obj, PyObject **functions, PyObject **name, sp_py_lines_sync **sync) {
+  if (!PyObject_TypeCheck(obj, &RegionType)) {
+    PyErr_SetString(PyExc_TypeError, "expected a scope_profiler._core.Region");
+    return -1;
+  }
+  RegionObject *r = (RegionObject *)obj;
+  *functions = r->functions;
+  *name = r->name;
+  *sync = &r->lines;
   return 0;
 }
 
@@ -108,7 +121,10 @@ static void manager_dealloc(ManagerObject *self) {
   if (self->weakrefs) PyObject_ClearWeakRefs((PyObject *)self);
   manager_clear(self);
   /* Regions keep their manager alive, so nothing can record on m now. */
-  if (self->m && !self->is_default) sp_manager_destroy(self->m);
+  if (self->m && !self->is_default) {
+    sp_py_lines_forget(self->m);
+    sp_manager_destroy(self->m);
+  }
   Py_TYPE(self)->tp_free(self);
 }
 
@@ -370,6 +386,7 @@ static PyObject *new_region(ManagerObject *self, PyObject *name, PyObject *tags,
   r->manager = Py_NewRef((PyObject *)self);
   r->tags = Py_NewRef(tag_tuple);
   r->functions = NULL;
+  r->lines = (sp_py_lines_sync){0, 0};
   r->weakrefs = NULL;
   PyObject_GC_Track(r);
   out = (PyObject *)r;
@@ -676,6 +693,7 @@ static PyObject *py_default_manager(PyObject *self, PyObject *noargs) {
 
 static PyObject *region_enter(RegionObject *self, PyObject *noargs) {
   (void)noargs;
+  if (sp_py_lines_on) sp_py_lines_enter((PyObject *)self, self->m, self->id);
   sp_region_begin(self->m, self->id);
   return Py_NewRef((PyObject *)self);
 }
@@ -683,6 +701,7 @@ static PyObject *region_enter(RegionObject *self, PyObject *noargs) {
 static PyObject *region_exit(RegionObject *self, PyObject *const *args, Py_ssize_t nargs) {
   (void)args, (void)nargs;
   sp_region_end(self->m, self->id);
+  if (sp_py_lines_on) sp_py_lines_exit(self->m, self->id);
   Py_RETURN_NONE;
 }
 
@@ -793,9 +812,11 @@ static PyTypeObject RegionType = {
 
 static PyObject *function_vectorcall(PyObject *callable, PyObject *const *args, size_t nargsf, PyObject *kwnames) {
   FunctionObject *self = (FunctionObject *)callable;
+  if (sp_py_lines_on) sp_py_lines_enter(self->region, self->m, self->id);
   sp_region_begin(self->m, self->id);
   PyObject *r = PyObject_Vectorcall(self->func, args, nargsf, kwnames);
   sp_region_end(self->m, self->id);
+  if (sp_py_lines_on) sp_py_lines_exit(self->m, self->id);
   return r;
 }
 

@@ -266,7 +266,7 @@ PyMODINIT_FUNC SP_PY_MODULE_INIT(void) {
   }
   if (add_exceptions(m) < 0 || sp_py_manager_init(m) < 0 || sp_py_settings_init(m) < 0 ||
       sp_py_results_init(m) < 0 || sp_py_tasks_init(m) < 0 || sp_py_pymem_init(m) < 0 ||
-      sp_py_gpu_init(m) < 0 || sp_py_recursive_init(m) < 0) {
+      sp_py_gpu_init(m) < 0 || sp_py_recursive_init(m) < 0 || sp_py_lines_init(m) < 0) {
     Py_DECREF(m);
     return NULL;
   }

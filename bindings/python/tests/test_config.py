@@ -174,9 +174,3 @@ def test_warning_filter_turns_setup_warning_into_error(h5):
         warnings.simplefilter("error", sp.ScopeProfilerWarning)
         with pytest.raises(sp.ScopeProfilerWarning, match=planned[1]):
             sp.setup(file_path=h5, **{planned[1]: True})
-
-
-def test_line_profiler_says_python_lines_are_not_timed(h5):
-    with pytest.warns(sp.ScopeProfilerWarning, match="Python"):
-        sp.setup(file_path=h5, use_line_profiler=True)
-    sp.finalize(verbose=False)
