@@ -36,7 +36,6 @@
 #include <time.h>
 
 #include "frameobject.h"
-#include "scope_profiler/reader.h"
 
 int sp_py_lines_on; /* a timer was started in this process */
 
