@@ -2,8 +2,11 @@
 # recorded with use_line_profiler gets line_profiler's tables of its hottest
 # (region, function) records in the page's blob, each line with its text,
 # hits and CPU time, drawn by the "source" renderer; one without gets none.
+# The timer clock samples at the kernel's tick (~250/s): 600 ms gives loop_b
+# (a quarter of the CPU time) ~75 samples, enough for its hottest line to be
+# HOT_B on a loaded machine too (150 ms gave ~19 and missed it under ASan).
 SCOPE_PROFILER_USE_LINE_PROFILER=1 SCOPE_PROFILER_LINE_PROFILE_SAMPLER=timer SCOPE_PROFILER_QUIET=1 \
-  SCOPE_PROFILER_FILE_PATH=lines.h5 "$SP_BUILD/tests/app-line_hot" 150 > /dev/null 2>&1 || exit 3
+  SCOPE_PROFILER_FILE_PATH=lines.h5 "$SP_BUILD/tests/app-line_hot" 600 > /dev/null 2>&1 || exit 3
 SCOPE_PROFILER_FILE_PATH=plain.h5 "$SP_BUILD/tests/app-readme" > /dev/null 2>&1 || exit 3
 "$SP" report lines.h5 -o with > /dev/null || exit 4
 "$SP" report plain.h5 -o without > /dev/null || exit 5
