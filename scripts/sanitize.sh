@@ -90,8 +90,27 @@ check() {
   return $rc
 }
 
+# run_each SAN BUILD FINDINGS TEST...: runs each unit test of BUILD and
+# judges its output with check SAN; a failed one shows its failed cases, the
+# lines matching FINDINGS (the sanitizer's own words, an ERE) and the stacks.
+run_each() {
+  local san=$1 b=$2 findings=$3 t fail=0
+  shift 3
+  for t in "$@"; do
+    "$b/tests/$t" > "$b/$t.out" 2>&1
+    if check "$san" "$t" "$b/$t.out"; then
+      echo "$san: $t: $(tail -n 1 "$b/$t.out" | sed 's/^# //')"
+    else
+      echo "$san: $t FAILED"
+      grep -E "not ok|$findings|SUMMARY|^    #[0-9] " "$b/$t.out" | head -n 30
+      fail=1
+    fi
+  done
+  return $fail
+}
+
 run_asan() {
-  local b="$dir/build-asan" t fail=0
+  local b="$dir/build-asan" fail=0
   local l="$b/lsan"
   mkdir -p "$l"
   # Forked test cases end with _exit(): see tests/faults/lsan_exit.c.
@@ -111,16 +130,7 @@ run_asan() {
   export ASAN_OPTIONS="detect_leaks=1:halt_on_error=1:abort_on_error=0:detect_stack_use_after_return=1:check_initialization_order=1"
   export UBSAN_OPTIONS="halt_on_error=1:print_stacktrace=1"
   export SP_TEST_TIMEOUT_MULTIPLIER=5
-  for t in "${tests[@]}"; do
-    "$b/tests/$t" > "$b/$t.out" 2>&1
-    if check asan "$t" "$b/$t.out"; then
-      echo "asan: $t: $(tail -n 1 "$b/$t.out" | sed 's/^# //')"
-    else
-      echo "asan: $t FAILED"
-      grep -E "not ok|ERROR: |runtime error|SUMMARY|leak of|^    #[0-9] " "$b/$t.out" | head -n 30
-      fail=1
-    fi
-  done
+  run_each asan "$b" "ERROR: |runtime error|leak of" "${tests[@]}" || fail=1
   # The golden CLI tests, hostile files included, against the ASan CLI.
   if (cd "$b" && ctest -L cli -j "$jobs" --timeout 600 > "$b/cli.out" 2>&1); then
     echo "asan: CLI tests: $(grep 'tests passed' "$b/cli.out" | head -n 1)"
@@ -133,7 +143,7 @@ run_asan() {
 }
 
 run_tsan() {
-  local b="$dir/build-tsan" t fail=0
+  local b="$dir/build-tsan" t
   configure "$b" thread || return 1
   local tests=()
   for t in test-core test-modes test-async test-stream test-gpu test-nvtx test-tree test-recursive; do
@@ -147,17 +157,7 @@ run_tsan() {
   # from a threaded parent, which TSan otherwise refuses outright.
   export TSAN_OPTIONS="halt_on_error=1:second_deadlock_stack=1:ignore_noninstrumented_modules=1:die_after_fork=0"
   export SP_TEST_TIMEOUT_MULTIPLIER=10
-  for t in "${tests[@]}"; do
-    "$b/tests/$t" > "$b/$t.out" 2>&1
-    if check tsan "$t" "$b/$t.out"; then
-      echo "tsan: $t: $(tail -n 1 "$b/$t.out" | sed 's/^# //')"
-    else
-      echo "tsan: $t FAILED"
-      grep -E "not ok|WARNING: ThreadSanitizer|SUMMARY|^    #[0-9] " "$b/$t.out" | head -n 30
-      fail=1
-    fi
-  done
-  return $fail
+  run_each tsan "$b" "WARNING: ThreadSanitizer" "${tests[@]}"
 }
 
 # vg NAME CMD...: one memcheck run in the current directory; definite and
