@@ -186,6 +186,11 @@ void rp_json_str(FILE *o, const char *s);
 void rp_json_num(FILE *o, double v);
 /* A coordinate: at most two decimals, no trailing zeros. */
 void rp_px(FILE *o, double v);
+/* <line class="cls" .../> from (x1, y1) to (x2, y2), coordinates as rp_px. */
+void rp_line(FILE *o, const char *cls, double x1, double y1, double x2, double y2);
+/* The start tag <text class="cls" x=.. y=.. text-anchor="anchor" (none when
+ * NULL), left open so that the caller can add attributes before its '>'. */
+void rp_text_open(FILE *o, const char *cls, double x, double y, const char *anchor);
 /* A duration in seconds with a readable unit: "12.3 ms". */
 void rp_fmt_dur(char *buf, size_t size, double seconds);
 

@@ -234,15 +234,7 @@ int rp_chart_durations(struct rp_model *m, int metric, struct rp_svg *out) {
     }
   }
   region_labels(o, m, regs, n, SLEFT, gw, top + ph);
-  fputs("<line class=\"axis\" x1=\"", o);
-  rp_px(o, SLEFT);
-  fputs("\" x2=\"", o);
-  rp_px(o, SLEFT + pw);
-  fputs("\" y1=\"", o);
-  rp_px(o, top + ph);
-  fputs("\" y2=\"", o);
-  rp_px(o, top + ph);
-  fputs("\"/>", o);
+  rp_line(o, "axis", SLEFT, top + ph, SLEFT + pw, top + ph);
   rp_block_end(&c, h);
   if (m->nfiles > 1) file_legend(&c, m);
   free(regs);
@@ -349,38 +341,18 @@ static double xkey_pos(const struct xkey *keys, size_t nk, size_t i, int numeric
 
 static void xkey_axis(FILE *o, const struct xkey *keys, size_t nk, int numeric, double x0,
                       double y, double w, const char *title) {
-  fputs("<g class=\"xaxis\"><line class=\"axis\" x1=\"", o);
-  rp_px(o, x0);
-  fputs("\" x2=\"", o);
-  rp_px(o, x0 + w);
-  fputs("\" y1=\"", o);
-  rp_px(o, y);
-  fputs("\" y2=\"", o);
-  rp_px(o, y);
-  fputs("\"/>", o);
+  fputs("<g class=\"xaxis\">", o);
+  rp_line(o, "axis", x0, y, x0 + w, y);
   for (size_t i = 0; i < nk; i++) {
     double x = xkey_pos(keys, nk, i, numeric, x0, w);
-    fputs("<line class=\"tick\" x1=\"", o);
-    rp_px(o, x);
-    fputs("\" x2=\"", o);
-    rp_px(o, x);
-    fputs("\" y1=\"", o);
-    rp_px(o, y);
-    fputs("\" y2=\"", o);
-    rp_px(o, y + 4);
-    fputs("\"/><text class=\"tl\" text-anchor=\"middle\" x=\"", o);
-    rp_px(o, x);
-    fputs("\" y=\"", o);
-    rp_px(o, y + 15);
-    fputs("\">", o);
+    rp_line(o, "tick", x, y, x, y + 4);
+    rp_text_open(o, "tl", x, y + 15, "middle");
+    fputc('>', o);
     rp_xml_clip(o, keys[i].text, 20);
     fputs("</text>", o);
   }
-  fputs("<text class=\"at\" text-anchor=\"middle\" x=\"", o);
-  rp_px(o, x0 + w / 2);
-  fputs("\" y=\"", o);
-  rp_px(o, y + 32);
-  fputs("\">", o);
+  rp_text_open(o, "at", x0 + w / 2, y + 32, "middle");
+  fputc('>', o);
   rp_xml(o, title);
   fputs("</text></g>", o);
 }
@@ -570,11 +542,8 @@ int rp_chart_scaling(struct rp_model *m, const char *cmd, struct rp_svg *sp, str
     double h = 14 + ph + 46;
     rp_block_begin(&c, h, -1, "panel");
     draw_curves(&c, m, keys, nk, numeric, cv, nc, 14, pw, ph, &ya, which);
-    fputs("<text class=\"at\" text-anchor=\"middle\" x=\"", c.body);
-    rp_px(c.body, SLEFT + pw / 2);
-    fputs("\" y=\"", c.body);
-    rp_px(c.body, 14 + ph + 32);
-    fputs("\">", c.body);
+    rp_text_open(c.body, "at", SLEFT + pw / 2, 14 + ph + 32, "middle");
+    fputc('>', c.body);
     rp_xml(c.body, x_title(field));
     fputs("</text>", c.body);
     rp_block_end(&c, h);
@@ -677,11 +646,8 @@ int rp_chart_imbalance(struct rp_model *m, struct rp_svg *out) {
             at = k;
           }
         if (nr <= 16 && bw >= 9) { /* rank numbers under the bars while they fit */
-          fputs("<text class=\"tl\" text-anchor=\"middle\" x=\"", o);
-          rp_px(o, gx + ((double)bi + 0.5) * bw);
-          fputs("\" y=\"", o);
-          rp_px(o, top + ph + 10);
-          fprintf(o, "\" font-size=\"8\">%lld</text>", (long long)f->ranks[k0]);
+          rp_text_open(o, "tl", gx + ((double)bi + 0.5) * bw, top + ph + 10, "middle");
+          fprintf(o, " font-size=\"8\">%lld</text>", (long long)f->ranks[k0]);
         }
         if (!isfinite(v)) continue;
         double y = rp_axis_map(&ya, v, top + ph, top);
@@ -731,23 +697,13 @@ int rp_chart_imbalance(struct rp_model *m, struct rp_svg *out) {
         rp_px(o, xm - 4);
         fputc(' ', o);
         rp_px(o, yx - 9);
-        fputs(" h8 l-4 6 z\"/><text class=\"tl\" text-anchor=\"middle\" x=\"", o);
-        rp_px(o, xm);
-        fputs("\" y=\"", o);
-        rp_px(o, yx - 11);
-        fprintf(o, "\">max ×%.2f</text>", mean > 0 ? mx / mean : 1.0);
+        fputs(" h8 l-4 6 z\"/>", o);
+        rp_text_open(o, "tl", xm, yx - 11, "middle");
+        fprintf(o, ">max ×%.2f</text>", mean > 0 ? mx / mean : 1.0);
       }
     }
     region_labels(o, m, gl, ng, SLEFT, gw, top + ph + (nr <= 16 && bw >= 9 ? 10 : 0));
-    fputs("<line class=\"axis\" x1=\"", o);
-    rp_px(o, SLEFT);
-    fputs("\" x2=\"", o);
-    rp_px(o, SLEFT + pw);
-    fputs("\" y1=\"", o);
-    rp_px(o, top + ph);
-    fputs("\" y2=\"", o);
-    rp_px(o, top + ph);
-    fputs("\"/>", o);
+    rp_line(o, "axis", SLEFT, top + ph, SLEFT + pw, top + ph);
     rp_block_end(&c, h);
     free(gl);
     free(tot);

@@ -120,6 +120,27 @@ void rp_px(FILE *o, double v) {
   fputs(buf, o);
 }
 
+void rp_line(FILE *o, const char *cls, double x1, double y1, double x2, double y2) {
+  fprintf(o, "<line class=\"%s\" x1=\"", cls);
+  rp_px(o, x1);
+  fputs("\" y1=\"", o);
+  rp_px(o, y1);
+  fputs("\" x2=\"", o);
+  rp_px(o, x2);
+  fputs("\" y2=\"", o);
+  rp_px(o, y2);
+  fputs("\"/>", o);
+}
+
+void rp_text_open(FILE *o, const char *cls, double x, double y, const char *anchor) {
+  fprintf(o, "<text class=\"%s\" x=\"", cls);
+  rp_px(o, x);
+  fputs("\" y=\"", o);
+  rp_px(o, y);
+  fputc('"', o);
+  if (anchor) fprintf(o, " text-anchor=\"%s\"", anchor);
+}
+
 void rp_fmt_dur(char *buf, size_t size, double s) {
   double a = fabs(s);
   if (!isfinite(s)) snprintf(buf, size, "-");
@@ -219,42 +240,23 @@ void rp_axis_label(const struct rp_axis *a, double v, char *buf, size_t size) {
 
 void rp_draw_xaxis(FILE *o, const struct rp_axis *a, double x, double y, double w,
                    const char *title) {
-  fputs("<g class=\"xaxis\"><line class=\"axis\" x1=\"", o);
-  rp_px(o, x);
-  fputs("\" y1=\"", o);
-  rp_px(o, y);
-  fputs("\" x2=\"", o);
-  rp_px(o, x + w);
-  fputs("\" y2=\"", o);
-  rp_px(o, y);
-  fputs("\"/><g class=\"ticks\">", o);
+  fputs("<g class=\"xaxis\">", o);
+  rp_line(o, "axis", x, y, x + w, y);
+  fputs("<g class=\"ticks\">", o);
   for (size_t i = 0; i < a->nticks; i++) {
     double px = rp_axis_map(a, a->ticks[i], x, x + w);
     char lab[64];
     rp_axis_label(a, a->ticks[i], lab, sizeof lab);
-    fputs("<line class=\"tick\" x1=\"", o);
-    rp_px(o, px);
-    fputs("\" x2=\"", o);
-    rp_px(o, px);
-    fputs("\" y1=\"", o);
-    rp_px(o, y);
-    fputs("\" y2=\"", o);
-    rp_px(o, y + 4);
-    fputs("\"/><text class=\"tl\" x=\"", o);
-    rp_px(o, px);
-    fputs("\" y=\"", o);
-    rp_px(o, y + 15);
-    fputs("\" text-anchor=\"middle\">", o);
+    rp_line(o, "tick", px, y, px, y + 4);
+    rp_text_open(o, "tl", px, y + 15, "middle");
+    fputc('>', o);
     rp_xml(o, lab);
     fputs("</text>", o);
   }
   fputs("</g>", o);
   if (title) {
-    fputs("<text class=\"at\" x=\"", o);
-    rp_px(o, x + w / 2);
-    fputs("\" y=\"", o);
-    rp_px(o, y + 30);
-    fputs("\" text-anchor=\"middle\">", o);
+    rp_text_open(o, "at", x + w / 2, y + 30, "middle");
+    fputc('>', o);
     rp_xml(o, title);
     fputs("</text>", o);
   }
@@ -264,46 +266,21 @@ void rp_draw_xaxis(FILE *o, const struct rp_axis *a, double x, double y, double 
 void rp_draw_ygrid(FILE *o, const struct rp_axis *a, double x, double y, double w, double h) {
   for (size_t t = 0; t < a->nticks; t++) {
     double py = rp_axis_map(a, a->ticks[t], y + h, y);
-    fputs("<line class=\"gridline\" x1=\"", o);
-    rp_px(o, x);
-    fputs("\" x2=\"", o);
-    rp_px(o, x + w);
-    fputs("\" y1=\"", o);
-    rp_px(o, py);
-    fputs("\" y2=\"", o);
-    rp_px(o, py);
-    fputs("\"/>", o);
+    rp_line(o, "gridline", x, py, x + w, py);
   }
 }
 
 void rp_draw_yaxis(FILE *o, const struct rp_axis *a, double x, double y, double h,
                    const char *title) {
-  fputs("<g class=\"yaxis\"><line class=\"axis\" x1=\"", o);
-  rp_px(o, x);
-  fputs("\" y1=\"", o);
-  rp_px(o, y);
-  fputs("\" x2=\"", o);
-  rp_px(o, x);
-  fputs("\" y2=\"", o);
-  rp_px(o, y + h);
-  fputs("\"/>", o);
+  fputs("<g class=\"yaxis\">", o);
+  rp_line(o, "axis", x, y, x, y + h);
   for (size_t i = 0; i < a->nticks; i++) {
     double py = rp_axis_map(a, a->ticks[i], y + h, y);
     char lab[64];
     rp_axis_label(a, a->ticks[i], lab, sizeof lab);
-    fputs("<line class=\"grid\" x1=\"", o);
-    rp_px(o, x);
-    fputs("\" x2=\"", o);
-    rp_px(o, x - 4);
-    fputs("\" y1=\"", o);
-    rp_px(o, py);
-    fputs("\" y2=\"", o);
-    rp_px(o, py);
-    fputs("\"/><text class=\"tl\" x=\"", o);
-    rp_px(o, x - 6);
-    fputs("\" y=\"", o);
-    rp_px(o, py + 3.5);
-    fputs("\" text-anchor=\"end\">", o);
+    rp_line(o, "grid", x, py, x - 4, py);
+    rp_text_open(o, "tl", x - 6, py + 3.5, "end");
+    fputc('>', o);
     rp_xml(o, lab);
     fputs("</text>", o);
   }
