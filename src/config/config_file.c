@@ -41,18 +41,6 @@ __attribute__((format(printf, 5, 6))) static sp_status at(const struct loader *L
   return sp__set_error(st, "%s:%d:%d: %s", L->name, line, col, msg);
 }
 
-static const char *a_type(sp__toml_type t) {
-  switch (t) {
-  case SP__TOML_STRING: return "a string";
-  case SP__TOML_INTEGER: return "an integer";
-  case SP__TOML_FLOAT: return "a float";
-  case SP__TOML_BOOL: return "a boolean";
-  case SP__TOML_ARRAY: return "an array";
-  case SP__TOML_TABLE: return "a table";
-  }
-  return "a value";
-}
-
 /* The TOML value as the setting's type; strings point into the tree or into
  * `tmp` (a list built from an array). */
 static sp_status convert(const struct loader *L, const struct sp__setting *s, const char *spelling,
@@ -60,7 +48,7 @@ static sp_status convert(const struct loader *L, const struct sp__setting *s, co
   v->set = 1;
   v->i = 0;
   v->s = NULL;
-  const char *got = a_type(tv->type);
+  const char *got = sp__toml_type_article(tv->type);
   switch (s->type) {
   case SP__ST_BOOL:
     if (tv->type == SP__TOML_BOOL) {
@@ -104,7 +92,7 @@ static sp_status convert(const struct loader *L, const struct sp__setting *s, co
         const sp__toml_value *it = tv->u.arr.items[i];
         if (it->type != SP__TOML_STRING)
           return at(L, SP_ERR_INVALID_VALUE, it->line, it->col, "%s must be an array of strings, "
-                    "but item %zu is %s; quote it", spelling, i + 1, a_type(it->type));
+                    "but item %zu is %s; quote it", spelling, i + 1, sp__toml_type_article(it->type));
         if (strlen(it->u.str.ptr) != it->u.str.len || strchr(it->u.str.ptr, ','))
           return at(L, SP_ERR_INVALID_VALUE, it->line, it->col, "item %zu of %s contains %s, "
                     "which cannot be part of a name; split it into separate items", i + 1,
@@ -153,7 +141,7 @@ static sp_status load_group(struct loader *L, int g, const sp__toml_entry *ge) {
   if (t->type != SP__TOML_TABLE)
     return at(L, SP_ERR_INVALID_VALUE, t->line, t->col, "%s must be a table of %s settings "
               "([profiling.%s], %s.<name> = ... or %s = {<name> = ...}), got %s", ge->key,
-              ge->key, ge->key, ge->key, ge->key, a_type(t->type));
+              ge->key, ge->key, ge->key, ge->key, sp__toml_type_article(t->type));
   for (size_t i = 0; i < t->u.tab.n; i++) {
     const sp__toml_entry *e = &t->u.tab.entries[i];
     const struct sp__setting *s = NULL;

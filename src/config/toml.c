@@ -167,8 +167,7 @@ const char *sp__toml_type_name(sp__toml_type t) {
   return "value";
 }
 
-/* "an integer", "a table": for messages. */
-static const char *with_article(sp__toml_type t) {
+const char *sp__toml_type_article(sp__toml_type t) {
   switch (t) {
   case SP__TOML_STRING: return "a string";
   case SP__TOML_INTEGER: return "an integer";
@@ -917,7 +916,7 @@ static sp_status insert_kv(parser *P, sp__toml_value *table, key *k, sp__toml_va
       sp__toml_free(v);
       return sp__set_error(SP_ERR_PARSE, "%s:%d:%d: %s is already %s (line %d); a key cannot be "
                            "both a value and a table", P->name, kp->line, kp->col, name,
-                           with_article(e->value->type), e->line);
+                           sp__toml_type_article(e->value->type), e->line);
     }
     /* A table a deeper header only implied ([a.b.c] implies a.b) was never
      * defined, so dotted keys may define it now - after which a [a.b]
@@ -992,7 +991,7 @@ static sp_status parse_header(parser *P) {
     key_text(&k, i + 1, name, sizeof name);
     if (e->value->type != SP__TOML_TABLE) {
       st = sp__set_error(SP_ERR_PARSE, "%s:%d:%d: %s is already %s (line %d), not a table%s",
-                         P->name, kp->line, kp->col, name, with_article(e->value->type), e->line,
+                         P->name, kp->line, kp->col, name, sp__toml_type_article(e->value->type), e->line,
                          e->value->type == SP__TOML_ARRAY
                              ? "; arrays of tables ([[...]]) are not supported"
                              : "; a key cannot be both a value and a table");

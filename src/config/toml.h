@@ -80,6 +80,8 @@ const sp__toml_entry *sp__toml_find(const sp__toml_value *table, const char *key
 
 /* "string", "integer", "float", "boolean", "array", "table". */
 const char *sp__toml_type_name(sp__toml_type t);
+/* The same with its article, for messages: "an integer", "a table". */
+const char *sp__toml_type_article(sp__toml_type t);
 
 /* A flattened, deterministic rendering of a document: one line per leaf,
  * `dotted.key = value`, in document order; tables inside arrays are written
