@@ -41,6 +41,17 @@ __attribute__((format(printf, 5, 6))) static sp_status at(const struct loader *L
   return sp__set_error(st, "%s:%d:%d: %s", L->name, line, col, msg);
 }
 
+/* A TOML string as a setting's value, pointing into the tree; one holding a
+ * NUL would be cut short there without a word, so it is refused. */
+static sp_status take_string(const struct loader *L, const char *spelling, const sp__toml_value *tv,
+                             sp__value *v) {
+  if (strlen(tv->u.str.ptr) != tv->u.str.len)
+    return at(L, SP_ERR_INVALID_VALUE, tv->line, tv->col, "%s contains a NUL character (\\u0000); remove it",
+              spelling);
+  v->s = tv->u.str.ptr;
+  return SP_OK;
+}
+
 /* The TOML value as the setting's type; strings point into the tree or into
  * `tmp` (a list built from an array). */
 static sp_status convert(const struct loader *L, const struct sp__setting *s, const char *spelling,
@@ -69,23 +80,11 @@ static sp_status convert(const struct loader *L, const struct sp__setting *s, co
               (long long)(s->idef != SP_INT_NONE ? s->idef : s->lo > 0 ? s->lo : 1));
   case SP__ST_STR:
   case SP__ST_ENUM:
-    if (tv->type == SP__TOML_STRING) {
-      if (strlen(tv->u.str.ptr) != tv->u.str.len)
-        return at(L, SP_ERR_INVALID_VALUE, tv->line, tv->col, "%s contains a NUL character "
-                  "(\\u0000); remove it", spelling);
-      v->s = tv->u.str.ptr;
-      return SP_OK;
-    }
+    if (tv->type == SP__TOML_STRING) return take_string(L, spelling, tv, v);
     return at(L, SP_ERR_INVALID_VALUE, tv->line, tv->col, "%s expects a string, got %s; quote "
               "it: %s = \"...\"", spelling, got, spelling);
   case SP__ST_LIST:
-    if (tv->type == SP__TOML_STRING) {
-      if (strlen(tv->u.str.ptr) != tv->u.str.len)
-        return at(L, SP_ERR_INVALID_VALUE, tv->line, tv->col, "%s contains a NUL character "
-                  "(\\u0000); remove it", spelling);
-      v->s = tv->u.str.ptr;
-      return SP_OK;
-    }
+    if (tv->type == SP__TOML_STRING) return take_string(L, spelling, tv, v);
     if (tv->type == SP__TOML_ARRAY) {
       sp__buf_puts(tmp, "");
       for (size_t i = 0; i < tv->u.arr.n; i++) {
