@@ -83,6 +83,16 @@ class Driver:
         self.s("POST", f"/element/{e}/click", {})
 
 
+def sort_by(d, table, header):
+    """Clicks the header `header` of the table `table` (a CSS selector) and
+    returns that column's data-v values, top row first."""
+    i = d.js("return [].map.call(document.querySelectorAll('%s thead th'),"
+             "function(t){return t.textContent;}).indexOf('%s');" % (table, header))
+    d.click("%s thead th:nth-child(%d)" % (table, i + 1))
+    return d.js("return [].map.call(document.querySelectorAll('%s tbody tr'),"
+                "function(r){return parseFloat(r.cells[%d].getAttribute('data-v'));});" % (table, i))
+
+
 def free_port():
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
@@ -261,13 +271,7 @@ def main():
               f"axis relabelled), drag pans it, double-click resets")
 
         # 7. sortable table
-        d.click("#summary-table thead th:nth-child(%d)" % d.js(
-            "var h=[].map.call(document.querySelectorAll('#summary-table thead th'),"
-            "function(t){return t.textContent;});return h.indexOf('total [s]')+1;"))
-        totals = d.js("var i=[].map.call(document.querySelectorAll('#summary-table thead th'),"
-                      "function(t){return t.textContent;}).indexOf('total [s]');"
-                      "return [].map.call(document.querySelectorAll('#summary-table tbody tr'),"
-                      "function(r){return parseFloat(r.cells[i].getAttribute('data-v'));});")
+        totals = sort_by(d, "#summary-table", "total [s]")
         if totals != sorted(totals, reverse=True):
             fail(f"clicking 'total [s]' did not sort descending: {totals}")
         print(f"ok: summary table sorts by total ({len(totals)} rows)")
@@ -310,13 +314,7 @@ def main():
             if not shown or any(x != r for x in shown):
                 fail(f"rank selector {r}: visible thread rows have ranks {shown}")
             d.click('#rank-select option[value="all"]')
-            d.click("#sec-threads thead th:nth-child(%d)" % d.js(
-                "return [].map.call(document.querySelectorAll('#sec-threads thead th'),"
-                "function(t){return t.textContent;}).indexOf('calls')+1;"))
-            calls = d.js("var i=[].map.call(document.querySelectorAll('#sec-threads thead th'),"
-                         "function(t){return t.textContent;}).indexOf('calls');"
-                         "return [].map.call(document.querySelectorAll('#sec-threads tbody tr'),"
-                         "function(t){return parseFloat(t.cells[i].getAttribute('data-v'));});")
+            calls = sort_by(d, "#sec-threads", "calls")
             if calls != sorted(calls, reverse=True):
                 fail(f"clicking the threads view's 'calls' did not sort it: {calls}")
             print(f"ok: threads view: {len(calls)} rows, rank selector filters them "
