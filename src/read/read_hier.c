@@ -10,15 +10,14 @@
 
 #include "common/error.h"
 #include "output/plan.h"
-#include "read/read_internal.h"
+#include "read/region_names.h"
 
 #define MAX_DEPTH 32
 
 struct hier {
   sp_results *r;
-  size_t cap_rows, cap_names;
-  /* name -> region index, open addressing; sized to a power of two */
-  size_t *slots, nslots;
+  size_t cap_rows;
+  struct sp__region_names names;
   /* addresses of the groups walked so far (open addressing, 0 = empty): a
    * group reached twice through hard links would make the walk exponential */
   haddr_t *seen;
@@ -28,50 +27,8 @@ struct hier {
   sp_status st;
 };
 
-static uint64_t hash_str(const char *s) {
-  uint64_t h = 1469598103934665603ull;
-  while (*s) h = (h ^ (unsigned char)*s++) * 1099511628211ull;
-  return h;
-}
-
 static sp_status intern(struct hier *h, const char *name, uint32_t *id) {
-  sp_results *r = h->r;
-  if (r->nregions * 2 >= h->nslots) {
-    size_t ns = h->nslots ? h->nslots * 2 : 64;
-    size_t *slots = malloc(ns * sizeof *slots);
-    if (!slots) return sp__set_error(SP_ERR_NO_MEMORY, "out of memory");
-    for (size_t i = 0; i < ns; i++) slots[i] = SIZE_MAX;
-    for (size_t i = 0; i < r->nregions; i++) {
-      size_t s = hash_str(r->names[i]) & (ns - 1);
-      while (slots[s] != SIZE_MAX) s = (s + 1) & (ns - 1);
-      slots[s] = i;
-    }
-    free(h->slots);
-    h->slots = slots;
-    h->nslots = ns;
-  }
-  size_t s = hash_str(name) & (h->nslots - 1);
-  while (h->slots[s] != SIZE_MAX) {
-    if (!strcmp(r->names[h->slots[s]], name)) {
-      *id = (uint32_t)h->slots[s];
-      return SP_OK;
-    }
-    s = (s + 1) & (h->nslots - 1);
-  }
-  if (r->nregions >= SP__MAX_REGIONS)
-    return sp__set_error(SP_ERR_FORMAT, "%s: too many regions", r->path ? r->path : "image");
-  if (r->nregions == h->cap_names) {
-    size_t cap = h->cap_names ? h->cap_names * 2 : 16;
-    char **v = realloc(r->names, cap * sizeof *v);
-    if (!v) return sp__set_error(SP_ERR_NO_MEMORY, "out of memory");
-    r->names = v;
-    h->cap_names = cap;
-  }
-  r->names[r->nregions] = sp__strdup(name);
-  if (!r->names[r->nregions]) return sp__set_error(SP_ERR_NO_MEMORY, "out of memory");
-  h->slots[s] = r->nregions;
-  *id = (uint32_t)r->nregions++;
-  return SP_OK;
+  return sp__region_names_id(h->r, &h->names, name, h->r->path ? h->r->path : "image", id);
 }
 
 /* Length of a 1-D integer dataset, or an error naming it. */
@@ -328,7 +285,7 @@ sp_status sp__open_hierarchical(sp_results *r) {
   herr_t rc = H5Literate(root, H5_INDEX_NAME, H5_ITER_INC, &idx, root_cb, &h);
   int has_meta = H5Lexists(root, sp__plan_group_name(SP_GRP_METADATA), H5P_DEFAULT) > 0;
   H5Gclose(root);
-  free(h.slots);
+  sp__region_names_free(&h.names);
   free(h.seen);
   if (h.st != SP_OK) return h.st;
   if (rc < 0)

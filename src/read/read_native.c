@@ -18,6 +18,7 @@
 #include "output/plan.h"
 #include "read/json_parse.h"
 #include "read/read_internal.h"
+#include "read/region_names.h"
 
 #define NAME(r) ((r)->path ? (r)->path : "<input>")
 
@@ -25,52 +26,12 @@
 
 struct builder {
   sp_results *r;
-  size_t cap_rows, cap_names, cap_meta;
-  size_t *slots, nslots; /* name -> region, open addressing */
+  size_t cap_rows, cap_meta;
+  struct sp__region_names names;
 };
 
-static uint64_t hash_str(const char *s) {
-  uint64_t h = 1469598103934665603ull;
-  while (*s) h = (h ^ (unsigned char)*s++) * 1099511628211ull;
-  return h;
-}
-
 static sp_status region_id(struct builder *b, const char *name, uint32_t *id) {
-  sp_results *r = b->r;
-  if ((r->nregions + 1) * 2 > b->nslots) {
-    size_t ns = b->nslots ? b->nslots * 2 : 64;
-    size_t *slots = malloc(ns * sizeof *slots);
-    if (!slots) return sp__set_error(SP_ERR_NO_MEMORY, "out of memory");
-    for (size_t i = 0; i < ns; i++) slots[i] = SIZE_MAX;
-    for (size_t i = 0; i < r->nregions; i++) {
-      size_t s = hash_str(r->names[i]) & (ns - 1);
-      while (slots[s] != SIZE_MAX) s = (s + 1) & (ns - 1);
-      slots[s] = i;
-    }
-    free(b->slots);
-    b->slots = slots;
-    b->nslots = ns;
-  }
-  size_t s = hash_str(name) & (b->nslots - 1);
-  while (b->slots[s] != SIZE_MAX) {
-    if (!strcmp(r->names[b->slots[s]], name)) {
-      *id = (uint32_t)b->slots[s];
-      return SP_OK;
-    }
-    s = (s + 1) & (b->nslots - 1);
-  }
-  if (r->nregions >= SP__MAX_REGIONS) return sp__set_error(SP_ERR_FORMAT, "%s: too many regions", NAME(r));
-  if (r->nregions == b->cap_names) {
-    size_t cap = b->cap_names ? b->cap_names * 2 : 16;
-    char **v = realloc(r->names, cap * sizeof *v);
-    if (!v) return sp__set_error(SP_ERR_NO_MEMORY, "out of memory");
-    r->names = v;
-    b->cap_names = cap;
-  }
-  if (!(r->names[r->nregions] = sp__strdup(name))) return sp__set_error(SP_ERR_NO_MEMORY, "out of memory");
-  b->slots[s] = r->nregions;
-  *id = (uint32_t)r->nregions++;
-  return SP_OK;
+  return sp__region_names_id(b->r, &b->names, name, NAME(b->r), id);
 }
 
 /* A new row of region `name` on `rank` (not seen before: a JSON profile or
@@ -155,7 +116,7 @@ static sp_status mem_grow(sp_results *r, size_t n, size_t *cap, int ncols) {
   return SP_OK;
 }
 
-static void builder_done(struct builder *b) { free(b->slots); }
+static void builder_done(struct builder *b) { sp__region_names_free(&b->names); }
 
 /* ---- JSON profiles ------------------------------------------------------------ */
 
