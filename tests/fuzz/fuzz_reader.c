@@ -24,19 +24,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 #include "fuzz_walk.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
-  if (!sink) {
-    sink = fopen("/dev/null", "w");
-    if (!sink) abort();
-    H5Eset_auto2(H5E_DEFAULT, NULL, NULL);
-  }
+  walk_setup();
   sp_results *r = NULL;
   sp_status st = sp_results_open_image(data, size, &r);
-  if (st == SP_OK) {
-    walk(r);
-    sp_results_free(r);
-  } else if (r != NULL || sp_last_error()[0] == '\0') {
-    fprintf(stderr, "a failed open left results behind or gave no message\n");
-    abort();
-  }
+  walk_opened(st, r); /* after the open has set r */
   return 0;
 }

@@ -3,11 +3,13 @@
  * the lazy paths run too: metadata, regions, sources, rows and event slices,
  * per-rank events, statistics with percentiles and exclusive time, call
  * stacks with and without a filter, the call-path tree, every exporter, the
- * lane tables.
+ * lane tables. Also what every input starts and ends with (walk_setup,
+ * walk_opened), so that the targets differ only in how they open.
  */
 #ifndef SP_FUZZ_WALK_H
 #define SP_FUZZ_WALK_H
 
+#include <hdf5.h>
 #include <stdio.h>
 #include <stdlib.h>
 
@@ -18,6 +20,15 @@
 #define WALK_MAX_ROWS 256
 
 static FILE *sink;
+
+/* Before each input: the exporters write to /dev/null, and HDF5 keeps its
+ * error stack to itself (a hostile file would fill the log). */
+static void walk_setup(void) {
+  if (sink) return;
+  sink = fopen("/dev/null", "w");
+  if (!sink) abort();
+  H5Eset_auto2(H5E_DEFAULT, NULL, NULL);
+}
 
 static void walk_events(sp_results *r) {
   size_t nrows = sp_results_num_rows(r);
@@ -112,6 +123,18 @@ static void walk(sp_results *r) {
   (void)sp_write_region_statistics_json(one, 1, NULL, NULL, NULL, sink);
   (void)sp_write_durations_csv(one, 1, NULL, NULL, sink);
   walk_events(r);
+}
+
+/* After the open: a profile that opened is walked and freed; an open that
+ * failed must leave nothing behind and say why. */
+static void walk_opened(sp_status st, sp_results *r) {
+  if (st == SP_OK) {
+    walk(r);
+    sp_results_free(r);
+  } else if (r != NULL || sp_last_error()[0] == '\0') {
+    fprintf(stderr, "a failed open left results behind or gave no message\n");
+    abort();
+  }
 }
 
 #endif
