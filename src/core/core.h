@@ -188,6 +188,13 @@ struct sp_carry {
   uint64_t i;      /* log index of an open call */
   int64_t id;      /* its call id */
   int64_t pending; /* ns of its children already written */
+  struct sp_gap_frame {
+    /* the stream writer's gap bookkeeping of an open call (struct sp_gaps
+     * in snapshot.h): its first child's start and end and its latest
+     * child's start, in ticks */
+    uint64_t fcs, fce, lcs;
+    uint8_t has_child, fce_set, is_first;
+  } gf;
 };
 
 typedef struct sp_thread_rec {

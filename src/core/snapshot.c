@@ -32,6 +32,7 @@ struct frame {
   uint32_t region;
   uint32_t depth;
   int done;
+  struct sp_gap_frame gf; /* the stream writer's gaps (struct sp_gaps) */
 };
 /* Whether the file needs call and parent ids: upstream's readers (and
  * ours) rebuild nesting from each lane's intervals alone, sorted by (start,
@@ -53,7 +54,24 @@ struct lanes {
   uint32_t n;
   struct ivl *iv; /* per lane; NULL: not checked (ids kept) */
   int need_ids;
+  struct sp_gaps *gaps; /* the stream writer's tick gaps; NULL: none */
+  const struct sp_i_event *ev;
 };
+
+static inline void gap_note(struct sp_gaps *g, uint64_t lo, uint64_t hi) {
+  if (hi <= lo) g->need_ids = 1;
+  else if (hi - lo < g->min) g->min = hi - lo;
+}
+
+/* A completed call leaves the stack: its end against its last child's
+ * start, and against its first child either the start or the end apart. */
+static inline void gap_pop(struct lanes *l, const struct frame *f) {
+  if (!l->gaps || !f->done || !f->gf.has_child) return;
+  uint64_t s = l->ev[f->i].start, e = l->ev[f->i].end;
+  gap_note(l->gaps, f->gf.lcs, e);
+  uint64_t a = f->gf.fcs - s, b = f->gf.fce_set && e > f->gf.fce ? e - f->gf.fce : 0;
+  gap_note(l->gaps, 0, a > b ? a : b);
+}
 
 static int lanes_init(struct lanes *l, uint32_t n) {
   memset(l, 0, sizeof *l);
@@ -121,7 +139,7 @@ static inline struct frame *lane_push(struct lanes *l, uint32_t L, uint32_t dept
   if (L >= l->n) L = 0;
   uint32_t sp = l->sp[L];
   struct frame *st = l->stk[L];
-  while (sp && st[sp - 1].depth >= depth) sp--;
+  while (sp && st[sp - 1].depth >= depth) gap_pop(l, &st[--sp]);
   if (sp == l->cap[L]) {
     uint32_t cap = l->cap[L] ? l->cap[L] * 2 : 64;
     struct frame *n = realloc(st, cap * sizeof *n);
@@ -154,12 +172,16 @@ sp_status sp__thread_pass(struct sp_manager *m, sp_thread_rec *t, const struct s
                           const struct sp_clock_map *cm, struct lanes *lanes, int64_t *excl, emit_fn emit,
                           void *ctx, struct sp_carry **carry, size_t *ncarry) {
   lanes_reset(lanes);
+  lanes->ev = ev;
+  struct sp_gaps *g = lanes->gaps;
+  if (g && t->nkept && g->nkept != t->nkept) g->need_ids = 1; /* kept calls of an earlier file */
   *carry = NULL;
   *ncarry = 0;
   for (uint64_t i = 0; i < n; i++) {
     /* Region 0 is no region: a spilled event recovery refused. Skipped, so
      * the calls inside it nest under its parent. */
     if (!ev[i].region) continue;
+
     uint32_t depth = sp__ev_depth(ev[i].depth);
     struct frame *parent, *f = lane_push(lanes, sp__event_lane(m, t, i), depth, &parent);
     if (!f) return sp__set_error(SP_ERR_NO_MEMORY, "out of memory rebuilding call trees");
@@ -171,6 +193,26 @@ sp_status sp__thread_pass(struct sp_manager *m, sp_thread_rec *t, const struct s
     /* a kept call brings the time of its children already written */
     f->pending = i < t->nkept ? t->kept_child[i] : 0;
     f->done = ev[i].end != 0;
+    if (g) {
+      f->gf = i < t->nkept && i < g->nkept ? g->kept[i] : (struct sp_gap_frame){0};
+      if (i >= t->nkept) { /* a new begin (kept calls were met in their block) */
+        if (parent && !parent->gf.has_child) {
+          parent->gf.has_child = 1;
+          parent->gf.fcs = ev[i].start;
+          f->gf.is_first = 1;
+        } else if (g->any) {
+          gap_note(g, g->prev_start, ev[i].start);
+        }
+        if (parent) parent->gf.lcs = ev[i].start;
+        g->prev_start = ev[i].start;
+        g->any = 1;
+        if (ev[i].depth & (SP__DEPTH_XPARENT | SP__DEPTH_CUT)) g->need_ids = 1;
+      }
+      if (f->done && f->gf.is_first && parent) {
+        parent->gf.fce = ev[i].end;
+        parent->gf.fce_set = 1;
+      }
+    }
     if (!f->done) continue;
     int64_t s0 = sp__ticks_to_ns(cm, ev[i].start), e0 = sp__ticks_to_ns(cm, ev[i].end);
     if (e0 < s0) e0 = s0; /* as emit_row writes it */
@@ -198,14 +240,17 @@ sp_status sp__thread_pass(struct sp_manager *m, sp_thread_rec *t, const struct s
   }
   size_t open = 0;
   for (uint32_t L = 0; L < lanes->n; L++)
-    for (uint32_t k = 0; k < lanes->sp[L]; k++) open += !lanes->stk[L][k].done;
+    for (uint32_t k = 0; k < lanes->sp[L]; k++) {
+      open += !lanes->stk[L][k].done;
+      gap_pop(lanes, &lanes->stk[L][k]);
+    }
   if (!open) return SP_OK;
   *carry = malloc(open * sizeof **carry);
   if (!*carry) return sp__set_error(SP_ERR_NO_MEMORY, "out of memory rebuilding call trees");
   for (uint32_t L = 0; L < lanes->n; L++)
     for (uint32_t k = 0; k < lanes->sp[L]; k++) {
       const struct frame *f = &lanes->stk[L][k];
-      if (!f->done) (*carry)[(*ncarry)++] = (struct sp_carry){f->i, f->callid, f->pending};
+      if (!f->done) (*carry)[(*ncarry)++] = (struct sp_carry){f->i, f->callid, f->pending, f->gf};
     }
   qsort(*carry, *ncarry, sizeof **carry, cmp_carry);
   return SP_OK;
@@ -214,12 +259,13 @@ sp_status sp__thread_pass(struct sp_manager *m, sp_thread_rec *t, const struct s
 /* sp__thread_pass with its own single-lane stacks (the stream writer). */
 sp_status sp__thread_pass_alone(struct sp_manager *m, sp_thread_rec *t, const struct sp_i_event *ev, uint64_t n,
                                 const struct sp_clock_map *cm, int64_t *excl, emit_fn emit, void *ctx,
-                                struct sp_carry **carry, size_t *ncarry) {
+                                struct sp_carry **carry, size_t *ncarry, struct sp_gaps *gaps) {
   struct lanes l;
   if (lanes_init(&l, 1) != 0) {
     lanes_free(&l);
     return sp__set_error(SP_ERR_NO_MEMORY, "out of memory rebuilding call trees");
   }
+  l.gaps = gaps;
   sp_status st = sp__thread_pass(m, t, ev, n, cm, &l, excl, emit, ctx, carry, ncarry);
   lanes_free(&l);
   return st;

@@ -24,9 +24,34 @@ void sp__snapshot_compact(struct sp_manager *m);
  * bounded-memory stream writer (stream.c). */
 struct lanes;
 typedef void (*emit_fn)(void *ctx, uint64_t i, int64_t id, int64_t parent_id, uint32_t region);
+
+/* Whether a streamed run's call ids can be left out of its file, decided at
+ * finalize although its calls were written block by block in clock ticks
+ * before the final clock map was known. The rebuild from intervals (sorted
+ * by start, longer first, nested by containment) gives the recorded tree in
+ * ticks by construction (a thread's calls nest, its begins come in order);
+ * it gives it in nanoseconds too when the map keeps every comparison the
+ * rebuild depends on apart: a begin from the one before it on its thread
+ * (unless the one before is its parent, the call's first child: then the
+ * start or the end must differ, the longer one sorting first), and each
+ * call's end from its last child's start. So the stream writer records the
+ * smallest of those gaps in ticks (`min`), and finalize keeps the ids unless
+ * that gap is worth enough nanoseconds on the final map (stream.c). Per
+ * thread: the latest begin (`prev_start`, `any`) and the bookkeeping of the
+ * calls carried open into the next block (`kept`, nkept values in;
+ * carry[k].gf out). */
+struct sp_gaps {
+  uint64_t min;        /* ticks; UINT64_MAX: no gap seen */
+  int need_ids;        /* a gap of zero, or a link intervals cannot give */
+  uint64_t prev_start; /* this thread */
+  int any;
+  const struct sp_gap_frame *kept;
+  size_t nkept;
+};
+/* gaps may be NULL (no bookkeeping). */
 sp_status sp__thread_pass_alone(struct sp_manager *m, sp_thread_rec *t, const struct sp_i_event *ev, uint64_t n,
                                 const struct sp_clock_map *cm, int64_t *excl, emit_fn emit, void *ctx,
-                                struct sp_carry **carry, size_t *ncarry);
+                                struct sp_carry **carry, size_t *ncarry, struct sp_gaps *gaps);
 #include "core/source.h"
 int sp__row_source(struct sp_manager *m, struct sp_row *row, const struct sp_region_info *ri, sp_source_cache *cache);
 int sp__thread_keep(struct sp_manager *m, sp_thread_rec *t, const uint64_t *old, uint32_t k);

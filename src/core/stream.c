@@ -79,6 +79,18 @@ struct sp_stream {
   uint64_t *order; /* event indices grouped by region */
   uint64_t scratch_cap;
   uint64_t *calls; /* completed calls streamed, by region id (running total of the run) */
+  /* whether the file can leave the call ids out (struct sp_gaps): the
+   * smallest gap of the run, and per thread index its latest begin and
+   * its kept calls' last child starts */
+  uint64_t gap_min;
+  int gap_need_ids;
+  struct thread_gaps {
+    uint64_t prev_start;
+    int any;
+    struct sp_gap_frame *kept;
+    size_t nkept, kept_cap;
+  } *tg;
+  size_t ntg;
   pthread_mutex_t mu;
   pthread_cond_t wake, idle;
   struct block *head, *tail;
@@ -175,8 +187,33 @@ static sp_status process_block(struct sp_stream *s, struct block *b) {
   struct emit_ctx ec = {s};
   struct sp_carry *carry = NULL;
   size_t ncarry = 0;
-  sp_status st = sp__thread_pass_alone(m, t, b->ev, b->n, &cm, s->excl, emit_scratch, &ec, &carry, &ncarry);
+  if (t->index >= s->ntg) {
+    size_t n = (size_t)t->index + 16;
+    struct thread_gaps *tg = realloc(s->tg, n * sizeof *tg);
+    if (!tg) return sp__set_error(SP_ERR_NO_MEMORY, "stream: out of memory");
+    memset(tg + s->ntg, 0, (n - s->ntg) * sizeof *tg);
+    s->tg = tg;
+    s->ntg = n;
+  }
+  struct thread_gaps *tg = &s->tg[t->index];
+  struct sp_gaps gaps = {s->gap_min, s->gap_need_ids, tg->prev_start, tg->any, tg->kept, tg->nkept};
+  sp_status st = sp__thread_pass_alone(m, t, b->ev, b->n, &cm, s->excl, emit_scratch, &ec, &carry, &ncarry, &gaps);
   if (st != SP_OK) return st;
+  s->gap_min = gaps.min;
+  s->gap_need_ids = gaps.need_ids;
+  tg->prev_start = gaps.prev_start;
+  tg->any = gaps.any;
+  if (ncarry > tg->kept_cap) {
+    struct sp_gap_frame *l = realloc(tg->kept, ncarry * sizeof *l);
+    if (!l) {
+      free(carry);
+      return sp__set_error(SP_ERR_NO_MEMORY, "stream: out of memory");
+    }
+    tg->kept = l;
+    tg->kept_cap = ncarry;
+  }
+  for (size_t k = 0; k < ncarry; k++) tg->kept[k] = carry[k].gf;
+  tg->nkept = ncarry;
   /* The calls open at the end of this block are the kept calls at the front
    * of the thread's next block: their ids and parked child time move on. */
   if (ncarry > t->kept_cap) {
@@ -310,6 +347,7 @@ static struct sp_stream *stream_open(struct sp_manager *m) {
   if (!s) return NULL;
   s->m = m;
   s->fd = -1;
+  s->gap_min = UINT64_MAX;
   /* The staging file lives beside the output (same file system as the final
    * write), else in TMPDIR. It keeps its name while the run lasts, so that a
    * crash spill can name it and `recover` read back what was streamed; it
@@ -659,6 +697,32 @@ out:
   return st;
 }
 
+/* The file leaves the call ids out, as a run kept in memory does, when the
+ * intervals give the recorded tree (struct sp_gaps): no link they cannot
+ * give (a cross-thread parent, a call cut short or still open, a call
+ * dropped, a call carried from an earlier file, a crashed run's staging
+ * file read back), and the smallest gap the writer saw still strict in
+ * nanoseconds on the final map. Inside one piece of the map a gap of g ticks
+ * becomes at least floor(g * slope) ns; where two pieces meet, the later one
+ * may start up to a few ns below the earlier one's line, which a gap across
+ * the seam must also cover. */
+static int ids_redundant(const struct sp_manager *m, const struct sp_stream *s, const struct sp_clock_map *cm,
+                         uint64_t open_calls, uint64_t dropped) {
+  if (s->adopted || s->gap_need_ids || m->nxctx || m->ncut || open_calls || dropped) return 0;
+  if (s->gap_min == UINT64_MAX) return 1;
+  uint64_t mult = cm->nseg ? cm->seg[0].mult : cm->mult;
+  int64_t drop = 0; /* the largest step down at a seam, ns */
+  for (size_t k = 1; k < cm->nseg; k++) {
+    const struct sp_clock_seg *p = &cm->seg[k - 1], *q = &cm->seg[k];
+    if (q->mult < mult) mult = q->mult;
+    sp__i128 d = (sp__i128)((int64_t)(q->tick - p->tick)) * (sp__i128)p->mult;
+    int64_t line = p->ns + (int64_t)(d >> 32);
+    if (line - q->ns > drop) drop = line - q->ns;
+  }
+  double need = cm->nseg > 1 ? (double)drop + 2.0 : 1.0;
+  return (double)s->gap_min * ((double)mult / 4294967296.0) >= need;
+}
+
 sp_status sp__stream_build(struct sp_manager *m, const struct sp_clock_map *cm, uint32_t rank, struct sp_run *run,
                            uint64_t *open_calls, void **fill_ctx) {
   memset(run, 0, sizeof *run);
@@ -712,6 +776,9 @@ sp_status sp__stream_build(struct sp_manager *m, const struct sp_clock_map *cm, 
   }
   run->nevents = off;
   run->has_ids = 1;
+  uint64_t dropped = 0;
+  for (uint32_t id = 0; id < s->nregions; id++) dropped += s->dropped[id];
+  run->ids_redundant = ids_redundant(m, s, cm, *open_calls, dropped);
   f->m = m;
   f->run = run;
   f->cm = *cm;
@@ -719,8 +786,6 @@ sp_status sp__stream_build(struct sp_manager *m, const struct sp_clock_map *cm, 
   run->fill_events = fill;
   run->fill_ctx = f;
   *fill_ctx = f;
-  uint64_t dropped = 0;
-  for (uint32_t id = 0; id < s->nregions; id++) dropped += s->dropped[id];
   sp__meta_i64(&run->meta, SP_META_STREAMED_BLOCKS, (int64_t)s->blocks);
   sp__meta_i64(&run->meta, SP_META_DROPPED_EVENTS, (int64_t)dropped);
   if (dropped) {
@@ -783,6 +848,12 @@ void sp__stream_reset(struct sp_manager *m) {
   memset(s->excl, 0, s->nregions * sizeof *s->excl);
   memset(s->dropped, 0, s->nregions * sizeof *s->dropped);
   memset(s->calls, 0, s->nregions * sizeof *s->calls);
+  s->gap_min = UINT64_MAX;
+  s->gap_need_ids = 0;
+  for (size_t i = 0; i < s->ntg; i++) {
+    s->tg[i].any = 0;
+    s->tg[i].nkept = 0;
+  }
   s->err = SP_OK;
 }
 
@@ -811,6 +882,8 @@ void sp__stream_close(struct sp_manager *m) {
   free(s->pids);
   free(s->order);
   free(s->calls);
+  for (size_t i = 0; i < s->ntg; i++) free(s->tg[i].kept);
+  free(s->tg);
   pthread_mutex_destroy(&s->mu);
   pthread_cond_destroy(&s->wake);
   pthread_cond_destroy(&s->idle);
