@@ -27,7 +27,14 @@
  * with; the last rows repeat the main ones in schema 2 (absolute int64
  * starts and ends) for comparison.
  *
- *   file_size [--events N] [--reps R] [--real] [--jitter PERCENT] [--keep DIR] [--json FILE]
+ * --max-buffer BYTES sets max_buffer_bytes, so that a long run streams its
+ * buffers to the staging file (a quarter of it: 24 B per event in memory),
+ * and the table says how many blocks each file streamed and whether it kept
+ * call ids: the bytes per call of a streamed run against a short one.
+ * --quick writes only none, zstd and auto.
+ *
+ *   file_size [--events N] [--reps R] [--real] [--jitter PERCENT] [--max-buffer BYTES] [--quick]
+ *             [--keep DIR] [--json FILE]
  */
 #include <math.h>
 #include <stdint.h>
@@ -40,8 +47,12 @@
 
 #include "core/core.h"
 #include "scope_profiler.h"
+#include "scope_profiler/reader.h"
+
+#include <hdf5.h>
 
 static int real_clock;
+static const char *max_buffer;
 static double jitter_sigma = 0.03;
 static uint64_t rng_state;
 
@@ -166,7 +177,21 @@ struct result {
   double bytes_per_event, time_med, time_min, time_max, cpu_med;
   long long bytes;
   long events;
+  long long blocks; /* streamed_blocks of the file, 0: written from memory */
+  int ids;          /* whether it kept events/call_ids */
 };
+
+/* What the file says about how it was written. */
+static void file_facts(const char *path, struct result *res) {
+  sp_results *r = NULL;
+  if (sp_results_open(path, &r) != SP_OK) return;
+  const sp_metadata_entry *b = sp_results_metadata(r, "streamed_blocks");
+  res->blocks = b && b->kind == SP_VALUE_INT ? (long long)b->i : 0;
+  sp_results_free(r);
+  hid_t f = H5Fopen(path, H5F_ACC_RDONLY, H5P_DEFAULT);
+  res->ids = f >= 0 && H5Lexists(f, "events/call_ids", H5P_DEFAULT) > 0;
+  if (f >= 0) H5Fclose(f);
+}
 
 /* h5py's guess_chunk() for a 1-D int64 column of n values, which gives
  * upstream's event columns their chunks: halve the length until the chunk
@@ -198,6 +223,7 @@ static int run_one(const struct config *c, long nevents, const char *path, doubl
   if (c->level) sp_options_set(&o, "hdf5_compression_level", c->level);
   if (c->chunk) sp_options_set(&o, "hdf5_chunk_size", c->chunk);
   if (c->schema) sp_options_set(&o, "hdf5_schema", c->schema);
+  if (max_buffer) sp_options_set(&o, "max_buffer_bytes", max_buffer);
   sp_setup_args a = {.options = &o, .replace = 1};
   if (sp_manager_setup(mgr, &a) != SP_OK) {
     fprintf(stderr, "file_size: setup (%s) failed: %s\n", c->label, sp_last_error());
@@ -229,7 +255,7 @@ static int run_one(const struct config *c, long nevents, const char *path, doubl
 
 int main(int argc, char **argv) {
   long nevents = 1000000;
-  int reps = 3;
+  int reps = 3, quick = 0;
   const char *keep = NULL, *json = NULL;
   for (int i = 1; i < argc; i++) {
     if (!strcmp(argv[i], "--events") && i + 1 < argc) nevents = atol(argv[++i]);
@@ -238,9 +264,11 @@ int main(int argc, char **argv) {
     else if (!strcmp(argv[i], "--jitter") && i + 1 < argc) jitter_sigma = atof(argv[++i]) / 100.0;
     else if (!strcmp(argv[i], "--keep") && i + 1 < argc) keep = argv[++i];
     else if (!strcmp(argv[i], "--json") && i + 1 < argc) json = argv[++i];
+    else if (!strcmp(argv[i], "--max-buffer") && i + 1 < argc) max_buffer = argv[++i];
+    else if (!strcmp(argv[i], "--quick")) quick = 1;
     else {
-      fprintf(stderr, "usage: %s [--events N] [--reps R] [--real] [--jitter PERCENT] [--keep DIR] "
-              "[--json FILE]\n", argv[0]);
+      fprintf(stderr, "usage: %s [--events N] [--reps R] [--real] [--jitter PERCENT] [--max-buffer BYTES] "
+              "[--quick] [--keep DIR] [--json FILE]\n", argv[0]);
       return 2;
     }
   }
@@ -296,13 +324,18 @@ int main(int argc, char **argv) {
       {"schema 2: zstd (level 3)", "zstd", NULL, NULL, "2"},
       {"schema 2: auto", "auto", NULL, NULL, "2"},
   };
-  enum { NCONF = sizeof configs / sizeof configs[0] };
-  struct result res[NCONF];
+  enum { NALL = sizeof configs / sizeof configs[0] };
+  /* --quick: none, zstd 3, auto (indices into configs) */
+  static const int quick_set[] = {0, 5, 8};
+  int NCONF = quick ? 3 : NALL;
+  int pick[NALL];
+  for (int c = 0; c < NCONF; c++) pick[c] = quick ? quick_set[c] : c;
+  struct result res[NALL];
   /* times[c * reps + r]: repetition-major order, so a load change on this
    * shared machine hits every configuration alike. */
   double *times = malloc((size_t)(reps * NCONF) * sizeof *times);
   double *cpu = malloc((size_t)(reps * NCONF) * sizeof *cpu);
-  long ev[NCONF] = {0};
+  long ev[NALL] = {0};
   int failed = !times || !cpu;
   /* Warm-up: grows the event buffers and pages in the library and HDF5. */
   if (!failed) {
@@ -315,7 +348,7 @@ int main(int argc, char **argv) {
     for (int c = 0; c < NCONF && !failed; c++) {
       char path[4096];
       snprintf(path, sizeof path, "%s/file_size_%d.h5", outdir, c);
-      failed = run_one(&configs[c], nevents, path, &times[c * reps + r], &cpu[c * reps + r],
+      failed = run_one(&configs[pick[c]], nevents, path, &times[c * reps + r], &cpu[c * reps + r],
                        &ev[c]) != 0;
     }
   for (int c = 0; c < NCONF && !failed; c++) {
@@ -331,7 +364,8 @@ int main(int argc, char **argv) {
     qsort(t, (size_t)reps, sizeof *t, cmp_d);
     qsort(u, (size_t)reps, sizeof *u, cmp_d);
     res[c] = (struct result){(double)sb.st_size / (double)ev[c], t[reps / 2], t[0], t[reps - 1],
-                             u[reps / 2], (long long)sb.st_size, ev[c]};
+                             u[reps / 2], (long long)sb.st_size, ev[c], 0, 0};
+    file_facts(path, &res[c]);
     if (!keep) unlink(path);
   }
   free(times);
@@ -342,13 +376,13 @@ int main(int argc, char **argv) {
 
   printf("file size and finalize time, %ld events (%s clock, jitter %.1f%%), median of %d\n\n",
          res[0].events, real_clock ? "real" : "manual", jitter_sigma * 100.0, reps);
-  printf("| configuration | bytes/event | file bytes | finalize wall ms (min-max) | x none | "
-         "finalize CPU ms | x none |\n");
-  printf("|---|---:|---:|---:|---:|---:|---:|\n");
+  printf("| configuration | bytes/event | file bytes | streamed blocks | call ids | finalize wall ms (min-max) | "
+         "x none | finalize CPU ms | x none |\n");
+  printf("|---|---:|---:|---:|---|---:|---:|---:|---:|\n");
   for (int c = 0; c < NCONF; c++)
-    printf("| %s | %.2f | %lld | %.1f (%.1f-%.1f) | %.2f | %.1f | %.2f |\n", configs[c].label,
-           res[c].bytes_per_event, res[c].bytes, res[c].time_med * 1e3, res[c].time_min * 1e3,
-           res[c].time_max * 1e3, res[c].time_med / res[0].time_med, res[c].cpu_med * 1e3,
+    printf("| %s | %.2f | %lld | %lld | %s | %.1f (%.1f-%.1f) | %.2f | %.1f | %.2f |\n", configs[pick[c]].label,
+           res[c].bytes_per_event, res[c].bytes, res[c].blocks, res[c].ids ? "yes" : "no", res[c].time_med * 1e3,
+           res[c].time_min * 1e3, res[c].time_max * 1e3, res[c].time_med / res[0].time_med, res[c].cpu_med * 1e3,
            res[c].cpu_med / res[0].cpu_med);
   if (json) {
     FILE *f = fopen(json, "w");
@@ -361,9 +395,10 @@ int main(int argc, char **argv) {
             reps);
     for (int c = 0; c < NCONF; c++)
       fprintf(f, "  {\"configuration\": \"%s\", \"bytes_per_event\": %.4f, \"file_bytes\": %lld, "
+                 "\"streamed_blocks\": %lld, \"call_ids\": %d, "
                  "\"finalize_s\": %.6f, \"finalize_min_s\": %.6f, \"finalize_max_s\": %.6f, "
                  "\"finalize_cpu_s\": %.6f}%s\n",
-              configs[c].label, res[c].bytes_per_event, res[c].bytes, res[c].time_med,
+              configs[pick[c]].label, res[c].bytes_per_event, res[c].bytes, res[c].blocks, res[c].ids, res[c].time_med,
               res[c].time_min, res[c].time_max, res[c].cpu_med, c + 1 < NCONF ? "," : "");
     fprintf(f, "]}\n");
     fclose(f);
