@@ -321,6 +321,7 @@ struct sp_manager {
   int spill_rank, spill_size; /* this process's rank and the job's size for the spill, -1 unknown */
   char stage_path[4096];    /* the staging file of a streaming run ("" none), for the spill */
   int per_rank_file;        /* file_path got this process's rank (a launch without a job file) */
+  int file_rank;            /* and the rank that file records, as an MPI job's rank would be (-1: none) */
   int rank_override;        /* recovery: the rank of the spilled process (-1: none) */
   struct sp_run *run_sink;  /* recovery of a job: finalize hands the run here instead of writing */
   uint64_t recovered_lost;  /* recovery: blocks the crashed run had streamed (lost with its staging file) */

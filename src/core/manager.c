@@ -36,6 +36,7 @@ static struct sp_manager sp__default_manager = {
     .is_default = 1,
     .lane_col = -1,
     .rank_override = -1,
+    .file_rank = -1,
     .ext_lock = PTHREAD_MUTEX_INITIALIZER,
 };
 
@@ -164,6 +165,7 @@ sp_manager *sp_manager_create(void) {
   pthread_mutex_init(&m->lock, NULL);
   pthread_mutex_init(&m->fin_lock, NULL);
   m->rank_override = -1;
+  m->file_rank = -1;
   pthread_mutex_init(&m->ext_lock, NULL);
   m->lane_col = -1;
   if (sp__slot_acquire(m) < 0) {
@@ -370,6 +372,7 @@ static int mpi_forced_off(void) {
 static sp_status per_rank_file_path(struct sp_manager *m) {
   int rank, size;
   m->per_rank_file = 0;
+  m->file_rank = -1;
   if (!sp__launcher_world(&rank, &size) || (sp__mpi_ops && !mpi_forced_off())) return SP_OK;
   const char *p = m->cfg.file_path, *base = strrchr(p, '/');
   base = base ? base + 1 : p;
@@ -386,6 +389,7 @@ static sp_status per_rank_file_path(struct sp_manager *m) {
   free(m->cfg.file_path);
   m->cfg.file_path = ranked;
   m->per_rank_file = 1;
+  m->file_rank = rank;
   return SP_OK;
 }
 
@@ -539,7 +543,13 @@ static sp_status finalize_map(struct sp_manager *m, const sp_finalize_args *args
   /* Under MPI every rank gets here (finalize is collective there). */
   const struct sp_mpi_ops *mpi = sp__mpi_ops && sp__mpi_ops->in_use() ? sp__mpi_ops : NULL;
   /* a spill recovered as one rank of a job keeps its rank */
-  uint32_t rank = mpi ? (uint32_t)mpi->rank() : m->rank_override >= 0 ? (uint32_t)m->rank_override : 0;
+  /* a launcher rank's own file records its rank (its index rows, lane
+   * tables and rank<N>/ groups), so that import-native merges the ranks'
+   * files as upstream's per-rank files */
+  uint32_t rank = mpi                    ? (uint32_t)mpi->rank()
+                  : m->rank_override >= 0 ? (uint32_t)m->rank_override
+                  : m->file_rank >= 0     ? (uint32_t)m->file_rank
+                                          : 0;
   struct sp_run run;
   uint64_t open_calls = 0;
   int agg = m->cfg.aggregation_mode;
@@ -637,7 +647,7 @@ static sp_status finalize_map(struct sp_manager *m, const sp_finalize_args *args
   }
   if (args->verbose && mpi && mpi->summary) /* collective: rank 0 prints the whole job */
     mpi->summary(&run, &m->cfg, args->summary_stream ? args->summary_stream : stdout);
-  else if (args->verbose && rank == 0)
+  else if (args->verbose && (rank == 0 || m->file_rank >= 0))
     sp__summary_print(args->summary_stream ? args->summary_stream : stdout, &run, m->cfg.display_label,
                       m->overhead_ns);
   /* Like upstream's print_stats(): each rank its own line tables. */

@@ -30,6 +30,27 @@ run() { # launcher-name size env-template (with @R@ for the rank)
 run "Open MPI" 3 "OMPI_COMM_WORLD_RANK=@R@ OMPI_COMM_WORLD_SIZE=3"
 run "MPICH/Hydra" 2 "PMI_RANK=@R@ PMI_SIZE=2"
 run "Slurm srun" 2 "SLURM_PROCID=@R@ SLURM_STEP_NUM_TASKS=2 SLURM_STEP_ID=0"
+# Each rank's file records its rank, as upstream's per-rank files do: the index
+# rows, the thread table (track_threads; the ranks column) and what inspect
+# shows, so that import-native merges the files into one job.
+rm -f out*.h5
+for ((r = 0; r < 3; r++)); do
+  OMPI_COMM_WORLD_RANK=$r OMPI_COMM_WORLD_SIZE=3 OMP_NUM_THREADS=2 SCOPE_PROFILER_TRACK_THREADS=1 \
+    SCOPE_PROFILER_FILE_PATH=out.h5 "$sim" --steps 1 --quiet 2> /dev/null &
+done
+wait
+for ((r = 0; r < 3; r++)); do
+  "$SP_BUILD/scope-profiler" inspect out.rank$r.h5 > insp.$r || { echo "rank $r: inspect failed"; fail=1; continue; }
+  grep -q "ranks: 1 ($r)" insp.$r || { echo "rank $r: the file does not record its rank"; head -3 insp.$r; fail=1; }
+  rows=$(awk '/^threads \(/ {t = 1; getline; next} t && NF == 0 {t = 0} t {print $1}' insp.$r | sort -u | tr '\n' ' ')
+  [[ "$rows" == "$r " ]] || { echo "rank $r: thread table rows of ranks '$rows'"; sed -n '/^threads (/,/^$/p' insp.$r; fail=1; }
+done
+if "$SP_BUILD/scope-profiler" import-native out.rank0.h5 out.rank1.h5 out.rank2.h5 -o job.h5 -q; then
+  "$SP_BUILD/scope-profiler" inspect job.h5 | grep -q "ranks: 3 (0-2)" || { echo "import-native: not ranks 0-2"; fail=1; }
+else
+  echo "import-native of the ranks' files failed"; fail=1
+fi
+echo "per-rank files record ranks 0-2 (thread table, index), import-native merges them"
 # Alone under a launcher, or in a batch script (no step): the file as named.
 rm -f out*.h5
 OMPI_COMM_WORLD_RANK=0 OMPI_COMM_WORLD_SIZE=1 SCOPE_PROFILER_FILE_PATH=out.h5 "$sim" --steps 1 --quiet 2> err.1
