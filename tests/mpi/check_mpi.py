@@ -3,7 +3,7 @@ hdf5_schema=2; several ranks)
 with h5py + numpy; the multi-rank counterpart of
 tests/integration/check_profile.py, whose checks assume one rank.
 
-  check_mpi.py FILE --ranks N [--job EVENTS] [--calls] [--sync] [--full]
+  check_mpi.py FILE --ranks N [--job EVENTS] [--calls] [--sync] [--full] [--threads]
                [--per-rank REGION=COUNT ...] [--parent REGION=PARENT ...]
   check_mpi.py --compare A B
 
@@ -15,9 +15,13 @@ estimate must lie within its error bound). --job checks the counts
 tests/mpi/mpi_job.c records; --calls the MPI regions and byte columns of
 tests/mpi/mpi_calls.c; --sync the offsets of sp_mpi_sync_clock(); --full the
 per-rank host names; --per-rank the calls of a region on every rank;
---parent that every call of REGION sits directly inside a PARENT call. --compare: the two files hold the same content (every
+--parent that every call of REGION sits directly inside a PARENT call;
+--threads (track_threads) the thread table: every rank's rows, its ranks
+column saying whose they are, every thread id of a rank's calls in its
+rows. --compare: the two files hold the same content (every
 dataset and attribute) apart from metadata that differs between runs
-(timestamp, settings, mpi_writer, overhead_ns_per_call, finalize_time_ns).
+(timestamp, settings, mpi_writer, overhead_ns_per_call, finalize_time_ns) and
+the thread table's native_id, ident, cpu_ns, start_ns and end_ns.
 Exits non-zero with a message on the first violation.
 """
 import json
@@ -158,6 +162,19 @@ def check_file(path, nranks, args):
         fail("/ranks/clock_offsets_ns must be int64[%d]" % nranks)
     if off[0] != 0 or err[0] != 0 or np.any(err < 0):
         fail("clock offsets %s errors %s" % (off, err))
+    if "--threads" in args:
+        if "thread_table" not in f or tid is None:
+            fail("--threads: no /thread_table or events/thread_ids")
+        tt = f["thread_table"]
+        tr, ti = tt["ranks"][:].astype(np.int64), tt["index"][:].astype(np.int64)
+        if set(tr.tolist()) != set(range(nranks)):
+            fail("thread_table ranks column holds %s, expected ranks 0-%d" % (sorted(set(tr.tolist())), nranks - 1))
+        for rank in range(nranks):
+            rows = np.nonzero(ranks == rank)[0]
+            lo, hi = int(offs[rows[0]]), int(offs[rows[-1]] + counts[rows[-1]])
+            used, mine = set(tid[lo:hi].tolist()), set(ti[tr == rank].tolist())
+            if not used <= mine:
+                fail("rank %d: calls on threads %s, its thread_table rows %s" % (rank, sorted(used), sorted(mine)))
     manual = text(meta["clock"]) == "manual"
     if not manual and np.any(np.abs(off) > err):
         fail("on one host every offset must lie within its error bound: %s vs %s" % (off, err))
@@ -281,6 +298,12 @@ def compare(a, b):
         if isinstance(oa, h5py.Dataset):
             if oa.dtype != ob.dtype or oa.shape != ob.shape:
                 fail("/%s: %s%s vs %s%s" % (obj, oa.dtype, oa.shape, ob.dtype, ob.shape))
+            # what the operating system says about a run's threads (ids, CPU
+            # time, when they started and ended: the real clock, also under
+            # the manual one) differs between two runs; the shapes above agree
+            if obj in ("thread_table/native_id", "thread_table/ident", "thread_table/cpu_ns",
+                       "thread_table/start_ns", "thread_table/end_ns"):
+                continue
             if not np.array_equal(oa[()], ob[()]):
                 fail("/%s: contents differ" % obj)
     print("%s and %s: same content (%d objects)" % (a, b, len(items)))

@@ -52,8 +52,8 @@ write)
   "$SP_BUILD/scope-profiler" inspect job.h5 > inspect.txt || { cat inspect.txt; exit 1; }
   cd "$out"
   SCOPE_PROFILER_OUTPUT_MODE=$mode SCOPE_PROFILER_FILE_PATH=job.h5 SCOPE_PROFILER_CLOCK=manual \
-    "${mpirun[@]}" -np "$np" "$SP_MPI_BIN/mpi_job" --events 200
-  check job.h5 --ranks "$np" --job 200
+    SCOPE_PROFILER_TRACK_THREADS=1 "${mpirun[@]}" -np "$np" "$SP_MPI_BIN/mpi_job" --events 200
+  check job.h5 --ranks "$np" --job 200 --threads
   writer=$("$SP_PYTHON" -c 'import h5py,sys; print(h5py.File(sys.argv[1])["metadata"].attrs["mpi_writer"])' job.h5)
   [ "$writer" = "$mode" ] || { echo "mpi_writer is $writer"; exit 1; }
   ;;
