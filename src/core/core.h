@@ -336,6 +336,7 @@ struct sp_manager {
   /* run clock anchors */
   uint64_t run_tick0;
   int64_t run_ns0;
+  int64_t run_mono0; /* sp__mono_ns() then: threads' start and exit times are on that clock */
   int64_t setup_ns;   /* start_time_ns of the current run */
   char *output_path;
   uint64_t optin_epoch; /* bumped at setup: enabled tags may change */

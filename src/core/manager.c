@@ -306,6 +306,7 @@ static sp_status setup_run(sp_manager *m, const sp_setup_args *args) {
   }
   pthread_mutex_lock(&m->lock); /* the signal watcher adds anchors */
   sp__clock_anchor(&m->run_tick0, &m->run_ns0);
+  m->run_mono0 = sp__mono_ns();
   m->nanchors = 0;
   pthread_mutex_unlock(&m->lock);
   m->setup_ns = m->run_ns0;
@@ -430,8 +431,20 @@ static int count_done_calls(struct sp_manager *m) {
  * them (docs/file-format.md); -1 stays -1. */
 static int64_t relative(const struct sp_manager *m, int64_t t) { return t == -1 ? -1 : t - m->cfg.start_time_ns; }
 
+/* A run's lane tables list the threads and tasks of that run: alive at some
+ * time during it. A manager keeps its threads' and tasks' records for its
+ * whole life (their indices are the values of events/thread_ids and
+ * task_ids), so those that ended before the run began are left out. */
+static int task_in_run(const struct sp_manager *m, const struct sp_task *k) {
+  return !k->done_at || k->done_at >= m->run_tick0;
+}
+static int thread_in_run(const struct sp_manager *m, const sp_thread_rec *t) {
+  return !t->exited || t->last_ns >= m->run_mono0;
+}
+
 static sp_status add_task_table(struct sp_manager *m, struct sp_run *run, const struct sp_clock_map *cm) {
-  size_t n = m->ntasks;
+  size_t n = 0;
+  for (size_t i = 0; i < m->ntasks; i++) n += task_in_run(m, m->tasks[i]);
   struct sp_table *tb = sp__run_add_table(run, SP_GRP_TASK_TABLE, n);
   if (!tb) return SP_ERR_NO_MEMORY;
   double scale = (double)cm->mult / 4294967296.0;
@@ -441,8 +454,9 @@ static sp_status add_task_table(struct sp_manager *m, struct sp_run *run, const 
   int64_t *steps = sp__table_i64(tb, SP_DS_TASK_STEPS), *running = sp__table_i64(tb, SP_DS_TASK_RUNNING_NS);
   int64_t *suspended = sp__table_i64(tb, SP_DS_TASK_SUSPENDED_NS), *sw = sp__table_i64(tb, SP_DS_TASK_SWITCH_ID);
   char **kind = sp__table_str(tb, SP_DS_TASK_KIND), **name = sp__table_str(tb, SP_DS_TASK_NAME);
-  for (size_t i = 0; i < n; i++) {
-    const struct sp_task *k = m->tasks[i];
+  for (size_t j = 0, i = 0; j < m->ntasks && i < n; j++) {
+    const struct sp_task *k = m->tasks[j];
+    if (!task_in_run(m, k)) continue;
     /* running now (its stack is in its thread's state): until now, or until
      * it was marked done if it has not been switched out since */
     uint64_t until = k->done_at >= k->in_at && k->done_at ? k->done_at : now;
@@ -458,13 +472,15 @@ static sp_status add_task_table(struct sp_manager *m, struct sp_run *run, const 
     kind[i] = sp__strdup("task");
     name[i] = sp__strdup(k->name ? k->name : "");
     if (!kind[i] || !name[i]) return SP_ERR_NO_MEMORY;
+    i++;
   }
   /* a C scheduler does not name its coroutines: coro_name stays "" */
   return SP_OK;
 }
 
 static sp_status add_thread_table(struct sp_manager *m, struct sp_run *run) {
-  size_t n = m->nthreads;
+  size_t n = 0;
+  for (sp_thread_rec *t = m->threads; t; t = t->next) n += thread_in_run(m, t);
   struct sp_table *tb = sp__run_add_table(run, SP_GRP_THREAD_TABLE, n);
   if (!tb) return SP_ERR_NO_MEMORY;
   int64_t *index = sp__table_i64(tb, SP_DS_THR_INDEX), *ident = sp__table_i64(tb, SP_DS_THR_IDENT);
@@ -473,7 +489,8 @@ static sp_status add_thread_table(struct sp_manager *m, struct sp_run *run) {
   int64_t *omp = sp__table_i64(tb, SP_DS_THR_OMP_THREAD);
   char **name = sp__table_str(tb, SP_DS_THR_NAME);
   size_t i = 0;
-  for (sp_thread_rec *t = m->threads; t && i < n; t = t->next, i++) {
+  for (sp_thread_rec *t = m->threads; t && i < n; t = t->next) {
+    if (!thread_in_run(m, t)) continue;
     index[i] = t->index;
     ident[i] = (int64_t)t->ident;
     native[i] = t->tid;
@@ -486,6 +503,7 @@ static sp_status add_thread_table(struct sp_manager *m, struct sp_run *run) {
     if (!t->exited && t->ident == (uint64_t)pthread_self() && clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts) == 0)
       cpu[i] = (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
     if (!(name[i] = sp__strdup(t->name))) return SP_ERR_NO_MEMORY;
+    i++;
   }
   /* daemon stays 0: a C thread is never a daemon */
   return SP_OK;
@@ -666,6 +684,7 @@ static sp_status finalize_map(struct sp_manager *m, const sp_finalize_args *args
   /* Recording goes on: the next run starts where this one ended. */
   m->run_tick0 = tick1;
   m->run_ns0 = ns1;
+  m->run_mono0 = sp__mono_ns();
   m->cfg.start_time_ns = ns1;
   m->run_active = 0;
 

@@ -2,9 +2,11 @@
  * coroutines interleave on one thread, yielding inside open regions. Calls
  * must nest per task, carry their task, and count the time their task was
  * switched out as await time. */
+#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 #include <ucontext.h>
+#include <unistd.h>
 
 #include "harness.h"
 #include "h5util.h"
@@ -205,6 +207,71 @@ SP_TEST(task_switch_is_a_noop_without_track_async) {
   ASSERT_OK(sp_manager_finalize(m, NULL, NULL));
   ASSERT_EQ(h5_len("noasync.h5", "/events/task_ids"), -1);
   ASSERT_EQ(h5_region_events("noasync.h5", "plain"), 1);
+  sp_manager_destroy(m);
+}
+
+/* A run's lane tables list that run's threads and tasks: a second
+ * setup/finalize cycle of one manager leaves out the thread that exited and
+ * the task that was done during the first, and keeps what is still alive. */
+static void *short_thread(void *arg) {
+  sp_region r = sp_region_intern("on_a_thread");
+  sp_region_begin(arg, r);
+  sp_region_end(arg, r);
+  return NULL;
+}
+
+static int has(const int64_t *v, long long n, int64_t x) {
+  for (long long i = 0; i < n; i++)
+    if (v[i] == x) return 1;
+  return 0;
+}
+
+SP_TEST(lane_tables_list_the_threads_and_tasks_of_their_run) {
+  setenv("SCOPE_PROFILER_CLOCK", "manual", 1);
+  m = sp_manager_create();
+  const char *ov1[] = {"file_path=cycle1.h5", "track_async=1", NULL};
+  ASSERT_OK(sp_manager_setup(m, &(sp_setup_args){.overrides = ov1}));
+  sp_region r = sp_region_intern("cycle");
+  sp_region_begin(m, r);
+  sp_region_end(m, r);
+  pthread_t th;
+  ASSERT_EQ(pthread_create(&th, NULL, short_thread, m), 0);
+  ASSERT_EQ(pthread_join(th, NULL), 0);
+  sp_manager_task_switch(m, 1); /* done in the first run */
+  tick(10);
+  sp_manager_task_done(m, 1);
+  sp_manager_task_switch(m, 0);
+  sp_manager_task_switch(m, 2); /* alive across both runs */
+  tick(10);
+  sp_manager_task_switch(m, 0);
+  ASSERT_OK(sp_manager_finalize(m, NULL, NULL));
+  long long n1, k1;
+  int64_t *thr1 = h5_i64("cycle1.h5", "/thread_table/index", &n1);
+  int64_t *sw1 = h5_i64("cycle1.h5", "/task_table/switch_id", &k1);
+  ASSERT(thr1 && sw1);
+  ASSERT_EQ(n1, 2); /* this thread and the one that exited */
+  ASSERT_EQ(k1, 2);
+  ASSERT(has(sw1, k1, 1) && has(sw1, k1, 2));
+
+  tick(1000);
+  usleep(2000); /* threads' exit times are on the real clock */
+  const char *ov2[] = {"file_path=cycle2.h5", "track_async=1", NULL};
+  ASSERT_OK(sp_manager_setup(m, &(sp_setup_args){.overrides = ov2}));
+  sp_region_begin(m, r);
+  sp_manager_task_switch(m, 2);
+  tick(10);
+  sp_manager_task_switch(m, 0);
+  sp_region_end(m, r);
+  ASSERT_OK(sp_manager_finalize(m, NULL, NULL));
+  long long n2, k2;
+  int64_t *thr2 = h5_i64("cycle2.h5", "/thread_table/index", &n2);
+  int64_t *sw2 = h5_i64("cycle2.h5", "/task_table/switch_id", &k2);
+  ASSERT(thr2 && sw2);
+  ASSERT_EQ(n2, 1);
+  ASSERT_EQ(thr2[0], 0); /* the finalizing thread, its index kept */
+  ASSERT_EQ(k2, 1);
+  ASSERT_EQ(sw2[0], 2);
+  free(thr1), free(sw1), free(thr2), free(sw2);
   sp_manager_destroy(m);
 }
 
