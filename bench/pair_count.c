@@ -3,7 +3,9 @@
  * between two N is the exact instruction cost of N pairs, free of noise.
  *
  *   pair_count MODE N     MODE: empty, timeline, aggregation, deactivated, tag,
- *                         c_macro (SP_REGION_M), c_fn (sp_region_begin_fn/
+ *                         c_macro (SP_REGION_M), tag_site (a disabled opt-in
+ *                         region at a call site), name (interned per call),
+ *                         c_fn (sp_region_begin_fn/
  *                         sp_region_end_fn, out of line), and where built the front
  *                         ends' loops of bench/overhead: cxx_macro, cxx_scope,
  *                         cxx_name, fortran_handle, fortran_name
@@ -30,6 +32,23 @@ static int front_end(const char *mode, sp_manager *m, long n) {
     for (long i = 0; i < n; i++) {
       SP_REGION_M(m, "pair.macro");
       __asm__ volatile("" ::: "memory");
+    }
+    return 1;
+  }
+  if (!strcmp(mode, "tag_site")) { /* a disabled opt-in region at a call site */
+    sp_register_opt_in_tag("off");
+    for (long i = 0; i < n; i++) {
+      SP_REGION_TAGS_M(m, "pair.site_tagged", "off");
+      __asm__ volatile("" ::: "memory");
+    }
+    return 1;
+  }
+  if (!strcmp(mode, "name")) { /* a name interned on every call */
+    for (long i = 0; i < n; i++) {
+      sp_region r = sp_region_intern("pair.by_name");
+      sp_region_begin(m, r);
+      __asm__ volatile("" ::: "memory");
+      sp_region_end(m, r);
     }
     return 1;
   }

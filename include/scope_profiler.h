@@ -143,6 +143,8 @@ typedef struct sp_site {
   int kind;         /* SP_SITE_BLOCK or SP_SITE_FUNCTION */
   const char *tags; /* comma-separated tags or NULL */
   uint32_t id;      /* cached handle; 0 until first use */
+  uint32_t off_key; /* an opt-in region: the sp_i_hot.optin_key of the setup that
+                     * disabled it (0: none), so that its calls cost one compare */
 } sp_site;
 #define SP_SITE_BLOCK 0
 #define SP_SITE_FUNCTION 1
@@ -220,6 +222,34 @@ SP_I_INLINE int sp_scope_end(sp_scope *s) {
   return sp_i_end(s->m, s->r);
 }
 SP_I_INLINE void sp_scope_cleanup(sp_scope *s) { (void)sp_scope_end(s); }
+
+/* The scope of a call site (SP_REGION and the C++ macros). An opt-in region
+ * that this setup of `m` disabled is remembered at the site: its later calls
+ * cost the handle's load, one bit test and one compare, and end nothing. */
+SP_I_INLINE sp_scope sp_i_site_begin(sp_manager *m, sp_site *site) {
+  sp_scope s;
+  s.m = m;
+  s.r = sp_site_region(site);
+  if (SP_I_UNLIKELY(s.r & SP_I_REGION_SLOW_BIT)) {
+    const struct sp_i_hot *h = (const struct sp_i_hot *)m;
+#if defined(__GNUC__)
+    uint32_t key = __atomic_load_n(&h->optin_key, __ATOMIC_RELAXED);
+    if (__atomic_load_n(&site->off_key, __ATOMIC_RELAXED) == key) {
+      s.open = 0;
+      return s;
+    }
+    s.open = sp_i_begin(m, s.r) == 0;
+    /* begin returned 0 and recorded nothing: disabled on this setup */
+    if (s.open && sp_i_optin_off(h, s.r)) {
+      __atomic_store_n(&site->off_key, key, __ATOMIC_RELAXED);
+      s.open = 0;
+    }
+    return s;
+#endif
+  }
+  s.open = sp_i_begin(m, s.r) == 0;
+  return s;
+}
 
 /*====== Parents on another thread ======*/
 
@@ -324,11 +354,11 @@ SP_API sp_manager *sp_default_manager(void);
 /* The scope variable is only there for its cleanup: clang would call it unused. */
 #  define SP_I_UNUSED __attribute__((unused))
 #  define SP_I_SITE(var, name, tags, kind) \
-     static sp_site var = {(name), __FILE__, __func__, __LINE__, (kind), (tags), 0}
+     static sp_site var = {(name), __FILE__, __func__, __LINE__, (kind), (tags), 0, 0}
 #  define SP_I_REGION_IMPL(mgr, name, tags, kind, n)                       \
      SP_I_SITE(SP_I_CAT(sp_i_site_, n), name, tags, kind);                     \
      sp_scope SP_I_CAT(sp_i_scope_, n) SP_I_CLEANUP(sp_scope_cleanup) SP_I_UNUSED = \
-         sp_scope_begin((mgr), sp_site_region(&SP_I_CAT(sp_i_site_, n)))
+         sp_i_site_begin((mgr), &SP_I_CAT(sp_i_site_, n))
 /** Declare, as a statement, a region that ends when the enclosing block is
  * left by any path (return, break, goto, end of block). */
 #  define SP_REGION_M(mgr, name) SP_I_REGION_IMPL(mgr, name, NULL, SP_SITE_BLOCK, __COUNTER__)

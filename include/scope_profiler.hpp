@@ -255,6 +255,8 @@ class Scope {
   SP_I_CXX_HOT explicit Scope(const Region &r) noexcept : s_(sp_scope_begin(SP_DEFAULT, r.id())) {}
   SP_I_CXX_HOT Scope(sp_manager *m, const Region &r) noexcept : s_(sp_scope_begin(m, r.id())) {}
   SP_I_CXX_HOT inline Scope(Manager &m, const Region &r) noexcept;
+  /** A call site's scope (the macros): see sp_i_site_begin. */
+  SP_I_CXX_HOT Scope(sp_manager *m, ::sp_site *site) noexcept : s_(sp_i_site_begin(m, site)) {}
   /** A name built at run time: interned here, on every construction. */
   explicit Scope(const char *name) : s_(sp_scope_begin(SP_DEFAULT, sp_region_intern(name))) {}
   explicit Scope(const std::string &name)
@@ -437,8 +439,8 @@ inline const char *last_error() noexcept { return ""; }
  * a scope on its cached handle; __COUNTER__ keeps two uses on one line apart. */
 #  define SP_I_PROFILE_IMPL(mgr, name, tags, kind, n)                                            \
      static ::sp_site SP_I_CAT(sp_i_site_, n) = {(name), __FILE__, __func__, __LINE__, (kind),   \
-                                                  (tags), 0};                                     \
-     ::sp::Scope SP_I_CAT(sp_i_scope_, n)((mgr), ::sp_site_region(&SP_I_CAT(sp_i_site_, n)))
+                                                  (tags), 0, 0};                                  \
+     ::sp::Scope SP_I_CAT(sp_i_scope_, n)((mgr), &SP_I_CAT(sp_i_site_, n))
 /** A region from here to the end of the enclosing block, on `mgr` (an
  * sp_manager *, e.g. manager.get()). The name is read on the site's first
  * execution: for names that change, construct an sp::Scope from the name. */

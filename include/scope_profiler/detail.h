@@ -4,7 +4,7 @@
  * any release. They are visible only so that sp_region_begin()/sp_region_end()
  * can be inlined into the caller, which is what keeps a begin/end pair close to
  * the cost of reading the clock twice. The slow-path symbols carry the layout
- * version (sp_i_begin_slow_v3), so a program compiled against a different layout
+ * version (sp_i_begin_slow_v4), so a program compiled against a different layout
  * fails to link instead of misbehaving. Callers that cannot inline (bindings,
  * other languages) use the out-of-line sp_region_begin_fn()/sp_region_end_fn().
  *
@@ -140,6 +140,11 @@ struct sp_i_hot {
    * region id, published like optin_off: the array first, then its size. */
   uint64_t *plain;
   uint32_t plain_nbits;
+  /* Unique in the process per manager and setup (never 0): a call site that
+   * saw its opt-in region disabled keeps this key (sp_site.off_key), and
+   * later calls of the site compare it and skip the region (scope_profiler.h,
+   * sp_i_site_begin). A new setup, which may enable other tags, takes a new key. */
+  uint32_t optin_key;
 };
 
 /* 1 when region r is known to be taken by no extension of h's run. The size
@@ -186,8 +191,8 @@ SP_API extern SP_I_TLS struct sp_i_tls_block sp_i_tls;
 SP_API extern int sp_i_clock_tsc; /* 1: invariant-TSC cycles, 0: CLOCK_MONOTONIC ns, 2: manual */
 SP_API extern uint64_t sp_i_manual_ticks; /* the manual clock (tests: deterministic time) */
 
-#define sp_i_begin_slow sp_i_begin_slow_v3
-#define sp_i_end_slow sp_i_end_slow_v3
+#define sp_i_begin_slow sp_i_begin_slow_v4
+#define sp_i_end_slow sp_i_end_slow_v4
 SP_API int sp_i_begin_slow(void *m, uint32_t r);
 SP_API int sp_i_end_slow(void *m, uint32_t r);
 /* CLOCK_MONOTONIC in nanoseconds, out of line: for programs compiled in a

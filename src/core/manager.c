@@ -30,7 +30,7 @@
 static sp_status per_rank_file_path(struct sp_manager *m);
 
 static struct sp_manager sp__default_manager = {
-    .hot = {.state = SP_I_STATE_OFF},
+    .hot = {.state = SP_I_STATE_OFF, .optin_key = UINT32_MAX}, /* keys: never 0; setup draws a new one */
     .lock = PTHREAD_MUTEX_INITIALIZER,
     .fin_lock = PTHREAD_MUTEX_INITIALIZER,
     .is_default = 1,
@@ -175,6 +175,7 @@ sp_manager *sp_manager_create(void) {
                   SP_I_MAX_MANAGERS - 1);
     return NULL;
   }
+  sp__optin_reset(m); /* its first opt-in key */
   set_live(m, 1);
   return m;
 }

@@ -637,9 +637,15 @@ void sp__optin_mark_off(struct sp_manager *m, uint32_t id) {
   pthread_mutex_unlock(&m->lock);
 }
 
-/* A new setup may enable other tags: forget every decision. */
+/* A new setup may enable other tags: forget every decision, including those
+ * call sites keep (they hold the previous key). */
 void sp__optin_reset(struct sp_manager *m) {
+  static uint32_t next_key;
+  uint32_t key;
+  /* 0 is a site's "none"; UINT32_MAX the default manager's key before its first setup */
+  while ((key = __atomic_add_fetch(&next_key, 1, __ATOMIC_RELAXED)) == 0 || key == UINT32_MAX) {}
   pthread_mutex_lock(&m->lock);
   if (m->hot.optin_off) memset(m->hot.optin_off, 0, m->hot.optin_nbits / 8);
+  __atomic_store_n(&m->hot.optin_key, key, __ATOMIC_RELAXED);
   pthread_mutex_unlock(&m->lock);
 }

@@ -42,9 +42,36 @@ static _Atomic size_t n_opt_in;
 
 void sp__regions_after_fork_child(void) { pthread_mutex_init(&reg_lock, NULL); }
 
+/* Names are hashed a word at a time: a program that interns a name on every
+ * call (Python, Fortran by name, C++ string_view) pays this per begin. Short
+ * names are read as overlapping pieces, so no byte past the name is read. The
+ * hash lives only in this process's table. */
+static uint64_t load64(const char *p) {
+  uint64_t w;
+  memcpy(&w, p, sizeof w);
+  return w;
+}
+static uint64_t load32(const char *p) {
+  uint32_t w;
+  memcpy(&w, p, sizeof w);
+  return w;
+}
+static uint64_t mix(uint64_t h, uint64_t w) {
+  h = (h ^ w) * 0x9fb21c651e98df25u;
+  return h ^ (h >> 29);
+}
 static uint64_t hash_bytes(const char *s, size_t n) {
-  uint64_t h = 0xcbf29ce484222325u; /* FNV-1a, then a finaliser for spread */
-  for (size_t i = 0; i < n; i++) h = (h ^ (unsigned char)s[i]) * 0x100000001b3u;
+  uint64_t h = 0xcbf29ce484222325u ^ (n * 0x100000001b3u);
+  if (n >= 8) {
+    size_t i = 0;
+    for (; i + 8 <= n; i += 8) h = mix(h, load64(s + i));
+    if (i < n) h = mix(h, load64(s + n - 8)); /* the tail, overlapping the last word */
+  } else if (n >= 4) {
+    h = mix(h, load32(s) | load32(s + n - 4) << 32);
+  } else if (n > 0) {
+    h = mix(h, (uint64_t)(unsigned char)s[0] | (uint64_t)(unsigned char)s[n / 2] << 8 |
+                   (uint64_t)(unsigned char)s[n - 1] << 16);
+  }
   h ^= h >> 33;
   h *= 0xff51afd7ed558ccdu;
   h ^= h >> 33;
@@ -108,17 +135,42 @@ sp_status sp_register_opt_in_tag(const char *tag) {
   return st;
 }
 
-static uint32_t lookup(const char *name, size_t len, uint64_t h) {
+/* An id found in the table is live: its chunk was published before the
+ * slot's hash (release/acquire), so no bounds check is needed. */
+static inline const struct sp_region_info *info_of(uint32_t id) {
+  return &atomic_load_explicit(&chunks[id >> CHUNK_BITS], memory_order_acquire)[id & (CHUNK_SIZE - 1)];
+}
+
+/* Two names of len bytes: the short ones (most) as overlapping words, like
+ * the hash reads them, without a call. */
+static inline int same_bytes(const char *a, const char *b, size_t len) {
+  if (len >= 8 && len <= 16)
+    return ((load64(a) ^ load64(b)) | (load64(a + len - 8) ^ load64(b + len - 8))) == 0;
+  if (len >= 4 && len < 8) return ((load32(a) ^ load32(b)) | (load32(a + len - 4) ^ load32(b + len - 4))) == 0;
+  return memcmp(a, b, len) == 0;
+}
+
+static inline uint32_t lookup(const char *name, size_t len, uint64_t h) {
   struct table *t = atomic_load_explicit(&table, memory_order_acquire);
   if (!t) return 0;
   for (size_t i = h & t->mask;; i = (i + 1) & t->mask) {
     uint64_t sh = atomic_load_explicit(&t->slots[i].hash, memory_order_acquire);
     if (sh == 0) return 0;
     if (sh == h) {
-      const struct sp_region_info *ri = sp__region_info(t->slots[i].id);
-      if (ri && ri->len == len && memcmp(ri->name, name, len) == 0) return t->slots[i].id;
+      uint32_t id = t->slots[i].id;
+      const struct sp_region_info *ri = info_of(id);
+      /* An id inserted but not yet counted (its inserter still holds the
+       * lock) is not handed out: the hot path would refuse it. */
+      if (ri->len == len && same_bytes(ri->name, name, len))
+        return id <= __atomic_load_n(&region_count, __ATOMIC_ACQUIRE) ? id : 0;
     }
   }
+}
+
+/* A live id as callers get it: with the opt-in bit when it carries an
+ * opt-in tag. */
+static inline uint32_t handle_of(uint32_t id) {
+  return __atomic_load_n(&info_of(id)->opt_in, __ATOMIC_ACQUIRE) ? id | SP_I_REGION_SLOW_BIT : id;
 }
 
 static int table_insert_locked(uint64_t h, uint32_t id) {
@@ -196,13 +248,16 @@ static uint32_t with_slow_bit_locked(uint32_t id) {
 
 static sp_region intern(const char *name, size_t len, const char *file, int line, const char *func,
                         const char *tags) {
-  if (validate_name_n(name, len) != SP_OK) return 0;
-  uint64_t h = hash_bytes(name, len);
-  uint32_t id = lookup(name, len, h);
-  if (id && (!tags || !*tags)) { /* known name, nothing to merge: no lock */
-    const struct sp_region_info *ri = sp__region_info(id);
-    return __atomic_load_n(&ri->opt_in, __ATOMIC_ACQUIRE) ? id | SP_I_REGION_SLOW_BIT : id;
+  /* A known name was looked up by the caller (known()); only a new name,
+   * or tags to merge, get here. */
+  uint64_t h = 0;
+  if (name && len && len <= MAX_NAME_BYTES) {
+    h = hash_bytes(name, len);
+    uint32_t id = lookup(name, len, h);
+    if (id && (!tags || !*tags)) return handle_of(id);
   }
+  if (validate_name_n(name, len) != SP_OK) return 0;
+  uint32_t id;
 
   pthread_mutex_lock(&reg_lock);
   id = lookup(name, len, h);
@@ -254,15 +309,34 @@ oom:
   return 0;
 }
 
+/* The handle of a name already in the table, or 0. A known name is looked up
+ * before it is validated: it can only match a name that passed validation
+ * when it was inserted (same bytes, same length), so only a new name pays
+ * for the checks. This is the whole cost of interning on every call. */
+static inline uint32_t known(const char *name, size_t len) {
+  if (!name || len - 1 >= MAX_NAME_BYTES) return 0;
+  uint32_t id = lookup(name, len, hash_bytes(name, len));
+  return id ? handle_of(id) : 0;
+}
+
 sp_region sp_region_intern_ex(const char *name, const char *file, int line, const char *func,
                               const char *tags) {
   /* One byte past the limit is enough to tell "too long". */
-  return intern(name, name ? strnlen(name, MAX_NAME_BYTES + 1) : 0, file, line, func, tags);
+  size_t len = name ? strnlen(name, MAX_NAME_BYTES + 1) : 0;
+  uint32_t id = !tags || !*tags ? known(name, len) : 0;
+  return id ? id : intern(name, len, file, line, func, tags);
 }
 
-sp_region sp_region_intern(const char *name) { return sp_region_intern_ex(name, NULL, -1, NULL, NULL); }
+sp_region sp_region_intern(const char *name) {
+  size_t len = name ? strnlen(name, MAX_NAME_BYTES + 1) : 0;
+  uint32_t id = known(name, len);
+  return id ? id : intern(name, len, NULL, -1, NULL, NULL);
+}
 
-sp_region sp_region_intern_n(const char *name, size_t len) { return intern(name, len, NULL, -1, NULL, NULL); }
+sp_region sp_region_intern_n(const char *name, size_t len) {
+  uint32_t id = known(name, len);
+  return id ? id : intern(name, len, NULL, -1, NULL, NULL);
+}
 
 sp_region sp_i_site_register(sp_site *site) {
   sp_region id = sp_region_intern_ex(site->name, site->file, site->line, site->func, site->tags);

@@ -461,6 +461,41 @@ SP_TEST(region_names_validated_and_verbatim) {
   sp_manager_destroy(m);
 }
 
+/* Known names are found before they are validated, hashed and compared in
+ * overlapping words: names that differ only in one byte anywhere, or that
+ * are prefixes of each other, at every length around the word sizes, keep
+ * their own handles. */
+SP_TEST(names_differing_in_one_byte_keep_their_handles) {
+  enum { MAXLEN = 40 };
+  static sp_region ids[MAXLEN + 1][MAXLEN];
+  char name[MAXLEN + 1];
+  for (int len = 1; len <= MAXLEN; len++)
+    for (int pos = 0; pos < len; pos++) {
+      memset(name, 'n', (size_t)len);
+      name[len] = 0;
+      name[pos] = 'q';
+      ids[len][pos] = sp_region_intern(name);
+      ASSERT_NE(ids[len][pos], 0);
+    }
+  for (int len = 1; len <= MAXLEN; len++)
+    for (int pos = 0; pos < len; pos++) {
+      memset(name, 'n', (size_t)len);
+      name[pos] = 'q';
+      ASSERT_EQ(sp_region_intern_n(name, (size_t)len), ids[len][pos]);
+      name[len] = 0;
+      ASSERT_EQ(sp_region_intern(name), ids[len][pos]);
+      ASSERT_EQ(strlen(sp_region_name(ids[len][pos])), (size_t)len);
+      ASSERT_EQ(sp_region_name(ids[len][pos])[pos], 'q');
+      for (int p2 = 0; p2 < pos; p2++) ASSERT_NE(ids[len][p2], ids[len][pos]);
+      if (pos < len - 1) ASSERT_NE(ids[len - 1][pos], ids[len][pos]);
+    }
+  /* a known name's prefix with a NUL inside, or bad UTF-8 after it, is still refused */
+  ASSERT_EQ(sp_region_intern_n("qn\0", 3), 0);
+  ASSERT_CONTAINS(sp_last_error(), "NUL");
+  ASSERT_EQ(sp_region_intern("qn\xff"), 0);
+  ASSERT_CONTAINS(sp_last_error(), "UTF-8");
+}
+
 SP_TEST(counted_names_and_out_of_line_calls) {
   /* Counted names need no terminator: cut three out of one buffer. */
   static const char buf[] = "alphabetagamma";

@@ -348,6 +348,41 @@ SP_TEST(opt_in_tags_in_aggregation_mode) {
   ASSERT_GE(h5_region_index("tags_agg.h5", "plain"), 0);
 }
 
+/* One call site across setups: the site remembers "disabled" for the setup
+ * that decided it, and a later setup that enables the tag records it. */
+static void one_tagged_site(sp_manager *m, int calls) {
+  for (int i = 0; i < calls; i++) {
+    SP_REGION_TAGS_M(m, "site_across_setups", "mylib");
+  }
+}
+
+SP_TEST(opt_in_decision_at_a_call_site_follows_each_setup) {
+  ASSERT_OK(sp_register_opt_in_tag("mylib"));
+  const char *off1[] = {"file_path=site1.h5", NULL};
+  sp_manager *m = setup_with(off1);
+  one_tagged_site(m, 5);
+  ASSERT_EQ(sp_manager_num_calls(m, sp_region_intern("site_across_setups")), 0);
+  ASSERT_OK(sp_manager_finalize(m, NULL, NULL));
+  ASSERT_EQ(h5_region_events("site1.h5", "site_across_setups"), -1);
+  /* the same manager, set up again with the tag on: the site records */
+  const char *on[] = {"file_path=site2.h5", "enable_tags=mylib", NULL};
+  sp_setup_args a = {.overrides = on, .replace = 1};
+  ASSERT_OK(sp_manager_setup(m, &a));
+  one_tagged_site(m, 3);
+  ASSERT_OK(sp_manager_finalize(m, NULL, NULL));
+  ASSERT_EQ(h5_region_events("site2.h5", "site_across_setups"), 3);
+  /* and off again on another manager, with both alive: each decides for itself */
+  sp_manager *m2 = setup_with(off1 + 0);
+  one_tagged_site(m2, 4);
+  one_tagged_site(m, 2);
+  one_tagged_site(m2, 4);
+  ASSERT_EQ(sp_manager_num_calls(m2, sp_region_intern("site_across_setups")), 0);
+  ASSERT_OK(sp_manager_finalize(m, NULL, NULL));
+  ASSERT_EQ(h5_region_events("site2.h5", "site_across_setups"), 2);
+  sp_manager_destroy(m2);
+  sp_manager_destroy(m);
+}
+
 /*====== Source and label ======*/
 
 static int sourced_function(int x) {
