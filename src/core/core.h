@@ -245,6 +245,11 @@ typedef struct sp_thread_rec {
    * captured again at every parallel region it opens) */
   uint64_t xcap_i, xcap_start;
   uint32_t xcap_ctx;
+  /* What this run paid beyond the calibrated pair, for the overhead estimate
+   * (owning thread only): calls that went out of line, bytes of fresh buffer
+   * memory (each page faults on its first touch), and ticks spent in buffer
+   * growth, stream hand-offs and registration. */
+  uint64_t ovh_slow_calls, ovh_fresh_bytes, ovh_ticks;
   /* problems, counted without atomics by the owning thread */
   uint64_t unmatched_ends, invalid_regions, dropped_events, task_migrations, left_open;
 } sp_thread_rec;
@@ -326,6 +331,8 @@ struct sp_manager {
   struct sp_run *run_sink;  /* recovery of a job: finalize hands the run here instead of writing */
   uint64_t recovered_lost;  /* recovery: blocks the crashed run had streamed (lost with its staging file) */
   double overhead_ns;       /* measured cost of one begin/end pair in this run's mode */
+  double overhead_slow_ns;  /* measured extra cost of a begin or end taken out of line */
+  double overhead_fault_ns; /* measured cost of the first touch of a fresh page */
   struct sp_config cfg;
   int have_cfg;
   sp_thread_rec *threads;
@@ -410,6 +417,18 @@ int sp__end_closing(struct sp_manager *m, uint32_t r);
 void sp__cut_open_calls(struct sp_manager *m, uint64_t tick1);
 /* A pass met a call marked cut short. */
 void sp__cut_note(struct sp_manager *m, int64_t id);
+
+/* The run's profiler overhead as it was paid (record.c): the calibrated
+ * pair for every call, plus the out-of-line calls, the first touches of
+ * fresh buffer pages and the time spent growing, handing off and
+ * registering, each measured or counted per thread (counters reset unless
+ * `keep`). total_ns / calls is the run's cost per call. */
+struct sp_overhead {
+  uint64_t calls, slow_calls, fresh_bytes;
+  double pair_ns, total_ns, extra_ns; /* extra: all but calls x pair_ns */
+};
+struct sp_overhead sp__overhead_collect(struct sp_manager *m, const struct sp_run *run,
+                                        const struct sp_clock_map *cm, int keep);
 
 /* Registers the calling thread with `m` (slow path); NULL when out of memory. */
 sp_thread_rec *sp__thread_attach(struct sp_manager *m);

@@ -122,6 +122,7 @@ static int omp_thread_num(void) {
 sp_thread_rec *sp__thread_attach(struct sp_manager *m) {
   uint32_t slot = m->hot.slot;
   if (sp_i_tls.gen[slot] == m->hot.gen && sp_i_tls.t[slot]) return (sp_thread_rec *)sp_i_tls.t[slot];
+  uint64_t tick0 = sp_i_ticks();
   sp_thread_rec *t = calloc(1, sizeof *t);
   if (!t) return NULL;
   uint64_t cap = m->have_cfg && m->cfg.buffer_limit > 0 ? (uint64_t)m->cfg.buffer_limit : 1024;
@@ -170,6 +171,8 @@ sp_thread_rec *sp__thread_attach(struct sp_manager *m) {
 
   sp_i_tls.t[slot] = &t->hot;
   sp_i_tls.gen[slot] = m->hot.gen;
+  t->ovh_fresh_bytes += cap * (sizeof *t->hot.ev + (size_t)m->ext_stride * 8);
+  t->ovh_ticks += sp_i_ticks() - tick0;
   return t;
 }
 
@@ -201,6 +204,7 @@ int sp__thread_grow_events(sp_thread_rec *t) {
     sp__ext_fill(m, cols, t->hot.cap, ncap);
   }
   __atomic_fetch_add(&m->buf_bytes, t->hot.cap * (sizeof *ev + (size_t)m->ext_stride * 8), __ATOMIC_RELAXED);
+  t->ovh_fresh_bytes += t->hot.cap * (sizeof *ev + (size_t)m->ext_stride * 8); /* the new half */
   t->hot.cap = ncap;
   return 0;
 }
@@ -208,12 +212,16 @@ int sp__thread_grow_events(sp_thread_rec *t) {
 /* A full buffer: stream it when growing would pass the memory budget (and
  * streaming is possible), else grow it. 0 when there is room again. */
 static int make_room(struct sp_manager *m, sp_thread_rec *t) {
-  uint64_t grow = t->hot.cap * (sizeof *t->hot.ev + (size_t)m->ext_stride * 8);
+  uint64_t tick0 = sp_i_ticks(), grow = t->hot.cap * (sizeof *t->hot.ev + (size_t)m->ext_stride * 8);
+  int rc;
   if (!m->cfg.deactivate_file_output &&
       __atomic_load_n(&m->buf_bytes, __ATOMIC_RELAXED) + grow > sp__stream_live_limit(m) &&
       sp__stream_handoff(m, t) == 0 && t->hot.n < t->hot.cap)
-    return 0;
-  return sp__thread_grow_events(t);
+    rc = 0;
+  else
+    rc = sp__thread_grow_events(t);
+  t->ovh_ticks += sp_i_ticks() - tick0; /* what the call that found the buffer full waited */
+  return rc;
 }
 
 void sp__agg_reset(struct sp_i_agg *a, size_t n) {
@@ -404,6 +412,7 @@ SP_API int sp_i_begin_slow(void *mv, uint32_t r) {
   uint32_t id;
   sp_thread_rec *t = slow_entry(m, r, &id, &rc);
   if (!t) return rc;
+  t->ovh_slow_calls++;
   int stride = m->ext_stride;
   if (m->cfg.aggregation_mode) {
     if (t->hot.nopen == t->hot.open_cap && (sp__thread_grow_open(t) != 0 || sp__ext_grow_open(m, t) != 0))
@@ -486,6 +495,7 @@ SP_API int sp_i_end_slow(void *mv, uint32_t r) {
   uint32_t id;
   sp_thread_rec *t = slow_entry(m, r, &id, &rc);
   if (!t) return rc;
+  t->ovh_slow_calls++;
   if (m->cfg.aggregation_mode) {
     if (t->hot.nopen == 0) return unmatched(t, id, 0);
     struct sp_i_event *ev = &t->hot.open[t->hot.nopen - 1];
@@ -648,4 +658,27 @@ void sp__optin_reset(struct sp_manager *m) {
   if (m->hot.optin_off) memset(m->hot.optin_off, 0, m->hot.optin_nbits / 8);
   __atomic_store_n(&m->hot.optin_key, key, __ATOMIC_RELAXED);
   pthread_mutex_unlock(&m->lock);
+}
+
+/*====== The overhead the run paid ======*/
+
+struct sp_overhead sp__overhead_collect(struct sp_manager *m, const struct sp_run *run,
+                                        const struct sp_clock_map *cm, int keep) {
+  struct sp_overhead o = {0, 0, 0, m->overhead_ns, 0, 0};
+  uint64_t ticks = 0;
+  for (size_t i = 0; i < run->nrows; i++)
+    o.calls += run->rows[i].count ? run->rows[i].count : (uint64_t)run->rows[i].aggregate_count;
+  for (sp_thread_rec *t = m->threads; t; t = t->next) {
+    o.slow_calls += t->ovh_slow_calls;
+    o.fresh_bytes += t->ovh_fresh_bytes;
+    ticks += t->ovh_ticks;
+    if (!keep) t->ovh_slow_calls = t->ovh_fresh_bytes = t->ovh_ticks = 0;
+  }
+  if (m->overhead_ns < 0) return o; /* nothing calibrated (deactivated, paused at setup) */
+  double ns_per_tick = (double)cm->mult / 4294967296.0;
+  double pages = (double)o.fresh_bytes / 4096.0;
+  o.extra_ns = (double)o.slow_calls * (m->overhead_slow_ns > 0 ? m->overhead_slow_ns : 0) +
+               pages * (m->overhead_fault_ns > 0 ? m->overhead_fault_ns : 0) + (double)ticks * ns_per_tick;
+  o.total_ns = (double)o.calls * m->overhead_ns + o.extra_ns;
+  return o;
 }

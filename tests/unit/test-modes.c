@@ -1,5 +1,6 @@
 /* test-modes.c - what changes what a run records: aggregation mode, thread
  * tracking, opt-in tags, region source capture and labels. */
+#include <math.h>
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
@@ -495,6 +496,60 @@ SP_TEST(overhead_measured_and_flagged) {
   H5Fclose(f);
   ASSERT(ovh > 0 && ovh < 5000);
   ASSERT_EQ(h5_region_events("ovh.h5", "scope_profiler.calibration"), -1); /* never recorded */
+  sp_manager_destroy(m);
+}
+
+static double meta_num(const char *file, const char *key, hid_t type) {
+  hid_t f = H5Fopen(file, H5F_ACC_RDONLY, H5P_DEFAULT);
+  hid_t a = f >= 0 ? H5Aopen_by_name(f, "/metadata", key, H5P_DEFAULT, H5P_DEFAULT) : -1;
+  double d = -1;
+  int64_t i = -1;
+  if (a >= 0) (void)H5Aread(a, type, type == H5T_NATIVE_DOUBLE ? (void *)&d : (void *)&i);
+  if (a >= 0) H5Aclose(a);
+  if (f >= 0) H5Fclose(f);
+  return type == H5T_NATIVE_DOUBLE ? d : (double)i;
+}
+
+/* The estimate counts what the run paid beyond the calibrated pair: calls
+ * taken out of line (here: begun while paused), the fresh buffer memory of
+ * each growth, and the time spent growing; the cost per call is the total
+ * over the calls. */
+SP_TEST(overhead_counts_slow_calls_and_fresh_buffers) {
+  const char *ov[] = {"file_path=ovh2.h5", "buffer_limit=1024", NULL};
+  sp_manager *m = setup_with(ov);
+  sp_region r = sp_region_intern("counted");
+  for (int i = 0; i < 5000; i++) { /* 1024 -> 2048 -> 4096 -> 8192 events */
+    sp_region_begin(m, r);
+    sp_region_end(m, r);
+  }
+  sp_manager_pause(m);
+  for (int i = 0; i < 50; i++) { /* ghosts: both ends out of line */
+    sp_region_begin(m, r);
+    sp_region_end(m, r);
+  }
+  sp_manager_resume(m);
+  ASSERT_OK(sp_manager_finalize(m, NULL, NULL));
+  double per = meta_num("ovh2.h5", "overhead_ns_per_call", H5T_NATIVE_DOUBLE);
+  double pair = meta_num("ovh2.h5", "overhead_pair_ns", H5T_NATIVE_DOUBLE);
+  double total = meta_num("ovh2.h5", "overhead_total_ns", H5T_NATIVE_DOUBLE);
+  double extra = meta_num("ovh2.h5", "overhead_extra_ns", H5T_NATIVE_DOUBLE);
+  double slow = meta_num("ovh2.h5", "overhead_slow_calls", H5T_NATIVE_INT64);
+  double fresh = meta_num("ovh2.h5", "overhead_fresh_bytes", H5T_NATIVE_INT64);
+  ASSERT(pair > 0 && extra > 0);
+  ASSERT_GE(slow, 100);     /* the paused pairs, plus the first call and each full buffer */
+  ASSERT(slow < 100 + 16);
+  ASSERT_EQ((long long)fresh, 8192LL * 24); /* the first buffer and the new half of each doubling */
+  ASSERT(fabs(total - (5000 * pair + extra)) <= 1e-6 * total);
+  ASSERT(fabs(per - total / 5000) <= 1e-6 * per);
+  ASSERT(per > pair);
+  /* a second run on the same manager starts its counts over */
+  for (int i = 0; i < 10; i++) {
+    sp_region_begin(m, r);
+    sp_region_end(m, r);
+  }
+  ASSERT_OK(sp_manager_finalize(m, NULL, NULL));
+  ASSERT(meta_num("ovh2.h5", "overhead_slow_calls", H5T_NATIVE_INT64) < 4);
+  ASSERT_EQ((long long)meta_num("ovh2.h5", "overhead_fresh_bytes", H5T_NATIVE_INT64), 0);
   sp_manager_destroy(m);
 }
 
