@@ -76,7 +76,8 @@ static int col_index(const char *name) {
 struct row {
   const char *name;
   sp_region_stats s;
-  double ovh_ns; /* the file's measured profiler cost per call; NaN unknown */
+  double ovh_ns;  /* the file's measured profiler cost per call; NaN unknown */
+  double flag_ns; /* the calibrated pair alone (files before it: ovh_ns), for "!" */
   int has_mem;   /* use_memray figures (rank<N>/memory) */
   int64_t mem[4]; /* alloc, freed, allocs (sums), peak (the largest) */
 };
@@ -123,7 +124,7 @@ static void col_text(const struct row *r, int c, char *buf, size_t size) {
   else if (c == C_MCOUNT) snprintf(buf, size, "%lld", (long long)r->mem[2]);
   else if (c >= C_MALLOC && c <= C_MPEAK) sp_cli_fmt_bytes(buf, size, r->mem[c - C_MALLOC]);
   /* "!": calls so short that the profiler's cost is a large part of them */
-  else if (c == C_OVH) snprintf(buf, size, "%.1f%s", v, r->s.mean_ns < 20 * r->ovh_ns ? "!" : "");
+  else if (c == C_OVH) snprintf(buf, size, "%.1f%s", v, r->s.mean_ns < 20 * r->flag_ns ? "!" : "");
   else sp_cli_fmt_seconds(buf, size, v);
 }
 
@@ -256,6 +257,8 @@ static int print_table(sp_results *r, const sp_filter *f, const int *cols, size_
   double ovh_ns = ovh && (ovh->kind == SP_VALUE_FLOAT || ovh->kind == SP_VALUE_INT)
                       ? (ovh->kind == SP_VALUE_FLOAT ? ovh->f : (double)ovh->i)
                       : NAN;
+  const sp_metadata_entry *pair = sp_results_metadata(r, "overhead_pair_ns");
+  double flag_ns = pair && pair->kind == SP_VALUE_FLOAT ? pair->f : ovh_ns;
   struct sp_memory_table mt;
   if (sp__results_memory(r, &mt) != SP_OK) {
     free(rows);
@@ -290,6 +293,7 @@ static int print_table(sp_results *r, const sp_filter *f, const int *cols, size_
     rows[n].name = name;
     rows[n].s = s;
     rows[n].ovh_ns = ovh_ns;
+    rows[n].flag_ns = flag_ns;
     for (size_t k = 0; k < mt.n; k++) {
       const struct sp_memory_row *x = &mt.rows[k];
       if (strcmp(x->region, name) || !sp_filter_match_rank(f, x->rank)) continue;
