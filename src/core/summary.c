@@ -67,7 +67,7 @@ void sp__summary_print(FILE *out, const struct sp_run *run, const char *label, d
   if (overhead_ns >= 0) fprintf(out, ", %.1f ns profiler overhead per call", overhead_ns);
   /* "!" compares a call with the pair itself; the run's cost per call also
    * carries one-off costs (fresh pages, growth) that no single call pays */
-  const struct sp_meta_item *pair = sp__meta_get(&run->meta, "overhead_pair_ns");
+  const struct sp_meta_item *pair = sp__meta_get(&run->meta, SP_META_OVERHEAD_PAIR);
   double flag_ns = pair && pair->type == SP_META_F64 && pair->d >= 0 ? pair->d : overhead_ns;
   fprintf(out, ")\n");
   fprintf(out, "%-*s %10s %12s %12s %12s %12s %12s %12s%s%s\n", (int)width, "region", "calls", "total [s]",
