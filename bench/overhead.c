@@ -94,6 +94,13 @@ static void loop_tagged(long n) {
     sp_region_end(mgr, tagged);
   }
 }
+/* The same disabled opt-in region at a call site: the site keeps the decision. */
+static void loop_tagged_site(long n) {
+  for (long i = 0; i < n; i++) {
+    SP_REGION_TAGS_M(mgr, "bench.tagged_site", "bench-opt-in");
+    BARRIER();
+  }
+}
 static void loop_interned(long n) {
   for (long i = 0; i < n; i++) {
     sp_region r = sp_region_intern("bench.interned");
@@ -269,6 +276,7 @@ int main(int argc, char **argv) {
   res[n++] = measure("timeline, interned name", loop_interned, pairs, reps, 1, 1);
   res[n++] = measure("timeline, nested 3 deep (per pair)", loop_nested3, pairs / 3, reps, 3, 1);
   res[n++] = measure("disabled opt-in tag", loop_tagged, pairs, reps, 1, 1);
+  res[n++] = measure("disabled opt-in tag, call site", loop_tagged_site, pairs, reps, 1, 1);
   res[n++] = measure("C: SP_REGION_M", loop_c_macro, pairs, reps, 1, 1);
 #if defined(SP_BENCH_CXX)
   res[n++] = measure("C++: SP_PROFILE_SCOPE_M", loop_cxx_macro, pairs, reps, 1, 1);
