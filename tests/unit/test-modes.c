@@ -464,6 +464,17 @@ SP_TEST(label_defaults_to_stem_and_names_the_summary) {
 
 /*====== Overhead report ======*/
 
+static double meta_num(const char *file, const char *key, hid_t type) {
+  hid_t f = H5Fopen(file, H5F_ACC_RDONLY, H5P_DEFAULT);
+  hid_t a = f >= 0 ? H5Aopen_by_name(f, "/metadata", key, H5P_DEFAULT, H5P_DEFAULT) : -1;
+  double d = -1;
+  int64_t i = -1;
+  if (a >= 0) (void)H5Aread(a, type, type == H5T_NATIVE_DOUBLE ? (void *)&d : (void *)&i);
+  if (a >= 0) H5Aclose(a);
+  if (f >= 0) H5Fclose(f);
+  return type == H5T_NATIVE_DOUBLE ? d : (double)i;
+}
+
 SP_TEST(overhead_measured_and_flagged) {
   const char *ov[] = {"file_path=ovh.h5", NULL};
   sp_manager *m = setup_with(ov);
@@ -489,26 +500,19 @@ SP_TEST(overhead_measured_and_flagged) {
   ASSERT(memchr(tiny, '!', (size_t)(tiny_end - tiny)) != NULL);  /* flagged */
   ASSERT(memchr(lng, '!', (size_t)(long_end - lng)) == NULL);    /* not flagged */
   hid_t f = H5Fopen("ovh.h5", H5F_ACC_RDONLY, H5P_DEFAULT);
-  hid_t a = H5Aopen_by_name(f, "/metadata", "overhead_ns_per_call", H5P_DEFAULT, H5P_DEFAULT);
+  hid_t a = H5Aopen_by_name(f, "/metadata", "overhead_pair_ns", H5P_DEFAULT, H5P_DEFAULT);
   double ovh = -1;
   ASSERT(H5Aread(a, H5T_NATIVE_DOUBLE, &ovh) >= 0);
   H5Aclose(a);
   H5Fclose(f);
-  ASSERT(ovh > 0 && ovh < 5000);
+  ASSERT(ovh > 0 && ovh < 5000); /* the calibrated pair */
+  /* the run's cost per call adds what 102 calls amortize (registration, the
+   * first buffer's pages): at least the pair, however slow the build */
+  ASSERT(meta_num("ovh.h5", "overhead_ns_per_call", H5T_NATIVE_DOUBLE) >= ovh);
   ASSERT_EQ(h5_region_events("ovh.h5", "scope_profiler.calibration"), -1); /* never recorded */
   sp_manager_destroy(m);
 }
 
-static double meta_num(const char *file, const char *key, hid_t type) {
-  hid_t f = H5Fopen(file, H5F_ACC_RDONLY, H5P_DEFAULT);
-  hid_t a = f >= 0 ? H5Aopen_by_name(f, "/metadata", key, H5P_DEFAULT, H5P_DEFAULT) : -1;
-  double d = -1;
-  int64_t i = -1;
-  if (a >= 0) (void)H5Aread(a, type, type == H5T_NATIVE_DOUBLE ? (void *)&d : (void *)&i);
-  if (a >= 0) H5Aclose(a);
-  if (f >= 0) H5Fclose(f);
-  return type == H5T_NATIVE_DOUBLE ? d : (double)i;
-}
 
 /* The estimate counts what the run paid beyond the calibrated pair: calls
  * taken out of line (here: begun while paused), the fresh buffer memory of
