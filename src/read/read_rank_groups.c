@@ -100,6 +100,7 @@ static herr_t rank_cb(hid_t root, const char *name, const H5L_info_t *info, void
 sp_status sp__rank_walk(sp_results *r, const struct sp__rank_walk *spec, void **rows, size_t *n) {
   *rows = NULL;
   *n = 0;
+  if (r->file < 0) return SP_OK; /* results held in memory (JSON, native traces): no rank groups */
   struct walk w = {r, spec, 0, NULL, 0, 0, SP_OK};
   struct sp__h5quiet q;
   sp__h5_quiet_begin(&q);
