@@ -13,6 +13,10 @@
 
 #include "scope_profiler/reader.h"
 
+/* Event times the reader accepts: +-2^62 ns (146 years), so that any two
+ * times' difference fits in int64 (read_events.c refuses others). */
+#define SP__TIME_LIMIT ((int64_t)1 << 62)
+
 /* Limits that keep a hostile file from making us allocate absurd amounts:
  * the small tables are read whole at open time. */
 #define SP__MAX_REGIONS (1u << 24)

@@ -26,6 +26,13 @@
 #include "common/error.h"
 #include "read/read_internal.h"
 
+/* Tree sums of durations saturate: a hostile file's calls (each one's
+ * times bounded by SP__TIME_LIMIT) can still add up past int64. */
+static int64_t sat_add(int64_t a, int64_t b) {
+  int64_t s;
+  return __builtin_add_overflow(a, b, &s) ? (b > 0 ? INT64_MAX : INT64_MIN) : s;
+}
+
 #define BLOCK ((size_t)1 << 20)
 
 struct ev {
@@ -614,7 +621,7 @@ static sp_status tree_wall(struct tree *t, const sp_call *c, size_t n, const siz
       m++;
       continue;
     }
-    x->wall_ns += c[i].end_ns - c[i].start_ns;
+    x->wall_ns = sat_add(x->wall_ns, c[i].end_ns - c[i].start_ns);
     if (x->threads < 1) x->threads = 1;
   }
   struct span *sp = m ? malloc(m * sizeof *sp) : NULL;
@@ -637,12 +644,12 @@ static sp_status tree_wall(struct tree *t, const sp_call *c, size_t n, const siz
     int64_t a0 = sp[lo].start, b0 = sp[lo].end;
     for (size_t i = lo + 1; i < hi; i++) {
       if (sp[i].start > b0) {
-        x->wall_ns += b0 - a0;
+        x->wall_ns = sat_add(x->wall_ns, b0 - a0);
         a0 = sp[i].start;
       }
       if (sp[i].end > b0) b0 = sp[i].end;
     }
-    x->wall_ns += b0 - a0;
+    x->wall_ns = sat_add(x->wall_ns, b0 - a0);
   }
   free(sp);
   free(first);
@@ -754,7 +761,7 @@ static sp_status tree_visit(void *ctx, const struct sp__walk_call *c, const uint
   } else {
     struct lnode *a = &w->aux[node];
     if (c->start > a->ub) {
-      a->uacc += a->ub - a->ua;
+      a->uacc = sat_add(a->uacc, a->ub - a->ua);
       a->ua = c->start;
       a->ub = c->end;
     } else if (c->end > a->ub) {
@@ -775,9 +782,9 @@ static sp_status tree_visit(void *ctx, const struct sp__walk_call *c, const uint
   }
   int64_t d = c->end - c->start;
   w->t.nodes[node].count++;
-  w->t.nodes[node].total_ns += d;
+  w->t.nodes[node].total_ns = sat_add(w->t.nodes[node].total_ns, d);
   /* a child on another lane ran beside its parent, not inside its time */
-  if (pn != NO_NODE && plane == c->lane) w->t.nodes[pn].children_ns += d;
+  if (pn != NO_NODE && plane == c->lane) w->t.nodes[pn].children_ns = sat_add(w->t.nodes[pn].children_ns, d);
   *tag = (uint64_t)node << 32 | c->lane;
   return SP_OK;
 }
@@ -824,9 +831,9 @@ static sp_status tree_rank_walked(sp_results *r, int64_t rank, const unsigned ch
       if (st != SP_OK) break;
       sp_tree_node *g = &t->nodes[map[i]];
       g->count += x->count;
-      g->total_ns += x->total_ns;
-      g->children_ns += x->children_ns;
-      g->wall_ns += a->many ? a->uacc + (a->ub - a->ua) : x->total_ns;
+      g->total_ns = sat_add(g->total_ns, x->total_ns);
+      g->children_ns = sat_add(g->children_ns, x->children_ns);
+      g->wall_ns = sat_add(g->wall_ns, a->many ? sat_add(a->uacc, a->ub - a->ua) : x->total_ns);
       uint32_t threads = a->many ? a->threads : 1;
       if (threads > g->threads) g->threads = threads;
     }
@@ -880,9 +887,9 @@ sp_status sp_results_call_tree(sp_results *r, const sp_filter *f, sp_tree_node *
       if (st != SP_OK) break;
       int64_t d = calls[i].end_ns - calls[i].start_ns;
       t.nodes[node_of[i]].count++;
-      t.nodes[node_of[i]].total_ns += d;
+      t.nodes[node_of[i]].total_ns = sat_add(t.nodes[node_of[i]].total_ns, d);
       /* a child on another thread ran beside its parent, not inside its time */
-      if (calls[i].parent >= 0) t.nodes[pnode].children_ns += d;
+      if (calls[i].parent >= 0) t.nodes[pnode].children_ns = sat_add(t.nodes[pnode].children_ns, d);
     }
     if (st == SP_OK) st = tree_wall(&t, calls, nc, node_of);
     free(order);

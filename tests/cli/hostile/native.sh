@@ -16,18 +16,23 @@ b = bytearray(good); b[8] = 3; put("version3.spt", bytes(b))
 b = bytearray(good); b[16] = 200; put("lying_regions.spt", bytes(b))
 b = bytearray(good); b[49] = 200; put("lying_calls.spt", bytes(b))
 b = bytearray(good); b[26] = 100; put("lying_name.spt", bytes(b))
+# a call starting near INT64_MIN: its duration does not fit in int64 (found by fuzz_native)
+import base64
+put("overflow.spt", base64.b64decode("U0NPUEVQUkYBAAAAAAAAAAEAAAAAAAAABQAAAHNvbHZlAwAAAAAAAAAKAAAAAAAAABQAAAAAAACA"
+                                     "KAAAAAAAAAAPAAAAAAAAACEAAAAAAAAANwAAAAAAAAA="))
 doc = open(src + "/json-v1.json").read()
 put("not_profile.json", b'{"format": "something-else", "regions": []}')
 put("version2.json", doc.replace('"format_version": 1', '"format_version": 2').encode())
 put("rank_string.json", doc.replace('"rank": 0', '"rank": "0"').encode())
 put("start_float.json", doc.replace("[10, 20, 40]", "[10, 20.5, 40]").encode())
 put("lengths.json", doc.replace("[15, 33, 55]", "[15, 33]").encode())
+put("ends_early.json", doc.replace("[15, 33, 55]", "[15, 13, 55]").encode())
 put("broken.json", doc[:-30].encode())
 put("cut.json.gz", gzip.compress(doc.encode())[:60])
 PY
 probe cut_header.spt cut_record.spt cut_events.spt trailing.spt version3.spt lying_regions.spt \
-  lying_calls.spt lying_name.spt not_profile.json version2.json rank_string.json start_float.json \
-  lengths.json broken.json cut.json.gz
+  lying_calls.spt lying_name.spt overflow.spt not_profile.json version2.json rank_string.json start_float.json \
+  lengths.json ends_early.json broken.json cut.json.gz
 "$SP" export json lengths.json -o out.json; echo "export: exit $?"
 "$SP" report broken.json -o rep -q; echo "report: exit $?"
 "$SP" diff trailing.spt lying_calls.spt; echo "diff: exit $?"
