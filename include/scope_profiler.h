@@ -36,6 +36,7 @@
 #include "scope_profiler/config.h"
 #include "scope_profiler/detail.h"
 #include "scope_profiler/export.h"
+#include "scope_profiler/gpu.h"
 #include "scope_profiler/lines.h"
 #include "scope_profiler/results.h"
 #include "scope_profiler/status.h"

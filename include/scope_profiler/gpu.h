@@ -57,6 +57,26 @@ typedef struct sp_gpu_callbacks {
   const char *(*error_name)(void *user, int code);
 } sp_gpu_callbacks;
 
+struct sp_manager;
+
+/** Register the callbacks backend on `m` (copied; NULL unregisters). Takes
+ * effect at the next setup: gpu_timing_backend "callbacks" requires it and
+ * "auto" prefers it. SP_ERR_INVALID_ARGUMENT when `size`, `record` or
+ * `elapsed_ns` is missing. */
+SP_API sp_status sp_manager_set_gpu_callbacks(struct sp_manager *m, const sp_gpu_callbacks *cb);
+
+/** The stream (a CUstream with the cuda backend, anything your record()
+ * understands with callbacks) every timed call of `m` records on, from the
+ * next call on; NULL, the default, is the legacy default stream, which
+ * orders itself against all blocking streams of its context. With the cuda
+ * backend, (void *)2 (CU_STREAM_PER_THREAD) gives each thread its own
+ * default stream: the usual choice for OpenMP programs. */
+SP_API sp_status sp_manager_set_gpu_stream(struct sp_manager *m, void *stream);
+
+/** The stream of region `r`'s calls (an sp_region) on `m`, overriding the
+ * manager's, from the region's next call on. */
+SP_API sp_status sp_manager_set_region_gpu_stream(struct sp_manager *m, uint32_t r, void *stream);
+
 #ifdef __cplusplus
 }
 #endif

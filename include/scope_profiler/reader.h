@@ -120,6 +120,10 @@ SP_API sp_status sp_results_threads(sp_results *r, int64_t rank, int64_t **ids, 
 /** 1 when the events carry task ids (track_async): a task on a thread is
  * its own lane. */
 SP_API int sp_results_has_tasks(const sp_results *r);
+/** 1 when the file stores device time per call (events/gpu_durations:
+ * use_gpu_timing found a usable backend on some rank). */
+SP_API int sp_results_has_gpu(const sp_results *r);
+
 /** 1 when the events carry call ids and parent ids (explicit nesting). */
 SP_API int sp_results_has_call_ids(const sp_results *r);
 
@@ -179,6 +183,11 @@ SP_API sp_status sp_results_row_read(sp_results *r, size_t row, uint64_t first, 
                                      int64_t *start_ns, int64_t *end_ns, int64_t *call_ids,
                                      int64_t *parent_ids, int64_t *thread_ids);
 
+/** Device time in ns of a row's events [first, first+n) (the same calls, in
+ * the same order, as sp_results_row_read); -1 where a call has none, and
+ * for every call when the file has no GPU times. */
+SP_API sp_status sp_results_row_read_gpu(sp_results *r, size_t row, uint64_t first, size_t n,
+                                         int64_t *gpu_ns);
 typedef struct sp_events {
   size_t count;
   int64_t *start_ns, *end_ns;
@@ -286,6 +295,11 @@ SP_API sp_status sp_results_region_stats(sp_results *r, size_t region, const sp_
 /** The same for a single rank. */
 SP_API sp_status sp_results_region_rank_stats(sp_results *r, size_t region, int64_t rank,
                                               unsigned flags, sp_region_stats *out);
+/** Device time of `region` over the ranks `f` selects (NULL: all), from the
+ * summary rows (summary_statistics gpu_count/gpu_total): the calls that
+ * have one and their sum in ns. 0 and 0 without GPU timing. */
+SP_API sp_status sp_results_region_gpu(sp_results *r, size_t region, const sp_filter *f,
+                                       uint64_t *count, int64_t *total_ns);
 
 /*====== Call trees ======*/
 

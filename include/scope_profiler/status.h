@@ -52,9 +52,11 @@ SP_API const char *sp_last_error(void);
 
 /*====== Messages ======*/
 
-/* The library prints only at setup, and only two kinds of line: a warning
- * for a setting this build cannot honour (it has no effect), and the reason
- * a setup failed (profiling is then off for the run). Both go to stderr as
+/* The library prints only at setup and finalize, and only two kinds of line:
+ * a warning (a setting this build or this machine cannot honour, which then
+ * has no effect; at finalize, data a feature could not record, such as
+ * calls without GPU time), and the reason a setup failed (profiling is then
+ * off for the run). Both go to stderr as
  * one line each, "scope-profiler: warning: ..." / "scope-profiler: error:
  * ...", unless the setting `quiet` is on. Bindings and programs that keep
  * their own log can take them instead. */

@@ -167,7 +167,7 @@ static void note_unknown_env(void) {
       name[k] = (char)(ch >= 'A' && ch <= 'Z' ? ch - 'A' + 'a' : ch);
     }
     name[n] = '\0';
-    if (!strcmp(name, "config") || !strcmp(name, "mpi")) continue;
+    if (!strcmp(name, "config") || !strcmp(name, "mpi") || !strcmp(name, "cuda_library")) continue;
     int grouped;
     const struct sp__setting *s = sp__setting_find(name, &grouped);
     if (s && !grouped) continue;

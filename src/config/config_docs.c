@@ -242,6 +242,7 @@ static const char *const md_intro[] = {
     "| `SCOPE_PROFILER_<NAME>` | the setting `<name>`, one variable per setting, e.g. `SCOPE_PROFILER_AGGREGATION_MODE=1` |\n"
     "| `SCOPE_PROFILER_ENABLE_TAGS` | comma-separated tags added to `enable_tags` |\n"
     "| `SCOPE_PROFILER_MPI` | `0` or `1`: whether to use MPI, overriding launcher detection (read by the MPI layer; not a setting) |\n"
+    "| `SCOPE_PROFILER_CUDA_LIBRARY` | the CUDA driver library GPU timing loads instead of `libcuda.so.1` (a name or a path; not a setting, see docs/gpu.md) |\n"
     "\n"
     "A variable that is set but empty counts as unset. A variable with an invalid value is an\n"
     "error naming the variable. Any other `SCOPE_PROFILER_*` variable is ignored, because\n"

@@ -370,7 +370,7 @@ struct sp_manager {
   uint32_t ext_rcap;
   uint64_t **plain_retired; /* replaced hot.plain bitmaps (lock-free readers) */
   size_t nplain_retired;
-  struct sp_ext_user { char *name; void *p; } ext_user[2 * SP_EXT_MAX]; /* sp__ext_user_slot */
+  struct sp_ext_user { char *name; void *p; void (*destroy)(void *p); } ext_user[2 * SP_EXT_MAX]; /* sp__ext_user_slot */
   size_t next_user;
   char **warnings;     /* sp_ext_warn texts of this setup, for the metadata */
   size_t nwarnings;

@@ -74,21 +74,28 @@ static void free_warnings(struct sp_manager *m) {
 }
 
 void **sp__ext_user_slot(struct sp_manager *m, const char *ext_name) {
+  return sp__ext_user_slot_owned(m, ext_name, NULL);
+}
+
+void **sp__ext_user_slot_owned(struct sp_manager *m, const char *ext_name, void (*destroy)(void *p)) {
   if (!m || !ext_name) return NULL;
   pthread_mutex_lock(&m->lock);
-  void **slot = NULL;
-  for (size_t i = 0; i < m->next_user && !slot; i++)
-    if (strcmp(m->ext_user[i].name, ext_name) == 0) slot = &m->ext_user[i].p;
-  if (!slot && m->next_user < sizeof m->ext_user / sizeof m->ext_user[0]) {
-    struct sp_ext_user *u = &m->ext_user[m->next_user];
+  struct sp_ext_user *u = NULL;
+  for (size_t i = 0; i < m->next_user && !u; i++)
+    if (strcmp(m->ext_user[i].name, ext_name) == 0) u = &m->ext_user[i];
+  if (!u && m->next_user < sizeof m->ext_user / sizeof m->ext_user[0]) {
+    u = &m->ext_user[m->next_user];
     if ((u->name = sp__strdup(ext_name))) {
       u->p = NULL;
-      slot = &u->p;
+      u->destroy = NULL;
       m->next_user++;
+    } else {
+      u = NULL;
     }
   }
+  if (u && destroy) u->destroy = destroy;
   pthread_mutex_unlock(&m->lock);
-  return slot;
+  return u ? &u->p : NULL;
 }
 
 /*====== Setup and teardown ======*/

@@ -203,7 +203,10 @@ void sp_manager_destroy(sp_manager *m) {
   for (size_t i = 0; i < m->nplain_retired; i++) free(m->plain_retired[i]);
   free(m->plain_retired);
   free(m->ext_rmask);
-  for (size_t i = 0; i < m->next_user; i++) free(m->ext_user[i].name);
+  for (size_t i = 0; i < m->next_user; i++) {
+    if (m->ext_user[i].destroy && m->ext_user[i].p) m->ext_user[i].destroy(m->ext_user[i].p);
+    free(m->ext_user[i].name);
+  }
   pthread_mutex_destroy(&m->lock);
   pthread_mutex_destroy(&m->fin_lock);
   pthread_mutex_destroy(&m->ext_lock);

@@ -202,6 +202,9 @@ uint32_t sp_ext_run_root(const struct sp_manager *m);
  * calls such as "set the GPU stream" store into it before setup). NULL when
  * out of memory. */
 void **sp__ext_user_slot(struct sp_manager *m, const char *ext_name);
+/* The same slot, whose value the core hands to `destroy` when the manager is
+ * destroyed (for a value that owns more than one allocation). */
+void **sp__ext_user_slot_owned(struct sp_manager *m, const char *ext_name, void (*destroy)(void *p));
 /* One warning line to stderr, once per distinct text per process, also
  * kept for the run's metadata (`warnings`). */
 void sp_ext_warn(struct sp_manager *m, const char *fmt, ...) __attribute__((format(printf, 2, 3)));

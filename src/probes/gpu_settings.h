@@ -16,15 +16,24 @@
   C(SP__GPU_BACKEND_CUDA, "cuda") \
   C(SP__GPU_BACKEND_CALLBACKS, "callbacks")
 
+/* use_nvtx is READY when the build found the NVTX3 headers (SP_HAVE_NVTX,
+ * cmake/gpu.cmake); GPU timing needs no build switch (the driver is loaded
+ * at setup). */
+#ifdef SP_HAVE_NVTX
+#define SP_NVTX_STATUS READY
+#else
+#define SP_NVTX_STATUS UNBUILT
+#endif
+
 #define SP_SETTINGS_GPU(X) \
   X(11, use_nvtx, gpu, nvtx, BOOL, 0, 0, 1, \
-    "Emit NVTX ranges for NVIDIA Nsight tools around every region.", PLANNED) \
+    "Emit NVTX ranges for NVIDIA Nsight tools around every region (needs a build with the NVTX3 headers).", SP_NVTX_STATUS) \
   X(12, use_gpu_timing, gpu, timing, BOOL, 0, 0, 1, \
-    "Record CUDA-event elapsed device time per region call.", PLANNED) \
+    "Record the device time of every region call (events/gpu_durations, gpu_count/gpu_total in the summary); CPU times stay enqueue-side.", READY) \
   X(13, gpu_timing_backend, gpu, backend, ENUM, SP__GPU_BACKEND_AUTO, 0, 0, \
-    "CUDA-event backend: auto, cuda (runtime API) or callbacks (user-registered record/elapsed functions).", PLANNED) \
+    "Where device times come from: cuda (CUDA events through the driver, libcuda.so.1, loaded at setup), callbacks (functions registered with sp_manager_set_gpu_callbacks), or auto (the callbacks when registered, else cuda; GPU timing off with a warning when neither works).", READY) \
   X(14, gpu_sync_on_exit, gpu, sync_on_exit, BOOL, 0, 0, 1, \
-    "Synchronize the device at region exit (requires use_gpu_timing; removes CPU/GPU overlap).", PLANNED)
+    "Wait for the call's stream at region exit, before the CPU end time is taken (requires use_gpu_timing; removes CPU/GPU overlap).", READY)
 
 #define SP_RULES_GPU(R) \
   R(CONFLICTS, aggregation_mode, use_gpu_timing, 0, 0, 0, "aggregation keeps only per-region totals, with no individual calls to attach GPU times to") \

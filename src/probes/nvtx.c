@@ -6,10 +6,21 @@
  * it is complete, so a push reads it with one acquire load and no lock.
  * Colours come from a fixed palette by a hash of the name: the same region
  * has the same colour in every run and on every rank.
+ *
+ * The "nvtx" extension (use_nvtx) at the end is a forwarder: outside the
+ * timestamps, so a range encloses the region's measured interval and its
+ * cost stays out of it. The default manager's domain is "scope-profiler";
+ * another manager's is "scope-profiler:<its file name>", so Nsight shows
+ * each profile as its own row.
  */
 #include "probes/nvtx.h"
 
 #include <stdio.h>
+#include <string.h>
+
+#include "config/config_internal.h"
+#include "probes/ext.h"
+#include "scope_profiler.h"
 
 #if defined(SP_HAVE_NVTX)
 #  include <pthread.h>
@@ -152,3 +163,60 @@ void sp__nvtx_pop(struct sp__nvtx *n) { (void)n; }
 void sp__nvtx_close(struct sp__nvtx *n) { (void)n; }
 
 #endif
+
+/*====== The extension ======*/
+
+/* Without NVTX3 the setting is PLANNED in this build: setup already warned. */
+static int nvtx_wanted(const struct sp_config *cfg) {
+  return cfg->use_nvtx && !cfg->aggregation_mode && sp__nvtx_available();
+}
+
+static sp_status nvtx_setup(struct sp_ext_setup *s, void **proc) {
+  char why[512], domain[300];
+  const char *path = s->cfg->file_path ? s->cfg->file_path : "";
+  const char *base = strrchr(path, '/');
+  base = base ? base + 1 : path;
+  if (s->manager == sp_default_manager() || !*base)
+    snprintf(domain, sizeof domain, "scope-profiler");
+  else
+    snprintf(domain, sizeof domain, "scope-profiler:%s", base);
+  struct sp__nvtx *n = sp__nvtx_open(domain, sp_region_name, why, sizeof why);
+  if (!n) {
+    sp_ext_warn(s->manager, "use_nvtx: no NVTX ranges in this run: %s", why);
+    s->decline = 1;
+    return SP_OK;
+  }
+  *proc = n;
+  return SP_OK;
+}
+
+static void nvtx_teardown(void *proc) { sp__nvtx_close(proc); }
+
+static int nvtx_region_added(void *proc, uint32_t id, const struct sp_ext_region *r) {
+  if (r->internal) return 0;
+  (void)sp__nvtx_region(proc, id, r->name); /* if it fails, the first push retries */
+  return 1;
+}
+
+static void nvtx_enter(void *proc, void *thr, const struct sp_ext_call *c) {
+  (void)thr;
+  sp__nvtx_push(proc, c->region);
+}
+
+static void nvtx_exit(void *proc, void *thr, const struct sp_ext_call *c) {
+  (void)thr, (void)c;
+  sp__nvtx_pop(proc);
+}
+
+const struct sp_ext sp__ext_nvtx = {
+    .abi = SP_EXT_ABI,
+    .name = "nvtx",
+    .kind = SP_EXT_FORWARD,
+    .wanted = nvtx_wanted,
+    .setup = nvtx_setup,
+    .teardown = nvtx_teardown,
+    .after_fork = nvtx_teardown, /* frees memory only: no NVTX call */
+    .region_added = nvtx_region_added,
+    .enter = nvtx_enter,
+    .exit = nvtx_exit,
+};

@@ -14,6 +14,8 @@ extern const struct sp_ext sp__ext_async;
 #ifdef SP_HAVE_MEMORY
 extern const struct sp_ext sp__ext_memory;
 #endif
+extern const struct sp_ext sp__ext_nvtx; /* declines with a warning in a build without NVTX3 */
+extern const struct sp_ext sp__ext_gpu;
 extern const struct sp_ext sp__ext_line;
 extern const struct sp_ext sp__ext_recursive;
 #ifdef SP_HAVE_PERF
@@ -36,6 +38,8 @@ static const struct sp_ext *const builtin[] = {
 #ifdef SP_HAVE_MEMORY
     &sp__ext_memory,
 #endif
+    &sp__ext_nvtx,
+    &sp__ext_gpu,
     &sp__ext_async,
     &sp__ext_line,      /* sources: no per-call hooks */
     &sp__ext_recursive,

@@ -226,6 +226,42 @@ sp_status sp__row_read_tasks(sp_results *r, size_t row, uint64_t first, size_t n
   return n ? read_slice(r, r->ds_task, w->offset + first, n, task, sp__plan_path(SP_DS_TASK_IDS)) : SP_OK;
 }
 
+sp_status sp__row_read_gpu(sp_results *r, size_t row, uint64_t first, size_t n, int64_t *gpu) {
+  const struct sp__rrow *w = &r->rows[row];
+  if (first > w->count || n > w->count - first)
+    return sp__set_error(SP_ERR_INVALID_ARGUMENT, "GPU times outside the row");
+  if (!n) return SP_OK;
+  if (r->mem_start) {
+    mem_copy(r->mem_gpu, w->offset + first, n, gpu);
+    return SP_OK;
+  }
+  if (w->group) { /* hierarchical: the region's own dataset, when it has one */
+    const char *name = sp__plan(SP_DS_H1_GPU_DURATIONS)->name;
+    char *p = sp__asprintf("%s/%s", w->group, name);
+    if (!p) return sp__set_error(SP_ERR_NO_MEMORY, "out of memory");
+    int has = H5Lexists(r->file, p, H5P_DEFAULT) > 0;
+    free(p);
+    if (has) return read_hier_slice(r, w, name, first, n, gpu);
+    fill_minus_one(gpu, n);
+    return SP_OK;
+  }
+  if (r->ds_gpu < 0) {
+    fill_minus_one(gpu, n);
+    return SP_OK;
+  }
+  return read_slice(r, r->ds_gpu, w->offset + first, n, gpu, sp__plan_path(SP_DS_GPU_DURATIONS));
+}
+
+sp_status sp_results_row_read_gpu(sp_results *r, size_t row, uint64_t first, size_t n, int64_t *gpu_ns) {
+  if (!r || row >= r->nrows || (n && !gpu_ns))
+    return sp__set_error(SP_ERR_INVALID_ARGUMENT, "sp_results_row_read_gpu: no row %zu", row);
+  struct sp__h5quiet q;
+  sp__h5_quiet_begin(&q);
+  sp_status st = sp__row_read_gpu(r, row, first, n, gpu_ns);
+  sp__h5_quiet_end(&q);
+  return st;
+}
+
 sp_status sp_results_row_read(sp_results *r, size_t row, uint64_t first, size_t n,
                               int64_t *start_ns, int64_t *end_ns, int64_t *call_ids,
                               int64_t *parent_ids, int64_t *thread_ids) {
@@ -255,6 +291,15 @@ sp_status sp__row_summary(sp_results *r, size_t row, const struct sp__summary **
     if (st != SP_OK) break;
     struct sp__summary part;
     sp__summary_from_durations(s, e, n, &part);
+    /* A layout without stored summaries (upstream's hierarchical one) may
+     * still carry device times: the summary's GPU fields come from them. */
+    if (sp_results_has_gpu(r) && (st = sp__row_read_gpu(r, row, done, n, s)) == SP_OK)
+      for (size_t i = 0; i < n; i++)
+        if (s[i] >= 0) {
+          part.gpu_count++;
+          part.gpu_total += s[i];
+        }
+    if (st != SP_OK) break;
     sp__summary_merge(&acc, &part);
     done += n;
   }

@@ -127,6 +127,17 @@ static sp_status add_region(struct hier *h, hid_t g, const char *name, const cha
   w->exclusive = -1;
   w->source_line = -1;
   w->group = sp__strdup(path);
+  const char *gpu = sp__plan(SP_DS_H1_GPU_DURATIONS)->name;
+  if (H5Lexists(g, gpu, H5P_DEFAULT) > 0) {
+    hsize_t ng = 0;
+    st = check_times(r, g, gpu, path, &ng);
+    if (st != SP_OK) return st;
+    if (ng != ns)
+      return sp__set_error(SP_ERR_FORMAT, "%s: %s has %llu start times but %llu GPU durations",
+                           r->path ? r->path : "image", path, (unsigned long long)ns,
+                           (unsigned long long)ng);
+    r->hier_gpu = 1;
+  }
   w->source_file = string_attr(g, sp__plan_attr(SP_AT_H1_SOURCE_FILE)->name);
   w->source_text = string_attr(g, sp__plan_attr(SP_AT_H1_SOURCE_TEXT)->name);
   w->tags = tags_attr(g);

@@ -350,6 +350,28 @@ static sp_status region_stats(sp_results *r, size_t region, const sp_filter *f, 
   return st;
 }
 
+sp_status sp_results_region_gpu(sp_results *r, size_t region, const sp_filter *f, uint64_t *count,
+                                int64_t *total_ns) {
+  if (!r || region >= r->nregions || !count || !total_ns)
+    return sp__set_error(SP_ERR_INVALID_ARGUMENT, "sp_results_region_gpu: no region %zu", region);
+  *count = 0;
+  *total_ns = 0;
+  struct sp__h5quiet q;
+  sp__h5_quiet_begin(&q);
+  sp_status st = SP_OK;
+  for (size_t k = r->region_row_start[region]; k < r->region_row_start[region + 1] && st == SP_OK; k++) {
+    size_t row = r->region_rows[k];
+    if (!sp_filter_match_rank(f, r->rows[row].rank)) continue;
+    const struct sp__summary *s;
+    if ((st = sp__row_summary(r, row, &s)) == SP_OK && s->gpu_count) {
+      *count += s->gpu_count;
+      *total_ns += s->gpu_total;
+    }
+  }
+  sp__h5_quiet_end(&q);
+  return st;
+}
+
 sp_status sp_results_region_stats(sp_results *r, size_t region, const sp_filter *f,
                                   unsigned flags, sp_region_stats *out) {
   if (!out) return sp__set_error(SP_ERR_INVALID_ARGUMENT, "sp_results_region_stats: out is NULL");

@@ -80,6 +80,9 @@ static uint64_t lag, seq, ctx_synced;
 static struct CUctx_st primary[MAX_DEVICES];
 static struct CUstream_st legacy[MAX_DEVICES];
 static struct mock_cuda_stats st;
+#define MAX_STREAMS 256
+static struct CUstream_st *streams[MAX_STREAMS];
+static int nstreams;
 
 static __thread struct CUctx_st *ctx_stack[CTX_STACK];
 static __thread int ctx_depth;
@@ -274,8 +277,10 @@ MOCK_API CUresult CUDAAPI cuStreamCreate(CUstream *out, unsigned int flags) {
     st.calls_without_context++;
     LEAVE(CUDA_ERROR_INVALID_CONTEXT);
   }
+  if (nstreams == MAX_STREAMS) LEAVE(CUDA_ERROR_OUT_OF_MEMORY);
   struct CUstream_st *s = calloc(1, sizeof *s);
   if (!s) LEAVE(CUDA_ERROR_OUT_OF_MEMORY);
+  streams[nstreams++] = s; /* kept for the process: events may point at it */
   *s = (struct CUstream_st){ST_MAGIC, c, 0, 0};
   *out = s;
   LEAVE(CUDA_SUCCESS);
