@@ -8,6 +8,11 @@
  * and, when this machine can open them, perf_events counted pairs (the
  * counters read with rdpmc where the kernel allows it, read() otherwise),
  * beside the floor of the read() path: two bare read()s of one counter.
+ * GPU cases: use_nvtx with no NVTX tool attached (what a run outside Nsight
+ * pays); use_gpu_timing on the test suite's mock CUDA driver (two event
+ * records per pair through the real backend; the mock's records take a lock
+ * and cost about what a real driver's do); use_gpu_timing with callbacks
+ * that do nothing (the profiler's own share of a timed pair); both.
  *
  *   ext_overhead [--pairs N] [--reps R] [--events LIST] [--json FILE]
  *   ext_overhead --count CASE N    one case, for callgrind (bench/callgrind.sh)
@@ -101,6 +106,31 @@ static const struct sp_ext noop_ext = {
     .abi = SP_EXT_ABI, .name = "bench_noop", .kind = SP_EXT_COLUMNS, .wanted = noop_wanted,
     .setup = noop_setup, .region_added = noop_region, .enter = noop_enter, .exit = noop_exit};
 
+/* Callbacks that do nothing: what remains is the profiler's own cost. */
+static int nop_record(void *user, void *stream, void **event) {
+  (void)user, (void)stream;
+  *event = (void *)&sink;
+  return 0;
+}
+static int nop_elapsed(void *user, void *a, void *b, int wait, int64_t *ns) {
+  (void)user, (void)a, (void)b, (void)wait;
+  *ns = 0;
+  return 0;
+}
+
+static sp_manager *make_cb(const char *const *ov) {
+  sp_manager *m = sp_manager_create();
+  sp_gpu_callbacks cb = {sizeof cb, NULL, nop_record, nop_elapsed, NULL, NULL, NULL};
+  sp_setup_args a = {.overrides = ov};
+  unsetenv("SP_BENCH_NOOP");
+  if (!m || sp_manager_set_gpu_callbacks(m, &cb) != SP_OK || sp_manager_setup(m, &a) != SP_OK) {
+    fprintf(stderr, "ext_overhead: setup failed: %s\n", sp_last_error());
+    sp_manager_destroy(m);
+    return NULL;
+  }
+  return m;
+}
+
 static sp_manager *make(const char *const *ov, int noop) {
   if (noop)
     setenv("SP_BENCH_NOOP", "1", 1);
@@ -152,6 +182,10 @@ static const char *const plain_ov[] = {"deactivate_file_output=1", "buffer_limit
 static int prepare(const char *name, const char *events) {
   static char ev_kv[512];
   const char *perf_ov[] = {"deactivate_file_output=1", "buffer_limit=4000000", "finalize_on_exit=0", ev_kv, NULL};
+  const char *nvtx_ov[] = {"deactivate_file_output=1", "buffer_limit=4000000", "finalize_on_exit=0", "use_nvtx=1",
+                           "quiet=1", NULL};
+  const char *gpu_ov[] = {"deactivate_file_output=1", "buffer_limit=4000000", "finalize_on_exit=0",
+                          "use_gpu_timing=1", "quiet=1", NULL, NULL};
   mgr = NULL;
   if (!strcmp(name, "timeline")) {
     mgr = make(plain_ov, 0);
@@ -162,6 +196,30 @@ static int prepare(const char *name, const char *events) {
   } else if (!strcmp(name, "ext-taken")) {
     mgr = make(plain_ov, 1);
     reg = sp_region_intern_ex("bench.taken", NULL, -1, NULL, "bench.ext");
+  } else if (!strcmp(name, "nvtx")) {
+    unsetenv("NVTX_INJECTION64_PATH");
+    mgr = make(nvtx_ov, 0);
+    reg = sp_region_intern("bench.nvtx");
+    if (mgr && mgr->next == 0) { /* built without NVTX3 */
+      sp_manager_destroy(mgr);
+      mgr = NULL;
+      sp__set_error(SP_ERR_UNSUPPORTED, "no NVTX in this build");
+    }
+  } else if (!strcmp(name, "gpu-mock") || !strcmp(name, "nvtx+gpu-mock")) {
+#ifdef SP_BENCH_MOCK_CUDA
+    setenv("SCOPE_PROFILER_CUDA_LIBRARY", SP_BENCH_MOCK_CUDA, 1);
+#endif
+    if (name[0] == 'n') gpu_ov[5] = "use_nvtx=1";
+    mgr = make(gpu_ov, 0);
+    reg = sp_region_intern("bench.gpu");
+    if (mgr && mgr->next == 0) {
+      sp_manager_destroy(mgr);
+      mgr = NULL;
+      sp__set_error(SP_ERR_UNSUPPORTED, "no CUDA driver (the test mock is built with the tests)");
+    }
+  } else if (!strcmp(name, "gpu-callbacks")) {
+    mgr = make_cb(gpu_ov);
+    reg = sp_region_intern("bench.gpu_cb");
   } else if (!strcmp(name, "perf")) {
     snprintf(ev_kv, sizeof ev_kv, "perf_events=%s", events);
     mgr = make(perf_ov, 0);
@@ -210,6 +268,10 @@ int main(int argc, char **argv) {
       {"ext-untouched", "selective extension, region it does not take"},
       {"ext-taken", "selective extension, region it takes (no-op hooks)"},
       {"perf", "perf_events counted pair"},
+      {"nvtx", "use_nvtx, no NVTX tool attached"},
+      {"gpu-callbacks", "use_gpu_timing, callbacks that do nothing"},
+      {"gpu-mock", "use_gpu_timing, cuda backend on the mock driver"},
+      {"nvtx+gpu-mock", "use_nvtx + use_gpu_timing (mock driver)"},
   };
   struct perf_event_attr pa;
   memset(&pa, 0, sizeof pa);

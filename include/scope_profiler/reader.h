@@ -300,6 +300,9 @@ SP_API sp_status sp_results_region_rank_stats(sp_results *r, size_t region, int6
  * have one and their sum in ns. 0 and 0 without GPU timing. */
 SP_API sp_status sp_results_region_gpu(sp_results *r, size_t region, const sp_filter *f,
                                        uint64_t *count, int64_t *total_ns);
+/** The same for a single rank. */
+SP_API sp_status sp_results_region_rank_gpu(sp_results *r, size_t region, int64_t rank,
+                                            uint64_t *count, int64_t *total_ns);
 
 /*====== Call trees ======*/
 

@@ -35,6 +35,9 @@ static const char epilog[] =
     "own = inclusive time minus the time of direct children.\n"
     "ovh = % of the region's time that is profiler overhead (calls x the cost of\n"
     "one begin/end pair measured at setup); \"!\" marks calls under 20x that cost.\n"
+    "gpu = device time (use_gpu_timing) of the calls that have one, gpu_avg per such\n"
+    "call, gpu_ratio = gpu / total (CPU time is enqueue-side); shown by default for\n"
+    "files with GPU times.\n"
     "p50/p95/p99 read the region's events; the other columns use summary rows.\n"
     "alloc, freed, allocs, peak: memory while the region's calls were open (profiles\n"
     "written with use_memray): bytes allocated and freed, allocations (sums over\n"
@@ -54,18 +57,19 @@ static const char epilog[] =
 
 enum col {
   C_REGION, C_RANKS, C_CALLS, C_TOTAL, C_AVG, C_MIN, C_MAX, C_FIRST, C_LAST, C_STD,
-  C_P50, C_P95, C_P99, C_IMBALANCE, C_OWN, C_OVH, C_MALLOC, C_MFREED, C_MCOUNT, C_MPEAK, C_NAME,
-  C_COUNT
+  C_P50, C_P95, C_P99, C_IMBALANCE, C_OWN, C_OVH, C_MALLOC, C_MFREED, C_MCOUNT, C_MPEAK, C_GPU,
+  C_GPU_AVG, C_GPU_RATIO, C_NAME, C_COUNT
 };
 #define C_MEMORY C_NAME /* --columns memory: the memory column set, not a column */
 static const char *const col_names[] = {"region", "ranks", "calls", "total", "avg", "min",
                                         "max", "first", "last", "std", "p50", "p95", "p99",
                                         "imbalance", "own", "ovh", "alloc", "freed", "allocs",
-                                        "peak", "name"};
+                                        "peak", "gpu", "gpu_avg", "gpu_ratio", "name"};
 static const char *const col_heads[] = {"region", "ranks", "calls", "total [s]", "avg [s]",
                                         "min [s]", "max [s]", "first [s]", "last [s]", "std [s]",
                                         "p50 [s]", "p95 [s]", "p99 [s]", "imbalance", "own [s]",
-                                        "ovh %", "alloc", "freed", "allocs", "peak", "region"};
+                                        "ovh %", "alloc", "freed", "allocs", "peak", "gpu [s]",
+                                        "gpu avg [s]", "gpu/cpu", "region"};
 
 static int col_index(const char *name) {
   for (int i = 0; i < C_COUNT; i++)
@@ -80,6 +84,8 @@ struct row {
   double flag_ns; /* the calibrated pair alone (files before it: ovh_ns), for "!" */
   int has_mem;   /* use_memray figures (rank<N>/memory) */
   int64_t mem[4]; /* alloc, freed, allocs (sums), peak (the largest) */
+  uint64_t gpu_count; /* calls with a device time (use_gpu_timing) */
+  int64_t gpu_total;
 };
 
 /* Value of a column for sorting and printing; NaN when unknown. */
@@ -110,6 +116,12 @@ static double col_value(const struct row *r, int c) {
   case C_OVH:
     if (empty || isnan(r->ovh_ns) || s->total_ns <= 0) return NAN;
     return fmin(100.0, 100.0 * (double)s->count * r->ovh_ns / (double)s->total_ns);
+  /* device time: over the calls that have one; the ratio compares it with
+   * the CPU (enqueue-side) time of all calls */
+  case C_GPU: return r->gpu_count ? (double)r->gpu_total : NAN;
+  case C_GPU_AVG: return r->gpu_count ? (double)r->gpu_total / (double)r->gpu_count : NAN;
+  case C_GPU_RATIO:
+    return r->gpu_count && !empty && s->total_ns > 0 ? (double)r->gpu_total / (double)s->total_ns : NAN;
   default: return NAN;
   }
 }
@@ -120,7 +132,7 @@ static void col_text(const struct row *r, int c, char *buf, size_t size) {
   else if (isnan(v)) snprintf(buf, size, "-");
   else if (c == C_RANKS) snprintf(buf, size, "%zu", r->s.ranks);
   else if (c == C_CALLS) snprintf(buf, size, "%llu", (unsigned long long)r->s.count);
-  else if (c == C_IMBALANCE) snprintf(buf, size, "%.2f", v);
+  else if (c == C_IMBALANCE || c == C_GPU_RATIO) snprintf(buf, size, "%.2f", v);
   else if (c == C_MCOUNT) snprintf(buf, size, "%lld", (long long)r->mem[2]);
   else if (c >= C_MALLOC && c <= C_MPEAK) sp_cli_fmt_bytes(buf, size, r->mem[c - C_MALLOC]);
   /* "!": calls so short that the profiler's cost is a large part of them */
@@ -148,12 +160,13 @@ struct opts {
 
 static const char *const sort_keys[] = {"total", "calls", "avg", "min", "max", "first",
                                         "last", "std", "p50", "p95", "p99", "imbalance",
-                                        "own", "alloc", "freed", "allocs", "peak", "name", NULL};
+                                        "own", "alloc", "freed", "allocs", "peak", "gpu",
+                                        "gpu_avg", "gpu_ratio", "name", NULL};
 /* the columns, in enum col order */
 static const char *const column_names[] = {"region", "ranks", "calls", "total", "avg", "min",
                                            "max", "first", "last", "std", "p50", "p95", "p99",
                                            "imbalance", "own", "ovh", "alloc", "freed", "allocs",
-                                           "peak", "memory", NULL};
+                                           "peak", "gpu", "gpu_avg", "gpu_ratio", "memory", NULL};
 
 static const struct sp_cli_opt opt_rows[] = {
     SP_CLI_OPT_FILTERS(struct opts, "ranks to aggregate, e.g. 0,2,4-7 (default: all)"),
@@ -161,9 +174,10 @@ static const struct sp_cli_opt opt_rows[] = {
      .choices = sort_keys, .def = "total", .what = "--sort key"},
     {"--columns", NULL, "COL...", SP_OPT_CHOICES, offsetof(struct opts, columns),
      "region, ranks, calls, total, avg, min, max, first, last, std, p50, p95, p99, imbalance, "
-     "own, ovh, alloc, freed, allocs, peak, or the set memory\n(default: region ranks calls "
-     "total avg, and ovh\nfor files that measured the profiler's overhead, alloc and peak for "
-     "files written with use_memray)",
+     "own, ovh, alloc, freed, allocs, peak, gpu, gpu_avg, gpu_ratio, or the set memory\n"
+     "(default: region ranks calls total avg, and gpu gpu_avg gpu_ratio\nfor files with GPU "
+     "times, ovh for files that measured the profiler's overhead, alloc and peak for files "
+     "written with use_memray)",
      .choices = column_names, .what = "column"},
     {"--tree", NULL, NULL, SP_OPT_FLAG, offsetof(struct opts, tree),
      .help = "the call tree with % of the session and (own) rows"},
@@ -248,7 +262,7 @@ static void print_metadata(sp_results *r, int full) {
 }
 
 static int print_table(sp_results *r, const sp_filter *f, const int *cols, size_t ncols,
-                       unsigned flags, int auto_ovh) {
+                       unsigned flags, int auto_cols) {
   size_t nreg = sp_results_num_regions(r);
   struct row *rows = calloc(nreg ? nreg : 1, sizeof *rows);
   if (!rows) return sp_cli_error(CMD, "out of memory");
@@ -264,11 +278,17 @@ static int print_table(sp_results *r, const sp_filter *f, const int *cols, size_
     free(rows);
     return sp_cli_error(CMD, "%s", sp_last_error());
   }
-  /* The default columns gain "ovh %" for files that measured their
-   * overhead, and alloc and peak for files with memory figures. */
-  int cols_auto[C_COUNT * 2 + 3];
-  if (auto_ovh && ncols < C_COUNT * 2) {
+  /* The default columns gain the GPU columns for files with device times,
+   * "ovh %" for files that measured their overhead, and alloc and peak for
+   * files with memory figures. */
+  int cols_auto[C_COUNT * 2 + 6];
+  if (auto_cols && ncols <= C_COUNT * 2) {
     memcpy(cols_auto, cols, ncols * sizeof *cols);
+    if (sp_results_has_gpu(r)) {
+      cols_auto[ncols++] = C_GPU;
+      cols_auto[ncols++] = C_GPU_AVG;
+      cols_auto[ncols++] = C_GPU_RATIO;
+    }
     if (!isnan(ovh_ns)) cols_auto[ncols++] = C_OVH;
     if (mt.n) {
       cols_auto[ncols++] = C_MALLOC;
@@ -303,6 +323,12 @@ static int print_table(sp_results *r, const sp_filter *f, const int *cols, size_
       rows[n].mem[2] += x->alloc_count;
       if (x->peak_bytes > rows[n].mem[3]) rows[n].mem[3] = x->peak_bytes;
     }
+    if (sp_results_region_gpu(r, i, f, &rows[n].gpu_count, &rows[n].gpu_total) != SP_OK) {
+      sp_cli_progress_end(&prog);
+      free(rows);
+      sp__memory_table_free(&mt);
+      return sp_cli_error(CMD, "%s", sp_last_error());
+    }
     n++;
   }
   sp_cli_progress_end(&prog);
@@ -314,7 +340,7 @@ static int print_table(sp_results *r, const sp_filter *f, const int *cols, size_
     return 0;
   }
   qsort(rows, n, sizeof *rows, cmp_rows);
-  size_t width[C_COUNT];
+  size_t width[C_COUNT * 2 + 6];
   char buf[256];
   for (size_t c = 0; c < ncols; c++) {
     width[c] = sp_cli_width(col_heads[cols[c]]);

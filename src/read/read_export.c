@@ -218,13 +218,24 @@ static sp_status chrome_trace_tracks(sp_results *r, const sp_filter *f, FILE *ou
   return SP_OK;
 }
 
+/* Device time (use_gpu_timing) goes on a GPU track per rank: one async slice
+ * per timed call ("cat":"gpu", ids unique in the file), since device
+ * intervals of nested or concurrent calls need not nest. A slice starts at
+ * its call's CPU start (device timestamps are not on the CPU clock; with
+ * enqueue-side regions the device ran it later) and lasts its device time. */
 static sp_status chrome_trace(sp_results *r, const sp_filter *f, FILE *out, sp_export_stats *xs) {
   int64_t origin;
   sp_status st = sp_results_min_start(r, &origin);
   if (st != SP_OK) return st;
-  /* Calls of one recorded thread (or task) nest: they stream. */
-  if (!sp_results_has_threads(r) && !sp_results_has_tasks(r)) return chrome_trace_tracks(r, f, out, xs, origin);
-  int64_t *buf = malloc(4 * BLOCK * sizeof *buf);
+  int gpu = sp_results_has_gpu(r);
+  uint64_t gpu_id = 0;
+  /* Calls of one recorded thread (or task) nest: they stream. Files without
+   * thread ids go on nesting tracks, except files with GPU times, which keep
+   * one track per rank (their writer records thread ids whenever several
+   * threads made calls, so such a file is one thread per rank). */
+  if (!sp_results_has_threads(r) && !sp_results_has_tasks(r) && !gpu)
+    return chrome_trace_tracks(r, f, out, xs, origin);
+  int64_t *buf = malloc((gpu ? 5 : 4) * BLOCK * sizeof *buf);
   struct lane *lanes = NULL;
   size_t nlanes = 0, cap = 0;
   if (!buf) return sp__set_error(SP_ERR_NO_MEMORY, "out of memory");
@@ -247,6 +258,7 @@ static sp_status chrome_trace(sp_results *r, const sp_filter *f, FILE *out, sp_e
       size_t n = w->count - done < BLOCK ? (size_t)(w->count - done) : BLOCK;
       st = sp__row_read(r, i, done, n, buf, buf + BLOCK, NULL, NULL, buf + 2 * BLOCK);
       if (st == SP_OK) st = sp__row_read_tasks(r, i, done, n, buf + 3 * BLOCK);
+      if (st == SP_OK && gpu) st = sp__row_read_gpu(r, i, done, n, buf + 4 * BLOCK);
       for (size_t k = 0; k < n && st == SP_OK; k++) {
         int64_t thread = buf[2 * BLOCK + k] < 0 ? 0 : buf[2 * BLOCK + k];
         int64_t task = buf[3 * BLOCK + k];
@@ -267,7 +279,24 @@ static sp_status chrome_trace(sp_results *r, const sp_filter *f, FILE *out, sp_e
           }
           last_tid = tid;
         }
-        chrome_x(out, &first, r->names[w->region], buf[k] - origin, buf[BLOCK + k] - buf[k], w->rank, tid);
+        int64_t ts = buf[k] - origin, dur = buf[BLOCK + k] - buf[k];
+        chrome_x(out, &first, r->names[w->region], ts, dur, w->rank, tid);
+        int64_t g = gpu ? buf[4 * BLOCK + k] : -1;
+        if (g >= 0) {
+          int64_t te = ts + g;
+          for (int ph = 0; ph < 2; ph++) {
+            fputs(",\n{\"name\":", out);
+            sp__json_write_string(out, r->names[w->region]);
+            fprintf(out,
+                    ",\"cat\":\"gpu\",\"ph\":\"%c\",\"id\":%llu,\"ts\":%lld.%03lld,\"pid\":%lld,"
+                    "\"tid\":%lld%s",
+                    ph ? 'e' : 'b', (unsigned long long)gpu_id, (long long)((ph ? te : ts) / 1000),
+                    (long long)((ph ? te : ts) % 1000), (long long)w->rank, (long long)tid,
+                    ph ? "}" : "");
+            if (!ph) fprintf(out, ",\"args\":{\"device_ns\":%lld,\"cpu_ns\":%lld}}", (long long)g, (long long)dur);
+          }
+          gpu_id++;
+        }
       }
       done += n;
       xs->events += n;

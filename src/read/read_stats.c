@@ -350,8 +350,8 @@ static sp_status region_stats(sp_results *r, size_t region, const sp_filter *f, 
   return st;
 }
 
-sp_status sp_results_region_gpu(sp_results *r, size_t region, const sp_filter *f, uint64_t *count,
-                                int64_t *total_ns) {
+static sp_status region_gpu(sp_results *r, size_t region, const sp_filter *f, int64_t one_rank,
+                            uint64_t *count, int64_t *total_ns) {
   if (!r || region >= r->nregions || !count || !total_ns)
     return sp__set_error(SP_ERR_INVALID_ARGUMENT, "sp_results_region_gpu: no region %zu", region);
   *count = 0;
@@ -361,7 +361,7 @@ sp_status sp_results_region_gpu(sp_results *r, size_t region, const sp_filter *f
   sp_status st = SP_OK;
   for (size_t k = r->region_row_start[region]; k < r->region_row_start[region + 1] && st == SP_OK; k++) {
     size_t row = r->region_rows[k];
-    if (!sp_filter_match_rank(f, r->rows[row].rank)) continue;
+    if (one_rank >= 0 ? r->rows[row].rank != one_rank : !sp_filter_match_rank(f, r->rows[row].rank)) continue;
     const struct sp__summary *s;
     if ((st = sp__row_summary(r, row, &s)) == SP_OK && s->gpu_count) {
       *count += s->gpu_count;
@@ -370,6 +370,17 @@ sp_status sp_results_region_gpu(sp_results *r, size_t region, const sp_filter *f
   }
   sp__h5_quiet_end(&q);
   return st;
+}
+
+sp_status sp_results_region_gpu(sp_results *r, size_t region, const sp_filter *f, uint64_t *count,
+                                int64_t *total_ns) {
+  return region_gpu(r, region, f, -1, count, total_ns);
+}
+
+sp_status sp_results_region_rank_gpu(sp_results *r, size_t region, int64_t rank, uint64_t *count,
+                                     int64_t *total_ns) {
+  if (rank < 0) return sp__set_error(SP_ERR_INVALID_ARGUMENT, "sp_results_region_rank_gpu: rank %lld", (long long)rank);
+  return region_gpu(r, region, NULL, rank, count, total_ns);
 }
 
 sp_status sp_results_region_stats(sp_results *r, size_t region, const sp_filter *f,

@@ -129,7 +129,7 @@ int rp_chart_gantt(struct rp_model *m, struct rp_svg *out) {
   struct rp_chart c;
   if (rp_chart_begin(&c, m, "gantt", "gantt", title)) return -1;
   c.rank_mode = 1;
-  uint64_t merged_calls = 0, merged_bars = 0;
+  uint64_t merged_calls = 0, merged_bars = 0, gpu_bars = 0;
   for (size_t fi = 0; fi < m->nfiles; fi++) {
     struct rp_file *f = &m->files[fi];
     if (!f->has_events) {
@@ -195,6 +195,17 @@ int rp_chart_gantt(struct rp_model *m, struct rp_svg *out) {
           double x0 = xpos(f, mk->s, pw), x1 = xpos(f, mk->e, pw);
           bar(o, &c, m, f, mk, x0, (double)(i - a) * LANE_H + 2, x1 - x0, LANE_H - 4, l->rank,
               l->thread);
+          if (mk->ngpu) { /* device time: a strip along the bar's foot, from its start */
+            double gw = xpos(f, f->origin + mk->gpu, pw) - xpos(f, f->origin, pw);
+            fputs("<rect class=\"gpubar\" x=\"", o);
+            rp_px(o, x0);
+            fputs("\" y=\"", o);
+            rp_px(o, (double)(i - a) * LANE_H + LANE_H - 5);
+            fputs("\" width=\"", o);
+            rp_px(o, gw < 0.5 ? 0.5 : gw);
+            fputs("\" height=\"3\"/>", o);
+            gpu_bars++;
+          }
         }
       }
       fputs("</svg>", o);
@@ -204,6 +215,9 @@ int rp_chart_gantt(struct rp_model *m, struct rp_svg *out) {
     }
   }
   merged_note(&c, merged_calls, merged_bars, "bars");
+  if (gpu_bars)
+    rp_chart_note(&c, "Dark strip at a bar's foot: its device time (use_gpu_timing), drawn from the "
+                      "call's CPU start; the device may have run it later");
   rp_chart_note(&c, "Wheel: zoom, drag: pan, double-click: reset; click a bar to highlight its "
                     "region everywhere");
   return rp_svg_finish(&c, m, out, "gantt", "gantt.svg");
@@ -493,7 +507,7 @@ int rp_chart_flamegraph(struct rp_model *m, struct rp_svg *out) {
     fputs("</svg><g class=\"flabels\">", o);
     for (size_t i = 0; i < n; i++) {
       if (g.depth[i] == UINT32_MAX) continue;
-      struct rp_mark k = {0, 0, 0, 0, 0, 1, f->tree[i].region};
+      struct rp_mark k = {0, 0, 0, 0, 0, 1, f->tree[i].region, 0, 0};
       flame_labels(o, m, f, &k, g.x[i], PANEL_TITLE_H + (double)g.depth[i] * LANE_H + 1, g.w[i]);
     }
     fputs("</g>", o);

@@ -62,6 +62,8 @@ static void merge_into(struct rp_mark *a, const struct rp_mark *b) {
   if (b->dmin < a->dmin) a->dmin = b->dmin;
   if (b->dmax > a->dmax) a->dmax = b->dmax;
   a->n += b->n;
+  a->gpu += b->gpu;
+  a->ngpu += b->ngpu;
 }
 
 static int64_t bucket_of(int64_t t, int64_t origin, double bw) {
@@ -262,9 +264,11 @@ int rp_load_events(struct rp_model *m, struct rp_file *f, const char *cmd) {
   }
   int64_t *st = malloc(SLICE * sizeof *st), *en = malloc(SLICE * sizeof *en);
   int64_t *th = malloc(SLICE * sizeof *th);
+  int gpu = sp_results_has_gpu(r);
+  int64_t *gp = gpu ? malloc(SLICE * sizeof *gp) : NULL;
   size_t lanes_cap = 0, series_cap = 0;
   int rc = 0;
-  if (!st || !en || !th) rc = oom(cmd);
+  if (!st || !en || !th || (gpu && !gp)) rc = oom(cmd);
   uint64_t done_all = 0;
   m->prog->label = "reading events";
   int threads = sp_results_has_threads(r);
@@ -291,14 +295,16 @@ int rp_load_events(struct rp_model *m, struct rp_file *f, const char *cmd) {
     size_t nrefs = 0;
     for (uint64_t done = 0; done < info.count && !rc;) {
       size_t k = info.count - done < SLICE ? (size_t)(info.count - done) : SLICE;
-      if (sp_results_row_read(r, w, done, k, st, en, NULL, NULL, threads ? th : NULL) != SP_OK) {
+      if (sp_results_row_read(r, w, done, k, st, en, NULL, NULL, threads ? th : NULL) != SP_OK ||
+          (gpu && sp_results_row_read_gpu(r, w, done, k, gp) != SP_OK)) {
         rc = sp_cli_error(cmd, "%s", sp_last_error());
         break;
       }
       for (size_t j = 0; j < k && !rc; j++) {
         int64_t t = threads ? th[j] : -1;
         int64_t d = en[j] - st[j];
-        struct rp_mark mk = {st[j], en[j], d, d, d, 1, (uint32_t)info.region};
+        int64_t g = gpu ? gp[j] : -1;
+        struct rp_mark mk = {st[j], en[j], d, d, d, 1, (uint32_t)info.region, g >= 0 ? g : 0, g >= 0};
         size_t li = SIZE_MAX;
         for (size_t q = 0; q < nrefs; q++)
           if (refs[q].thread == t) li = refs[q].lane;
@@ -342,6 +348,7 @@ int rp_load_events(struct rp_model *m, struct rp_file *f, const char *cmd) {
   free(st);
   free(en);
   free(th);
+  free(gp);
   m->pdone += total;
   if (!rc && f->nlanes) {
     /* lanes: by rank, then region in order of first call, then thread */
@@ -476,7 +483,7 @@ static int flame_panel(struct rp_model *m, struct rp_file *f, int64_t rank, cons
       if (c[i].depth >= RP_MAX_DEPTH) continue;
       struct rp_frow *w = &p->rows[row_of[vl[i]][c[i].depth]];
       int64_t d = c[i].end_ns - c[i].start_ns;
-      struct rp_mark mk = {c[i].start_ns, c[i].end_ns, d, d, d, 1, c[i].region};
+      struct rp_mark mk = {c[i].start_ns, c[i].end_ns, d, d, d, 1, c[i].region, 0, 0};
       if (add_call(&w->m, &mk, w->calls > cols, f->origin, bw)) rc = -1;
     }
     a = b;

@@ -51,6 +51,8 @@ struct rp_mark {
   int64_t s, e, sum, dmin, dmax;
   uint64_t n;
   uint32_t region; /* file-local region index (flame chart: the longest call's) */
+  int64_t gpu;     /* device time of its calls that have one (use_gpu_timing) */
+  uint64_t ngpu;   /* how many have one */
 };
 
 struct rp_marks {

@@ -409,6 +409,11 @@ void rp_mark_title(FILE *o, const struct rp_model *m, const struct rp_file *f,
     rp_fmt_dur(b, sizeof b, (double)k->dmax / 1e9);
     fprintf(o, " (each %s to %s)", a, b);
   }
+  if (k->ngpu) {
+    rp_fmt_dur(a, sizeof a, (double)k->gpu / 1e9);
+    if (k->n <= 1) fprintf(o, " — GPU %s", a);
+    else fprintf(o, " — GPU %s over %llu calls", a, (unsigned long long)k->ngpu);
+  }
   if (extra) rp_xml(o, extra);
   fputs("</title>", o);
 }
@@ -421,6 +426,7 @@ static const char *const chart_css =
     ".ptitle{font-size:12px;font-weight:bold}.tl{fill:#444;font-size:10px}.at{fill:#333}"
     ".axis,.tick{stroke:#555;stroke-width:1}.grid{stroke:#555}.gridline{stroke:#e4e4e4}"
     ".lanebg{fill:#f6f6f6}.bar{cursor:pointer}.merged{fill-opacity:.75}"
+    ".gpubar{fill:#111;fill-opacity:.8;pointer-events:none}"
     ".ideal{stroke:#555;stroke-dasharray:6 4;fill:none}.sline{fill:none;stroke-width:1.6}"
     ".mean{stroke:#111;stroke-dasharray:4 3;stroke-width:1.3}.maxmark{fill:#b00}"
     ".fl{font-size:10px;pointer-events:none}.li{cursor:pointer}.plotbg{fill:#fff}"

@@ -15,8 +15,11 @@
  *  - counters: per rank and region, each perf_events counter's total and
  *    mean per call (upstream's rank<N>/perf_events groups);
  *  - lines: use_line_profiler's source view, line_profiler's tables with
- *    per-line heat (report_lines.c).
+ *    per-line heat (report_lines.c);
+ *  - gpu: per rank and region, device time beside CPU time (files with
+ *    GPU times, use_gpu_timing).
  */
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -267,6 +270,64 @@ static int view_tasks(FILE *o, struct rp_model *m, const char *cmd, const char *
   return 1;
 }
 
+/* Device time beside CPU time, per file, rank and region (summary rows only). */
+static int view_gpu(FILE *o, struct rp_model *m, const char *cmd, const char **notes) {
+  size_t rows = 0;
+  int several = m->nfiles > 1;
+  for (size_t fi = 0; fi < m->nfiles; fi++) {
+    struct rp_file *f = &m->files[fi];
+    if (!sp_results_has_gpu(f->r)) continue;
+    for (size_t k = 0; k < f->nregs; k++)
+      for (size_t ri = 0; ri < f->nranks; ri++) {
+        size_t reg = f->regs[k].region;
+        sp_region_stats s;
+        uint64_t gn;
+        int64_t gt;
+        if (sp_results_region_rank_stats(f->r, reg, f->ranks[ri], 0, &s) != SP_OK ||
+            sp_results_region_rank_gpu(f->r, reg, f->ranks[ri], &gn, &gt) != SP_OK)
+          return sp_cli_error(cmd, "%s", sp_last_error());
+        if (s.count == 0) continue;
+        if (rows++ == 0) {
+          fprintf(o, "{\"renderer\":\"table\",\"rank_column\":%d,\"region_column\":%d,\"columns\":[",
+                  several, several + 1);
+          if (several) fputs("{\"key\":\"file\",\"label\":\"file\",\"text\":true},", o);
+          fputs("{\"key\":\"rank\",\"label\":\"rank\"},"
+                "{\"key\":\"region\",\"label\":\"region\",\"text\":true,\"region\":true},"
+                "{\"key\":\"calls\",\"label\":\"calls\"},"
+                "{\"key\":\"cpu\",\"label\":\"CPU total\",\"unit\":\"ns\"},"
+                "{\"key\":\"gpu_calls\",\"label\":\"calls with GPU time\"},"
+                "{\"key\":\"gpu\",\"label\":\"GPU total\",\"unit\":\"ns\"},"
+                "{\"key\":\"gpu_mean\",\"label\":\"GPU mean\",\"unit\":\"ns\"},"
+                "{\"key\":\"ratio\",\"label\":\"GPU / CPU\"}],\"rows\":[",
+                o);
+        }
+        fputs(rows > 1 ? ",[" : "[", o);
+        if (several) {
+          rp_json_str(o, f->label);
+          fputc(',', o);
+        }
+        fprintf(o, "%lld,%zu,%llu,%lld,%llu,", (long long)f->ranks[ri], f->gidx[reg],
+                (unsigned long long)s.count, (long long)s.total_ns, (unsigned long long)gn);
+        if (gn) {
+          fprintf(o, "%lld,", (long long)gt);
+          rp_json_num(o, (double)gt / (double)gn);
+          fputc(',', o);
+          rp_json_num(o, s.total_ns > 0 ? (double)gt / (double)s.total_ns : NAN);
+        } else {
+          fputs("null,null,null", o);
+        }
+        fputc(']', o);
+      }
+  }
+  if (!rows) return 0;
+  fputs("]}", o);
+  *notes = "Device time (use_gpu_timing) of each region's calls beside their CPU time, per rank: "
+           "the CPU side is enqueue-side unless the run used gpu_sync_on_exit, so a GPU / CPU "
+           "above 1 marks asynchronous work the region launched. GPU mean is over the calls that "
+           "have a device time. The rank selector filters the rows.";
+  return 1;
+}
+
 struct rp_view {
   const char *id, *title;
   /* Writes the view's JSON object to o: 1 written, 0 nothing to show (the
@@ -283,6 +344,7 @@ static const struct rp_view views[] = {
     {"memory_peak", "Memory live at the peak: flame graph", rp_view_memory_peak},
     {"counters", "Counters", view_counters},
     {"lines", "Hot lines (line profiles)", rp_view_lines},
+    {"gpu", "GPU time", view_gpu},
 };
 
 size_t rp_num_views(void) { return sizeof views / sizeof views[0]; }

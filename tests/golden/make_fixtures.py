@@ -331,6 +331,54 @@ def hostile():
         f.create_dataset("temperature", data=np.arange(10.0))
 
 
+def gpu():
+    """GPU timing as upstream's writers store it (schema 2): events/gpu_durations
+    beside the times (-1 for a call without a device time) and gpu_count /
+    gpu_total in the summary. Two ranks; "kernel" calls are short on the CPU
+    (enqueue-side) and long on the device; "host" has no device time at all;
+    rank 1's second kernel call has none (an untimed call)."""
+    t = lambda ms: BASE + ms * MS
+    names = ["step", "kernel", "host"]
+    calls, gpu = [], {}
+    def add(region, rank, s, e, g):
+        c = C(region, rank, t(s), t(e))
+        calls.append(c)
+        gpu[(rank, region, c["start"])] = g
+    for rank in (0, 1):
+        for k in range(3):
+            o = 100 * k
+            add(0, rank, o, o + 40, (30 + 2 * rank) * MS)
+            add(1, rank, o + 1, o + 2, (12 + rank) * MS if not (rank == 1 and k == 1) else -1)
+            add(1, rank, o + 3, o + 4, (16 + rank) * MS)
+            add(2, rank, o + 10, o + 35, -1)
+    path = os.path.join(OUT, "gpu.h5")
+    write_schema2(path, names, calls, {"mpi_size": 2, "label": "gpu", "gpu_backend": "cuda"},
+                  ids=False)
+    keys = sorted({(c["rank"], c["region"]) for c in calls})
+    col, summ = [], []
+    with h5py.File(path, "a") as f:
+        s = f["rank_region_index/summary_statistics"][...]
+        for i, (rank, region) in enumerate(keys):
+            mine = sorted(c["start"] for c in calls if (c["rank"], c["region"]) == (rank, region))
+            vals = [gpu[(rank, region, st)] for st in mine]
+            col += vals
+            ok = [v for v in vals if v >= 0]
+            s["gpu_count"][i] = len(ok)
+            s["gpu_total"][i] = sum(ok)
+        f["rank_region_index/summary_statistics"][...] = s
+        f["events"].create_dataset("gpu_durations", data=np.array(col, dtype=np.int64))
+    # The same idea in upstream's older hierarchical layout.
+    with h5py.File(os.path.join(OUT, "gpu_schema1.h5"), "w") as f:
+        attrs(f.create_group("metadata"), {"mpi_size": 1})
+        g = f.create_group("rank0/regions/kernel")
+        g.create_dataset("start_times", data=np.array([10, 20, 40], dtype=np.int64))
+        g.create_dataset("end_times", data=np.array([15, 23, 44], dtype=np.int64))
+        g.create_dataset("gpu_durations", data=np.array([100, -1, 300], dtype=np.int64))
+        g = f.create_group("rank0/regions/host")
+        g.create_dataset("start_times", data=np.array([50], dtype=np.int64))
+        g.create_dataset("end_times", data=np.array([60], dtype=np.int64))
+
+
 if __name__ == "__main__":
     compat_schema2()
     compat_schema1()
@@ -341,4 +389,5 @@ if __name__ == "__main__":
     async_tasks()
     diff_pair()
     hostile()
+    gpu()
     print("fixtures written to", OUT)

@@ -88,6 +88,16 @@ cd "$work/mpi4"
   --click-region solve --expect gantt=105 flame_chart=30 flame_graph=7 timeseries=105 \
   durations_avg=7 durations_min=7 durations_max=7 durations_total=7 imbalance=22
 
+echo "== (b2) a 2-rank file with GPU times (tests/golden/gpu.h5): the gpu view, GPU strips"
+mkdir "$work/gpu"
+cd "$work/gpu"
+"$SP" report "$SP_SRC/tests/golden/gpu.h5" -o report -q
+strips=$(grep -o 'class="gpubar"' report/gantt.svg | wc -l)
+[[ $strips == 17 ]] || { echo "FAIL: $strips GPU strips in the Gantt chart, expected 17 (one per timed call)"; exit 1; }
+# shellcheck disable=SC2046
+"$PY" "$CHECK" report/report.html --screenshot "$art/report-gpu.png" --expect-view gpu \
+  --expect $(svg_counts report)
+
 echo "== (c) a real mpirun -np 4 run"
 sim_mpi="$SP_BUILD/examples/sim_mpi"
 # the launcher of the MPI sim_mpi was built with (CMake's MPIEXEC_EXECUTABLE)

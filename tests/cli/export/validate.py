@@ -27,7 +27,7 @@ def chrome(path, expected=None):
         fail("no traceEvents list")
     if doc.get("displayTimeUnit") not in ("ns", "ms"):
         fail("displayTimeUnit must be ns or ms")
-    xs, meta = [], []
+    xs, meta, began, gpu = [], [], {}, []
     for e in doc["traceEvents"]:
         for k in ("name", "ph", "pid", "tid"):
             if k not in e:
@@ -44,8 +44,25 @@ def chrome(path, expected=None):
             if "args" not in e:
                 fail(f"metadata event without args {e}")
             meta.append(e)
+        elif e["ph"] in ("b", "e") and e.get("cat") == "gpu":
+            # device time: one async slice per timed call, ids unique
+            if not num(e.get("ts")) or e["ts"] < 0 or not isinstance(e.get("id"), int):
+                fail(f"bad GPU event {e}")
+            if e["ph"] == "b":
+                if e["id"] in began or not num(e.get("args", {}).get("device_ns")):
+                    fail(f"GPU slice {e['id']} begun twice or without device_ns")
+                began[e["id"]] = e
+            else:
+                b = began.pop(e["id"], None)
+                if b is None or b["name"] != e["name"] or b["pid"] != e["pid"] or e["ts"] < b["ts"]:
+                    fail(f"GPU slice end without its begin: {e}")
+                if abs((e["ts"] - b["ts"]) * 1000 - b["args"]["device_ns"]) > 0.5:
+                    fail(f"GPU slice {e['id']} lasts {e['ts'] - b['ts']} us, not its device_ns")
+                gpu.append(b)
         else:
             fail(f"unexpected phase {e['ph']}")
+    if began:
+        fail(f"GPU slices never ended: {sorted(began)}")
     pids = {e["pid"] for e in xs}
     named = {e["pid"] for e in meta if e["name"] == "process_name"}
     if pids - named:
@@ -69,6 +86,11 @@ def chrome(path, expected=None):
             stack.append(end)
     print(f"ok: chrome trace with {len(xs)} complete events on {len(lanes)} lanes "
           f"of {len(pids)} processes")
+    if gpu:
+        if {e["pid"] for e in gpu} - named:
+            fail("GPU slices of an unnamed process")
+        print(f"ok: {len(gpu)} GPU slices on the tracks of {len({e['pid'] for e in gpu})} ranks, "
+              f"{sum(e['args']['device_ns'] for e in gpu)} ns of device time")
 
 
 def speedscope(path, expected=None):
