@@ -225,7 +225,34 @@ def check_file(path, nranks, args):
                 fail("no %s call" % child)
     if "--calls" in args:
         check_calls(f, names, ids, ranks, offs, counts, nranks)
+    if "--gpu" in args:
+        check_gpu(f, names, ids, ranks, offs, counts, nranks)
     print("%s: ok, %d ranks, %d regions, %d rows, %d events" % (path, nranks, len(names), k, n))
+
+
+def check_gpu(f, names, ids, ranks, offs, counts, nranks):
+    """tests/mpi/mpi_gpu.c: kernel calls of rank r take (r + 1) * 1000 ns of
+    device time, except on rank 1, which had no GPU: -1, the column's fill."""
+    ev = f["events"]
+    if "gpu_durations" not in ev or ev["gpu_durations"].dtype != np.int64:
+        fail("events/gpu_durations missing or not int64")
+    g = ev["gpu_durations"][:]
+    summ = f["rank_region_index/summary_statistics"][:]
+    for r in range(len(ids)):
+        rank, name = int(ranks[r]), names[ids[r]]
+        vals = g[int(offs[r]):int(offs[r] + counts[r])]
+        if name == "kernel":
+            want = -1 if rank == 1 else (rank + 1) * 1000
+        elif name == "host":
+            want = -1 if rank == 1 else 0
+        else:
+            continue
+        if counts[r] != 20 or np.any(vals != want):
+            fail("rank %d %s: %d calls, GPU times %s, expected 20 x %d" % (rank, name, counts[r], vals[:5], want))
+        timed = 0 if want < 0 else 20
+        if summ["gpu_count"][r] != timed or summ["gpu_total"][r] != timed * max(want, 0):
+            fail("rank %d %s: gpu_count %d gpu_total %d" % (rank, name, summ["gpu_count"][r], summ["gpu_total"][r]))
+    print("gpu: ok, device times per rank, rank 1 without GPU filled with -1")
 
 
 def check_calls(f, names, ids, ranks, offs, counts, nranks):

@@ -15,6 +15,8 @@
 #   run.sh rank0 NP         direct mode sends no events to rank 0 (rank0_shim)
 #   run.sh stream NP        streamed runs (events filled by a callback), both
 #                           writers, through the static library
+#   run.sh gpu NP           use_gpu_timing on the mock CUDA driver, both
+#                           writers; rank 1 has no GPU (its calls: -1)
 #   run.sh install          the installed package: CMake (shared, static) and
 #                           pkg-config consumers under mpirun
 #   run.sh detect           when MPI is used, and finalize after MPI_Finalize
@@ -112,6 +114,17 @@ with h5py.File(path, "r") as f:
 print("%s, %d ranks: every rank's counter totals, calls as in the index" % (mode, np_))
 EOF
     rm -f cnt.h5
+  done
+  ;;
+gpu)
+  np=$2
+  work=$(mktemp -d /tmp/sp-mpi-XXXXXX); trap 'rm -rf "$work"' EXIT
+  cd "$work"
+  for mode in direct parallel; do
+    SCOPE_PROFILER_OUTPUT_MODE=$mode SCOPE_PROFILER_FILE_PATH=gpu.h5 "${mpirun[@]}" -np "$np" "$SP_MPI_BIN/mpi_gpu"
+    check gpu.h5 --ranks "$np" --gpu
+    "$SP_BUILD/scope-profiler" inspect gpu.h5 -q --columns region ranks calls gpu gpu_avg
+    rm -f gpu.h5
   done
   ;;
 rank0)
