@@ -175,7 +175,7 @@ static const struct sp_cli_opt opt_rows[] = {
     {"--columns", NULL, "COL...", SP_OPT_CHOICES, offsetof(struct opts, columns),
      "region, ranks, calls, total, avg, min, max, first, last, std, p50, p95, p99, imbalance, "
      "own, ovh, alloc, freed, allocs, peak, gpu, gpu_avg, gpu_ratio, or the set memory\n"
-     "(default: region ranks calls total avg, and gpu gpu_avg gpu_ratio\nfor files with GPU "
+     "(default: region ranks calls total avg; gpu gpu_avg gpu_ratio for files with GPU "
      "times, ovh for files that measured the profiler's overhead, alloc and peak for files "
      "written with use_memray)",
      .choices = column_names, .what = "column"},
