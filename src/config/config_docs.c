@@ -15,8 +15,21 @@
 #include "config/config_buf.h"
 #include "config/settings_meta.h"
 
-/* How --help and the docs mark a setting whose feature this build lacks. */
+/* How --help marks a setting whose feature this build lacks. */
 #define UNAVAILABLE "(Not available in this build: setup warns and ignores it.)"
+#define UNAVAILABLE_REBUILD "(Not available in this build: setup warns and ignores it; rebuild with %s.)"
+
+/* The docs say the same in every build: a planned row is marked, a row a
+ * build switch brings names the switch, whatever this build did. */
+static void md_availability(sp__buf *b, const struct sp__setting *s) {
+  if (s->build)
+    sp__buf_printf(b, "*(Built with %s; a build without it warns at setup and ignores the setting.)* ",
+                   s->build);
+  else if (s->status == SP__SS_PLANNED)
+    sp__buf_puts(b, "**(Not implemented yet: setup warns and ignores it.)** ");
+  else if (s->status == SP__SS_UNBUILT)
+    sp__buf_puts(b, "**(Left out of every build: setup warns and ignores it.)** ");
+}
 
 /* "integer 0-22", "integer >= 1", "one of none, auto, ...". */
 static void describe_type(sp__buf *b, const struct sp__setting *s, int markdown) {
@@ -120,7 +133,12 @@ char *sp__config_help_text(void) {
       describe_type(&b, s, 0);
       sp__buf_puts(&b, "; default ");
       describe_default(&b, s, 0);
-      sp__buf_printf(&b, "\n      %s%s\n", s->status != SP__SS_READY ? UNAVAILABLE " " : "", s->doc);
+      sp__buf_puts(&b, "\n      ");
+      if (sp__setting_status(i) == SP__SS_UNBUILT && s->build)
+        sp__buf_printf(&b, UNAVAILABLE_REBUILD " ", s->build);
+      else if (sp__setting_status(i) != SP__SS_READY)
+        sp__buf_puts(&b, UNAVAILABLE " ");
+      sp__buf_printf(&b, "%s\n", s->doc);
     }
   }
   sp__buf_puts(&b, "\nrules between settings:\n");
@@ -339,14 +357,15 @@ static const char *const md_after_rules[] = {
     "  `scope-profiler: error: setup failed, so this run records nothing: <what and how to fix>`\n"
     "  and returns the error, so a program that never looks at setup's status (like the\n"
     "  README's) still tells its user why no profile appeared. The program itself runs on.\n"
-    "- **A setting this build cannot honour** (marked *Not available in this build* in the\n"
-    "  table below), when it is set to anything but its default, prints one warning naming\n"
-    "  it, its value and where it was set, once per process and only on rank 0 of a launched\n"
-    "  job: `scope-profiler: warning: recursive_profile = true (set by\n"
-    "  SCOPE_PROFILER_RECURSIVE_PROFILE) is not available in this build (not implemented yet)\n"
-    "  and has no effect; ...` (\"left out when\n"
-    "  it was built\" for a feature this build was configured without). The run is recorded\n"
-    "  as usual.\n"
+    "- **A setting this build cannot honour** (one whose feature a build switch left out,\n"
+    "  marked *Built with ...* in the tables below with the switch that brings it; `scope-profiler\n"
+    "  config --help` marks what the build at hand lacks), when it is set to anything but its\n"
+    "  default, prints one warning naming it, its value and where it was set, once per process\n"
+    "  and only on rank 0 of a launched job: `scope-profiler: warning: use_nvtx = true (set by\n"
+    "  SCOPE_PROFILER_USE_NVTX) is not available in this build (left out when it was built:\n"
+    "  rebuild with SP_WITH_NVTX=ON and the NVTX3 headers of the CUDA toolkit) and has no\n"
+    "  effect; ...` (\"not implemented yet\" for a planned feature). The run is recorded as\n"
+    "  usual.\n"
     "\n"
     "Under a launcher (Open MPI, MPICH/Hydra, MVAPICH, PMIx) the line names the rank:\n"
     "`scope-profiler (rank 3): error: ...`. `quiet = true` (`SCOPE_PROFILER_QUIET=1`) silences\n"
@@ -396,7 +415,7 @@ char *sp__config_markdown(void) {
       sp__buf_puts(&b, " | ");
       describe_default(&b, s, 1);
       sp__buf_puts(&b, sp__options_has_field(i, 0) ? " | yes | " : " | - | ");
-      if (s->status != SP__SS_READY) sp__buf_puts(&b, "**" UNAVAILABLE "** ");
+      md_availability(&b, s);
       md_cell(&b, s->doc);
       sp__buf_puts(&b, " |\n");
     }

@@ -62,8 +62,8 @@ sp_status sp__config_copy(struct sp_config *dst, const struct sp_config *src);
  * output file's metadata as the attribute "settings". */
 char *sp__config_to_json(const struct sp_config *c);
 
-/* One warning for each setting this build cannot honour (status PLANNED in
- * the table) that `c` turns on, i.e. sets to anything but its default; each
+/* One warning for each setting this build cannot honour (status PLANNED or
+ * UNBUILT, sp__setting_status()) that `c` turns on, i.e. sets to anything but its default; each
  * setting warns at most once per process, on rank 0 of a launched job, and
  * nothing is said when c->quiet or c->deactivate_profiling. Returns how many
  * warnings it gave. */

@@ -735,14 +735,20 @@ int sp__config_warn_unavailable(const struct sp_config *c) {
   int n = 0;
   for (size_t i = 0; i < SP__NSETTINGS; i++) {
     const struct sp__setting *s = &sp__settings[i];
-    char buf[32], w[300];
-    if (s->status == SP__SS_READY || c->origin[i] == SP_ORIGIN_DEFAULT || !c->text[i]) continue;
+    char buf[32], w[300], why[200];
+    sp__sstatus st = sp__setting_status(i);
+    if (st == SP__SS_READY || c->origin[i] == SP_ORIGIN_DEFAULT || !c->text[i]) continue;
     if (!strcmp(c->text[i], default_text(s, buf))) continue;
     if (__atomic_exchange_n(&warned[i], 1, __ATOMIC_RELAXED)) continue;
+    if (st == SP__SS_PLANNED)
+      snprintf(why, sizeof why, "not implemented yet");
+    else if (s->build)
+      snprintf(why, sizeof why, "left out when it was built: rebuild with %s", s->build);
+    else
+      snprintf(why, sizeof why, "left out when it was built");
     sp__message(SP_MESSAGE_WARNING, "%s = %s (set %s) is not available in this build (%s) and has "
                 "no effect; unset it (or set quiet) to silence this warning", s->name, c->text[i],
-                where(c, i, NULL, w, sizeof w),
-                s->status == SP__SS_PLANNED ? "not implemented yet" : "left out when it was built");
+                where(c, i, NULL, w, sizeof w), why);
     n++;
   }
   return n;

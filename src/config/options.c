@@ -61,13 +61,20 @@ SP__ALL_SETTINGS(SP__WORDS_DECL)
 #define SP__NWORDS_LIST(n) 0
 #define SP__NWORDS_ENUM(n) ((int)(sizeof sp__words_##n / sizeof sp__words_##n[0]) - 1)
 
-/* STATUS may be a macro of the block's header (chosen by its build switch),
- * so it is expanded before it is pasted. */
+/* STATUS may be a macro of the block's header (BUILT_IF(flag, "switch"),
+ * flag chosen by its build switch), so it is expanded before it is pasted. */
 #define SP__STATUS_READY SP__SS_READY
 #define SP__STATUS_PLANNED SP__SS_PLANNED
 #define SP__STATUS_UNBUILT SP__SS_UNBUILT
+#define SP__STATUS_BUILT_IF(flag, what) ((flag) ? SP__SS_READY : SP__SS_UNBUILT)
 #define SP__STATUS_I(st) SP__STATUS_##st
 #define SP__STATUS(st) SP__STATUS_I(st)
+#define SP__BUILD_READY NULL
+#define SP__BUILD_PLANNED NULL
+#define SP__BUILD_UNBUILT NULL
+#define SP__BUILD_BUILT_IF(flag, what) what
+#define SP__BUILD_I(st) SP__BUILD_##st
+#define SP__BUILD(st) SP__BUILD_I(st)
 
 #define SP__SETTING_ROW(num, n, g, f, T, def, lo_, hi_, doc_, st)                                 \
   [num] = {.name = #n,                                                                                   \
@@ -84,6 +91,7 @@ SP__ALL_SETTINGS(SP__WORDS_DECL)
    .nchoices = SP__NWORDS_##T(n),                                                                \
    .doc = doc_,                                                                                  \
    .status = SP__STATUS(st),                                                                     \
+   .build = SP__BUILD(st),                                                                       \
    .cfg_off = offsetof(struct sp_config, n)},
 
 /* Rows sit at their numbers; a number given twice is an error in any build. */
@@ -91,6 +99,18 @@ SP__ALL_SETTINGS(SP__WORDS_DECL)
 #pragma GCC diagnostic error "-Woverride-init"
 const struct sp__setting sp__settings[SP__NSETTINGS] = {SP__ALL_SETTINGS(SP__SETTING_ROW)};
 #pragma GCC diagnostic pop
+
+/* 0: the row's status; else 1 + the status a test gave the setting. */
+static unsigned char status_mark[SP__NSETTINGS];
+
+sp__sstatus sp__setting_status(size_t i) {
+  if (i >= SP__NSETTINGS) return SP__SS_PLANNED;
+  return status_mark[i] ? (sp__sstatus)(status_mark[i] - 1) : sp__settings[i].status;
+}
+
+void sp__setting_mark_unavailable(size_t i, sp__sstatus st) {
+  if (i < SP__NSETTINGS) status_mark[i] = st == SP__SS_READY ? 0 : (unsigned char)(st + 1);
+}
 
 #define SP__GROUP_ROW(g, sp_, title_, doc_) {.name = #g, .spelled = (sp_), .title = title_, .doc = doc_},
 const struct sp__group sp__groups[SP__NGROUPS] = {SP__ALL_GROUPS(SP__GROUP_ROW)};

@@ -96,9 +96,8 @@ sp_status sp_setting_info_at(size_t i, sp_setting_info *info) {
   r.max = s->type == SP__ST_INT ? s->hi : 0;
   r.choices = s->choices;
   r.doc = s->doc;
-  r.status = s->status == SP__SS_READY ? SP_SETTING_READY
-             : s->status == SP__SS_PLANNED ? SP_SETTING_PLANNED
-                                           : SP_SETTING_UNBUILT;
+  sp__sstatus ss = sp__setting_status(i);
+  r.status = ss == SP__SS_READY ? SP_SETTING_READY : ss == SP__SS_PLANNED ? SP_SETTING_PLANNED : SP_SETTING_UNBUILT;
   r.options_field = sp__options_has_field(i, 0);
   give(info, &r, sizeof r);
   return SP_OK;

@@ -40,13 +40,27 @@ struct sp__setting {
   const char *const *choices; /* ENUM: its words, NULL-terminated, in enum order */
   int nchoices;
   const char *doc;
-  sp__sstatus status;
+  sp__sstatus status;      /* this build's; read it through sp__setting_status() */
+  const char *build;       /* BUILT_IF rows: the switch that brings the feature; else NULL */
   size_t flat_off;         /* 1 + offset of the field in sp_options; 0: none */
   size_t group_off;        /* 1 + offset of the group field in sp_options; 0: none */
   size_t cfg_off;          /* the resolved field in struct sp_config */
 };
 
 extern const struct sp__setting sp__settings[SP__NSETTINGS];
+
+/* Setting i's status in this process: its row's, unless
+ * sp__setting_mark_unavailable() changed it. Everything that warns about,
+ * reports or lists availability reads this (setup's warning, the public
+ * sp_setting_info status, `config --help`), never the row directly. */
+sp__sstatus sp__setting_status(size_t i);
+
+/* Make setting i PLANNED or UNBUILT in this process, as if the build had
+ * left its feature out (SP__SS_READY restores the row's status). For tests
+ * of the "not available in this build" path in builds that have every
+ * feature: no public call or setting reaches it. Not thread-safe; call it
+ * before any setup. */
+void sp__setting_mark_unavailable(size_t i, sp__sstatus st);
 
 /* A rule between settings (SP__ALL_RULES). */
 typedef enum sp__rkind { SP__RULE_CONFLICTS = 1, SP__RULE_REQUIRES, SP__RULE_IMPLIES, SP__RULE_RANGE } sp__rkind;

@@ -26,10 +26,13 @@
  *       default   a C literal; NULL for an unset STR/LIST, SP_INT_NONE for an
  *                 unset INT; for ENUM one of its enumerators
  *       lo, hi    INT bounds (inclusive)
- *       STATUS    READY; PLANNED when the feature does not exist yet, UNBUILT
- *                 when this build left it out (a macro of the block's header
- *                 may choose by the block's build switch): turned on, such a
- *                 setting makes setup warn once that it has no effect
+ *       STATUS    READY; PLANNED when the feature does not exist yet;
+ *                 BUILT_IF(flag, "what brings it") when a build switch
+ *                 decides: flag is 1 or 0 (a macro of the block's header,
+ *                 from the switch), READY when 1, UNBUILT when 0, and the
+ *                 text names the switch (for the docs, which say the same in
+ *                 every build, and for the warning). Turned on, a PLANNED or
+ *                 UNBUILT setting makes setup warn once that it has no effect
  *     An ENUM row `name` has its choices in SP__CHOICES_name(C), one
  *     C(ENUMERATOR, "word") each; the resolved setting is that C enum
  *     (enum sp__name), so no consumer compares strings.

@@ -16,18 +16,19 @@
   C(SP__GPU_BACKEND_CUDA, "cuda") \
   C(SP__GPU_BACKEND_CALLBACKS, "callbacks")
 
-/* use_nvtx is READY when the build found the NVTX3 headers (SP_HAVE_NVTX,
+/* use_nvtx is built when the build found the NVTX3 headers (SP_HAVE_NVTX,
  * cmake/gpu.cmake); GPU timing needs no build switch (the driver is loaded
  * at setup). */
 #ifdef SP_HAVE_NVTX
-#define SP_NVTX_STATUS READY
+#define SP_NVTX_BUILT 1
 #else
-#define SP_NVTX_STATUS UNBUILT
+#define SP_NVTX_BUILT 0
 #endif
 
 #define SP_SETTINGS_GPU(X) \
   X(11, use_nvtx, gpu, nvtx, BOOL, 0, 0, 1, \
-    "Emit NVTX ranges for NVIDIA Nsight tools around every region (needs a build with the NVTX3 headers).", SP_NVTX_STATUS) \
+    "Emit NVTX ranges for NVIDIA Nsight tools around every region.", \
+    BUILT_IF(SP_NVTX_BUILT, "SP_WITH_NVTX=ON and the NVTX3 headers of the CUDA toolkit")) \
   X(12, use_gpu_timing, gpu, timing, BOOL, 0, 0, 1, \
     "Record the device time of every region call (events/gpu_durations, gpu_count/gpu_total in the summary); CPU times stay enqueue-side.", READY) \
   X(13, gpu_timing_backend, gpu, backend, ENUM, SP__GPU_BACKEND_AUTO, 0, 0, \

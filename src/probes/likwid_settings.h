@@ -10,12 +10,13 @@
 
 #define SP_GROUP_LIKWID(G) G(likwid, 0, "LIKWID", "Hardware counters per region through the LIKWID marker API.")
 
-/* READY when the build has the probe (SP_WITH_LIKWID, cmake/counters.cmake). */
+/* Built when the build has the probe (SP_WITH_LIKWID, cmake/counters.cmake). */
 #ifdef SP_HAVE_LIKWID
-#define SP_LIKWID_STATUS READY
+#define SP_LIKWID_BUILT 1
 #else
-#define SP_LIKWID_STATUS UNBUILT
+#define SP_LIKWID_BUILT 0
 #endif
+#define SP_LIKWID_STATUS BUILT_IF(SP_LIKWID_BUILT, "SP_WITH_LIKWID=ON")
 
 #define SP_SETTINGS_LIKWID(X) \
   X(2, use_likwid, likwid, use_likwid, BOOL, 0, 0, 1, \

@@ -166,7 +166,7 @@ void sp__nvtx_close(struct sp__nvtx *n) { (void)n; }
 
 /*====== The extension ======*/
 
-/* Without NVTX3 the setting is PLANNED in this build: setup already warned. */
+/* Without NVTX3 the setting is UNBUILT in this build: setup already warned. */
 static int nvtx_wanted(const struct sp_config *cfg) {
   return cfg->use_nvtx && !cfg->aggregation_mode && sp__nvtx_available();
 }

@@ -10,12 +10,13 @@
 
 #define SP_GROUP_PERF(G) G(perf, 0, "Counters", "Counters per region through perf_event_open (and PAPI).")
 
-/* READY when the build has the probe (SP_WITH_PERF, cmake/counters.cmake). */
+/* Built when the build has the probe (SP_WITH_PERF, cmake/counters.cmake). */
 #ifdef SP_HAVE_PERF
-#define SP_PERF_STATUS READY
+#define SP_PERF_BUILT 1
 #else
-#define SP_PERF_STATUS UNBUILT
+#define SP_PERF_BUILT 0
 #endif
+#define SP_PERF_STATUS BUILT_IF(SP_PERF_BUILT, "SP_WITH_PERF=ON and the Linux kernel headers")
 
 #define SP_SETTINGS_PERF(X) \
   X(3, perf_events, perf, perf_events, LIST, NULL, 0, 0, \

@@ -5,8 +5,8 @@
  * `scope-profiler config check` (signal names, the output directory).
  *
  * The table-driven cases walk every row, so a row marked available that
- * still warns, or a planned row whose warning disappeared, fails here
- * without anyone having to list it. Each case runs in its own process
+ * still warns, or a row whose warning disappeared, fails here without
+ * anyone having to list it. Each case runs in its own process
  * (tests/harness.h), so the once-per-process warnings start fresh.
  */
 #include <fcntl.h>
@@ -123,53 +123,104 @@ static void count_cb(const char *name, const char *value, void *user) {
 
 /*====== Settings this build cannot honour ======*/
 
-SP_TEST(planned_settings_are_the_features_not_built) {
-  /* Today's planned rows; a feature that lands flips its rows to READY. The
-   * count only guards against a row silently losing its status. */
-  int planned = 0;
-  for (size_t i = 0; i < SP__NSETTINGS; i++) planned += sp__settings[i].status == SP__SS_PLANNED;
-  ASSERT_GT(planned, 0);
-  ASSERT_EQ(sp__settings[SP__SET_file_path].status, SP__SS_READY);
-  ASSERT_EQ(sp__settings[SP__SET_aggregation_mode].status, SP__SS_READY);
+/* The builds that CI runs have every feature, so these cases stand in for a
+ * build without some: sp__setting_mark_unavailable() (internal, reached by
+ * no public call) makes a row UNBUILT or PLANNED in this process only, and
+ * the warning is the one such a build gives. tests/unavailable/ runs the
+ * same warnings through the CLI and Python on a build configured with those
+ * switches really off. Each case runs in its own process, so marks and the
+ * once-per-process warnings start fresh. */
+
+/* What a build with every optional switch off lacks: the rows a switch
+ * brings (BUILT_IF in their block). Returns how many it marked. */
+static int mark_switched_rows(void) {
+  int n = 0;
+  for (size_t i = 0; i < SP__NSETTINGS; i++)
+    if (sp__settings[i].build) {
+      sp__setting_mark_unavailable(i, SP__SS_UNBUILT);
+      n++;
+    }
+  return n;
 }
 
-SP_TEST(every_planned_setting_warns_once_at_setup) {
+SP_TEST(statuses_come_from_the_table_and_its_build_switches) {
+  int switched = 0;
+  for (size_t i = 0; i < SP__NSETTINGS; i++) {
+    const struct sp__setting *s = &sp__settings[i];
+    ASSERT_EQ(sp__setting_status(i), s->status);
+    if (s->build) {
+      /* a switch decides: READY or left out, and the text names the switch */
+      switched++;
+      ASSERT(s->status == SP__SS_READY || s->status == SP__SS_UNBUILT);
+      ASSERT_CONTAINS(s->build, "SP_WITH_");
+    } else {
+      ASSERT(s->status != SP__SS_UNBUILT);
+    }
+  }
+  ASSERT(sp__settings[SP__SET_use_nvtx].build && sp__settings[SP__SET_perf_events].build);
+  ASSERT(sp__settings[SP__SET_use_likwid].build && sp__settings[SP__SET_use_memray].build);
+  ASSERT_GT(switched, 3);
+  ASSERT_EQ(sp__settings[SP__SET_file_path].status, SP__SS_READY);
+  ASSERT_EQ(sp__settings[SP__SET_use_gpu_timing].status, SP__SS_READY);
+  /* a mark changes what this process reports, and READY gives the row back */
+  sp__setting_mark_unavailable(SP__SET_use_gpu_timing, SP__SS_PLANNED);
+  ASSERT_EQ(sp__setting_status(SP__SET_use_gpu_timing), SP__SS_PLANNED);
+  sp_setting_info info = {.size = sizeof info};
+  ASSERT_OK(sp_setting_info_at(SP__SET_use_gpu_timing, &info));
+  ASSERT_EQ(info.status, SP_SETTING_PLANNED);
+  sp__setting_mark_unavailable(SP__SET_use_gpu_timing, SP__SS_READY);
+  ASSERT_EQ(sp__setting_status(SP__SET_use_gpu_timing), SP__SS_READY);
+  ASSERT_OK(sp_setting_info_at(SP__SET_use_gpu_timing, &info));
+  ASSERT_EQ(info.status, SP_SETTING_READY);
+}
+
+SP_TEST(every_switched_off_setting_warns_once_at_setup) {
   clean_env();
   listen();
+  ASSERT_GT(mark_switched_rows(), 3);
+  int warned = 0;
   for (size_t i = 0; i < SP__NSETTINGS; i++) {
     const struct sp__setting *s = &sp__settings[i];
-    if (s->status != SP__SS_PLANNED) continue;
+    if (sp__setting_status(i) == SP__SS_READY) continue;
     char buf[64], item[160];
     snprintf(item, sizeof item, "%s=%s", s->name, on_value(s, buf));
-    /* Two need another setting on to mean anything; that one comes earlier
-     * in the table, so it has had its own warning already. */
-    const char *extra = i == SP__SET_gpu_sync_on_exit       ? "use_gpu_timing=true"
-                        : i == SP__SET_memory_profile_path ? "use_memray=true"
-                                                            : NULL;
+    /* memory_profile_path means something only with use_memray, which
+     * comes earlier in the table and has had its own warning already */
+    const char *extra = i == SP__SET_memory_profile_path ? "use_memray=true" : NULL;
     int before = about(s->name);
-    ASSERT_OK(setup_with(item, extra));
+    sp_status st = setup_with(item, extra);
+    /* a container may forbid perf_event_open: a setup that fails says that instead */
+    if (st == SP_ERR_UNSUPPORTED && i == SP__SET_perf_events) continue;
+    if (st) SP_FAIL_("setup with %s failed: %s", item, sp_last_error());
     if (about(s->name) - before != 1) SP_FAIL_("%s: %d warnings, expected 1", item, about(s->name) - before);
-    for (int k = 0; k < got.n; k++) ASSERT_EQ(got.level[k], SP_MESSAGE_WARNING);
+    warned++;
   }
+  ASSERT_GT(warned, 3);
+  int unavailable = 0;
   for (int k = 0; k < got.n; k++) {
-    ASSERT_CONTAINS(got.text[k], "not available in this build");
+    if (!strstr(got.text[k], "not available in this build")) continue; /* e.g. likwid's own */
+    unavailable++;
+    ASSERT_EQ(got.level[k], SP_MESSAGE_WARNING);
     ASSERT_CONTAINS(got.text[k], "in the overrides");
+    ASSERT_CONTAINS(got.text[k], "(left out when it was built: rebuild with SP_WITH_");
   }
+  ASSERT_EQ(unavailable, warned);
   /* Once per process: a second setup with every one of them is silent. */
-  int n = got.n;
+  int n = unavailable_messages();
   for (size_t i = 0; i < SP__NSETTINGS; i++) {
     const struct sp__setting *s = &sp__settings[i];
     char buf[64], item[160];
-    if (s->status != SP__SS_PLANNED || i == SP__SET_gpu_sync_on_exit) continue;
+    if (sp__setting_status(i) == SP__SS_READY || i == SP__SET_perf_events) continue;
     snprintf(item, sizeof item, "%s=%s", s->name, on_value(s, buf));
     ASSERT_OK(setup_with(item, NULL));
   }
-  ASSERT_EQ(got.n, n);
+  ASSERT_EQ(unavailable_messages(), n);
 }
 
-SP_TEST(a_planned_setting_turned_on_by_hand_warns) {
-  /* The same through the resolved configuration alone, row by row, so no
-   * rule between settings can hide a row from the walk above. */
+SP_TEST(any_row_marked_unavailable_warns_when_turned_on) {
+  /* Through the resolved configuration alone, row by row, so no rule
+   * between settings can hide a row: each row as this build has it (only
+   * an unavailable one warns), then marked planned (it warns, once). */
   clean_env();
   listen();
   struct sp_config c;
@@ -183,11 +234,20 @@ SP_TEST(a_planned_setting_turned_on_by_hand_warns) {
     c.origin[i] = SP_ORIGIN_OPTIONS;
     int before = got.n;
     sp__config_warn_unavailable(&c);
-    int want = s->status == SP__SS_PLANNED;
+    int want = s->status != SP__SS_READY;
     if (got.n - before != want)
-      SP_FAIL_("%s (%s): %d warnings, expected %d", s->name,
-               want ? "planned" : "available", got.n - before, want);
-    if (want) ASSERT_CONTAINS(got.text[before], s->name);
+      SP_FAIL_("%s (%s): %d warnings, expected %d", s->name, want ? "unavailable" : "available",
+               got.n - before, want);
+    if (!want) {
+      sp__setting_mark_unavailable(i, SP__SS_PLANNED);
+      sp__config_warn_unavailable(&c);
+      if (got.n - before != 1) SP_FAIL_("%s marked planned: %d warnings, expected 1", s->name, got.n - before);
+      ASSERT_CONTAINS(got.text[before], "(not implemented yet)");
+      sp__config_warn_unavailable(&c); /* once */
+      ASSERT_EQ(got.n - before, 1);
+      sp__setting_mark_unavailable(i, SP__SS_READY);
+    }
+    ASSERT_CONTAINS(got.text[before], s->name);
     c.text[i] = (char *)old;
     c.origin[i] = oo;
   }
@@ -203,7 +263,7 @@ SP_TEST(available_settings_never_warn) {
   int tried = 0;
   for (size_t i = 0; i < SP__NSETTINGS; i++) {
     const struct sp__setting *s = &sp__settings[i];
-    if (s->status != SP__SS_READY || i == SP__SET_quiet) continue;
+    if (sp__setting_status(i) != SP__SS_READY || i == SP__SET_quiet) continue;
     char buf[64], item[160];
     snprintf(item, sizeof item, "%s=%s", s->name, on_value(s, buf));
     const char *extra = i == SP__SET_hdf5_compression_level ? "hdf5_compression=gzip"
@@ -225,73 +285,67 @@ SP_TEST(available_settings_never_warn) {
 SP_TEST(a_setting_at_its_default_does_not_warn) {
   clean_env();
   listen();
+  mark_switched_rows();
+  sp__setting_mark_unavailable(SP__SET_gpu_timing_backend, SP__SS_PLANNED);
   ASSERT_OK(setup_with("use_nvtx=false", "gpu_timing_backend=auto"));
-  ASSERT_OK(setup_with("perf_events=", "gpu.timing=false"));
+  ASSERT_OK(setup_with("use_memray=false", "memray.native_traces=false"));
   ASSERT_EQ(got.n, 0);
-  ASSERT_OK(setup_with("recursive_profile=true", NULL));
+  ASSERT_OK(setup_with("use_nvtx=true", NULL));
   ASSERT_EQ(got.n, 1);
-  ASSERT_CONTAINS(got.text[0], "recursive_profile = true");
+  ASSERT_CONTAINS(got.text[0], "use_nvtx = true");
 }
 
 SP_TEST(the_warning_says_where_the_setting_came_from) {
   clean_env();
   listen();
+  mark_switched_rows();
   setenv("SCOPE_PROFILER_USE_NVTX", "1", 1);
-  write_file("p.toml", "[profiling.gpu]\ntiming = true\n");
+  write_file("p.toml", "[profiling.memray]\nenabled = true\n");
   sp_options o = SP_OPTIONS_INIT;
-  o.gpu.sync_on_exit = 1;
+  o.memray.native_traces = 1;
   sp_setup_args a = {.options = &o, .config_path = "p.toml"};
   ASSERT_OK(sp_setup(&a));
   ASSERT_EQ(got.n, 3);
   ASSERT_EQ(about("use_nvtx"), 1);
-  ASSERT_EQ(about("use_gpu_timing"), 1);
-  ASSERT_EQ(about("gpu_sync_on_exit"), 1);
+  ASSERT_EQ(about("use_memray"), 1);
+  ASSERT_EQ(about("memray_native_traces"), 1);
   for (int k = 0; k < 3; k++) {
-    if (strstr(got.text[k], "use_nvtx")) ASSERT_CONTAINS(got.text[k], "set by SCOPE_PROFILER_USE_NVTX");
-    if (strstr(got.text[k], "use_gpu_timing")) ASSERT_CONTAINS(got.text[k], "set in p.toml");
-    if (strstr(got.text[k], "gpu_sync_on_exit")) {
-      ASSERT_CONTAINS(got.text[k], "gpu_sync_on_exit = true");
-      ASSERT_CONTAINS(got.text[k], "set in the options");
+    if (strstr(got.text[k], "use_nvtx")) {
+      ASSERT_CONTAINS(got.text[k], "use_nvtx = true (set by SCOPE_PROFILER_USE_NVTX)");
+      ASSERT_CONTAINS(got.text[k], "rebuild with SP_WITH_NVTX=ON and the NVTX3 headers");
+    }
+    if (strstr(got.text[k], "use_memray")) ASSERT_CONTAINS(got.text[k], "set in p.toml");
+    if (strstr(got.text[k], "memray_native_traces")) {
+      ASSERT_CONTAINS(got.text[k], "memray_native_traces = true (set in the options)");
+      ASSERT_CONTAINS(got.text[k], "rebuild with SP_WITH_MEMORY=ON");
     }
   }
-}
-
-/* A case of its own: the warning comes once per process, and only two
- * settings are still planned. */
-SP_TEST(the_warning_names_the_options_as_the_source) {
-  clean_env();
-  listen();
-  sp_options o = SP_OPTIONS_INIT;
-  o.use_line_profiler = 1;
-  sp_setup_args a = {.options = &o};
-  ASSERT_OK(sp_setup(&a));
-  ASSERT_EQ(got.n, 1);
-  ASSERT_CONTAINS(got.text[0], "use_line_profiler = true");
-  ASSERT_CONTAINS(got.text[0], "set in the options");
 }
 
 SP_TEST(quiet_or_deactivated_runs_say_nothing) {
   clean_env();
   listen();
-  ASSERT_OK(setup_with("use_gpu_timing=true", "quiet=true"));
+  mark_switched_rows();
+  ASSERT_OK(setup_with("use_nvtx=true", "quiet=true"));
   ASSERT_OK(setup_with("use_memray=true", "deactivate_profiling=true"));
   setenv("SCOPE_PROFILER_QUIET", "yes", 1);
-  ASSERT_OK(setup_with("use_line_profiler=true", NULL));
+  ASSERT_OK(setup_with("memray_follow_fork=true", NULL));
   ASSERT_EQ(got.n, 0);
   /* not used up by the quiet setups: the next one that speaks warns */
   unsetenv("SCOPE_PROFILER_QUIET");
-  ASSERT_OK(setup_with("use_gpu_timing=true", NULL));
-  ASSERT_EQ(about("use_gpu_timing"), 1);
+  ASSERT_OK(setup_with("use_nvtx=true", NULL));
+  ASSERT_EQ(about("use_nvtx"), 1);
 }
 
 SP_TEST(only_rank_zero_of_a_job_warns) {
   clean_env();
   listen();
+  mark_switched_rows();
   setenv("OMPI_COMM_WORLD_RANK", "3", 1);
-  ASSERT_OK(setup_with("use_gpu_timing=true", NULL));
+  ASSERT_OK(setup_with("use_nvtx=true", NULL));
   ASSERT_EQ(got.n, 0);
   setenv("OMPI_COMM_WORLD_RANK", "0", 1);
-  ASSERT_OK(setup_with("use_gpu_timing=true", NULL));
+  ASSERT_OK(setup_with("use_nvtx=true", NULL));
   ASSERT_EQ(got.n, 1);
 }
 
@@ -382,26 +436,27 @@ static void stderr_of(void (*fn)(void), char *buf, size_t size) {
 
 static void bad_env_setup(void) {
   setenv("SCOPE_PROFILER_HDF5_SCHEMA", "7", 1);
-  setenv("SCOPE_PROFILER_USE_GPU_TIMING", "1", 1);
+  setenv("SCOPE_PROFILER_USE_NVTX", "1", 1);
   (void)sp_setup(NULL);
 }
 
-static void planned_setup(void) {
-  setenv("SCOPE_PROFILER_USE_GPU_TIMING", "1", 1);
+static void unavailable_setup(void) {
+  setenv("SCOPE_PROFILER_USE_NVTX", "1", 1);
   (void)sp_setup(NULL);
 }
 
 SP_TEST(messages_go_to_stderr_as_one_line_each) {
   clean_env();
+  mark_switched_rows();
   char buf[4096];
   stderr_of(bad_env_setup, buf, sizeof buf);
   ASSERT_CONTAINS(buf, "scope-profiler: error: setup failed, so this run records nothing: ");
   ASSERT_CONTAINS(buf, "SCOPE_PROFILER_HDF5_SCHEMA");
   ASSERT_CONTAINS(buf, "between 2 and 3");
   ASSERT(strchr(buf, '\n') == buf + strlen(buf) - 1);
-  stderr_of(planned_setup, buf, sizeof buf);
-  ASSERT_CONTAINS(buf, "scope-profiler: warning: use_gpu_timing = true (set by "
-                       "SCOPE_PROFILER_USE_GPU_TIMING) is not available in this build");
+  stderr_of(unavailable_setup, buf, sizeof buf);
+  ASSERT_CONTAINS(buf, "scope-profiler: warning: use_nvtx = true (set by "
+                       "SCOPE_PROFILER_USE_NVTX) is not available in this build");
   ASSERT(strchr(buf, '\n') == buf + strlen(buf) - 1);
   setenv("PMI_RANK", "5", 1);
   stderr_of(bad_env_setup, buf, sizeof buf);
@@ -410,8 +465,8 @@ SP_TEST(messages_go_to_stderr_as_one_line_each) {
   listen();
   sp_set_message_handler(NULL, NULL);
   unsetenv("PMI_RANK");
-  stderr_of(planned_setup, buf, sizeof buf);
-  ASSERT_CONTAINS(buf, "scope-profiler: warning: use_gpu_timing");
+  stderr_of(unavailable_setup, buf, sizeof buf);
+  ASSERT_CONTAINS(buf, "scope-profiler: warning: use_nvtx");
   ASSERT_EQ(got.n, 0);
 }
 
@@ -499,7 +554,9 @@ SP_TEST(the_public_table_matches_the_internal_one) {
     char env[96];
     sp__setting_env_name(s, env, sizeof env);
     ASSERT_STR_EQ(info.env, env);
-    ASSERT_EQ(info.status == SP_SETTING_READY, s->status == SP__SS_READY);
+    ASSERT_EQ(info.status, s->status == SP__SS_READY     ? SP_SETTING_READY
+                           : s->status == SP__SS_PLANNED ? SP_SETTING_PLANNED
+                                                         : SP_SETTING_UNBUILT);
     if (sp__groups[s->group].spelled) {
       char dotted[128];
       snprintf(dotted, sizeof dotted, "%s.%s", info.group, info.field);

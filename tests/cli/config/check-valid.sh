@@ -1,6 +1,6 @@
 # `config check` accepts valid files, flat or grouped, and says so on stdout;
-# on stderr it warns about what setup would warn about (use_gpu_timing is
-# not available in this build).
+# nothing on stderr: every setting they use is available in this build
+# (tests/unavailable/config-check.sh checks the warnings of one without).
 unset $(compgen -e | grep '^SCOPE_PROFILER_') 2>/dev/null  # a clean environment
 cat > run.toml <<'TOML'
 # a shared file: other tools' tables are left alone
