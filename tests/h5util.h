@@ -126,6 +126,37 @@ static inline long long h5_region_events(const char *file, const char *name) {
   return total;
 }
 
+/* gpu_count and gpu_total of a region's row of summary_statistics (the
+ * first row of that region); 0, or -1 when the region or the fields are not
+ * there. */
+static inline int h5_gpu_stats(const char *file, const char *region, uint64_t *count, int64_t *total) {
+  long long idx = h5_region_index(file, region), k = 0, row = -1;
+  int64_t *ids = h5_i64(file, "/rank_region_index/region_ids", &k);
+  for (long long i = 0; ids && i < k && row < 0; i++)
+    if (ids[i] == idx) row = i;
+  free(ids);
+  if (idx < 0 || row < 0) return -1;
+  struct h5_gpu_row {
+    uint64_t count;
+    int64_t total;
+  } *v = calloc((size_t)k, sizeof *v);
+  hid_t f = H5Fopen(file, H5F_ACC_RDONLY, H5P_DEFAULT);
+  hid_t d = H5Dopen2(f, "/rank_region_index/summary_statistics", H5P_DEFAULT);
+  hid_t t = H5Tcreate(H5T_COMPOUND, sizeof *v);
+  H5Tinsert(t, "gpu_count", HOFFSET(struct h5_gpu_row, count), H5T_NATIVE_UINT64);
+  H5Tinsert(t, "gpu_total", HOFFSET(struct h5_gpu_row, total), H5T_NATIVE_INT64);
+  int ok = v && d >= 0 && H5Dread(d, t, H5S_ALL, H5S_ALL, H5P_DEFAULT, v) >= 0;
+  if (ok) {
+    *count = v[row].count;
+    *total = v[row].total;
+  }
+  H5Tclose(t);
+  if (d >= 0) H5Dclose(d);
+  if (f >= 0) H5Fclose(f);
+  free(v);
+  return ok ? 0 : -1;
+}
+
 /* A scalar string attribute of an object (malloc'd), or NULL. */
 static inline char *h5_attr_str(const char *file, const char *obj, const char *name) {
   hid_t f = H5Fopen(file, H5F_ACC_RDONLY, H5P_DEFAULT);

@@ -31,33 +31,6 @@ static sp_manager *setup_with(const char *const *overrides) {
   return m;
 }
 
-/* gpu_count and gpu_total of a region's (single) row of summary_statistics. */
-static void h5_gpu_stats(const char *file, const char *region, uint64_t *count, int64_t *total) {
-  long long idx = h5_region_index(file, region), k;
-  int64_t *ids = h5_i64(file, "/rank_region_index/region_ids", &k);
-  long long row = -1;
-  for (long long i = 0; ids && i < k; i++)
-    if (ids[i] == idx) row = i;
-  free(ids);
-  ASSERT(row >= 0);
-  struct g {
-    uint64_t count;
-    int64_t total;
-  } *v = calloc((size_t)k, sizeof *v);
-  hid_t f = H5Fopen(file, H5F_ACC_RDONLY, H5P_DEFAULT);
-  hid_t d = H5Dopen2(f, "/rank_region_index/summary_statistics", H5P_DEFAULT);
-  hid_t t = H5Tcreate(H5T_COMPOUND, sizeof *v);
-  H5Tinsert(t, "gpu_count", HOFFSET(struct g, count), H5T_NATIVE_UINT64);
-  H5Tinsert(t, "gpu_total", HOFFSET(struct g, total), H5T_NATIVE_INT64);
-  ASSERT(H5Dread(d, t, H5S_ALL, H5S_ALL, H5P_DEFAULT, v) >= 0);
-  *count = v[row].count;
-  *total = v[row].total;
-  H5Tclose(t);
-  H5Dclose(d);
-  H5Fclose(f);
-  free(v);
-}
-
 static int always(const struct sp_config *c) {
   (void)c;
   return 1;
@@ -467,7 +440,7 @@ SP_TEST(resolve_patches_late_values_and_gpu_column_feeds_the_summary) {
   free(v);
   uint64_t gc;
   int64_t gt;
-  h5_gpu_stats("late.h5", "kernel", &gc, &gt);
+  ASSERT_EQ(h5_gpu_stats("late.h5", "kernel", &gc, &gt), 0);
   ASSERT_EQ(gc, 3);
   ASSERT_EQ(gt, 600);
   sp_manager_destroy(m);

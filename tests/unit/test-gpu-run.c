@@ -104,33 +104,6 @@ static const char *meta(sp_results *r, const char *key) {
   return e ? e->text : NULL;
 }
 
-/* gpu_count/gpu_total of a region's row, read raw (not through our reader). */
-static void h5_gpu_stats(const char *file, const char *region, uint64_t *count, int64_t *total) {
-  long long idx = h5_region_index(file, region), k;
-  int64_t *ids = h5_i64(file, "/rank_region_index/region_ids", &k);
-  long long row = -1;
-  for (long long i = 0; ids && i < k; i++)
-    if (ids[i] == idx) row = i;
-  free(ids);
-  ASSERT(row >= 0);
-  struct g {
-    uint64_t count;
-    int64_t total;
-  } *v = calloc((size_t)k, sizeof *v);
-  hid_t f = H5Fopen(file, H5F_ACC_RDONLY, H5P_DEFAULT);
-  hid_t d = H5Dopen2(f, "/rank_region_index/summary_statistics", H5P_DEFAULT);
-  hid_t t = H5Tcreate(H5T_COMPOUND, sizeof *v);
-  H5Tinsert(t, "gpu_count", HOFFSET(struct g, count), H5T_NATIVE_UINT64);
-  H5Tinsert(t, "gpu_total", HOFFSET(struct g, total), H5T_NATIVE_INT64);
-  ASSERT(H5Dread(d, t, H5S_ALL, H5S_ALL, H5P_DEFAULT, v) >= 0);
-  *count = v[row].count;
-  *total = v[row].total;
-  H5Tclose(t);
-  H5Dclose(d);
-  H5Fclose(f);
-  free(v);
-}
-
 static void kernels(sp_manager *m, int rounds) {
   sp_region outer = sp_region_intern("step"), a = sp_region_intern("kernel_a"),
             b = sp_region_intern("kernel_b"), host = sp_region_intern("host");
@@ -179,7 +152,7 @@ SP_TEST(cuda_times_every_call_into_events_and_summary) {
   ASSERT_EQ(h5_len("g.h5", "/events/gpu_durations"), 200);
   uint64_t count;
   int64_t total;
-  h5_gpu_stats("g.h5", "kernel_b", &count, &total);
+  ASSERT_EQ(h5_gpu_stats("g.h5", "kernel_b", &count, &total), 0);
   ASSERT_EQ(count, 50);
   ASSERT_EQ(total, 50 * 2500);
   ASSERT_EQ(msgs.n, 0);
@@ -208,7 +181,7 @@ SP_TEST(no_device_warns_once_and_writes_no_gpu_column) {
   sp_results_free(r);
   uint64_t count;
   int64_t total;
-  h5_gpu_stats("g.h5", "a", &count, &total);
+  ASSERT_EQ(h5_gpu_stats("g.h5", "a", &count, &total), 0);
   ASSERT_EQ(count, 0);
   ASSERT_EQ(total, 0);
   sp_manager_destroy(m);
