@@ -81,7 +81,8 @@ static const struct sp_plan_ds builtin[SP_DS_NBUILTIN] = {
                          SP_W_SCHEMA2 | SP_W_COLUMNAR | SP_W_EMPTY_AGG | R, SP_CODE_PLAIN, 0, "ns",
                          "schema 2: end, CLOCK_MONOTONIC ns"},
     [SP_DS_GPU_DURATIONS] = {SP_GRP_EVENTS, SP_PLAN_GPU_DURATIONS, SP_DT_I64, SP_LEN_EVENTS, COL | SP_W_RECORDED,
-                             SP_CODE_PLAIN, -1, "ns", "device time of the call (`use_gpu_timing`); `-1` none"},
+                             SP_CODE_PLAIN, -1, "ns", "device time of the call (`use_gpu_timing`, docs/gpu.md); `-1` none; absent when no "
+                             "rank had a usable GPU backend; feeds `gpu_count`/`gpu_total` of the summary"},
     [SP_DS_CALL_IDS] = {SP_GRP_EVENTS, "call_ids", SP_DT_I64, SP_LEN_EVENTS, COL | SP_W_RECORDED, SP_CODE_PLAIN, -1,
                         "", "id of the call, unique per rank (exact nesting was recorded)"},
     [SP_DS_PARENT_IDS] = {SP_GRP_EVENTS, "parent_ids", SP_DT_I64, SP_LEN_EVENTS, COL | SP_W_RECORDED, SP_CODE_PLAIN,

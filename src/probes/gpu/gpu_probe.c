@@ -30,6 +30,7 @@
 
 #include "common/error.h"
 #include "config/config_internal.h"
+#include "output/plan.h"
 #include "probes/ext.h"
 #include "probes/gpu/gpu_cuda.h"
 #include "scope_profiler.h"
@@ -69,7 +70,7 @@ struct gpu_proc {
 };
 
 static const struct sp_ext_col gpu_cols[] = {
-    {"gpu_durations", "ns", SP_EXT_COL_GPU, SP_EXT_FOLD_SUM, -1},
+    {SP_PLAN_GPU_DURATIONS, "ns", SP_EXT_COL_GPU, SP_EXT_FOLD_SUM, -1}, /* the plan's row: upstream's name */
 };
 
 /*====== The manager's slot and the public calls ======*/
@@ -198,8 +199,8 @@ static sp_status gpu_setup(struct sp_ext_setup *s, void **procp) {
   if (!ok) {
     sp_ext_warn(s->manager,
                 "use_gpu_timing: no GPU time in this run: %s. Region times are recorded as usual; the file "
-                "has no events/gpu_durations",
-                why);
+                "has no events/%s",
+                why, SP_PLAN_GPU_DURATIONS);
     pthread_mutex_destroy(&p->lock);
     free(p);
     s->decline = 1;
