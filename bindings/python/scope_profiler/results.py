@@ -156,6 +156,38 @@ class Region:
 
     exclusive_duration = total_exclusive_duration
 
+    def _gpu(self):
+        if not hasattr(self, "_gpu_cache"):
+            self._gpu_cache = self._res._r.gpu(self._index, self.rank)
+        return self._gpu_cache
+
+    @property
+    def gpu_durations_ns(self):
+        """Device time of each call (ns, numpy int64, the calls' order; -1
+        where a call has none), or None when the file records no device time."""
+        g = self._gpu()
+        return _i64(g[0]) if g is not None else None
+
+    @property
+    def gpu_durations(self):
+        """gpu_durations_ns in seconds (NaN where a call has none), or None."""
+        ns = self.gpu_durations_ns
+        if ns is None:
+            return None
+        return _numpy().where(ns >= 0, ns / 1e9, _numpy().nan)
+
+    @property
+    def gpu_num_calls(self) -> int:
+        """Calls with a device time."""
+        g = self._gpu()
+        return int(g[1]) if g is not None else 0
+
+    @property
+    def gpu_total_duration(self) -> float:
+        """Their device time summed (s); 0.0 without GPU timing."""
+        g = self._gpu()
+        return g[2] / 1e9 if g is not None else 0.0
+
     @property
     def _defined(self) -> "MPIRegion":
         return self._res.get_region(self.name)
@@ -258,6 +290,18 @@ class MPIRegion:
     @property
     def first_start_time(self) -> float:
         return (self._all()["first_start_ns"] - self._res.time_origin_ns) / 1e9 if self.num_calls else 0.0
+
+    @property
+    def gpu_num_calls(self) -> int:
+        """Calls with a device time, over every rank."""
+        g = self._res._r.gpu(self._index, -1)
+        return int(g[1]) if g is not None else 0
+
+    @property
+    def gpu_total_duration(self) -> float:
+        """Device time summed over every rank (s); 0.0 without GPU timing."""
+        g = self._res._r.gpu(self._index, -1)
+        return g[2] / 1e9 if g is not None else 0.0
 
     def num_calls_per_rank(self) -> dict:
         return {r: reg.num_calls for r, reg in self.regions.items()}

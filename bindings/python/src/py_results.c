@@ -266,6 +266,42 @@ static PyObject *results_events(PyObject *self, PyObject *args) {
   return d;
 }
 
+/* gpu(i, rank) -> (per-call device ns as int64 bytes in the events' order,
+ * -1 where a call has none; calls with one; their total ns), or None when
+ * the file records no device time. rank -1: the per-call column is None and
+ * the totals are over every rank. */
+static PyObject *results_gpu(PyObject *self, PyObject *args) {
+  PyObject *region;
+  long long rank;
+  if (!PyArg_ParseTuple(args, "OL:gpu", &region, &rank)) return NULL;
+  sp_results *r = SELF_R(self);
+  size_t i;
+  if (region_arg(r, region, &i) < 0) return NULL;
+  if (!sp_results_has_gpu(r)) Py_RETURN_NONE;
+  uint64_t count = 0;
+  int64_t total = 0;
+  sp_status st = rank < 0 ? sp_results_region_gpu(r, i, NULL, &count, &total)
+                          : sp_results_region_rank_gpu(r, i, rank, &count, &total);
+  if (st != SP_OK) return sp_py_raise(st, "cannot read the device times");
+  if (rank < 0) return Py_BuildValue("(OKL)", Py_None, (unsigned long long)count, (long long)total);
+  size_t nrows = sp_results_num_rows(r), row = nrows;
+  sp_row_info info = {0};
+  for (size_t k = 0; k < nrows; k++) {
+    if (sp_results_row_info(r, k, &info) == SP_OK && info.region == i && info.rank == rank) {
+      row = k;
+      break;
+    }
+  }
+  size_t n = row < nrows ? (size_t)info.count : 0;
+  int64_t *ns = malloc((n ? n : 1) * sizeof *ns);
+  if (!ns) return PyErr_NoMemory();
+  st = n ? sp_results_row_read_gpu(r, row, 0, n, ns) : SP_OK;
+  PyObject *out = st == SP_OK ? Py_BuildValue("(NKL)", i64_bytes(ns, n), (unsigned long long)count, (long long)total)
+                              : sp_py_raise(st, "cannot read the device times");
+  free(ns);
+  return out;
+}
+
 /* call_stack(rank, include=None, exclude=None) -> dict of column bytes
  * (start_ns, end_ns, parent, thread, task: int64; region, depth: uint32)
  * and the number of overlapping calls. */
@@ -421,6 +457,7 @@ static PyMethodDef results_methods[] = {
     {"region_stats", (PyCFunction)(void (*)(void))results_region_stats, METH_VARARGS | METH_KEYWORDS,
      "region_stats(i, rank=None, ranks=None, percentiles=False, own=False) -> dict (ns)"},
     {"events", results_events, METH_VARARGS, "events(i, rank) -> dict of int64 bytes columns"},
+    {"gpu", results_gpu, METH_VARARGS, "gpu(i, rank) -> (per-call ns bytes or None, count, total_ns) or None"},
     {"call_stack", (PyCFunction)(void (*)(void))results_call_stack, METH_VARARGS | METH_KEYWORDS,
      "call_stack(rank, include=None, exclude=None) -> dict of columns"},
     {"call_tree", (PyCFunction)(void (*)(void))results_call_tree, METH_VARARGS | METH_KEYWORDS,
