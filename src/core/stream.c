@@ -244,11 +244,15 @@ static sp_status process_block(struct sp_stream *s, struct block *b) {
   for (uint32_t r = 1; r <= maxid + 1; r++) count[r] += count[r - 1]; /* count[r] = first slot of r */
   for (uint64_t i = 0; i < b->n; i++)
     if (b->ev[i].end) s->order[count[b->ev[i].region]++] = i;
-  /* count[r] is now the end of region r's slots, count[r-1] its start */
-  int ncols = m->ext_nout;
+  /* count[r] is now the end of region r's slots, count[r-1] its start.
+   * One pass over a region's calls gathers every column of CHUNK calls
+   * (the calls are scattered over the block: one pass, not one per
+   * column); a segment of at most CHUNK calls goes out in one write. */
+  int ncols = m->ext_nout, nc = 4 + ncols;
   uint64_t stride = (uint64_t)m->ext_stride;
   enum { CHUNK = 8192 };
-  int64_t buf[CHUNK];
+  int64_t *buf = malloc((size_t)nc * CHUNK * sizeof *buf);
+  if (!buf) st = sp__set_error(SP_ERR_NO_MEMORY, "stream: out of memory");
   for (uint32_t r = 1; r <= maxid && st == SP_OK; r++) {
     uint64_t lo = count[r - 1], nr = count[r] - lo;
     if (!nr) continue;
@@ -263,22 +267,33 @@ static sp_status process_block(struct sp_stream *s, struct block *b) {
       s->segs_cap = cap;
     }
     s->segs[s->nsegs] = (struct seg){r, t->index, nr, s->file_end + SEG_HEAD};
-    for (int col = 0; col < 4 + ncols && st == SP_OK; col++) {
-      uint64_t off = s->file_end + SEG_HEAD + (uint64_t)col * nr * 8;
-      for (uint64_t k0 = 0; k0 < nr && st == SP_OK; k0 += CHUNK) {
-        uint64_t kn = nr - k0 < CHUNK ? nr - k0 : CHUNK;
-        for (uint64_t k = 0; k < kn; k++) {
-          uint64_t i = s->order[lo + k0 + k];
-          switch (col) {
-          case 0: buf[k] = (int64_t)b->ev[i].start; break;
-          case 1: buf[k] = (int64_t)b->ev[i].end; break;
-          case 2: buf[k] = s->ids[i]; break;
-          case 3: buf[k] = s->pids[i]; break;
-          default: buf[k] = b->cols[i * stride + (uint64_t)m->ext_out[col - 4]]; break;
-          }
-        }
-        if (put_at(s->fd, buf, kn * 8, off + k0 * 8) != 0)
+    uint64_t data = s->file_end + SEG_HEAD;
+    for (uint64_t k0 = 0; k0 < nr && st == SP_OK; k0 += CHUNK) {
+      uint64_t kn = nr - k0 < CHUNK ? nr - k0 : CHUNK;
+      /* column c of this chunk at buf + c * w: packed when the segment fits */
+      uint64_t w = nr <= CHUNK ? nr : CHUNK;
+      const uint64_t *ord = s->order + lo + k0;
+      int64_t *c0 = buf, *c1 = buf + w, *c2 = buf + 2 * w, *c3 = buf + 3 * w;
+      for (uint64_t k = 0; k < kn; k++) {
+        uint64_t i = ord[k];
+        c0[k] = (int64_t)b->ev[i].start;
+        c1[k] = (int64_t)b->ev[i].end;
+        c2[k] = s->ids[i];
+        c3[k] = s->pids[i];
+      }
+      for (int p = 0; p < ncols; p++) {
+        int64_t *cp = buf + (uint64_t)(4 + p) * w;
+        uint64_t at = (uint64_t)m->ext_out[p];
+        for (uint64_t k = 0; k < kn; k++) cp[k] = b->cols[ord[k] * stride + at];
+      }
+      if (nr <= CHUNK) {
+        if (put_at(s->fd, buf, (size_t)nc * nr * 8, data) != 0)
           st = sp__set_error(SP_ERR_IO, "stream: writing the staging file failed: %s (disk full?)", strerror(errno));
+      } else {
+        for (int col = 0; col < nc && st == SP_OK; col++)
+          if (put_at(s->fd, buf + (uint64_t)col * w, kn * 8, data + ((uint64_t)col * nr + k0) * 8) != 0)
+            st = sp__set_error(SP_ERR_IO, "stream: writing the staging file failed: %s (disk full?)",
+                               strerror(errno));
       }
     }
     /* The header last: a segment the process died writing has none. */
@@ -286,9 +301,10 @@ static sp_status process_block(struct sp_stream *s, struct block *b) {
     if (st == SP_OK && put_at(s->fd, &h, sizeof h, s->file_end) != 0)
       st = sp__set_error(SP_ERR_IO, "stream: writing the staging file failed: %s (disk full?)", strerror(errno));
     if (st != SP_OK) break;
-    s->file_end += SEG_HEAD + nr * 8 * (uint64_t)(4 + ncols);
+    s->file_end += SEG_HEAD + nr * 8 * (uint64_t)nc;
     s->nsegs++;
   }
+  free(buf);
   free(count);
   s->blocks++;
   return st;
@@ -513,12 +529,16 @@ static sp_status drain(struct sp_manager *m) {
   return SP_OK;
 }
 
+/* Calls a cursor reads back per column and read (32 KiB): fewer, larger
+ * reads of the staging file. */
+#define CURSOR_N 4096
+
 struct cursor {
   const struct seg *const *segs; /* this thread's segments of the row, file order */
   size_t nsegs, si;
   uint64_t pos, have, at; /* within the current segment: read position, values buffered, next */
-  int64_t start[1024], end[1024], id[1024], pid[1024];
-  int64_t *cols; /* 1024 x ncols */
+  int64_t start[CURSOR_N], end[CURSOR_N], id[CURSOR_N], pid[CURSOR_N];
+  int64_t *cols; /* CURSOR_N x ncols */
   uint32_t thread;
 };
 
@@ -529,12 +549,12 @@ static int cursor_fill(struct sp_stream *s, struct cursor *c, int ncols) {
   }
   if (c->si >= c->nsegs) return 0;
   const struct seg *g = c->segs[c->si];
-  uint64_t n = g->count - c->pos < 1024 ? g->count - c->pos : 1024;
+  uint64_t n = g->count - c->pos < CURSOR_N ? g->count - c->pos : CURSOR_N;
   int64_t *dst[4] = {c->start, c->end, c->id, c->pid};
   for (int col = 0; col < 4; col++)
     if (get_at(s->fd, dst[col], n * 8, g->off + ((uint64_t)col * g->count + c->pos) * 8) != 0) return -1;
   for (int p = 0; p < ncols; p++) {
-    int64_t tmp[1024];
+    int64_t tmp[CURSOR_N];
     if (get_at(s->fd, tmp, n * 8, g->off + ((uint64_t)(4 + p) * g->count + c->pos) * 8) != 0) return -1;
     for (uint64_t k = 0; k < n; k++) c->cols[k * (uint64_t)ncols + (uint64_t)p] = tmp[k];
   }
@@ -574,7 +594,7 @@ static int flush_out(const struct fill_ctx *f, struct sp_event_sink *sink, uint6
 }
 
 /* Writes every row: the row's segments, one cursor per thread, merged by
- * start time, converted with the run's final clock map, 1024 at a time;
+ * start time, converted with the run's final clock map, CURSOR_N at a time;
  * the statistics come out of the same pass. */
 static sp_status fill(void *ctx, struct sp_event_sink *sink) {
   struct fill_ctx *f = ctx;
@@ -622,7 +642,7 @@ static sp_status fill(void *ctx, struct sp_event_sink *sink) {
       for (size_t g = 0; g < ns; g++)
         if (rowsegs[g]->thread == cur[c].thread) sorted[w++] = rowsegs[g];
       cur[c].nsegs = (size_t)(&sorted[w] - cur[c].segs);
-      if (ncols && !(cur[c].cols = malloc(1024 * (size_t)ncols * sizeof *cur[c].cols))) goto oom;
+      if (ncols && !(cur[c].cols = malloc(CURSOR_N * (size_t)ncols * sizeof *cur[c].cols))) goto oom;
       if (cursor_fill(s, &cur[c], ncols) < 0) st = SP_ERR_IO;
     }
     struct sp_summary *su = &row->stats;

@@ -1,0 +1,142 @@
+/* publish.c - how long a streamed run takes to publish its file after
+ * SIGTERM (what a batch system sends at the time limit, with a grace period
+ * before SIGKILL: Slurm's default is 30 s).
+ *
+ * A child process records N timeline events (default 20M) of a time-step
+ * loop with the default max_buffer_bytes, so that they stream to the staging
+ * file, and then waits; the parent sends SIGTERM and times it until the
+ * child is gone (the signal watcher finalizes the run to its file and
+ * re-raises the signal). The file is then opened and its events counted.
+ * Baseline in the same run: copying the file's bytes once into a fresh file
+ * (read, write, fsync), what "another full copy" costs on this disk. The
+ * time for 200M events is extrapolated linearly from the rate measured.
+ *
+ *   publish [--events N] [--out FILE]
+ */
+#include <fcntl.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "scope_profiler.h"
+#include "scope_profiler/reader.h"
+
+static double now_s(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+static void child(const char *out, long events, int ready) {
+  enum { NREG = 32 };
+  sp_region regs[NREG];
+  char name[32];
+  for (int i = 0; i < NREG; i++) {
+    snprintf(name, sizeof name, "region_%02d", i);
+    regs[i] = sp_region_intern(name);
+  }
+  char fp[4200];
+  snprintf(fp, sizeof fp, "file_path=%s", out);
+  const char *ov[] = {fp, "buffer_limit=1048576", NULL};
+  sp_manager *m = sp_manager_create();
+  if (!m || sp_manager_setup(m, &(sp_setup_args){.overrides = ov}) != SP_OK) {
+    fprintf(stderr, "publish: setup: %s\n", sp_last_error());
+    _exit(1);
+  }
+  long done = 0;
+  for (long step = 0; done < events; step++) {
+    sp_region_begin(m, regs[0]);
+    sp_region_begin(m, regs[1 + step % 3]);
+    for (int k = 0; k < 30 && done + 2 < events; k++) {
+      sp_region_begin(m, regs[4 + (k + step) % (NREG - 4)]);
+      sp_region_end(m, regs[4 + (k + step) % (NREG - 4)]);
+      done++;
+    }
+    sp_region_end(m, regs[1 + step % 3]);
+    sp_region_end(m, regs[0]);
+    done += 2;
+  }
+  char b = 1;
+  if (write(ready, &b, 1) != 1) _exit(1);
+  for (;;) pause();
+}
+
+/* Seconds to copy `path` once into a fresh file beside it, fsync included. */
+static double copy_once(const char *path) {
+  char tmp[4200];
+  snprintf(tmp, sizeof tmp, "%s.copy", path);
+  double t0 = now_s();
+  int in = open(path, O_RDONLY), out = open(tmp, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+  static char buf[1 << 20];
+  ssize_t n;
+  while (in >= 0 && out >= 0 && (n = read(in, buf, sizeof buf)) > 0)
+    if (write(out, buf, (size_t)n) != n) break;
+  if (out >= 0) fsync(out);
+  double t = now_s() - t0;
+  if (in >= 0) close(in);
+  if (out >= 0) close(out);
+  remove(tmp);
+  return t;
+}
+
+int main(int argc, char **argv) {
+  long events = 20000000;
+  const char *out = "bench_publish.h5";
+  for (int i = 1; i < argc; i++) {
+    if (!strcmp(argv[i], "--events") && i + 1 < argc) events = atol(argv[++i]);
+    else if (!strcmp(argv[i], "--out") && i + 1 < argc) out = argv[++i];
+    else {
+      fprintf(stderr, "usage: publish [--events N] [--out FILE]\n");
+      return 2;
+    }
+  }
+  remove(out);
+  int p[2];
+  if (pipe(p) != 0) return 1;
+  pid_t pid = fork();
+  if (pid == 0) {
+    close(p[0]);
+    child(out, events, p[1]);
+  }
+  close(p[1]);
+  char b;
+  if (pid < 0 || read(p[0], &b, 1) != 1) {
+    fprintf(stderr, "publish: the recording process failed\n");
+    return 1;
+  }
+  double t0 = now_s();
+  kill(pid, SIGTERM);
+  int status = 0;
+  waitpid(pid, &status, 0);
+  double t = now_s() - t0;
+  if (!WIFSIGNALED(status) || WTERMSIG(status) != SIGTERM) {
+    fprintf(stderr, "publish: the run did not end by its SIGTERM (status %d)\n", status);
+    return 1;
+  }
+  sp_results *r = NULL;
+  if (sp_results_open(out, &r) != SP_OK) {
+    fprintf(stderr, "publish: %s\n", sp_last_error());
+    return 1;
+  }
+  uint64_t n = sp_results_num_events(r);
+  const sp_metadata_entry *blocks = sp_results_metadata(r, "streamed_blocks");
+  long long nb = blocks && blocks->kind == SP_VALUE_INT ? (long long)blocks->i : -1;
+  sp_results_free(r);
+  struct stat sb;
+  stat(out, &sb);
+  double copy = copy_once(out);
+  printf("events in the file      %llu (recorded %ld; streamed blocks %lld)\n", (unsigned long long)n,
+         events, nb);
+  printf("file                    %.1f MiB\n", (double)sb.st_size / 1048576.0);
+  printf("SIGTERM to published    %.3f s, %.1f M events/s\n", t, (double)n / t / 1e6);
+  printf("one copy of the file    %.3f s (baseline: read + write + fsync)\n", copy);
+  printf("publish / copy          %.2f\n", t / copy);
+  printf("200M events, projected  %.1f s (target < 10 s)\n", 2e8 / ((double)n / t));
+  remove(out);
+  return 0;
+}
