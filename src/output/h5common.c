@@ -58,6 +58,10 @@ hid_t sp__h5_file_access(void) {
   hid_t fapl = H5Pcreate(H5P_FILE_ACCESS);
   /* Readable by every HDF5 >= 1.8. */
   H5Pset_libver_bounds(fapl, H5F_LIBVER_EARLIEST, H5F_LIBVER_LATEST);
+  /* No data sieving: a streamed run writes its events a batch at a time,
+   * and sieving would first read back each batch's 64 KiB of a dataset not
+   * written yet (pages the kernel zero-fills), then write it. */
+  H5Pset_sieve_buf_size(fapl, 0);
   return fapl;
 }
 
