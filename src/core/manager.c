@@ -225,6 +225,10 @@ static double calibrate_overhead(struct sp_manager *m) {
   sp_thread_rec priv;
   memset(&priv, 0, sizeof priv);
   priv.m = m;
+  /* A source's signal handler (line samples) sees no region open on this
+   * thread meanwhile: the calibration is the profiler's own work, no
+   * region of the run's. */
+  priv.busy = 1;
   priv.hot.cap = N + 1;
   priv.hot.stack_cap = 64;
   priv.hot.stack_lim = 64;

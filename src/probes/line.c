@@ -534,6 +534,7 @@ static sp_status line_emit(void *proc, struct sp_ext_emit *out) {
       sp_ext_meta_i64(out, "line_profile_samples", (int64_t)st->stats.samples) ||
       sp_ext_meta_i64(out, "line_profile_samples_outside_regions", (int64_t)st->stats.outside) ||
       sp_ext_meta_i64(out, "line_profile_samples_dropped", (int64_t)st->stats.dropped) ||
+      sp_ext_meta_i64(out, "line_profile_max_sample_ns", (int64_t)st->stats.max_ns) ||
       sp_ext_meta_i64(out, "line_profile_threads_unsampled", (int64_t)st->stats.arm_failures))
     return sp__set_error(SP_ERR_NO_MEMORY, "line profiling: out of memory for metadata");
   size_t nrec = 0;

@@ -51,7 +51,7 @@ struct lp_thread {
   struct slot *slots;
   uint32_t mask, used, limit;
   int64_t last_cpu;        /* thread CPU ns at the previous sample (or arming) */
-  uint64_t samples, outside, dropped, dropped_ns;
+  uint64_t samples, outside, dropped, dropped_ns, max_ns;
   int perf_fd;             /* -1 unless sampled by perf_event */
   timer_t timer;
   int have_timer;
@@ -129,6 +129,7 @@ static void on_sigprof(int sig, siginfo_t *si, void *uc) {
       int64_t now = thread_cpu_ns();
       uint64_t ns = now > t->last_cpu ? (uint64_t)(now - t->last_cpu) : 0;
       t->last_cpu = now;
+      if (ns > t->max_ns) t->max_ns = ns;
       uint32_t r = params.current_region ? params.current_region(params.ctx) : 0;
       if (!r) r = params.outside_region;
       if (r) {
@@ -350,10 +351,11 @@ int sp__lp_collect(struct sp_lp_entry **out, size_t *n, struct sp_lp_stats *stat
     stats->outside += t->outside;
     stats->dropped += t->dropped;
     stats->dropped_ns += t->dropped_ns;
+    if (t->max_ns > stats->max_ns) stats->max_ns = t->max_ns;
     if (reset && rc == 0) {
       memset(t->slots, 0, (size_t)(t->mask + 1) * sizeof *t->slots);
       t->used = 0;
-      t->samples = t->outside = t->dropped = t->dropped_ns = 0;
+      t->samples = t->outside = t->dropped = t->dropped_ns = t->max_ns = 0;
     }
   }
   stats->threads_perf = nperf;

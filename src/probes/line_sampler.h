@@ -61,6 +61,9 @@ struct sp_lp_stats {
   uint64_t outside;       /* taken with no region open and no outside_region */
   uint64_t dropped;       /* lost to a full table */
   uint64_t dropped_ns;
+  uint64_t max_ns;        /* the longest thread CPU time one sample stood for: the
+                           * granularity of the attribution (a sample gives its whole
+                           * interval to the code it interrupted) */
   uint32_t threads_perf;  /* threads sampled by perf_event task-clock */
   uint32_t threads_timer; /* threads sampled by the POSIX CPU timer */
   uint32_t arm_failures;  /* threads on which neither could be armed */

@@ -16,9 +16,10 @@ work=$(mktemp -d /tmp/sp-lines-XXXXXX); trap 'rm -rf "$work"' EXIT
 cd "$work" || exit 1
 fail=0
 for sampler in perf timer; do
-  # The CPU timer fires at the kernel's tick (~250/s here): 300 ms gives about
-  # 150 samples, whose 3:1 split then misses the 8-point tolerance in a few
-  # percent of runs by chance alone; 1200 ms gives ~600 (sigma ~1.8 points).
+  # The CPU timer fires only at a kernel tick that finds the thread running
+  # (every 4-13 ms here, depending on the load): a longer run keeps the
+  # attribution's bound (check_lines.py: the longest sample's interval per
+  # thread and loop switch, over the loops' time) a few points wide.
   [[ $sampler == perf ]] && ms=300 || ms=1200
   SCOPE_PROFILER_USE_LINE_PROFILER=1 SCOPE_PROFILER_LINE_PROFILE_SAMPLER=$sampler \
     SCOPE_PROFILER_FILE_PATH=$sampler.h5 "$app" $ms > $sampler.out 2> $sampler.err
@@ -30,9 +31,8 @@ for sampler in perf timer; do
   if [[ $rc -ne 0 ]]; then echo "$sampler: app exited $rc"; cat $sampler.err; fail=1; continue; fi
   read -r a b < <(sed -n 's/^measured loop_a_ns=\([0-9]*\) loop_b_ns=\([0-9]*\)$/\1 \2/p' $sampler.err)
   echo "$sampler:"
-  # The CPU timer fires at the kernel's tick only: a coarser clock (docs/line-profiles.md).
-  [[ $sampler == perf ]] && tol=0.04 || tol=0.08
-  "$SP_PYTHON" "$SP_SRC/tests/integration/check_lines.py" $sampler.h5 "$SP_SRC/tests/apps/line_hot.c" "$a" "$b" $tol || fail=1
+  # Two threads; one point of slack beyond the bound the run's own figures give.
+  "$SP_PYTHON" "$SP_SRC/tests/integration/check_lines.py" $sampler.h5 "$SP_SRC/tests/apps/line_hot.c" "$a" "$b" 2 0.01 || fail=1
   # finalize's verbose output: the table with the hot line's text
   grep -q "^Function: loop_a at line" $sampler.out && grep -q "Inlined into: worker (line_hot.c:" $sampler.out &&
     grep -Eq "^ +[0-9]+ +[0-9]+ +[0-9.]+ +[0-9.]+ +[0-9.]+ .*HOT_A" $sampler.out ||
