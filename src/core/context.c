@@ -28,7 +28,9 @@ struct adoption {
   uint32_t gen;
   uint32_t ctx;
 };
-static __thread struct adoption *adopted;
+/* initial-exec: a signal handler reads it (sp__adopted_region), and the
+ * general model may allocate on a thread's first access. */
+static __thread __attribute__((tls_model("initial-exec"))) struct adoption *adopted;
 static pthread_key_t adopted_key;
 static pthread_once_t adopted_once = PTHREAD_ONCE_INIT;
 
@@ -106,6 +108,7 @@ uint32_t sp__xctx_capture(struct sp_manager *m) {
   c->thread = t->index;
   c->depth = sp__ev_depth(ev->depth);
   c->id = -1;
+  c->region = ev->region;
   m->xctx_open[m->nxctx_open++] = k;
   __atomic_store_n(&m->nxctx, k + 1, __ATOMIC_RELEASE);
   pthread_mutex_unlock(&m->lock);
@@ -141,7 +144,7 @@ int sp__xctx_restore(struct sp_manager *m, uint32_t k, uint32_t thread, uint64_t
     m->xctx_open = o;
     m->xctx_open_cap = cap;
   }
-  (*chunk)[k % SP__XCTX_CHUNK] = (struct sp_xctx){start, thread, depth & SP__DEPTH_MASK, id < 0 ? -1 : id};
+  (*chunk)[k % SP__XCTX_CHUNK] = (struct sp_xctx){start, thread, depth & SP__DEPTH_MASK, id < 0 ? -1 : id, 0};
   if (id < 0) m->xctx_open[m->nxctx_open++] = k;
   m->nxctx = k + 1;
   return 0;
@@ -184,6 +187,20 @@ void sp__adopted_get(const struct sp_manager *m, uint32_t *gen, uint32_t *ctx) {
   uint32_t s = m->hot.slot;
   *gen = adopted ? adopted[s].gen : 0;
   *ctx = adopted ? adopted[s].ctx : 0;
+}
+
+uint32_t sp__adopted_region(const struct sp_manager *m) {
+  const struct adoption *a = adopted;
+  uint32_t s = m->hot.slot;
+  if (!a || s >= SP_I_MAX_MANAGERS) return 0;
+  /* The thread's own sp__adopt may be interrupted between its two stores:
+   * a context of the same generation is still one of this manager's. */
+  uint32_t gen = a[s].gen, ctx = a[s].ctx;
+  __atomic_signal_fence(__ATOMIC_SEQ_CST);
+  if (!ctx || gen != m->hot.gen || ctx > __atomic_load_n(&m->nxctx, __ATOMIC_ACQUIRE)) return 0;
+  const struct sp_xctx *c = xctx_at(m, ctx - 1);
+  uint32_t r = c ? c->region : 0;
+  return r <= sp__region_max_id() ? r : 0;
 }
 
 void sp__adopt(struct sp_manager *m, uint32_t gen, uint32_t ctx) {

@@ -132,6 +132,7 @@ struct sp_xctx {
   uint64_t start;        /* the captured call: begin tick, */
   uint32_t thread, depth; /* thread index and depth */
   int64_t id;            /* its call id once a pass met it, else -1 */
+  uint32_t region;       /* its region (0: unknown, a recovered context) */
 };
 #define SP__XCTX_CHUNK 1024u
 #define SP__XCTX_CHUNKS 4096u
@@ -158,6 +159,10 @@ int sp__xctx_restore(struct sp_manager *m, uint32_t k, uint32_t thread, uint64_t
  * calling thread's adopted one on m. */
 void sp__adopt(struct sp_manager *m, uint32_t gen, uint32_t ctx);
 void sp__adopted_get(const struct sp_manager *m, uint32_t *gen, uint32_t *ctx);
+/* The region of the call whose context the calling thread adopted on m (the
+ * call that opened the OpenMP parallel region it works in, or that handed it
+ * an sp_context), 0 when none. Async-signal-safe (a source's handler). */
+uint32_t sp__adopted_region(const struct sp_manager *m);
 /* Teams seen by the OpenMP hooks: the largest team size (for metadata). */
 int sp__omp_max_team(void);
 /* "gomp", "ompt" or "none": how OpenMP parallel regions are followed. */

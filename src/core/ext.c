@@ -448,11 +448,14 @@ int sp_ext_task(const struct sp_ext_thread *th, uint32_t *index, uint64_t *suspe
 
 uint32_t sp_ext_run_root(const struct sp_manager *m) { return m == SP_DEFAULT ? sp__autorun_root() : 0; }
 
-uint32_t sp_ext_current_region(const struct sp_manager *m) {
+/* The innermost open region of the calling thread on m, 0 if none, -1 while
+ * its buffers are being replaced (no answer). */
+static int64_t innermost_region(const struct sp_manager *m) {
   uint32_t slot = m->hot.slot;
   if (slot >= SP_I_MAX_MANAGERS || sp_i_tls.gen[slot] != m->hot.gen || !m->hot.gen) return 0;
   const sp_thread_rec *t = (const sp_thread_rec *)sp_i_tls.t[slot];
-  if (!t || t->busy) return 0;
+  if (!t) return 0;
+  if (t->busy) return -1;
   __atomic_signal_fence(__ATOMIC_SEQ_CST);
   uint32_t r = 0;
   if (m->cfg.aggregation_mode) {
@@ -467,6 +470,18 @@ uint32_t sp_ext_current_region(const struct sp_manager *m) {
   }
   /* A begin this signal interrupted may not have stored its region yet. */
   return r <= sp__region_max_id() ? r : 0;
+}
+
+uint32_t sp_ext_current_region(const struct sp_manager *m) {
+  int64_t r = innermost_region(m);
+  return r > 0 ? (uint32_t)r : 0;
+}
+
+uint32_t sp_ext_sample_region(const struct sp_manager *m) {
+  int64_t r = innermost_region(m);
+  if (r < 0) return 0;
+  if (r == 0) r = sp__adopted_region(m);
+  return r ? (uint32_t)r : sp_ext_run_root(m);
 }
 
 /*====== Per-region folds ======*/

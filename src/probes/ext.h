@@ -194,6 +194,13 @@ int sp_ext_task(const struct sp_ext_thread *th, uint32_t *index, uint64_t *suspe
  * Async-signal-safe: a signal handler may call it at any point of the
  * thread's own recording (it answers 0 while a buffer is being replaced). */
 uint32_t sp_ext_current_region(const struct sp_manager *m);
+/* The region a sample taken now on the calling thread belongs to: the
+ * innermost open region; with none, the region of the call that handed the
+ * thread its work (the call open when the OpenMP parallel region it works
+ * in began, or that captured the sp_context it adopted); with none either,
+ * the run's whole-program root (sp_ext_run_root); 0 when there is nothing
+ * (or the thread's buffers are being replaced). Async-signal-safe. */
+uint32_t sp_ext_sample_region(const struct sp_manager *m);
 /* The whole-program root region of the session `scope-profiler run` started
  * on m (src/core/autorun.c), 0 when m's run is not one. Async-signal-safe:
  * a source gives it what a thread does while it has no region open. */

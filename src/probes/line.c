@@ -26,11 +26,14 @@
  * `source_first_lineno`) when the file is readable at finalize, so the file
  * can be read where the sources are not.
  *
- * Under `scope-profiler run`, samples of a thread with no region open count
- * for the whole-program root region (sp_ext_run_root), and the threads of
- * the run's OpenMP teams are sampled from their first parallel region on
- * (SP_EXT_THREADS), so a program without regions gets the lines of the whole
- * run.
+ * A thread with no region open of its own that works in an OpenMP parallel
+ * region (or on an adopted sp_context) has its samples counted for the region
+ * that opened it (sp_ext_sample_region); the threads of the run's OpenMP
+ * teams are sampled from their first parallel region on (SP_EXT_THREADS).
+ * Under `scope-profiler run`, samples of a thread with neither count for the
+ * whole-program root region (sp_ext_run_root), and every thread the program
+ * starts is sampled (src/core/run_threads.c), so a program without regions
+ * gets the lines of the whole run.
  *
  * Records made elsewhere (the Python package's line timer) come in through
  * sp_manager_add_line_records() (scope_profiler/lines.h, beside the
@@ -103,12 +106,10 @@ struct record {
   size_t ncallers;
 };
 
-/* The thread's innermost open region; with none, the root of a
+/* The thread's innermost open region; with none, the region that opened
+ * the OpenMP parallel region the thread works in, or else the root of a
  * `scope-profiler run` session (0 otherwise: the sample is only counted). */
-static uint32_t current_region(void *ctx) {
-  uint32_t r = sp_ext_current_region(ctx);
-  return r ? r : sp_ext_run_root(ctx);
-}
+static uint32_t current_region(void *ctx) { return sp_ext_sample_region(ctx); }
 
 static int line_wanted(const struct sp_config *cfg) { return cfg->use_line_profiler && !cfg->aggregation_mode; }
 

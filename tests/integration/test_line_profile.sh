@@ -39,6 +39,34 @@ for sampler in perf timer; do
     { echo "$sampler: verbose finalize did not print the line table"; cat $sampler.out; fail=1; }
 done
 
+# An OpenMP team opened inside "compute": the thread with no region open of
+# its own works for "compute", so its samples are that region's. loop_a's
+# time in "compute" must be both threads' CPU time in it, less at most the
+# unsampled tail of each (the run's longest sample interval) and 2 %.
+SCOPE_PROFILER_USE_LINE_PROFILER=1 SCOPE_PROFILER_FILE_PATH=omp.h5 "$app" omp 300 > omp.out 2> omp.err; rc=$?
+if grep -q "built without OpenMP" omp.err; then
+  echo "omp: built without OpenMP; skipped"
+elif [[ $rc -ne 0 ]] || ! grep -q "team=2" omp.err; then
+  echo "omp: app exited $rc"; cat omp.err; fail=1
+else
+  meas=$(sed -n 's/^measured loop_a_ns=\([0-9]*\) team=2$/\1/p' omp.err)
+  "$SP_PYTHON" - omp.h5 "$meas" <<'EOF' || fail=1
+import sys, h5py
+with h5py.File(sys.argv[1], "r") as f:
+    meas = float(sys.argv[2])
+    recs = [g for g in f["rank0/line_profile"].values() if g.attrs["function"] == "loop_a"]
+    got = sum(float(g["times"][()].sum()) for g in recs if g.attrs["region"] == "compute")
+    other = sum(float(g["times"][()].sum()) for g in recs if g.attrs["region"] != "compute")
+    m = f["metadata"].attrs
+    longest = float(m["line_profile_max_sample_ns"])
+    print("omp: loop_a %.1f ms in compute of %.1f ms measured on the team's two threads (longest sample %.1f ms, "
+          "%s, %d samples, %d outside regions)" % (got / 1e6, meas / 1e6, longest / 1e6, m["line_profile_sampler"],
+          m["line_profile_samples"], m["line_profile_samples_outside_regions"]))
+    if not meas * 0.98 - 2 * longest <= got <= meas * 1.02 + 1e6 or other:
+        sys.exit("omp: the team's loop_a time is not all in compute (%.1f ms elsewhere)" % (other / 1e6))
+EOF
+fi
+
 [[ -f perf.h5 ]] && f=perf.h5 || f=timer.h5
 "$cli" inspect $f --lines compute > lines.txt; rc=$?
 if [[ $rc -ne 0 ]] || ! grep -q "^Line #      Hits         Time  Per Hit   % Time  Line Contents" lines.txt ||
