@@ -14,9 +14,11 @@
  *
  * What is preloaded: libscope_profiler_mpi.so for MPI programs (and for any
  * program started by an MPI launcher, so that its ranks write one file),
- * else libscope_profiler.so; nothing when the program carries a static copy
- * of the library (its own copy runs the session); plus the memory
- * interposer for --memory.
+ * else libscope_profiler.so, with libscope_profiler_run.so (its
+ * pthread_create hands each thread the program starts to the session, for
+ * the line sampler); nothing when the program carries a static copy of the
+ * library (its own copy runs the session); plus the memory interposer for
+ * --memory.
  */
 #include <errno.h>
 #include <limits.h>
@@ -307,6 +309,15 @@ static int launch(struct run_opts *o) {
       rc = sp_cli_error(CMD, "cannot find %s next to this executable or in its library directory "
                         "(%s); reinstall scope-profiler%s", file, SP_RUN_LIBDIR_FROM_BIN,
                         mpi ? " built with MPI (SP_WITH_MPI=ON)" : "");
+      goto out;
+    }
+    rc = preload(lib);
+    free(lib);
+    if (rc) goto out;
+    /* Its pthread_create: threads the program starts join the session. */
+    if (!(lib = find_library("libscope_profiler_run.so.0"))) {
+      rc = sp_cli_error(CMD, "cannot find libscope_profiler_run.so.0 next to this executable or in its library "
+                        "directory (%s); reinstall scope-profiler", SP_RUN_LIBDIR_FROM_BIN);
       goto out;
     }
     rc = preload(lib);

@@ -18,6 +18,7 @@
  * launcher's voice in the program: it prints the summary's last line and
  * the reason a run could not start.
  */
+#include <dlfcn.h>
 #include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -34,6 +35,8 @@ static int owned;     /* the default manager's run is the launcher's */
 static int finishing; /* our own finalize is running */
 static int quiet;
 static sp_scope root;
+static sp_region root_region; /* interned before setup: setup's own work is the program's too */
+static int starting;
 static char root_name[256];
 /* A copy of the program's stdout taken before main: programs close their
  * stdout at exit (coreutils' close_stdout) before the summary is printed. */
@@ -41,7 +44,7 @@ static int out_fd = -1;
 
 int sp__autorun_owns(const struct sp_manager *m) { return owned && m == SP_DEFAULT && !finishing; }
 
-sp_region sp__autorun_root(void) { return owned ? root.r : 0; }
+sp_region sp__autorun_root(void) { return owned || starting ? root_region : 0; }
 
 void sp__autorun_end_root(void) {
   if (owned) sp_scope_end(&root);
@@ -82,6 +85,31 @@ sp_status sp__autorun_finish(void) {
 
 static void at_exit(void) { (void)sp__autorun_finish(); }
 
+/* The threads the program starts (run_preload.c): attached like the threads
+ * of an OpenMP team that record nothing (sp__ext_join_thread), so that the
+ * line sampler arms them and their samples count for the root. */
+static int joins_threads(const struct sp_manager *m) {
+  return owned && !finishing && m->run_active && m->ext_threads;
+}
+
+SP_API int sp_i_run_thread_wanted(void *(*fn)(void *)) {
+  if (!joins_threads(SP_DEFAULT)) return 0;
+  void *p;
+  memcpy(&p, &fn, sizeof p); /* POSIX guarantees the round trip */
+  Dl_info in;
+  if (dladdr(p, &in) && in.dli_fname) {
+    const char *base = strrchr(in.dli_fname, '/');
+    base = base ? base + 1 : in.dli_fname;
+    if (!strncmp(base, "libscope_profiler", 17)) return 0; /* our stream writer, signal watcher, memory writer */
+  }
+  return 1;
+}
+
+SP_API void sp_i_run_thread_started(void) {
+  struct sp_manager *m = SP_DEFAULT;
+  if (joins_threads(m)) sp__ext_join_thread(m);
+}
+
 __attribute__((constructor)) static void autorun(void) {
   const char *name = getenv("SCOPE_PROFILER_RUN");
   if (!name || !*name) return;
@@ -91,9 +119,14 @@ __attribute__((constructor)) static void autorun(void) {
   unsetenv("SCOPE_PROFILER_RUN_QUIET");
   if (!quiet) out_fd = fcntl(STDOUT_FILENO, F_DUPFD_CLOEXEC, 3);
   sp_setup_args a = {.auto_finalize = 1};
-  if (sp_manager_setup(SP_DEFAULT, &a) != SP_OK) return; /* setup said why on stderr */
-  sp_region r = sp_region_intern_ex(root_name, NULL, -1, NULL, NULL);
-  root = sp_scope_begin(SP_DEFAULT, r);
+  /* A line sample taken during setup (its overhead calibration) counts for
+   * the root too: everything the process does is the program's. */
+  root_region = sp_region_intern_ex(root_name, NULL, -1, NULL, NULL);
+  starting = 1;
+  sp_status st = sp_manager_setup(SP_DEFAULT, &a);
+  starting = 0;
+  if (st != SP_OK) return; /* setup said why on stderr */
+  root = sp_scope_begin(SP_DEFAULT, root_region);
   owned = 1;
   /* After setup's own exit hook: this one runs first, so the root is
    * closed before anything is finalized. */

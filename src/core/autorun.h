@@ -19,4 +19,12 @@ void sp__autorun_end_root(void);
 /* Close the root, finalize with the summary, say where the file is. Once. */
 sp_status sp__autorun_finish(void);
 
+/* For `run`'s preload library (src/run/run_preload.c), which finds them by
+ * name: 1 when a thread the program starts now with start routine `fn`
+ * should join the session (the run has a source that samples whole threads,
+ * and fn is the program's, not one of the profiler's own libraries), and
+ * the join itself, on the new thread before fn runs. */
+SP_API int sp_i_run_thread_wanted(void *(*fn)(void *));
+SP_API void sp_i_run_thread_started(void);
+
 #endif

@@ -479,8 +479,7 @@ uint32_t sp_ext_current_region(const struct sp_manager *m) {
 
 uint32_t sp_ext_sample_region(const struct sp_manager *m) {
   int64_t r = innermost_region(m);
-  if (r < 0) return 0;
-  if (r == 0) r = sp__adopted_region(m);
+  if (r <= 0) r = sp__adopted_region(m); /* no answer (-1): the work's region at least */
   return r ? (uint32_t)r : sp_ext_run_root(m);
 }
 

@@ -198,8 +198,10 @@ uint32_t sp_ext_current_region(const struct sp_manager *m);
  * innermost open region; with none, the region of the call that handed the
  * thread its work (the call open when the OpenMP parallel region it works
  * in began, or that captured the sp_context it adopted); with none either,
- * the run's whole-program root (sp_ext_run_root); 0 when there is nothing
- * (or the thread's buffers are being replaced). Async-signal-safe. */
+ * the run's whole-program root (sp_ext_run_root); 0 when there is nothing.
+ * While the thread's own buffers are being replaced (or are the setup's
+ * private calibration ones) its open region is not read: the answer is the
+ * adopted context's region or the root. Async-signal-safe. */
 uint32_t sp_ext_sample_region(const struct sp_manager *m);
 /* The whole-program root region of the session `scope-profiler run` started
  * on m (src/core/autorun.c), 0 when m's run is not one. Async-signal-safe:

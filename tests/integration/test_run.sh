@@ -6,7 +6,7 @@
 # the program's own regions joining the run, recursive profiling with the
 # exact call counts of run_prog's call graph (recursion, a function
 # pointer, an exclusion), line samples of a program without regions (also
-# of an OpenMP team's threads with no region open), the
+# of an OpenMP team's threads and of a plain pthread with no region open), the
 # memory interposer, exit status and signal passthrough, the summary after
 # the program closed its stdout, and the launcher's own errors.
 set -uo pipefail
@@ -70,34 +70,79 @@ if grep -q "native code lines are not sampled" err.txt; then
 else
   [[ $rc -eq 0 ]] || bad "line profile: exit $rc"
   "$sp" inspect lines.h5 --lines run-prog > lines.txt 2>&1 || bad "inspect --lines run-prog: $(cat lines.txt)"
-  grep -q "^Function: spin at line" lines.txt && grep -Eq "^ +[0-9]+ +[0-9]+ .*SPIN_LINE" lines.txt ||
+  grep -q "^Function: spin at line" lines.txt && grep -Eq "^ +[0-9]+ +[0-9]+ .*/\* SPIN_LINE" lines.txt ||
     { bad "line profile: no hot line in spin"; cat lines.txt; }
   echo "line profile: $(grep -E 'SPIN_LINE' lines.txt | awk '{print "hits", $2, "% time", $5}' | head -1)"
 fi
 
-# 5b. Line samples of threads with no region open: an OpenMP team of two
-# threads that each spend 300 ms of their own CPU time in spin(),
-# neither with a region open (the main thread has the root). Both threads'
-# time goes to the root region: spin's times add up to about 600 ms
-# (one thread alone would give 300), and nothing is counted outside.
+# Line samples of threads with no region open. A sample gives its whole
+# interval (the thread's CPU time since its previous one) to the code it
+# interrupts, so a function's sampled time is its threads' CPU time in it,
+# less at most each thread's unsampled tail and plus at most one straddling
+# interval, each no longer than the run's longest (line_profile_max_sample_ns):
+# the bounds below follow from that, whatever the load.
+# spin_ms FILE FUNCTION...: sampled ms of each function under the root, then
+# the longest interval (ms), the samples outside regions and the root's other ms.
+spin_ms() {
+  /usr/bin/python3 - "$@" <<'PY'
+import sys, h5py
+with h5py.File(sys.argv[1], "r") as f:
+    ms = {}
+    for g in f["rank0/line_profile"].values():
+        if g.attrs["region"] == "run-prog":
+            fn = g.attrs["function"]
+            ms[fn] = ms.get(fn, 0.0) + float(g["times"][()].sum()) * float(g.attrs["unit"]) * 1e3
+    m = f["metadata"].attrs
+    out = ["%.1f" % ms.pop(fn, 0.0) for fn in sys.argv[2:]]
+    print(" ".join(out), "%.1f" % (float(m["line_profile_max_sample_ns"]) / 1e6),
+          int(m["line_profile_samples_outside_regions"]), "%.1f" % sum(ms.values()))
+PY
+}
+# within GOT WANT LOW_MS HIGH_MS: GOT lies in [WANT - LOW, WANT + HIGH]
+within() { awk -v g="$1" -v w="$2" -v lo="$3" -v hi="$4" 'BEGIN { exit !(g >= w - lo && g <= w + hi) }'; }
+
+# 5b. An OpenMP team of two threads that each spend 300 ms of their own CPU
+# time in spin(), neither with a region open (the main thread has the root):
+# both threads' time goes to the root, spin's about 600 ms (one thread alone
+# would give 300), and nothing is counted outside.
 "$sp" run -q --line-profile -o team.h5 -- "$prog" team 300 > /dev/null 2> err.txt; rc=$?
 if grep -q "native code lines are not sampled\|built without OpenMP" err.txt; then
   echo "line profile of a team: not available here ($(head -1 err.txt)); skipped"
 else
   [[ $rc -eq 0 ]] || { bad "team line profile: exit $rc"; cat err.txt; }
-  got=$(/usr/bin/python3 - team.h5 <<'PY'
-import sys, h5py
-with h5py.File(sys.argv[1], "r") as f:
-    ms = sum(float(g["times"][()].sum()) * float(g.attrs["unit"]) * 1e3
-             for g in f["rank0/line_profile"].values()
-             if g.attrs["function"] == "spin" and g.attrs["region"] == "run-prog")
-    print(f"{ms:.0f} {int(f['metadata'].attrs['line_profile_samples_outside_regions'])}")
-PY
-)
-  read -r ms outside <<< "$got"
-  [[ -n "$ms" && $ms -ge 450 && $outside -eq 0 ]] ||
-    bad "team line profile: spin ${ms:-?} ms in run-prog (want >= 450 of 2 x 300), outside ${outside:-?}"
-  echo "line profile of a two-thread team: spin ${ms} ms under the root, ${outside} samples outside"
+  read -r ms longest outside rest <<< "$(spin_ms team.h5 spin)"
+  # lost: each thread's tail, and what landed in the clock reads (2 %)
+  low=$(awk -v l="$longest" 'BEGIN { print 2 * l + 12 }')
+  within "${ms:-0}" 600 "$low" 20 && [[ $outside -eq 0 ]] ||
+    bad "team line profile: spin ${ms:-?} ms in run-prog (want 600 - $low .. 620), outside ${outside:-?}"
+  echo "line profile of a two-thread team: spin ${ms} ms under the root (longest sample ${longest} ms), ${outside} samples outside"
+fi
+
+# 5c. A plain pthread (not in an OpenMP team, no region open, never
+# recording) spends 300 ms of its CPU in spin() while the main thread spends
+# 100 ms in main_spin(): run's preload library arms the thread when it
+# starts, so spin's time is the thread's 300 ms (none without it), its hot
+# line is found, and its share of the two is 3/4.
+"$sp" run -q --line-profile -o thread.h5 -- "$prog" thread 300 > /dev/null 2> err.txt; rc=$?
+if grep -q "native code lines are not sampled" err.txt; then
+  echo "line profile of a pthread: not available here ($(head -1 err.txt)); skipped"
+else
+  [[ $rc -eq 0 ]] || { bad "pthread line profile: exit $rc"; cat err.txt; }
+  read -r ms main_ms longest outside rest <<< "$(spin_ms thread.h5 spin main_spin)"
+  low=$(awk -v l="$longest" 'BEGIN { print l + 6 }')
+  within "${ms:-0}" 300 "$low" 10 || bad "pthread line profile: spin ${ms:-?} ms in run-prog (want 300 - $low .. 310)"
+  # main_spin: its tail lost, and the interval that straddles its start gained
+  within "${main_ms:-0}" 100 "$low" "$low" || bad "pthread line profile: main_spin ${main_ms:-?} ms (want 100 +- $low)"
+  # the share: off by at most those intervals and what landed elsewhere, over both
+  if ! awk -v a="${ms:-0}" -v b="${main_ms:-0}" -v l="$longest" -v r="${rest:-0}" \
+      'BEGIN { s = a + b; exit !(s > 0 && (a / s - 0.75)^2 <= ((3 * l + r + 8) / s)^2) }'; then
+    bad "pthread line profile: spin's share $ms / ($ms + $main_ms) is not 3/4 (longest $longest ms, $rest ms elsewhere)"
+  fi
+  [[ $outside -eq 0 ]] || bad "pthread line profile: $outside samples outside regions"
+  "$sp" inspect thread.h5 --lines run-prog > tlines.txt 2>&1 || bad "inspect --lines run-prog: $(cat tlines.txt)"
+  grep -Eq "^ +[0-9]+ +[0-9]+ .*/\* SPIN_LINE" tlines.txt && grep -Eq "^ +[0-9]+ +[0-9]+ .*MAIN_SPIN_LINE" tlines.txt ||
+    { bad "pthread line profile: no hot line in spin or main_spin"; cat tlines.txt; }
+  echo "line profile of a plain pthread: spin ${ms} ms, main_spin ${main_ms} ms under the root (longest sample ${longest} ms, ${rest} ms elsewhere)"
 fi
 
 # 6. A program with regions of its own: they join the run under the root.

@@ -12,8 +12,12 @@
  *   team MS    an OpenMP team of two threads (built with OpenMP) that each
  *              spend MS ms of their own CPU time in spin() first, with
  *              no region open on either (line samples of the whole run)
+ *   thread MS  a plain pthread (no OpenMP, no region) spends MS ms of its own
+ *              CPU time in spin() while the main thread spends MS/3 ms of
+ *              its own in main_spin(), then joins it
  *   close      close stdout before returning (the summary still prints)
  */
+#include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -48,6 +52,29 @@ __attribute__((noinline)) static void spin(long ms, clockid_t clock) {
   } while ((t.tv_sec - t0.tv_sec) * 1000 + (t.tv_nsec - t0.tv_nsec) / 1000000 < ms);
 }
 
+/* spin() under another name, for the main thread's share in `thread MS`. */
+__attribute__((noinline)) static void main_spin(long ms) {
+  struct timespec t0, t;
+  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &t0);
+  do {
+    for (int i = 0; i < 100000; i++) sink += i; /* MAIN_SPIN_LINE */
+    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &t);
+  } while ((t.tv_sec - t0.tv_sec) * 1000 + (t.tv_nsec - t0.tv_nsec) / 1000000 < ms);
+}
+
+static void *thread_body(void *p) {
+  spin(*(long *)p, CLOCK_THREAD_CPUTIME_ID);
+  return NULL;
+}
+
+static int plain_thread(long ms) {
+  pthread_t th;
+  if (pthread_create(&th, NULL, thread_body, &ms) != 0) return 68;
+  main_spin(ms / 3);
+  pthread_join(th, NULL);
+  return 0;
+}
+
 static int team(long ms) {
 #ifdef _OPENMP
   int n = 0;
@@ -73,6 +100,8 @@ int main(int argc, char **argv) {
     else if (!strcmp(argv[i], "spin") && i + 1 < argc) spin(atol(argv[++i]), CLOCK_PROCESS_CPUTIME_ID);
     else if (!strcmp(argv[i], "team") && i + 1 < argc) {
       if ((code = team(atol(argv[++i])))) return code;
+    } else if (!strcmp(argv[i], "thread") && i + 1 < argc) {
+      if ((code = plain_thread(atol(argv[++i])))) return code;
     } else if (!strcmp(argv[i], "close")) close_out = 1;
     else {
       fprintf(stderr, "run_prog: unknown argument %s\n", argv[i]);
