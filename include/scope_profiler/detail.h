@@ -23,6 +23,8 @@
  *                           set (no extension takes them), else the slow path
  *   SLOW                    the slow path (paused, or an extension takes
  *                           every region)
+ *   TIMELINE|CLOCK, AGG|CLOCK  as without CLOCK, the clock read through
+ *                           sp_i_ticks() (not the TSC, or a manual clock)
  */
 #ifndef SCOPE_PROFILER_DETAIL_H
 #define SCOPE_PROFILER_DETAIL_H
@@ -68,6 +70,10 @@ extern "C" {
  * known to be taken by none (its bit in sp_i_hot.plain) stays inlined, the
  * others go through the slow path, which calls the extensions. */
 #define SP_I_STATE_EXT 4u
+/* Flag on TIMELINE or AGGREGATE: the clock is not the TSC (sp_i_hot.clock
+ * != 1), so the inlined paths read it through sp_i_ticks(). Without it the
+ * fast path reads the TSC without testing the clock kind again. */
+#define SP_I_STATE_CLOCK 8u
 
 /* Region ids with this bit set carry an opt-in tag and always take the slow
  * path, where the manager decides whether the tag is enabled. */
@@ -197,8 +203,13 @@ SP_API extern uint64_t sp_i_manual_ticks; /* the manual clock (tests: determinis
 
 #define sp_i_begin_slow sp_i_begin_slow_v4
 #define sp_i_end_slow sp_i_end_slow_v4
+#define sp_i_begin_other sp_i_begin_other_v4
+#define sp_i_end_other sp_i_end_other_v4
 SP_API int sp_i_begin_slow(void *m, uint32_t r);
 SP_API int sp_i_end_slow(void *m, uint32_t r);
+/* The inlined dispatch's other cases (record.c): flags, opt-in handles. */
+SP_API int sp_i_begin_other(void *m, uint32_t r);
+SP_API int sp_i_end_other(void *m, uint32_t r);
 /* CLOCK_MONOTONIC in nanoseconds, out of line: for programs compiled in a
  * strict ISO mode (gcc -std=c11), whose <time.h> declares neither
  * clock_gettime nor CLOCK_MONOTONIC (they are POSIX), so that the headers
@@ -241,13 +252,24 @@ SP_I_INLINE uint32_t sp_i_state(const struct sp_i_hot *h) {
 #endif
 }
 
-SP_I_INLINE int sp_i_agg_begin(void *m, const struct sp_i_hot *h, uint32_t r) {
+/* The clock of an inlined path: `tsc` is a constant where the state told
+ * which clock runs (the fast paths), else the manager's copy is tested. */
+SP_I_INLINE uint64_t sp_i_ticks_k(const struct sp_i_hot *h, int tsc) {
+#if defined(__x86_64__) && defined(__GNUC__)
+  if (tsc) return __builtin_ia32_rdtsc();
+#else
+  (void)tsc;
+#endif
+  return sp_i_ticks_h(h);
+}
+
+SP_I_INLINE int sp_i_agg_begin(void *m, const struct sp_i_hot *h, uint32_t r, int tsc) {
   struct sp_i_thread *t = sp_i_tls.t[h->slot];
   if (SP_I_UNLIKELY(sp_i_tls.gen[h->slot] != h->gen || t->nopen == t->open_cap)) return sp_i_begin_slow(m, r);
   struct sp_i_event *ev = &t->open[t->nopen++];
   ev->region = r;
   ev->end = 0;
-  ev->start = sp_i_ticks_h(h);
+  ev->start = sp_i_ticks_k(h, tsc);
   return 0;
 }
 
@@ -278,8 +300,8 @@ SP_I_INLINE void sp_i_agg_close(struct sp_i_thread *t, uint32_t r, uint64_t now)
   a->s2 += x * x;
 }
 
-SP_I_INLINE int sp_i_agg_end(void *m, const struct sp_i_hot *h, uint32_t r) {
-  uint64_t now = sp_i_ticks_h(h);
+SP_I_INLINE int sp_i_agg_end(void *m, const struct sp_i_hot *h, uint32_t r, int tsc) {
+  uint64_t now = sp_i_ticks_k(h, tsc);
   struct sp_i_thread *t = sp_i_tls.t[h->slot];
   if (SP_I_UNLIKELY(sp_i_tls.gen[h->slot] != h->gen || t->nopen == 0)) return sp_i_end_slow(m, r);
   if (SP_I_UNLIKELY(t->open[t->nopen - 1].region != r || r >= t->acc_cap)) return sp_i_end_slow(m, r);
@@ -298,27 +320,9 @@ SP_I_INLINE int sp_i_plain_region(const struct sp_i_hot *h, uint32_t r) {
 #endif
 }
 
-/* Dispatch of a begin (an end is the same, except that its handle is
- * checked against the call it closes instead):
- *   state OFF                      -> return 0
- *   opt-in handle, known disabled  -> return 0
- *   EXT, plain handle no extension takes -> as without EXT
- *   AGGREGATE, plain handle        -> sp_i_agg_begin (inline)
- *   TIMELINE, plain handle         -> inline below, unless the thread is new,
- *                                     its buffer is full or it is armed
- *   anything else (SLOW, opt-in, invalid handle) -> sp_i_begin_slow */
-SP_I_INLINE int sp_i_begin(void *m, uint32_t r) {
-  const struct sp_i_hot *h = (const struct sp_i_hot *)m;
-  uint32_t state = sp_i_state(h);
-  /* Off first: a deactivated run pays one compare and one branch. */
-  if (state == SP_I_STATE_OFF) return 0;
-  int plain = sp_i_plain_region(h, r);
-  if (SP_I_UNLIKELY(state != SP_I_STATE_TIMELINE || !plain)) {
-    if ((r & SP_I_REGION_SLOW_BIT) && sp_i_optin_off(h, r)) return 0;
-    if ((state & SP_I_STATE_EXT) && plain && sp_i_ext_plain(h, r)) state &= ~SP_I_STATE_EXT;
-    if (plain && state == SP_I_STATE_AGGREGATE) return sp_i_agg_begin(m, h, r);
-    if (state != SP_I_STATE_TIMELINE || !plain) return sp_i_begin_slow(m, r);
-  }
+/* The timeline begin proper: an event in the thread's log, unless the thread
+ * is new, its buffer is full or it is armed (then out of line). */
+SP_I_INLINE int sp_i_tl_begin(void *m, const struct sp_i_hot *h, uint32_t r, int tsc) {
   struct sp_i_thread *t = sp_i_tls.t[h->slot];
   if (SP_I_UNLIKELY(sp_i_tls.gen[h->slot] != h->gen || t->n == t->cap || t->depth >= t->stack_lim))
     return sp_i_begin_slow(m, r);
@@ -328,21 +332,12 @@ SP_I_INLINE int sp_i_begin(void *m, uint32_t r) {
   ev->region = r;
   ev->depth = t->depth++;
   ev->end = 0;
-  ev->start = sp_i_ticks_h(h);
+  ev->start = sp_i_ticks_k(h, tsc);
   return 0;
 }
 
-SP_I_INLINE int sp_i_end(void *m, uint32_t r) {
-  const struct sp_i_hot *h = (const struct sp_i_hot *)m;
-  uint32_t state = sp_i_state(h);
-  if (state == SP_I_STATE_OFF) return 0;
-  if (SP_I_UNLIKELY(state != SP_I_STATE_TIMELINE || (r & SP_I_REGION_SLOW_BIT))) {
-    if ((r & SP_I_REGION_SLOW_BIT) && sp_i_optin_off(h, r)) return 0;
-    if ((state & SP_I_STATE_EXT) && sp_i_ext_plain(h, r)) state &= ~SP_I_STATE_EXT;
-    if (state == SP_I_STATE_AGGREGATE && !(r & SP_I_REGION_SLOW_BIT) && r) return sp_i_agg_end(m, h, r);
-    if (state != SP_I_STATE_TIMELINE || (r & SP_I_REGION_SLOW_BIT)) return sp_i_end_slow(m, r);
-  }
-  uint64_t now = sp_i_ticks_h(h);
+SP_I_INLINE int sp_i_tl_end(void *m, const struct sp_i_hot *h, uint32_t r, int tsc) {
+  uint64_t now = sp_i_ticks_k(h, tsc);
   struct sp_i_thread *t = sp_i_tls.t[h->slot];
   if (SP_I_UNLIKELY(sp_i_tls.gen[h->slot] != h->gen || t->depth <= t->end_floor)) return sp_i_end_slow(m, r);
   uint64_t i = t->stack[t->depth - 1];
@@ -352,6 +347,43 @@ SP_I_INLINE int sp_i_end(void *m, uint32_t r) {
   ev->end = now;
   t->depth--;
   return 0;
+}
+
+/* Dispatch of a begin:
+ *   state OFF                      -> return 0 (one compare)
+ *   TIMELINE, plain handle         -> sp_i_tl_begin, reading the TSC
+ *   AGGREGATE, plain handle        -> sp_i_agg_begin, reading the TSC
+ *   opt-in handle, known disabled  -> return 0
+ *   anything else                  -> sp_i_begin_other, out of line: the
+ *     same dispatch for the CLOCK and EXT flags (still no slow path for a
+ *     plain handle), disabled opt-in handles, else sp_i_begin_slow.
+ * TIMELINE and AGGREGATE without flags mean the TSC clock and no extension:
+ * the inlined code tests neither again. */
+SP_I_INLINE int sp_i_begin(void *m, uint32_t r) {
+  const struct sp_i_hot *h = (const struct sp_i_hot *)m;
+  uint32_t state = sp_i_state(h);
+  /* Off first: a deactivated run pays one compare and one branch. */
+  if (state == SP_I_STATE_OFF) return 0;
+  if (SP_I_LIKELY(sp_i_plain_region(h, r))) {
+    if (SP_I_LIKELY(state == SP_I_STATE_TIMELINE)) return sp_i_tl_begin(m, h, r, 1);
+    if (state == SP_I_STATE_AGGREGATE) return sp_i_agg_begin(m, h, r, 1);
+  } else if ((r & SP_I_REGION_SLOW_BIT) && sp_i_optin_off(h, r)) {
+    return 0;
+  }
+  return sp_i_begin_other(m, r);
+}
+
+/* An end's handle is checked against the call it closes, so only the
+ * opt-in bit and 0 (never a call) are tested here. */
+SP_I_INLINE int sp_i_end(void *m, uint32_t r) {
+  const struct sp_i_hot *h = (const struct sp_i_hot *)m;
+  uint32_t state = sp_i_state(h);
+  if (state == SP_I_STATE_OFF) return 0;
+  if (SP_I_LIKELY(state == SP_I_STATE_TIMELINE) && SP_I_LIKELY(!(r & SP_I_REGION_SLOW_BIT)))
+    return sp_i_tl_end(m, h, r, 1);
+  if (state == SP_I_STATE_AGGREGATE && r - 1u < SP_I_REGION_SLOW_BIT - 1u) return sp_i_agg_end(m, h, r, 1);
+  if ((r & SP_I_REGION_SLOW_BIT) && sp_i_optin_off(h, r)) return 0;
+  return sp_i_end_other(m, r);
 }
 
 #ifdef __cplusplus

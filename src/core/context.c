@@ -68,7 +68,7 @@ static struct sp_xctx *xctx_at(const struct sp_manager *m, uint32_t k) {
 
 uint32_t sp__xctx_capture(struct sp_manager *m) {
   uint32_t state = __atomic_load_n(&m->hot.state, __ATOMIC_RELAXED);
-  if (state == SP_I_STATE_OFF || state == SP_I_STATE_AGGREGATE) return 0;
+  if (state == SP_I_STATE_OFF || (state & ~SP_I_STATE_CLOCK) == SP_I_STATE_AGGREGATE) return 0;
   uint32_t slot = m->hot.slot;
   sp_thread_rec *t = sp_i_tls.gen[slot] == m->hot.gen ? (sp_thread_rec *)sp_i_tls.t[slot] : NULL;
   uint32_t d = t ? t->hot.depth : 0;

@@ -154,6 +154,8 @@ void sp__manager_publish_state(struct sp_manager *m) {
     s = SP_I_STATE_SLOW; /* every region goes to the extensions */
   else
     s = SP_I_STATE_TIMELINE | (m->next ? SP_I_STATE_EXT : 0);
+  /* The fast paths read the TSC without testing the clock kind (detail.h). */
+  if (s != SP_I_STATE_OFF && s != SP_I_STATE_SLOW && m->hot.clock != 1) s |= SP_I_STATE_CLOCK;
   __atomic_store_n(&m->hot.state, s, __ATOMIC_RELEASE);
 }
 

@@ -516,6 +516,39 @@ SP_API int sp_i_end_slow(void *mv, uint32_t r) {
   return rc;
 }
 
+/* What the inlined begin/end hand over when the state has a flag (CLOCK:
+ * not the TSC; EXT: extensions run) or the handle is not plain: the same
+ * inlined bodies, with the clock tested at run time, for regions no
+ * extension takes; disabled opt-in handles return at once; the rest goes
+ * to the slow path. */
+SP_API int sp_i_begin_other(void *mv, uint32_t r) {
+  const struct sp_i_hot *h = mv;
+  uint32_t state = sp_i_state(h);
+  if (state == SP_I_STATE_OFF) return 0;
+  int plain = sp_i_plain_region(h, r);
+  if (plain && (state & SP_I_STATE_EXT) && sp_i_ext_plain(h, r)) state &= ~SP_I_STATE_EXT;
+  uint32_t mode = state & ~SP_I_STATE_CLOCK;
+  int tsc = !(state & SP_I_STATE_CLOCK);
+  if (plain && mode == SP_I_STATE_AGGREGATE) return sp_i_agg_begin(mv, h, r, tsc);
+  if (plain && mode == SP_I_STATE_TIMELINE) return sp_i_tl_begin(mv, h, r, tsc);
+  if ((r & SP_I_REGION_SLOW_BIT) && sp_i_optin_off(h, r)) return 0;
+  return sp_i_begin_slow(mv, r);
+}
+
+SP_API int sp_i_end_other(void *mv, uint32_t r) {
+  const struct sp_i_hot *h = mv;
+  uint32_t state = sp_i_state(h);
+  if (state == SP_I_STATE_OFF) return 0;
+  int plain = r - 1u < SP_I_REGION_SLOW_BIT - 1u;
+  if (plain && (state & SP_I_STATE_EXT) && sp_i_ext_plain(h, r)) state &= ~SP_I_STATE_EXT;
+  uint32_t mode = state & ~SP_I_STATE_CLOCK;
+  int tsc = !(state & SP_I_STATE_CLOCK);
+  if (plain && mode == SP_I_STATE_AGGREGATE) return sp_i_agg_end(mv, h, r, tsc);
+  if (plain && mode == SP_I_STATE_TIMELINE) return sp_i_tl_end(mv, h, r, tsc);
+  if ((r & SP_I_REGION_SLOW_BIT) && sp_i_optin_off(h, r)) return 0;
+  return sp_i_end_slow(mv, r);
+}
+
 /*====== Calls whose end never comes ======*/
 
 void sp__cut_note(struct sp_manager *m, int64_t id) {

@@ -128,7 +128,7 @@ SP_TEST(selective_extension_leaves_other_regions_inline) {
   ASSERT_EQ(sp__ext_register(&count_ext), 0);
   const char *ov[] = {"file_path=sel.h5", NULL};
   sp_manager *m = setup_with(ov);
-  ASSERT_EQ(m->hot.state, SP_I_STATE_TIMELINE | SP_I_STATE_EXT);
+  ASSERT_EQ(m->hot.state & ~SP_I_STATE_CLOCK, SP_I_STATE_TIMELINE | SP_I_STATE_EXT);
   sp_region counted = sp_region_intern_ex("counted", NULL, -1, NULL, "counted");
   sp_region plain = sp_region_intern("plain");
   int e0 = enters;
@@ -157,7 +157,7 @@ SP_TEST(selective_extension_leaves_other_regions_inline) {
 SP_TEST(no_extension_means_fully_inline_state) {
   const char *ov[] = {"deactivate_file_output=1", NULL};
   sp_manager *m = setup_with(ov);
-  ASSERT_EQ(m->hot.state, SP_I_STATE_TIMELINE);
+  ASSERT_EQ(m->hot.state & ~SP_I_STATE_CLOCK, SP_I_STATE_TIMELINE);
   ASSERT_EQ(m->ext_stride, 0);
   sp_manager_destroy(m);
 }
@@ -210,7 +210,7 @@ SP_TEST(outside_hooks_stay_out_of_the_interval_inside_ones_count) {
   ASSERT_EQ(sp__ext_register(&in_ext), 0);
   const char *ov[] = {"file_path=order.h5", NULL};
   sp_manager *m = setup_with(ov);
-  ASSERT_EQ(m->hot.state, SP_I_STATE_SLOW); /* forwarders without a region filter take every region */
+  ASSERT_EQ(m->hot.state & ~SP_I_STATE_CLOCK, SP_I_STATE_SLOW); /* forwarders without a region filter take every region */
   sp_region a = sp_region_intern("a"), b = sp_region_intern("b");
   ntrace = 0;
   sp_region_begin(m, a);
@@ -357,7 +357,7 @@ SP_TEST(aggregation_mode_folds_columns_per_region) {
   ASSERT_EQ(sp__ext_register(&count_ext), 0);
   const char *ov[] = {"file_path=agg.h5", "aggregation_mode=1", NULL};
   sp_manager *m = setup_with(ov);
-  ASSERT_EQ(m->hot.state, SP_I_STATE_AGGREGATE | SP_I_STATE_EXT);
+  ASSERT_EQ(m->hot.state & ~SP_I_STATE_CLOCK, SP_I_STATE_AGGREGATE | SP_I_STATE_EXT);
   sp_region c = sp_region_intern_ex("agg.counted", NULL, -1, NULL, "counted"), p = sp_region_intern("agg.plain");
   for (int i = 0; i < 6; i++) {
     sp_region_begin(m, p);
@@ -463,7 +463,7 @@ SP_TEST(declined_extension_warns_once_and_the_run_goes_on) {
   const char *ov[] = {"file_path=decl.h5", NULL};
   sp_manager *m = setup_with(ov);
   ASSERT_EQ(m->next, 0);
-  ASSERT_EQ(m->hot.state, SP_I_STATE_TIMELINE);
+  ASSERT_EQ(m->hot.state & ~SP_I_STATE_CLOCK, SP_I_STATE_TIMELINE);
   sp_region r = sp_region_intern("r");
   sp_region_begin(m, r);
   sp_region_end(m, r);
@@ -579,7 +579,7 @@ SP_TEST(after_fork_runs_in_the_child_only) {
   const char *ov[] = {"deactivate_file_output=1", NULL};
   sp_manager *m = setup_with(ov);
   ASSERT_EQ(m->ext_stride, 0); /* a source alone needs no columns */
-  ASSERT_EQ(m->hot.state, SP_I_STATE_TIMELINE | SP_I_STATE_EXT);
+  ASSERT_EQ(m->hot.state & ~SP_I_STATE_CLOCK, SP_I_STATE_TIMELINE | SP_I_STATE_EXT);
   pid_t pid = fork();
   if (pid == 0) _exit(forks_seen == 1 && m->next == 0 ? 0 : 1);
   int status;
