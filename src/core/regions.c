@@ -319,6 +319,38 @@ static inline uint32_t known(const char *name, size_t len) {
   return id ? handle_of(id) : 0;
 }
 
+/* The name this thread interned last, by address. A loop that interns the
+ * same name on every call (a literal, a Python str's buffer, a C++
+ * string_view) then pays a compare of its bytes with that region's name
+ * instead of the hash and the probe; a buffer reused for another name fails
+ * the compare and is looked up as before. `len` has been measured already
+ * (strnlen, or given), so no byte past the name is read. Initial-exec: the
+ * library's whole TLS block must stay under 256 bytes (detail.h). */
+static __thread __attribute__((tls_model("initial-exec"))) struct {
+  const char *name;
+  uint32_t id;
+} last_name;
+
+/* Not inlined: the hit path above it stays a leaf with a small frame. */
+static __attribute__((noinline)) uint32_t known_miss(const char *name, size_t len) {
+  uint32_t id = known(name, len);
+  if (id) {
+    last_name.name = name;
+    last_name.id = id & ~SP_I_REGION_SLOW_BIT;
+  }
+  return id;
+}
+
+static inline uint32_t known_cached(const char *name, size_t len) {
+  uint32_t id = last_name.id;
+  if (name == last_name.name && id) {
+    const struct sp_region_info *ri = info_of(id);
+    if (ri->len == len && same_bytes(ri->name, name, len))
+      return __atomic_load_n(&ri->opt_in, __ATOMIC_ACQUIRE) ? id | SP_I_REGION_SLOW_BIT : id;
+  }
+  return known_miss(name, len);
+}
+
 sp_region sp_region_intern_ex(const char *name, const char *file, int line, const char *func,
                               const char *tags) {
   /* One byte past the limit is enough to tell "too long". */
@@ -329,12 +361,12 @@ sp_region sp_region_intern_ex(const char *name, const char *file, int line, cons
 
 sp_region sp_region_intern(const char *name) {
   size_t len = name ? strnlen(name, MAX_NAME_BYTES + 1) : 0;
-  uint32_t id = known(name, len);
+  uint32_t id = known_cached(name, len);
   return id ? id : intern(name, len, NULL, -1, NULL, NULL);
 }
 
 sp_region sp_region_intern_n(const char *name, size_t len) {
-  uint32_t id = known(name, len);
+  uint32_t id = known_cached(name, len);
   return id ? id : intern(name, len, NULL, -1, NULL, NULL);
 }
 

@@ -435,6 +435,41 @@ SP_TEST(two_managers_coexist) {
 
 /*====== Names ======*/
 
+/* sp_region_intern remembers the last name of each thread by address: a
+ * buffer reused for another name (shorter, or of the same length) must get
+ * that name's region, and an opt-in tag registered later must still show. */
+SP_TEST(a_reused_name_buffer_interns_what_it_holds) {
+  char *buf = malloc(32); /* on the heap: ASan sees any read past the name */
+  ASSERT(buf != NULL);
+  strcpy(buf, "reused.alpha_long_name");
+  sp_region a = sp_region_intern(buf);
+  ASSERT_NE(a, 0);
+  ASSERT_EQ(sp_region_intern(buf), a);
+  strcpy(buf, "reused.beta");
+  sp_region b = sp_region_intern(buf);
+  ASSERT_NE(b, 0);
+  ASSERT_NE(b, a);
+  ASSERT_STR_EQ(sp_region_name(b), "reused.beta");
+  strcpy(buf, "reused.alpha_long_namX");
+  sp_region c = sp_region_intern(buf);
+  ASSERT_NE(c, a);
+  ASSERT_STR_EQ(sp_region_name(c), "reused.alpha_long_namX");
+  strcpy(buf, "reused.alpha_long_name");
+  ASSERT_EQ(sp_region_intern(buf), a);
+  ASSERT_EQ(sp_region_intern_n(buf, 6), sp_region_intern("reused"));
+  ASSERT_EQ(sp_region_intern_n(buf, 22), a);
+  strcpy(buf, "bad \xff");
+  ASSERT_EQ(sp_region_intern(buf), 0);
+  free(buf);
+  sp_region t = sp_region_intern_ex("reused.tagged", NULL, -1, NULL, "tag_registered_later");
+  ASSERT_NE(t, 0);
+  ASSERT_EQ(t & 0x80000000u, 0);
+  ASSERT_EQ(sp_region_intern("reused.tagged"), t);
+  ASSERT_EQ(sp_region_intern("reused.tagged"), t);
+  ASSERT_OK(sp_register_opt_in_tag("tag_registered_later"));
+  ASSERT_EQ(sp_region_intern("reused.tagged"), t | 0x80000000u);
+}
+
 SP_TEST(region_names_validated_and_verbatim) {
   ASSERT_EQ(sp_region_intern(""), 0);
   ASSERT_CONTAINS(sp_last_error(), "empty");
