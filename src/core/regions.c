@@ -319,33 +319,44 @@ static inline uint32_t known(const char *name, size_t len) {
   return id ? handle_of(id) : 0;
 }
 
-/* The name this thread interned last, by address. A loop that interns the
- * same name on every call (a literal, a Python str's buffer, a C++
- * string_view) then pays a compare of its bytes with that region's name
- * instead of the hash and the probe; a buffer reused for another name fails
- * the compare and is looked up as before. `len` has been measured already
- * (strnlen, or given), so no byte past the name is read. Initial-exec: the
- * library's whole TLS block must stay under 256 bytes (detail.h). */
-static __thread __attribute__((tls_model("initial-exec"))) struct {
-  const char *name;
-  uint32_t id;
-} last_name;
+/* Names interned lately, by address. A loop that interns the same name on
+ * every call (a literal, a Python str's buffer, a C++ string_view) then pays
+ * a compare of its bytes with that region's name instead of the hash and the
+ * probe. An entry is only a hint, shared by all threads and written without
+ * a lock: its region's name is compared with the caller's bytes (`len` is
+ * measured already, so nothing past the name is read) before its id is
+ * used, so a buffer reused for another name, or an entry torn by two
+ * writers, costs a lookup and never a wrong handle. Not thread-local: the
+ * library's TLS block has no room left under the 256 bytes dlopen allows. */
+#define NAME_HINTS 64
+static struct {
+  const char *_Atomic name;
+  _Atomic uint32_t id;
+} name_hints[NAME_HINTS];
+
+static inline size_t name_hint(const char *name) {
+  uintptr_t p = (uintptr_t)name;
+  return (size_t)((p >> 3) ^ (p >> 9)) & (NAME_HINTS - 1);
+}
 
 /* Not inlined: the hit path above it stays a leaf with a small frame. */
 static __attribute__((noinline)) uint32_t known_miss(const char *name, size_t len) {
   uint32_t id = known(name, len);
   if (id) {
-    last_name.name = name;
-    last_name.id = id & ~SP_I_REGION_SLOW_BIT;
+    size_t k = name_hint(name);
+    atomic_store_explicit(&name_hints[k].id, id & ~SP_I_REGION_SLOW_BIT, memory_order_relaxed);
+    atomic_store_explicit(&name_hints[k].name, name, memory_order_relaxed);
   }
   return id;
 }
 
 static inline uint32_t known_cached(const char *name, size_t len) {
-  uint32_t id = last_name.id;
-  if (name == last_name.name && id) {
-    const struct sp_region_info *ri = info_of(id);
-    if (ri->len == len && same_bytes(ri->name, name, len))
+  size_t k = name_hint(name);
+  if (atomic_load_explicit(&name_hints[k].name, memory_order_relaxed) == name) {
+    uint32_t id = atomic_load_explicit(&name_hints[k].id, memory_order_relaxed);
+    /* Ids in hints were live when stored, and ids never die. */
+    const struct sp_region_info *ri = id ? info_of(id) : NULL;
+    if (ri && ri->len == len && same_bytes(ri->name, name, len))
       return __atomic_load_n(&ri->opt_in, __ATOMIC_ACQUIRE) ? id | SP_I_REGION_SLOW_BIT : id;
   }
   return known_miss(name, len);
