@@ -103,6 +103,38 @@ static void merged_note(struct rp_chart *c, uint64_t calls, uint64_t bars, const
                   (unsigned long long)calls, (unsigned long long)bars, what);
 }
 
+/* Calls folded into marks at this resolution, said once under the chart. */
+struct merged {
+  uint64_t calls, marks;
+};
+
+static void count_merged(struct merged *mg, const struct rp_mark *mk) {
+  if (mk->n > 1) {
+    mg->calls += mk->n;
+    mg->marks++;
+  }
+}
+
+/* A mark of a Gantt lane as a bar from its first start to its last end, in
+ * the row from y, h high; returns its left edge (where a GPU strip starts). */
+static double lane_bar(FILE *o, struct rp_chart *c, const struct rp_model *m, const struct rp_file *f,
+                       const struct rp_mark *mk, double pw, double y, double h, int64_t rank, int64_t thread,
+                       struct merged *mg) {
+  count_merged(mg, mk);
+  double x0 = xpos(f, mk->s, pw), x1 = xpos(f, mk->e, pw);
+  bar(o, c, m, f, mk, x0, y, x1 - x0, h, rank, thread);
+  return x0;
+}
+
+/* The time axis of file f's panels and its title. */
+static void time_axis(const struct rp_file *f, struct rp_axis *ax, char *title, size_t size,
+                      const char *what) {
+  rp_axis_time(ax, 0, span_s(f));
+  snprintf(title, size, "%s since the first region entry [%s]", what, ax->unit);
+}
+
+#define NO_CALLS "no input stores individual calls (aggregate layout or no calls)"
+
 static size_t cols_for(const struct rp_model *m, size_t rows) {
   size_t pw = (size_t)RP_PLOT_W(m), cols = rows ? m->o->max_bars / rows : pw;
   if (cols < RP_MIN_COLS) cols = RP_MIN_COLS;
@@ -120,8 +152,7 @@ static size_t files_with_events(const struct rp_model *m) {
 int rp_chart_gantt(struct rp_model *m, struct rp_svg *out) {
   const char *title = "Gantt chart: every call of every region, per rank";
   if (!files_with_events(m))
-    return rp_svg_not_drawn(out, "gantt", "gantt.svg", title,
-                     "no input stores individual calls (aggregate layout or no calls)");
+    return rp_svg_not_drawn(out, "gantt", "gantt.svg", title, NO_CALLS);
   size_t nl = 0;
   for (size_t i = 0; i < m->nfiles; i++) nl += m->files[i].nlanes;
   size_t cols = cols_for(m, nl);
@@ -129,7 +160,8 @@ int rp_chart_gantt(struct rp_model *m, struct rp_svg *out) {
   struct rp_chart c;
   if (rp_chart_begin(&c, m, "gantt", "gantt", title)) return -1;
   c.rank_mode = 1;
-  uint64_t merged_calls = 0, merged_bars = 0, gpu_bars = 0;
+  struct merged mg = {0, 0};
+  uint64_t gpu_bars = 0;
   for (size_t fi = 0; fi < m->nfiles; fi++) {
     struct rp_file *f = &m->files[fi];
     if (!f->has_events) {
@@ -144,9 +176,8 @@ int rp_chart_gantt(struct rp_model *m, struct rp_svg *out) {
       rp_chart_note(&c, "%s: %llu calls on threads past the lane limit not drawn", f->label,
                     (unsigned long long)f->lanes_dropped);
     struct rp_axis ax;
-    rp_axis_time(&ax, 0, span_s(f));
     char atitle[96];
-    snprintf(atitle, sizeof atitle, "time since the first region entry [%s]", ax.unit);
+    time_axis(f, &ax, atitle, sizeof atitle, "time");
     for (size_t a = 0; a < f->nlanes;) {
       size_t b = a;
       while (b < f->nlanes && f->lanes[b].rank == f->lanes[a].rank) b++;
@@ -188,13 +219,8 @@ int rp_chart_gantt(struct rp_model *m, struct rp_svg *out) {
         rp_marks_fold(&l->m, f->origin, f->end - f->origin, cols);
         for (size_t k = 0; k < l->m.n; k++) {
           const struct rp_mark *mk = &l->m.v[k];
-          if (mk->n > 1) {
-            merged_calls += mk->n;
-            merged_bars++;
-          }
-          double x0 = xpos(f, mk->s, pw), x1 = xpos(f, mk->e, pw);
-          bar(o, &c, m, f, mk, x0, (double)(i - a) * LANE_H + 2, x1 - x0, LANE_H - 4, l->rank,
-              l->thread);
+          double x0 =
+              lane_bar(o, &c, m, f, mk, pw, (double)(i - a) * LANE_H + 2, LANE_H - 4, l->rank, l->thread, &mg);
           if (mk->ngpu) { /* device time: a strip along the bar's foot, from its start */
             double gw = xpos(f, f->origin + mk->gpu, pw) - xpos(f, f->origin, pw);
             fputs("<rect class=\"gpubar\" x=\"", o);
@@ -214,7 +240,7 @@ int rp_chart_gantt(struct rp_model *m, struct rp_svg *out) {
       a = b;
     }
   }
-  merged_note(&c, merged_calls, merged_bars, "bars");
+  merged_note(&c, mg.calls, mg.marks, "bars");
   if (gpu_bars)
     rp_chart_note(&c, "Dark strip at a bar's foot: its device time (use_gpu_timing), drawn from the "
                       "call's CPU start; the device may have run it later");
@@ -529,8 +555,7 @@ int rp_chart_flamegraph(struct rp_model *m, struct rp_svg *out) {
 int rp_chart_timeseries(struct rp_model *m, struct rp_svg *out) {
   const char *title = "Time series: duration of each call against wall time";
   if (!files_with_events(m))
-    return rp_svg_not_drawn(out, "timeseries", "timeseries.svg", title,
-                     "no input stores individual calls (aggregate layout or no calls)");
+    return rp_svg_not_drawn(out, "timeseries", "timeseries.svg", title, NO_CALLS);
   size_t ns = 0;
   for (size_t i = 0; i < m->nfiles; i++) ns += m->files[i].nseries;
   size_t cols = cols_for(m, ns);
@@ -539,7 +564,7 @@ int rp_chart_timeseries(struct rp_model *m, struct rp_svg *out) {
   struct rp_chart c;
   if (rp_chart_begin(&c, m, "timeseries", "timeseries", title)) return -1;
   c.rank_mode = 2;
-  uint64_t merged_calls = 0, merged_bars = 0;
+  struct merged mg = {0, 0};
   for (size_t fi = 0; fi < m->nfiles; fi++) {
     struct rp_file *f = &m->files[fi];
     if (!f->has_events || f->nseries == 0) continue;
@@ -561,11 +586,10 @@ int rp_chart_timeseries(struct rp_model *m, struct rp_svg *out) {
     if (!(hi > 0)) hi = 1e-9;
     if (!isfinite(lo)) lo = hi / 10;
     struct rp_axis xa, ya;
-    rp_axis_time(&xa, 0, span_s(f));
+    char atitle[96];
+    time_axis(f, &xa, atitle, sizeof atitle, "call start,");
     rp_axis_value(&ya, lo, hi, 1, 1);
     if (zero) rp_axis_log_zero(&ya); /* 0 ns calls are real: the band marked 0 holds them */
-    char atitle[96];
-    snprintf(atitle, sizeof atitle, "call start, since the first region entry [%s]", xa.unit);
     double h = PANEL_TITLE_H + ph + AXIS_H;
     rp_block_begin(&c, h, -1, "panel");
     FILE *o = c.body;
@@ -583,9 +607,8 @@ int rp_chart_timeseries(struct rp_model *m, struct rp_svg *out) {
         /* the point is the call: its start and its duration */
         struct rp_mark shown = *mk;
         if (mk->n == 1) shown.e = mk->s + mk->sum;
+        count_merged(&mg, mk);
         if (mk->n > 1) {
-          merged_calls += mk->n;
-          merged_bars++;
           double x1 = RP_LEFT + xpos(f, mk->e, pw);
           bar(o, &c, m, f, &shown, x - 1, y0 - 1, (x1 - x) + 2, (y1 - y0) + 2, sr->rank, -1);
         } else {
@@ -597,7 +620,7 @@ int rp_chart_timeseries(struct rp_model *m, struct rp_svg *out) {
     rp_draw_xaxis(o, &xa, RP_LEFT, PANEL_TITLE_H + ph, pw, atitle);
     rp_block_end(&c, h);
   }
-  merged_note(&c, merged_calls, merged_bars, "range marks (shortest to longest call)");
+  merged_note(&c, mg.calls, mg.marks, "range marks (shortest to longest call)");
   rp_chart_note(&c, "Warm-up shows as early outliers, drift as a trend; the rank selector keeps "
                     "one rank's calls");
   return rp_svg_finish(&c, m, out, "timeseries", "timeseries.svg");
