@@ -20,6 +20,7 @@
  *    GPU times, use_gpu_timing).
  */
 #include <math.h>
+#include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -169,105 +170,127 @@ static void num_or_null(FILE *o, int64_t v) {
   else fprintf(o, "%lld", (long long)v);
 }
 
-/* Columns of a table view: each "key:label[:ns|:text]". */
-static void table_head(FILE *o, int several, const char *const *cols) {
+/* The lane tables' views (thread_table, tasks): one column list per table
+ * gives both the table's head and where each row's cell is, so a column is
+ * added in one place. */
+struct lane_col {
+  const char *head; /* "key:label[:ns|:text]" */
+  char cell;        /* 'i' an int64, 'n' an int64 shown empty when -1 (unknown), 's' a string */
+  size_t off, alt;  /* the field; for 's', alt: a second string shown when the first is empty */
+};
+
+struct lane_table {
+  int tasks; /* the table: 0 threads (sp_results_thread_table), 1 tasks */
+  size_t stride, ncols;
+  const struct lane_col *cols;
+  const char *notes;
+};
+
+#define THREAD_COLS(X)                                                                                  \
+  X("rank:rank", 'i', rank) X("index:thread", 'i', index) X("native_id:OS thread id", 'n', native_id) \
+  X("omp_thread:OpenMP thread", 'n', omp_thread) X("start:start:ns", 'n', start_ns)                   \
+  X("end:end:ns", 'n', end_ns) X("cpu:CPU time:ns", 'n', cpu_ns) X("name:name:text", 's', name)
+#define TASK_COLS(X)                                                                                     \
+  X("rank:rank", 'i', rank) X("index:task", 'i', index) X("thread:thread", 'n', thread_index)          \
+  X("kind:kind:text", 's', kind) X("created:created:ns", 'n', created_ns) X("done:done:ns", 'n', done_ns) \
+  X("steps:steps", 'i', steps) X("running:running:ns", 'n', running_ns)                                 \
+  X("suspended:suspended:ns", 'n', suspended_ns)
+#define THREAD_COL(head, cell, f) {head, cell, offsetof(sp_thread_info, f), 0},
+#define TASK_COL(head, cell, f) {head, cell, offsetof(sp_task_info, f), 0},
+
+static const struct lane_col thread_cols[] = {THREAD_COLS(THREAD_COL)};
+static const struct lane_col task_cols[] = {
+    TASK_COLS(TASK_COL)
+    /* a task named only by its coroutine shows that name */
+    {"name:name:text", 's', offsetof(sp_task_info, name), offsetof(sp_task_info, coro_name)},
+};
+
+static void lane_head(FILE *o, int several, const struct lane_table *t) {
   fputs("{\"renderer\":\"table\",\"rank_column\":", o);
   fprintf(o, "%d,\"columns\":[", several);
   if (several) fputs("{\"key\":\"file\",\"label\":\"file\",\"text\":true},", o);
-  for (size_t c = 0; cols[c]; c++) {
+  for (size_t c = 0; c < t->ncols; c++) {
     char key[64], label[64], kind[16] = "";
-    if (sscanf(cols[c], "%63[^:]:%63[^:]:%15s", key, label, kind) < 2) continue;
+    if (sscanf(t->cols[c].head, "%63[^:]:%63[^:]:%15s", key, label, kind) < 2) continue;
     fprintf(o, "%s{\"key\":\"%s\",\"label\":\"%s\"%s}", c ? "," : "", key, label,
             !strcmp(kind, "ns") ? ",\"unit\":\"ns\"" : !strcmp(kind, "text") ? ",\"text\":true" : "");
   }
   fputs("],\"rows\":[", o);
 }
 
-/* The file's thread table (track_threads): names, OS ids, times, CPU. */
-static int view_thread_table(FILE *o, struct rp_model *m, const char *cmd, const char **notes) {
-  (void)cmd;
-  static const char *const cols[] = {"rank:rank", "index:thread", "native_id:OS thread id",
-                                     "omp_thread:OpenMP thread", "start:start:ns", "end:end:ns",
-                                     "cpu:CPU time:ns", "name:name:text", NULL};
+static void lane_cell(FILE *o, const struct lane_col *k, const char *row) {
+  if (k->cell == 's') {
+    const char *s, *alt;
+    memcpy(&s, row + k->off, sizeof s);
+    if (k->alt && !(s && s[0])) {
+      memcpy(&alt, row + k->alt, sizeof alt);
+      s = alt;
+    }
+    rp_json_str(o, s);
+    return;
+  }
+  int64_t v;
+  memcpy(&v, row + k->off, sizeof v);
+  if (k->cell == 'n') num_or_null(o, v);
+  else fprintf(o, "%lld", (long long)v);
+}
+
+/* Every file's rows of the table, of the ranks the filter keeps; 0 (the
+ * view left out) when there are none. */
+static int lane_view(FILE *o, struct rp_model *m, const struct lane_table *t, const char **notes) {
   int several = m->nfiles > 1, any = 0;
   for (size_t fi = 0; fi < m->nfiles; fi++) {
-    const sp_thread_info *t;
+    const sp_thread_info *th = NULL;
+    const sp_task_info *tk = NULL;
     size_t n = 0;
-    if (sp_results_thread_table(m->files[fi].r, &t, &n) != SP_OK) continue;
+    sp_status st = t->tasks ? sp_results_task_table(m->files[fi].r, &tk, &n)
+                            : sp_results_thread_table(m->files[fi].r, &th, &n);
+    if (st != SP_OK) continue;
+    const char *rows = t->tasks ? (const char *)tk : (const char *)th;
     for (size_t i = 0; i < n; i++) {
-      if (!sp_filter_match_rank(m->f, t[i].rank)) continue;
-      if (!any) table_head(o, several, cols);
+      const char *row = rows + i * t->stride;
+      int64_t rank;
+      memcpy(&rank, row + t->cols[0].off, sizeof rank); /* the first column is the rank */
+      if (!sp_filter_match_rank(m->f, rank)) continue;
+      if (!any) lane_head(o, several, t);
       fputs(any ? ",[" : "[", o);
       any = 1;
       if (several) {
         rp_json_str(o, m->files[fi].label);
         fputc(',', o);
       }
-      fprintf(o, "%lld,%lld,", (long long)t[i].rank, (long long)t[i].index);
-      num_or_null(o, t[i].native_id);
-      fputc(',', o);
-      num_or_null(o, t[i].omp_thread);
-      fputc(',', o);
-      num_or_null(o, t[i].start_ns);
-      fputc(',', o);
-      num_or_null(o, t[i].end_ns);
-      fputc(',', o);
-      num_or_null(o, t[i].cpu_ns);
-      fputc(',', o);
-      rp_json_str(o, t[i].name);
+      for (size_t c = 0; c < t->ncols; c++) {
+        if (c) fputc(',', o);
+        lane_cell(o, &t->cols[c], row);
+      }
       fputc(']', o);
     }
   }
   if (!any) return 0;
   fputs("]}", o);
-  *notes = "The thread table the run recorded (track_threads): times from the rank's start "
-           "(end empty: alive at finalize), CPU time of the thread.";
+  *notes = t->notes;
   return 1;
 }
 
-/* The file's task table (track_async). */
+static const struct lane_table lane_tables[] = {
+    /* the file's thread table (track_threads): names, OS ids, times, CPU */
+    {0, sizeof(sp_thread_info), sizeof thread_cols / sizeof thread_cols[0], thread_cols,
+     "The thread table the run recorded (track_threads): times from the rank's start (end empty: "
+     "alive at finalize), CPU time of the thread."},
+    /* the file's task table (track_async) */
+    {1, sizeof(sp_task_info), sizeof task_cols / sizeof task_cols[0], task_cols,
+     "The task table the run recorded (track_async): times from the rank's start (done empty: "
+     "not finished), time running and suspended, scheduling steps."},
+};
+
+static int view_thread_table(FILE *o, struct rp_model *m, const char *cmd, const char **notes) {
+  (void)cmd;
+  return lane_view(o, m, &lane_tables[0], notes);
+}
+
 static int view_tasks(FILE *o, struct rp_model *m, const char *cmd, const char **notes) {
   (void)cmd;
-  static const char *const cols[] = {"rank:rank", "index:task", "thread:thread", "kind:kind:text",
-                                     "created:created:ns", "done:done:ns", "steps:steps",
-                                     "running:running:ns", "suspended:suspended:ns",
-                                     "name:name:text", NULL};
-  int several = m->nfiles > 1, any = 0;
-  for (size_t fi = 0; fi < m->nfiles; fi++) {
-    const sp_task_info *k;
-    size_t n = 0;
-    if (sp_results_task_table(m->files[fi].r, &k, &n) != SP_OK) continue;
-    for (size_t i = 0; i < n; i++) {
-      if (!sp_filter_match_rank(m->f, k[i].rank)) continue;
-      if (!any) table_head(o, several, cols);
-      fputs(any ? ",[" : "[", o);
-      any = 1;
-      if (several) {
-        rp_json_str(o, m->files[fi].label);
-        fputc(',', o);
-      }
-      fprintf(o, "%lld,%lld,", (long long)k[i].rank, (long long)k[i].index);
-      num_or_null(o, k[i].thread_index);
-      fputc(',', o);
-      rp_json_str(o, k[i].kind);
-      fputc(',', o);
-      num_or_null(o, k[i].created_ns);
-      fputc(',', o);
-      num_or_null(o, k[i].done_ns);
-      fprintf(o, ",%lld,", (long long)k[i].steps);
-      num_or_null(o, k[i].running_ns);
-      fputc(',', o);
-      num_or_null(o, k[i].suspended_ns);
-      fputc(',', o);
-      rp_json_str(o, k[i].name && k[i].name[0] ? k[i].name : k[i].coro_name);
-      fputc(']', o);
-    }
-  }
-  if (!any) return 0;
-  fputs("]}", o);
-  *notes = "The task table the run recorded (track_async): times from the rank's start (done "
-           "empty: not finished), time running and suspended, scheduling steps.";
-  return 1;
+  return lane_view(o, m, &lane_tables[1], notes);
 }
 
 /* Device time beside CPU time, per file, rank and region (summary rows only). */
