@@ -7,6 +7,7 @@
  * read and written a block at a time, so a large file exports in bounded
  * memory.
  */
+#include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -54,10 +55,54 @@ static sp_status write_column(sp_results *r, size_t row, int which, struct sp__j
   return st;
 }
 
+/* Upstream's keys are our rows' field names, so each list names a field
+ * once, in upstream's key order: its kind, 1 where the reader requires it. */
+#define THREAD_KEYS(X)                                                                               \
+  X('i', 1, index) X('s', 0, name) X('i', 0, ident) X('i', 0, native_id) X('b', 0, daemon)          \
+  X('i', 0, start_ns) X('i', 0, end_ns) X('i', 0, cpu_ns)
+#define TASK_KEYS(X)                                                                                 \
+  X('i', 1, index) X('s', 0, kind) X('s', 0, name) X('s', 0, coro_name) X('i', 0, thread_index)     \
+  X('i', 0, created_ns) X('i', 0, done_ns) X('i', 0, steps) X('i', 0, running_ns) X('i', 0, suspended_ns)
+#define THREAD_KEY(kind, required, f) {#f, kind, required, offsetof(sp_thread_info, f)},
+#define TASK_KEY(kind, required, f) {#f, kind, required, offsetof(sp_task_info, f)},
+
+static const struct sp__lane_key thread_keys[] = {THREAD_KEYS(THREAD_KEY)};
+static const struct sp__lane_key task_keys[] = {TASK_KEYS(TASK_KEY)};
+
+const struct sp__lane_key *sp__lane_keys(int tasks, size_t *n) {
+  *n = tasks ? sizeof task_keys / sizeof task_keys[0] : sizeof thread_keys / sizeof thread_keys[0];
+  return tasks ? task_keys : thread_keys;
+}
+
+static void write_lane_row(struct sp__json *j, const struct sp__lane_key *keys, size_t nkeys, const char *row) {
+  sp__json_begin_object(j);
+  for (size_t i = 0; i < nkeys; i++) {
+    const struct sp__lane_key *k = &keys[i];
+    sp__json_key(j, k->key);
+    if (k->kind == 'i') {
+      int64_t v;
+      memcpy(&v, row + k->off, sizeof v);
+      sp__json_int(j, v);
+    } else if (k->kind == 'b') {
+      int v;
+      memcpy(&v, row + k->off, sizeof v);
+      sp__json_bool(j, v);
+    } else {
+      const char *s;
+      memcpy(&s, row + k->off, sizeof s);
+      sp__json_string(j, s);
+    }
+  }
+  sp__json_end_object(j);
+}
+
 static void write_lanes(sp_results *r, struct sp__json *j, const sp_filter *f) {
   for (int pass = 0; pass < 2; pass++) {
-    size_t n = pass ? r->lanes.ntasks : r->lanes.nthreads;
+    size_t n = pass ? r->lanes.ntasks : r->lanes.nthreads, nkeys;
     if (!n) continue;
+    const struct sp__lane_key *keys = sp__lane_keys(pass, &nkeys);
+    const char *rows = pass ? (const char *)r->lanes.tasks : (const char *)r->lanes.threads;
+    size_t stride = pass ? sizeof(sp_task_info) : sizeof(sp_thread_info);
     sp__json_key(j, pass ? "tasks" : "threads");
     sp__json_begin_object(j);
     /* rows grouped by rank, ranks in the order they come (ascending) */
@@ -70,33 +115,7 @@ static void write_lanes(sp_results *r, struct sp__json *j, const sp_filter *f) {
         snprintf(key, sizeof key, "%lld", (long long)rank);
         sp__json_key(j, key);
         sp__json_begin_array(j);
-        for (size_t k = i; k < e; k++) {
-          sp__json_begin_object(j);
-          if (!pass) {
-            const sp_thread_info *t = &r->lanes.threads[k];
-            sp__json_key(j, "index"), sp__json_int(j, t->index);
-            sp__json_key(j, "name"), sp__json_string(j, t->name);
-            sp__json_key(j, "ident"), sp__json_int(j, t->ident);
-            sp__json_key(j, "native_id"), sp__json_int(j, t->native_id);
-            sp__json_key(j, "daemon"), sp__json_bool(j, t->daemon);
-            sp__json_key(j, "start_ns"), sp__json_int(j, t->start_ns);
-            sp__json_key(j, "end_ns"), sp__json_int(j, t->end_ns);
-            sp__json_key(j, "cpu_ns"), sp__json_int(j, t->cpu_ns);
-          } else {
-            const sp_task_info *t = &r->lanes.tasks[k];
-            sp__json_key(j, "index"), sp__json_int(j, t->index);
-            sp__json_key(j, "kind"), sp__json_string(j, t->kind);
-            sp__json_key(j, "name"), sp__json_string(j, t->name);
-            sp__json_key(j, "coro_name"), sp__json_string(j, t->coro_name);
-            sp__json_key(j, "thread_index"), sp__json_int(j, t->thread_index);
-            sp__json_key(j, "created_ns"), sp__json_int(j, t->created_ns);
-            sp__json_key(j, "done_ns"), sp__json_int(j, t->done_ns);
-            sp__json_key(j, "steps"), sp__json_int(j, t->steps);
-            sp__json_key(j, "running_ns"), sp__json_int(j, t->running_ns);
-            sp__json_key(j, "suspended_ns"), sp__json_int(j, t->suspended_ns);
-          }
-          sp__json_end_object(j);
-        }
+        for (size_t k = i; k < e; k++) write_lane_row(j, keys, nkeys, rows + k * stride);
         sp__json_end_array(j);
       }
       i = e;

@@ -68,6 +68,18 @@ struct sp__lanes {
   size_t nrank_starts;
 };
 
+/* The keys of a JSON profile's lane-table rows ("threads", "tasks"), in
+ * upstream's order, and where each is in our row: export_profile.c writes
+ * them and read_native.c reads them from this one list. */
+struct sp__lane_key {
+  const char *key;
+  char kind;    /* 'i' an int64_t, 'b' an int written as a JSON bool, 's' a const char * */
+  char required; /* the reader refuses a row without it */
+  size_t off;   /* in sp_thread_info (threads) or sp_task_info (tasks) */
+};
+/* tasks 0: the thread rows' keys, 1: the task rows'; *n: how many. */
+const struct sp__lane_key *sp__lane_keys(int tasks, size_t *n);
+
 struct sp__meta {
   sp_metadata_entry e; /* points into the fields below */
   char *key, *s, *text;

@@ -281,6 +281,41 @@ static int64_t **mem_col(sp_results *r, int c) {
   return cols[c];
 }
 
+/* One lane-table row's keys into row (an sp_thread_info or sp_task_info
+ * holding the defaults), numbers before strings; a string is copied into
+ * r->lanes.strings. */
+static sp_status lane_row(struct jctx *j, const struct sp_jval *o, int tasks, char *row) {
+  sp_results *r = j->b.r;
+  size_t nkeys;
+  const struct sp__lane_key *keys = sp__lane_keys(tasks, &nkeys);
+  sp_status st = SP_OK;
+  for (int strings = 0; strings < 2; strings++)
+    for (size_t i = 0; i < nkeys && st == SP_OK; i++) {
+      const struct sp__lane_key *lk = &keys[i];
+      if ((lk->kind == 's') != strings) continue;
+      if (lk->kind == 'i') {
+        int64_t v;
+        memcpy(&v, row + lk->off, sizeof v);
+        st = j_int(j, o, lk->key, &v, lk->required);
+        memcpy(row + lk->off, &v, sizeof v);
+      } else if (lk->kind == 'b') { /* upstream writes a bool; an integer is taken too */
+        int64_t v = 0;
+        const struct sp_jval *d = sp__json_get(o, lk->key);
+        if (d && d->type == SP_J_BOOL) v = d->b;
+        else if (d && d->type != SP_J_NULL) st = j_int(j, o, lk->key, &v, 0);
+        int b = v != 0;
+        memcpy(row + lk->off, &b, sizeof b);
+      } else {
+        const char *s = "";
+        if ((st = j_str(j, o, lk->key, &s, 0)) != SP_OK) break;
+        char *copy = r->lanes.strings[r->lanes.nstrings++] = sp__strdup(s);
+        if (!copy) st = SP_ERR_NO_MEMORY;
+        memcpy(row + lk->off, &copy, sizeof copy);
+      }
+    }
+  return st;
+}
+
 static sp_status json_lanes(struct jctx *j, const struct sp_jval *doc) {
   sp_results *r = j->b.r;
   for (int pass = 0; pass < 2; pass++) {
@@ -316,42 +351,10 @@ static sp_status json_lanes(struct jctx *j, const struct sp_jval *doc) {
         snprintf(j->wbuf, sizeof j->wbuf, "%s[\"%s\"][%zu]", key, t->keys[i], q);
         j->where = j->wbuf;
         if (o->type != SP_J_OBJECT) return jerr(j, NULL, "an object", o);
-        sp_status st = SP_OK;
-        const char *s1 = "", *s2 = "", *s3 = "";
-        if (!pass) {
-          sp_thread_info *x = &r->lanes.threads[k];
-          *x = (sp_thread_info){rank, -1, 0, 0, 0, -1, -1, -1, -1, ""};
-          int64_t daemon = 0;
-          const struct sp_jval *d = sp__json_get(o, "daemon");
-          if (d && d->type == SP_J_BOOL) daemon = d->b;
-          else if (d && d->type != SP_J_NULL) st = j_int(j, o, "daemon", &daemon, 0);
-          if (st == SP_OK) st = j_int(j, o, "index", &x->index, 1);
-          if (st == SP_OK) st = j_int(j, o, "ident", &x->ident, 0);
-          if (st == SP_OK) st = j_int(j, o, "native_id", &x->native_id, 0);
-          if (st == SP_OK) st = j_int(j, o, "start_ns", &x->start_ns, 0);
-          if (st == SP_OK) st = j_int(j, o, "end_ns", &x->end_ns, 0);
-          if (st == SP_OK) st = j_int(j, o, "cpu_ns", &x->cpu_ns, 0);
-          if (st == SP_OK) st = j_str(j, o, "name", &s1, 0);
-          x->daemon = daemon != 0;
-          if (st == SP_OK && !(x->name = r->lanes.strings[r->lanes.nstrings++] = sp__strdup(s1))) st = SP_ERR_NO_MEMORY;
-        } else {
-          sp_task_info *x = &r->lanes.tasks[k];
-          *x = (sp_task_info){rank, -1, -1, -1, -1, 0, 0, 0, -1, "", "", ""};
-          st = j_int(j, o, "index", &x->index, 1);
-          if (st == SP_OK) st = j_int(j, o, "thread_index", &x->thread_index, 0);
-          if (st == SP_OK) st = j_int(j, o, "created_ns", &x->created_ns, 0);
-          if (st == SP_OK) st = j_int(j, o, "done_ns", &x->done_ns, 0);
-          if (st == SP_OK) st = j_int(j, o, "steps", &x->steps, 0);
-          if (st == SP_OK) st = j_int(j, o, "running_ns", &x->running_ns, 0);
-          if (st == SP_OK) st = j_int(j, o, "suspended_ns", &x->suspended_ns, 0);
-          if (st == SP_OK) st = j_str(j, o, "kind", &s1, 0);
-          if (st == SP_OK) st = j_str(j, o, "name", &s2, 0);
-          if (st == SP_OK) st = j_str(j, o, "coro_name", &s3, 0);
-          if (st == SP_OK && !(x->kind = r->lanes.strings[r->lanes.nstrings++] = sp__strdup(s1))) st = SP_ERR_NO_MEMORY;
-          if (st == SP_OK && !(x->name = r->lanes.strings[r->lanes.nstrings++] = sp__strdup(s2))) st = SP_ERR_NO_MEMORY;
-          if (st == SP_OK && !(x->coro_name = r->lanes.strings[r->lanes.nstrings++] = sp__strdup(s3)))
-            st = SP_ERR_NO_MEMORY;
-        }
+        char *row = (char *)rows + k * (pass ? sizeof(sp_task_info) : sizeof(sp_thread_info));
+        if (!pass) r->lanes.threads[k] = (sp_thread_info){rank, -1, 0, 0, 0, -1, -1, -1, -1, ""};
+        else r->lanes.tasks[k] = (sp_task_info){rank, -1, -1, -1, -1, 0, 0, 0, -1, "", "", ""};
+        sp_status st = lane_row(j, o, pass, row);
         if (st == SP_ERR_NO_MEMORY) return sp__set_error(st, "out of memory");
         if (st != SP_OK) return st;
         if (pass) r->lanes.ntasks = k + 1;
