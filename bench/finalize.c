@@ -25,6 +25,7 @@
 #include <time.h>
 
 #include "scope_profiler.h"
+#include "timesteps.h"
 
 static long maxrss_kib(void) {
   struct rusage ru;
@@ -46,24 +47,6 @@ static double cpu_s(void) {
   return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
 }
 
-/* Time steps of nested calls: step > solve > (kernel x k), a few dozen names. */
-static long record(sp_manager *m, const sp_region *regs, int nreg, long events) {
-  long done = 0;
-  for (long step = 0; done < events; step++) {
-    sp_region_begin(m, regs[0]);
-    sp_region_begin(m, regs[1 + step % 3]);
-    for (int k = 0; k < 30 && done + 2 < events; k++) {
-      sp_region_begin(m, regs[4 + (k + step) % (nreg - 4)]);
-      sp_region_end(m, regs[4 + (k + step) % (nreg - 4)]);
-      done++;
-    }
-    sp_region_end(m, regs[1 + step % 3]);
-    sp_region_end(m, regs[0]);
-    done += 2;
-  }
-  return done;
-}
-
 int main(int argc, char **argv) {
   long events = 10000000;
   const char *out = "bench_finalize.h5", *json = NULL;
@@ -79,30 +62,18 @@ int main(int argc, char **argv) {
       return 2;
     }
   }
-  enum { NREG = 32 };
-  sp_region regs[NREG];
-  char name[32];
-  for (int i = 0; i < NREG; i++) {
-    snprintf(name, sizeof name, "region_%02d", i);
-    regs[i] = sp_region_intern(name);
-  }
-  char fp[4200];
-  snprintf(fp, sizeof fp, "file_path=%s", out);
-  const char *ov[] = {fp, "buffer_limit=1048576", NULL};
-  sp_manager *m = sp_manager_create();
-  if (!m || sp_manager_setup(m, &(sp_setup_args){.overrides = ov}) != SP_OK) {
-    fprintf(stderr, "finalize: setup: %s\n", sp_last_error());
-    return 1;
-  }
+  sp_region regs[TS_NREG];
+  ts_regions(regs);
+  sp_manager *m = ts_manager("finalize", out);
   if (warm) {
     mallopt(M_MMAP_THRESHOLD, 1 << 30);
     mallopt(M_TRIM_THRESHOLD, -1);
-    record(m, regs, NREG, events);
+    ts_record(m, regs, events);
     sp_manager_finalize(m, NULL, NULL);
     printf("(warm: numbers below are a second, identical round)\n");
   }
   long rss0 = maxrss_kib();
-  long done = record(m, regs, NREG, events);
+  long done = ts_record(m, regs, events);
   long rss1 = maxrss_kib();
   double t0 = now_s(), c0 = cpu_s();
   sp_status st = sp_manager_finalize(m, NULL, NULL);
@@ -123,7 +94,7 @@ int main(int argc, char **argv) {
   /* The build step alone: same events, no file. */
   const char *ov2[] = {"deactivate_file_output=1", "buffer_limit=1048576", NULL};
   sp_manager_setup(m, &(sp_setup_args){.overrides = ov2});
-  record(m, regs, NREG, events);
+  ts_record(m, regs, events);
   double t2 = now_s();
   sp_manager_finalize(m, NULL, NULL);
   double t3 = now_s();

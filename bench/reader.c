@@ -24,6 +24,7 @@
 
 #include "scope_profiler.h"
 #include "scope_profiler/reader.h"
+#include "timesteps.h"
 
 extern int sp__walk_enabled; /* src/read/read_walk.c: 0 takes the sorted path */
 
@@ -40,34 +41,10 @@ static double clock_s(clockid_t id) {
 }
 
 static long record(const char *out, long events) {
-  enum { NREG = 32 };
-  sp_region regs[NREG];
-  char name[32];
-  for (int i = 0; i < NREG; i++) {
-    snprintf(name, sizeof name, "region_%02d", i);
-    regs[i] = sp_region_intern(name);
-  }
-  char fp[4200];
-  snprintf(fp, sizeof fp, "file_path=%s", out);
-  const char *ov[] = {fp, "buffer_limit=1048576", NULL};
-  sp_manager *m = sp_manager_create();
-  if (!m || sp_manager_setup(m, &(sp_setup_args){.overrides = ov}) != SP_OK) {
-    fprintf(stderr, "reader: setup: %s\n", sp_last_error());
-    exit(1);
-  }
-  long done = 0;
-  for (long step = 0; done < events; step++) {
-    sp_region_begin(m, regs[0]);
-    sp_region_begin(m, regs[1 + step % 3]);
-    for (int k = 0; k < 30 && done + 2 < events; k++) {
-      sp_region_begin(m, regs[4 + (k + step) % (NREG - 4)]);
-      sp_region_end(m, regs[4 + (k + step) % (NREG - 4)]);
-      done++;
-    }
-    sp_region_end(m, regs[1 + step % 3]);
-    sp_region_end(m, regs[0]);
-    done += 2;
-  }
+  sp_region regs[TS_NREG];
+  ts_regions(regs);
+  sp_manager *m = ts_manager("reader", out);
+  long done = ts_record(m, regs, events);
   if (sp_manager_finalize(m, NULL, NULL) != SP_OK) {
     fprintf(stderr, "reader: finalize: %s\n", sp_last_error());
     exit(1);
