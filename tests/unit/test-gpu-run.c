@@ -83,6 +83,14 @@ static int64_t *gpu_of(sp_results *r, const char *region, size_t *n) {
   return NULL;
 }
 
+/* The reader's per-region device totals of `region`, all ranks: calls with
+ * a device time and their sum. */
+static void gpu_totals(sp_results *r, const char *region, uint64_t *count, int64_t *total) {
+  size_t reg;
+  ASSERT_OK(sp_results_find_region(r, region, &reg));
+  ASSERT_OK(sp_results_region_gpu(r, reg, NULL, count, total));
+}
+
 static void expect_all(sp_results *r, const char *region, size_t calls, int64_t each) {
   size_t n;
   int64_t *v = gpu_of(r, region, &n);
@@ -90,11 +98,9 @@ static void expect_all(sp_results *r, const char *region, size_t calls, int64_t 
   for (size_t i = 0; i < n; i++)
     if (v[i] != each) SP_FAIL_("%s call %zu: gpu %lld, expected %lld", region, i, (long long)v[i], (long long)each);
   free(v);
-  size_t reg;
   uint64_t count;
   int64_t total;
-  ASSERT_OK(sp_results_find_region(r, region, &reg));
-  ASSERT_OK(sp_results_region_gpu(r, reg, NULL, &count, &total));
+  gpu_totals(r, region, &count, &total);
   ASSERT_EQ(count, each >= 0 ? calls : 0);
   ASSERT_EQ(total, each >= 0 ? (int64_t)calls * each : 0);
 }
@@ -102,6 +108,17 @@ static void expect_all(sp_results *r, const char *region, size_t calls, int64_t 
 static const char *meta(sp_results *r, const char *key) {
   const sp_metadata_entry *e = sp_results_metadata(r, key);
   return e ? e->text : NULL;
+}
+
+/* n calls of `region`, call i launching a kernel of dur + i % spread ns on
+ * the manager's stream. */
+static void launch_calls(sp_manager *m, const char *region, int n, uint64_t dur, int spread) {
+  sp_region k = sp_region_intern(region);
+  for (int i = 0; i < n; i++) {
+    ASSERT_OK(sp_region_begin(m, k));
+    launch(NULL, dur + (uint64_t)(i % spread));
+    ASSERT_OK(sp_region_end(m, k));
+  }
 }
 
 static void kernels(sp_manager *m, int rounds) {
@@ -233,12 +250,7 @@ SP_TEST(sync_on_exit_waits_for_the_stream_inside_the_cpu_interval) {
   setenv("SP_MOCK_CUDA_CLOCK", "real", 1); /* kernels take real time */
   sp_manager *m = run_with("use_gpu_timing=true", "gpu_sync_on_exit=true", NULL);
   need_driver();
-  sp_region k = sp_region_intern("kernel");
-  for (int i = 0; i < 5; i++) {
-    ASSERT_OK(sp_region_begin(m, k));
-    launch(NULL, 2000000); /* 2 ms */
-    ASSERT_OK(sp_region_end(m, k));
-  }
+  launch_calls(m, "kernel", 5, 2000000, 1); /* 2 ms each */
   struct mock_cuda_stats s;
   mstats(&s);
   ASSERT_EQ(s.stream_syncs, 5);
@@ -266,12 +278,7 @@ SP_TEST(without_sync_the_stream_is_never_waited_for) {
   setenv("SP_MOCK_CUDA_CLOCK", "real", 1);
   sp_manager *m = run_with("use_gpu_timing=true", NULL, NULL);
   need_driver();
-  sp_region k = sp_region_intern("kernel");
-  for (int i = 0; i < 5; i++) {
-    ASSERT_OK(sp_region_begin(m, k));
-    launch(NULL, 1000000);
-    ASSERT_OK(sp_region_end(m, k));
-  }
+  launch_calls(m, "kernel", 5, 1000000, 1);
   struct mock_cuda_stats s;
   mstats(&s);
   ASSERT_EQ(s.stream_syncs, 0);
@@ -292,12 +299,7 @@ SP_TEST(bounded_memory_handoffs_keep_exact_times) {
   setenv("SP_MOCK_CUDA_LAG", "300", 1);
   sp_manager *m = run_with("use_gpu_timing=true", "max_buffer_bytes=1048576", NULL);
   need_driver();
-  sp_region a = sp_region_intern("a");
-  for (int i = 0; i < NCALLS_STREAM; i++) {
-    ASSERT_OK(sp_region_begin(m, a));
-    launch(NULL, (uint64_t)(100 + i % 7));
-    ASSERT_OK(sp_region_end(m, a));
-  }
+  launch_calls(m, "a", NCALLS_STREAM, 100, 7);
   finalize(m);
   sp_results *r;
   ASSERT_OK(sp_results_open("g.h5", &r));
@@ -317,11 +319,9 @@ SP_TEST(bounded_memory_handoffs_keep_exact_times) {
   for (int i = 0; i < NCALLS_STREAM; i++) want += 100 + i % 7;
   ASSERT_EQ(sum, want);
   free(g);
-  size_t reg;
   uint64_t count;
   int64_t total;
-  ASSERT_OK(sp_results_find_region(r, "a", &reg));
-  ASSERT_OK(sp_results_region_gpu(r, reg, NULL, &count, &total));
+  gpu_totals(r, "a", &count, &total);
   ASSERT_EQ(count, NCALLS_STREAM);
   ASSERT_EQ(total, want);
   sp_results_free(r);
@@ -332,12 +332,7 @@ SP_TEST(failing_records_leave_untimed_calls_and_a_report) {
   setenv("SP_MOCK_CUDA_RECORD_FAIL_AFTER", "40", 1);
   sp_manager *m = run_with("use_gpu_timing=true", NULL, NULL);
   need_driver();
-  sp_region a = sp_region_intern("a");
-  for (int i = 0; i < 50; i++) {
-    ASSERT_OK(sp_region_begin(m, a));
-    launch(NULL, 10);
-    ASSERT_OK(sp_region_end(m, a));
-  }
+  launch_calls(m, "a", 50, 10, 1);
   finalize(m);
   ASSERT_EQ(warned("GPU timing (cuda backend): 30 calls have no GPU time"), 1);
   ASSERT_EQ(warned("recording an event: CUDA_ERROR_ILLEGAL_ADDRESS"), 1);
@@ -349,11 +344,9 @@ SP_TEST(failing_records_leave_untimed_calls_and_a_report) {
   for (size_t i = 20; i < 50; i++) ASSERT_EQ(g[i], -1);
   free(g);
   ASSERT_STR_EQ(meta(r, "gpu_untimed_calls"), "30");
-  size_t reg;
   uint64_t count;
   int64_t total;
-  ASSERT_OK(sp_results_find_region(r, "a", &reg));
-  ASSERT_OK(sp_results_region_gpu(r, reg, NULL, &count, &total));
+  gpu_totals(r, "a", &count, &total);
   ASSERT_EQ(count, 20); /* only the calls that have a time */
   ASSERT_EQ(total, 200);
   sp_results_free(r);
@@ -518,15 +511,21 @@ static void tick(int64_t ns) {
   pthread_mutex_unlock(&dv.lock);
 }
 
-static void callbacks_run(const char *backend) {
-  setenv("SCOPE_PROFILER_CUDA_LIBRARY", "/nonexistent/libcuda.so.1", 1); /* must not be needed */
+/* A manager timing on the test's fake device (dv), with one more setting. */
+static sp_manager *on_fake_device(const char *setting) {
   sp_set_message_handler(on_message, NULL);
   sp_manager *m = sp_manager_create();
   sp_gpu_callbacks cb = {sizeof cb, &dv, d_record, d_elapsed, d_release, d_sync, NULL};
   ASSERT_OK(sp_manager_set_gpu_callbacks(m, &cb));
-  const char *ov[] = {"file_path=g.h5", "use_gpu_timing=true", backend, NULL};
+  const char *ov[] = {"file_path=g.h5", "use_gpu_timing=true", setting, NULL};
   sp_setup_args args = {.overrides = ov};
   ASSERT_OK(sp_manager_setup(m, &args));
+  return m;
+}
+
+static void callbacks_run(const char *backend) {
+  setenv("SCOPE_PROFILER_CUDA_LIBRARY", "/nonexistent/libcuda.so.1", 1); /* must not be needed */
+  sp_manager *m = on_fake_device(backend);
   sp_region a = sp_region_intern("a"), b = sp_region_intern("b");
   for (int i = 0; i < 200; i++) {
     ASSERT_OK(sp_region_begin(m, a));
@@ -587,13 +586,7 @@ SP_TEST(callbacks_registration_checks_its_arguments) {
 }
 
 SP_TEST(sync_on_exit_with_callbacks_uses_their_synchronize) {
-  sp_set_message_handler(on_message, NULL);
-  sp_manager *m = sp_manager_create();
-  sp_gpu_callbacks cb = {sizeof cb, &dv, d_record, d_elapsed, d_release, d_sync, NULL};
-  ASSERT_OK(sp_manager_set_gpu_callbacks(m, &cb));
-  const char *ov[] = {"file_path=g.h5", "use_gpu_timing=true", "gpu_sync_on_exit=true", NULL};
-  sp_setup_args args = {.overrides = ov};
-  ASSERT_OK(sp_manager_setup(m, &args));
+  sp_manager *m = on_fake_device("gpu_sync_on_exit=true");
   sp_region a = sp_region_intern("a");
   for (int i = 0; i < 30; i++) {
     ASSERT_OK(sp_region_begin(m, a));
