@@ -7,34 +7,11 @@
 #include "config/config_internal.h"
 #include "config/settings_meta.h"
 #include "harness.h"
+#include "setup_util.h"
 
 #ifndef SP_TEST_PYTHON
 #define SP_TEST_PYTHON "/usr/bin/python3"
 #endif
-
-extern char **environ;
-
-/* The test runner may inherit SCOPE_PROFILER_* from the user's shell. */
-static void clean_env(void) {
-  for (int again = 1; again;) {
-    again = 0;
-    for (char **e = environ; *e; e++) {
-      if (strncmp(*e, "SCOPE_PROFILER_", 15) != 0) continue;
-      char name[256];
-      snprintf(name, sizeof name, "%.*s", (int)strcspn(*e, "="), *e);
-      unsetenv(name);
-      again = 1;
-      break;
-    }
-  }
-}
-
-static void write_file(const char *path, const char *text) {
-  FILE *f = fopen(path, "w");
-  ASSERT(f);
-  fputs(text, f);
-  fclose(f);
-}
 
 /* Resolve with the given pieces, expecting success. */
 static void resolve_ok(struct sp_config *c, const sp_options *o, const char *path,
@@ -199,7 +176,7 @@ SP_TEST(both_spellings_conflict_in_options) {
   sp_options_clear(&o);
 
   /* fields assigned directly: caught by each_set and by resolve */
-  clean_env();
+  sp_test_clean_env(0);
   sp_options d = SP_OPTIONS_INIT;
   d.use_memray = 1;
   d.memray.enabled = 0;
@@ -242,7 +219,7 @@ SP_TEST(each_set_lists_explicit_settings_under_flat_names) {
 /*====== Validation ======*/
 
 SP_TEST(every_bound) {
-  clean_env();
+  sp_test_clean_env(0);
   struct {
     const char *ov[3];
     sp_status want;
@@ -287,7 +264,7 @@ SP_TEST(every_bound) {
 }
 
 SP_TEST(every_enumeration) {
-  clean_env();
+  sp_test_clean_env(0);
   int enums = 0;
   for (size_t i = 0; i < SP__NSETTINGS; i++) {
     const struct sp__setting *s = &sp__settings[i];
@@ -337,7 +314,7 @@ SP_TEST(every_enumeration) {
 }
 
 SP_TEST(incompatible_settings) {
-  clean_env();
+  sp_test_clean_env(0);
   const char *partners[] = {"use_line_profiler", "use_gpu_timing", "use_nvtx", "use_likwid"};
   for (size_t i = 0; i < 4; i++) {
     char item[64];
@@ -348,7 +325,7 @@ SP_TEST(incompatible_settings) {
   }
   /* the message says where each value came from */
   setenv("SCOPE_PROFILER_USE_NVTX", "on", 1);
-  write_file("agg.toml", "[profiling]\naggregation_mode = true\n");
+  sp_test_write_file("agg.toml", "[profiling]\naggregation_mode = true\n");
   resolve_fails(NULL, "agg.toml", NULL, SP_ERR_CONFLICT, "aggregation_mode (set in agg.toml)",
                 "use_nvtx (set by SCOPE_PROFILER_USE_NVTX)");
   unsetenv("SCOPE_PROFILER_USE_NVTX");
@@ -377,8 +354,8 @@ SP_TEST(incompatible_settings) {
 /*====== Precedence ======*/
 
 SP_TEST(precedence_default_file_options_env_override) {
-  clean_env();
-  write_file("p.toml", "[profiling]\nbuffer_limit = 2\nlabel = \"file\"\noutput_mode = \"direct\"\n"
+  sp_test_clean_env(0);
+  sp_test_write_file("p.toml", "[profiling]\nbuffer_limit = 2\nlabel = \"file\"\noutput_mode = \"direct\"\n"
                        "metadata_detail = \"full\"\n[profiling.hdf5]\nchunk_size = 5\n");
   sp_options o = SP_OPTIONS_INIT;
   o.buffer_limit = 3;
@@ -441,9 +418,9 @@ SP_TEST(precedence_default_file_options_env_override) {
 }
 
 SP_TEST(config_file_from_environment) {
-  clean_env();
-  write_file("env.toml", "buffer_limit = 11\n");
-  write_file("arg.toml", "buffer_limit = 12\n");
+  sp_test_clean_env(0);
+  sp_test_write_file("env.toml", "buffer_limit = 11\n");
+  sp_test_write_file("arg.toml", "buffer_limit = 12\n");
   setenv("SCOPE_PROFILER_CONFIG", "env.toml", 1);
   struct sp_config c;
   resolve_ok(&c, NULL, NULL, NULL);
@@ -460,7 +437,7 @@ SP_TEST(config_file_from_environment) {
   setenv("SCOPE_PROFILER_CONFIG", "missing.toml", 1);
   resolve_fails(NULL, NULL, NULL, SP_ERR_NOT_FOUND, "SCOPE_PROFILER_CONFIG: cannot open config file missing.toml",
                 NULL);
-  write_file("bad.toml", "[profiling]\nbuffer_limt = 1\n");
+  sp_test_write_file("bad.toml", "[profiling]\nbuffer_limt = 1\n");
   setenv("SCOPE_PROFILER_CONFIG", "bad.toml", 1);
   resolve_fails(NULL, NULL, NULL, SP_ERR_UNKNOWN_SETTING, "bad.toml:2:1: unknown setting 'buffer_limt'",
                 "did you mean 'buffer_limit'?");
@@ -474,7 +451,7 @@ SP_TEST(config_file_from_environment) {
 }
 
 SP_TEST(environment_variables) {
-  clean_env();
+  sp_test_clean_env(0);
   setenv("SCOPE_PROFILER_FILE_PATH", "out/env.h5", 1);
   setenv("SCOPE_PROFILER_AGGREGATION_MODE", "1", 1);
   setenv("SCOPE_PROFILER_HDF5_COMPRESSION", "zstd", 1);
@@ -505,7 +482,7 @@ SP_TEST(environment_variables) {
 }
 
 SP_TEST(enable_tags_from_environment_are_added) {
-  clean_env();
+  sp_test_clean_env(0);
   sp_options o = SP_OPTIONS_INIT;
   o.enable_tags = "a, b";
   setenv("SCOPE_PROFILER_ENABLE_TAGS", "b,c", 1);
@@ -544,7 +521,7 @@ SP_TEST(enable_tags_from_environment_are_added) {
 }
 
 SP_TEST(override_list_errors) {
-  clean_env();
+  sp_test_clean_env(0);
   const char *noeq[] = {"aggregation_mode", NULL};
   overrides_fail(noeq, SP_ERR_INVALID_ARGUMENT, "override \"aggregation_mode\" is not key=value", NULL);
   const char *unk[] = {"buffer_limt=3", NULL};
@@ -568,7 +545,7 @@ SP_TEST(override_list_errors) {
 /*====== Derived values ======*/
 
 SP_TEST(display_label_is_label_or_stem) {
-  clean_env();
+  sp_test_clean_env(0);
   struct {
     const char *path, *label, *want;
   } cases[] = {
@@ -594,7 +571,7 @@ SP_TEST(display_label_is_label_or_stem) {
 }
 
 SP_TEST(memory_profile_path_default) {
-  clean_env();
+  sp_test_clean_env(0);
   struct {
     const char *ov[4];
     const char *want;
@@ -621,7 +598,7 @@ SP_TEST(memory_profile_path_default) {
 }
 
 SP_TEST(hdf5_compression_none_is_unset) {
-  clean_env();
+  sp_test_clean_env(0);
   const char *ov[] = {"hdf5_compression=none", NULL};
   struct sp_config c;
   resolve_ok(&c, NULL, NULL, ov);
@@ -636,7 +613,7 @@ SP_TEST(hdf5_compression_none_is_unset) {
 }
 
 SP_TEST(value_text_accessors_and_null_safety) {
-  clean_env();
+  sp_test_clean_env(0);
   const char *ov[] = {"perf_events=a,b", "hdf5.chunk_size=64", NULL};
   struct sp_config c;
   resolve_ok(&c, NULL, NULL, ov);
@@ -675,7 +652,7 @@ SP_TEST(value_text_accessors_and_null_safety) {
 }
 
 SP_TEST(settings_json_is_valid_json) {
-  clean_env();
+  sp_test_clean_env(0);
   const char *ov[] = {"label=q\"uote\\back\nline\ttab\x01 é 😀", "perf_events=a\"b,c", "track_async=1",
                       "hdf5_compression=gzip", "hdf5.compression_level=6", NULL};
   setenv("SCOPE_PROFILER_FILE_PATH", "bad\xff\xfe" "byte.h5", 1);
@@ -683,7 +660,7 @@ SP_TEST(settings_json_is_valid_json) {
   resolve_ok(&c, NULL, NULL, ov);
   char *json = sp__config_to_json(&c);
   ASSERT(json);
-  write_file("settings.json", json);
+  sp_test_write_file("settings.json", json);
   free(json);
   sp__config_free(&c);
   char cmd[4096];
@@ -726,7 +703,7 @@ SP_TEST(generated_docs_cover_every_setting) {
 
 /* The TOML examples in the generated docs load, and all mean the same. */
 SP_TEST(documented_toml_examples_agree) {
-  clean_env();
+  sp_test_clean_env(0);
   char *md = sp__config_markdown();
   ASSERT(md);
   char *first = NULL;

@@ -11,23 +11,11 @@
 
 #include "core/core.h"
 #include "harness.h"
+#include "setup_util.h"
 #include "h5util.h"
 #include "scope_profiler.h"
 #include "scope_profiler/reader.h"
 #include "scope_profiler/results.h"
-
-static sp_manager *setup_with(const char *const *overrides) {
-  sp_manager *m = sp_manager_create();
-  ASSERT(m != NULL);
-  sp_setup_args a = {.overrides = overrides};
-  ASSERT_OK(sp_manager_setup(m, &a));
-  return m;
-}
-
-static void busy(int n) {
-  volatile double x = 1;
-  for (int i = 0; i < n; i++) x = x * 1.0000001 + 1e-9;
-}
 
 /*====== Call counts for every region form ======*/
 
@@ -54,7 +42,7 @@ SP_TEST(exact_counts_every_form) {
   for (int i = 0; i < 7; i++) acc = wrapped(acc);
   ASSERT_EQ(acc, 7);
   for (int i = 0; i < 5; i++) acc = SP_CALL("call_expr", wrapped(acc));
-  for (int i = 0; i < 3; i++) SP_CALL("call_void", busy(10));
+  for (int i = 0; i < 3; i++) SP_CALL("call_void", sp_test_busy(10));
   ASSERT_EQ(sp_manager_num_calls(SP_DEFAULT, r), 10);
   ASSERT_OK(sp_finalize(NULL, NULL));
   ASSERT_EQ(h5_region_events("counts.h5", "explicit"), 10);
@@ -67,7 +55,7 @@ SP_TEST(exact_counts_every_form) {
 
 SP_TEST(deactivated_records_nothing_and_writes_no_file) {
   const char *ov[] = {"file_path=off.h5", "deactivate_profiling=true", NULL};
-  sp_manager *m = setup_with(ov);
+  sp_manager *m = sp_test_setup_with(ov);
   sp_region r = sp_region_intern("x");
   for (int i = 0; i < 100; i++) {
     sp_region_begin(m, r);
@@ -100,7 +88,7 @@ static int recurse(sp_manager *m, sp_region r, int depth) {
 
 SP_TEST(recursion_20_deep_buffer_limit_2) {
   const char *ov[] = {"file_path=rec.h5", "buffer_limit=2", NULL};
-  sp_manager *m = setup_with(ov);
+  sp_manager *m = sp_test_setup_with(ov);
   sp_region r = sp_region_intern("fib");
   ASSERT_EQ(recurse(m, r, 20), 21);
   ASSERT_OK(sp_manager_finalize(m, NULL, NULL));
@@ -140,7 +128,7 @@ SP_TEST(recursion_20_deep_buffer_limit_2) {
 
 SP_TEST(buffer_growth_keeps_every_call) {
   const char *ov[] = {"file_path=grow.h5", "buffer_limit=4", NULL};
-  sp_manager *m = setup_with(ov);
+  sp_manager *m = sp_test_setup_with(ov);
   sp_region r = sp_region_intern("grow");
   for (int i = 0; i < 500; i++) {
     sp_region_begin(m, r);
@@ -159,13 +147,13 @@ SP_TEST(buffer_growth_keeps_every_call) {
 
 SP_TEST(nesting_and_exclusive_time) {
   const char *ov[] = {"file_path=nest.h5", NULL};
-  sp_manager *m = setup_with(ov);
+  sp_manager *m = sp_test_setup_with(ov);
   sp_region outer = sp_region_intern("outer"), inner = sp_region_intern("inner");
   for (int k = 0; k < 3; k++) {
     sp_region_begin(m, outer);
-    busy(20000);
+    sp_test_busy(20000);
     sp_region_begin(m, inner);
-    busy(50000);
+    sp_test_busy(50000);
     sp_region_end(m, inner);
     sp_region_end(m, outer);
   }
@@ -194,7 +182,7 @@ SP_TEST(nesting_and_exclusive_time) {
 
 SP_TEST(unmatched_end_is_refused_and_counted) {
   const char *ov[] = {"file_path=unmatched.h5", NULL};
-  sp_manager *m = setup_with(ov);
+  sp_manager *m = sp_test_setup_with(ov);
   sp_region a = sp_region_intern("a"), b = sp_region_intern("b");
   ASSERT_EQ(sp_region_end(m, a), SP_ERR_UNMATCHED_END); /* nothing open */
   ASSERT_OK(sp_region_begin(m, a));
@@ -212,7 +200,7 @@ SP_TEST(unmatched_end_is_refused_and_counted) {
 
 SP_TEST(finalize_twice_writes_only_the_new_run) {
   const char *ov1[] = {"file_path=run1.h5", NULL};
-  sp_manager *m = setup_with(ov1);
+  sp_manager *m = sp_test_setup_with(ov1);
   sp_region a = sp_region_intern("a"), only1 = sp_region_intern("only_in_run1");
   for (int i = 0; i < 3; i++) {
     sp_region_begin(m, a);
@@ -235,7 +223,7 @@ SP_TEST(finalize_twice_writes_only_the_new_run) {
 
 SP_TEST(finalize_inside_open_region_keeps_the_call) {
   const char *ov[] = {"file_path=open.h5", NULL};
-  sp_manager *m = setup_with(ov);
+  sp_manager *m = sp_test_setup_with(ov);
   sp_region a = sp_region_intern("open_a"), b = sp_region_intern("child_b");
   ASSERT_OK(sp_region_begin(m, a));
   ASSERT_OK(sp_region_begin(m, b));
@@ -245,7 +233,7 @@ SP_TEST(finalize_inside_open_region_keeps_the_call) {
   ASSERT_EQ(sp_manager_problems(m).open_at_finalize, 1);
   ASSERT_EQ(h5_region_events("open.h5", "open_a"), -1);
   ASSERT_EQ(h5_region_events("open.h5", "child_b"), 1);
-  busy(10000);
+  sp_test_busy(10000);
   ASSERT_OK(sp_region_end(m, a)); /* completes into the next run */
   ASSERT_EQ(sp_manager_num_calls(m, a), 1);
   ASSERT_OK(sp_manager_finalize(m, NULL, NULL));
@@ -264,7 +252,7 @@ SP_TEST(finalize_inside_open_region_keeps_the_call) {
 SP_TEST(open_call_across_finalize_keeps_id_and_exclusive) {
   setenv("SCOPE_PROFILER_CLOCK", "manual", 1);
   const char *ov[] = {"file_path=across.h5", NULL};
-  sp_manager *m = setup_with(ov);
+  sp_manager *m = sp_test_setup_with(ov);
   sp_region outer = sp_region_intern("outer_across"), child = sp_region_intern("child_across");
   sp_region_begin(m, outer);
   sp__clock_manual_advance(10);
@@ -295,7 +283,7 @@ SP_TEST(open_call_across_finalize_keeps_id_and_exclusive) {
 
 SP_TEST(second_setup_needs_replace) {
   const char *ov[] = {"file_path=replace.h5", NULL};
-  sp_manager *m = setup_with(ov);
+  sp_manager *m = sp_test_setup_with(ov);
   sp_region a = sp_region_intern("dropped");
   sp_region_begin(m, a);
   sp_region_end(m, a);
@@ -382,7 +370,7 @@ SP_TEST(unwritable_path_keeps_results_and_leaves_nothing) {
    * permissions, so the directory is removed rather than made read-only. */
   ASSERT_EQ(sp_test_sh("mkdir -p no/such/dir"), 0);
   const char *ov[] = {"file_path=no/such/dir/out.h5", NULL};
-  sp_manager *m = setup_with(ov);
+  sp_manager *m = sp_test_setup_with(ov);
   ASSERT_EQ(sp_test_sh("rm -r no"), 0);
   sp_region r = sp_region_intern("kept_in_memory");
   sp_region_begin(m, r);
@@ -403,7 +391,7 @@ SP_TEST(output_path_is_a_directory) {
   /* made a directory after setup, which refuses one */
   ASSERT_EQ(rmdir("adir"), 0);
   const char *ov[] = {"file_path=adir", NULL};
-  sp_manager *m = setup_with(ov);
+  sp_manager *m = sp_test_setup_with(ov);
   ASSERT_EQ(mkdir("adir", 0755), 0);
   ASSERT_EQ(sp_manager_finalize(m, NULL, NULL), SP_ERR_IO);
   ASSERT_CONTAINS(sp_last_error(), "is a directory");
@@ -413,7 +401,7 @@ SP_TEST(output_path_is_a_directory) {
 SP_TEST(two_managers_coexist) {
   const char *ov1[] = {"file_path=m1.h5", NULL};
   const char *ov2[] = {"file_path=m2.h5", "buffer_limit=8", NULL};
-  sp_manager *m1 = setup_with(ov1), *m2 = setup_with(ov2);
+  sp_manager *m1 = sp_test_setup_with(ov1), *m2 = sp_test_setup_with(ov2);
   sp_region r = sp_region_intern("shared_name");
   for (int i = 0; i < 3; i++) {
     sp_region_begin(m1, r);
@@ -483,7 +471,7 @@ SP_TEST(region_names_validated_and_verbatim) {
   ASSERT_EQ(sp_region_intern("bad \xff utf8"), 0);
   ASSERT_CONTAINS(sp_last_error(), "UTF-8");
   const char *ov[] = {"file_path=names.h5", NULL};
-  sp_manager *m = setup_with(ov);
+  sp_manager *m = sp_test_setup_with(ov);
   sp_region r = sp_region_intern("solver/linear \xce\xbb");
   ASSERT_EQ(sp_region_intern("solver/linear \xce\xbb"), r);
   ASSERT_STR_EQ(sp_region_name(r), "solver/linear \xce\xbb");
@@ -554,7 +542,7 @@ SP_TEST(counted_names_and_out_of_line_calls) {
 
   ASSERT(sp_default_manager() == SP_DEFAULT);
   const char *ov[] = {"file_path=fn.h5", NULL};
-  sp_manager *m = setup_with(ov);
+  sp_manager *m = sp_test_setup_with(ov);
   for (int i = 0; i < 10; i++) {
     ASSERT_EQ(sp_region_begin_fn(m, a), 0);
     ASSERT_EQ(sp_region_begin(m, b), 0); /* inline and out of line mix */
@@ -587,7 +575,7 @@ static void *hammer(void *arg) {
 
 SP_TEST(eight_threads_one_region_lose_nothing) {
   const char *ov[] = {"file_path=threads.h5", NULL};
-  thread_mgr = setup_with(ov);
+  thread_mgr = sp_test_setup_with(ov);
   thread_region = sp_region_intern("hammered");
   pthread_t th[NTHREADS];
   for (int i = 0; i < NTHREADS; i++) ASSERT_EQ(pthread_create(&th[i], NULL, hammer, NULL), 0);
@@ -631,7 +619,7 @@ SP_TEST(eight_threads_one_region_lose_nothing) {
 SP_TEST(openmp_threads_with_track_threads) {
 #ifdef _OPENMP
   const char *ov[] = {"file_path=omp.h5", "track_threads=1", NULL};
-  sp_manager *m = setup_with(ov);
+  sp_manager *m = sp_test_setup_with(ov);
   sp_region r = sp_region_intern("omp_region");
   int nt = 0;
 #pragma omp parallel num_threads(4)
@@ -664,7 +652,7 @@ SP_TEST(openmp_threads_with_track_threads) {
 
 SP_TEST(pause_resume) {
   const char *ov[] = {"file_path=pause.h5", NULL};
-  sp_manager *m = setup_with(ov);
+  sp_manager *m = sp_test_setup_with(ov);
   sp_region a = sp_region_intern("across"), p = sp_region_intern("paused"), x = sp_region_intern("after");
   sp_region_begin(m, a);
   sp_manager_pause(m);
@@ -690,7 +678,7 @@ SP_TEST(pause_resume) {
 SP_TEST(metadata_minimal_is_private) {
   setenv("SLURM_JOB_ID", "1234", 1);
   const char *ov[] = {"file_path=meta.h5", NULL};
-  sp_manager *m = setup_with(ov);
+  sp_manager *m = sp_test_setup_with(ov);
   ASSERT_OK(sp_manager_finalize(m, NULL, NULL));
   static const char *const present[] = {"scope_profiler_version", "hdf5_version", "compiler", "platform",
                                         "chip_information", "omp_num_threads", "mpi_size", "total_cores",
@@ -714,7 +702,7 @@ SP_TEST(metadata_full_adds_environment_and_redacts_secrets) {
   setenv("SLURM_JOB_ID", "1234", 1);
   setenv("SLURM_AUTH_TOKEN", "hunter2", 1);
   const char *ov[] = {"file_path=full.h5", "metadata_detail=full", "label=my run", NULL};
-  sp_manager *m = setup_with(ov);
+  sp_manager *m = sp_test_setup_with(ov);
   ASSERT_OK(sp_manager_finalize(m, NULL, NULL));
   static const char *const present[] = {"user", "hostname", "working_directory", "PATH", "SLURM_JOB_ID", "modules"};
   for (size_t i = 0; i < sizeof present / sizeof present[0]; i++) ASSERT_EQ(h5_attr_exists("full.h5", "/metadata", present[i]), 1);
@@ -729,7 +717,7 @@ SP_TEST(metadata_full_adds_environment_and_redacts_secrets) {
 
 SP_TEST(source_location_recorded) {
   const char *ov[] = {"file_path=src.h5", NULL};
-  sp_manager *m = setup_with(ov);
+  sp_manager *m = sp_test_setup_with(ov);
   int line = __LINE__ + 1;
   { SP_REGION_M(m, "with_source"); }
   ASSERT_OK(sp_manager_finalize(m, NULL, NULL));
@@ -778,13 +766,13 @@ SP_TEST(exit_hook_finalizes_forgotten_run) {
  * as the raw HDF5 datasets say. */
 SP_TEST(reader_reads_what_finalize_wrote) {
   const char *ov[] = {"file_path=readback.h5", NULL};
-  sp_manager *m = setup_with(ov);
+  sp_manager *m = sp_test_setup_with(ov);
   sp_region outer = sp_region_intern("outer"), inner = sp_region_intern("inner");
   for (int i = 0; i < 7; i++) {
     sp_region_begin(m, outer);
     for (int j = 0; j < 3; j++) {
       sp_region_begin(m, inner);
-      busy(2000 + 500 * j);
+      sp_test_busy(2000 + 500 * j);
       sp_region_end(m, inner);
     }
     sp_region_end(m, outer);

@@ -8,16 +8,9 @@
 
 #include "core/core.h"
 #include "harness.h"
+#include "setup_util.h"
 #include "h5util.h"
 #include "scope_profiler.h"
-
-static sp_manager *setup_with(const char *const *overrides) {
-  sp_manager *m = sp_manager_create();
-  ASSERT(m != NULL);
-  sp_setup_args a = {.overrides = overrides};
-  ASSERT_OK(sp_manager_setup(m, &a));
-  return m;
-}
 
 /* The summary row of a region as written: the compound's first 9 integer
  * fields (total, min, max, first, last, start_min, end_max, gpu_count,
@@ -109,8 +102,8 @@ SP_TEST(aggregation_equals_timeline_statistics) {
   setenv("SCOPE_PROFILER_CLOCK", "manual", 1);
   const char *o1[] = {"file_path=tl.h5", NULL};
   const char *o2[] = {"file_path=ag.h5", "aggregation_mode=1", NULL};
-  tl = setup_with(o1);
-  ag = setup_with(o2);
+  tl = sp_test_setup_with(o1);
+  ag = sp_test_setup_with(o2);
   sp_region outer = sp_region_intern("outer"), inner = sp_region_intern("inner"), rec = sp_region_intern("fib");
   for (int k = 0; k < 5; k++) {
     both_begin(outer);
@@ -156,7 +149,7 @@ SP_TEST(aggregation_equals_timeline_statistics) {
 
 SP_TEST(aggregation_file_layout) {
   const char *ov[] = {"file_path=agg.h5", "aggregation_mode=true", NULL};
-  sp_manager *m = setup_with(ov);
+  sp_manager *m = sp_test_setup_with(ov);
   sp_region outer = sp_region_intern("outer"), inner = sp_region_intern("inner");
   for (int i = 0; i < 3; i++) {
     sp_region_begin(m, outer);
@@ -182,7 +175,7 @@ SP_TEST(aggregation_file_layout) {
 
 SP_TEST(aggregation_memory_is_constant) {
   const char *ov[] = {"file_path=const.h5", "aggregation_mode=1", "deactivate_file_output=1", NULL};
-  sp_manager *m = setup_with(ov);
+  sp_manager *m = sp_test_setup_with(ov);
   sp_region r = sp_region_intern("many");
   for (int i = 0; i < 2000000; i++) {
     sp_region_begin(m, r);
@@ -218,7 +211,7 @@ static void run_threads(void) {
 
 SP_TEST(eight_threads_aggregation_adds_up) {
   const char *ov[] = {"file_path=agg8.h5", "aggregation_mode=1", NULL};
-  tm = setup_with(ov);
+  tm = sp_test_setup_with(ov);
   treg = sp_region_intern("threaded");
   run_threads();
   ASSERT_OK(sp_manager_finalize(tm, NULL, NULL));
@@ -233,7 +226,7 @@ SP_TEST(eight_threads_aggregation_adds_up) {
 
 SP_TEST(eight_threads_timeline_per_thread_adds_up) {
   const char *ov[] = {"file_path=tl8.h5", "track_threads=1", NULL};
-  tm = setup_with(ov);
+  tm = sp_test_setup_with(ov);
   treg = sp_region_intern("threaded");
   run_threads();
   ASSERT_OK(sp_manager_finalize(tm, NULL, NULL));
@@ -268,7 +261,7 @@ static void *cpu_worker(void *arg) {
 
 SP_TEST(thread_table_cpu_time_matches_work) {
   const char *ov[] = {"file_path=cpu.h5", "track_threads=1", NULL};
-  tm = setup_with(ov);
+  tm = sp_test_setup_with(ov);
   pthread_t th;
   ASSERT_EQ(pthread_create(&th, NULL, cpu_worker, (void *)(intptr_t)120), 0);
   pthread_join(th, NULL);
@@ -294,7 +287,7 @@ static int record_tagged(const char *file, const char *const *extra) {
   int n = 0;
   ov[n++] = file;
   for (; extra && *extra; extra++) ov[n++] = *extra;
-  sp_manager *m = setup_with(ov);
+  sp_manager *m = sp_test_setup_with(ov);
   for (int i = 0; i < 4; i++) {
     SP_REGION_TAGS_M(m, "lib_internal", "mylib, detail");
     SP_REGION_M(m, "plain");
@@ -360,7 +353,7 @@ static void one_tagged_site(sp_manager *m, int calls) {
 SP_TEST(opt_in_decision_at_a_call_site_follows_each_setup) {
   ASSERT_OK(sp_register_opt_in_tag("mylib"));
   const char *off1[] = {"file_path=site1.h5", NULL};
-  sp_manager *m = setup_with(off1);
+  sp_manager *m = sp_test_setup_with(off1);
   one_tagged_site(m, 5);
   ASSERT_EQ(sp_manager_num_calls(m, sp_region_intern("site_across_setups")), 0);
   ASSERT_OK(sp_manager_finalize(m, NULL, NULL));
@@ -373,7 +366,7 @@ SP_TEST(opt_in_decision_at_a_call_site_follows_each_setup) {
   ASSERT_OK(sp_manager_finalize(m, NULL, NULL));
   ASSERT_EQ(h5_region_events("site2.h5", "site_across_setups"), 3);
   /* and off again on another manager, with both alive: each decides for itself */
-  sp_manager *m2 = setup_with(off1 + 0);
+  sp_manager *m2 = sp_test_setup_with(off1 + 0);
   one_tagged_site(m2, 4);
   one_tagged_site(m, 2);
   one_tagged_site(m2, 4);
@@ -393,7 +386,7 @@ static int sourced_function(int x) {
 
 SP_TEST(region_source_captured) {
   const char *ov[] = {"file_path=source.h5", "capture_region_source=1", NULL};
-  tm = setup_with(ov);
+  tm = sp_test_setup_with(ov);
   int line = __LINE__ + 2;
   for (int i = 0; i < 2; i++) {
     SP_REGION_M(tm, "captured_block");
@@ -433,7 +426,7 @@ SP_TEST(region_source_captured) {
 
 SP_TEST(source_text_empty_without_capture) {
   const char *ov[] = {"file_path=nosource.h5", NULL};
-  tm = setup_with(ov);
+  tm = sp_test_setup_with(ov);
   { SP_REGION_M(tm, "uncaptured"); }
   ASSERT_OK(sp_manager_finalize(tm, NULL, NULL));
   long long k;
@@ -446,7 +439,7 @@ SP_TEST(source_text_empty_without_capture) {
 
 SP_TEST(label_defaults_to_stem_and_names_the_summary) {
   const char *ov[] = {"file_path=sub.dir.run42.h5", NULL};
-  sp_manager *m = setup_with(ov);
+  sp_manager *m = sp_test_setup_with(ov);
   ASSERT_STR_EQ(sp_config_display_label(sp_manager_config(m)), "sub.dir.run42");
   { SP_REGION_M(m, "x"); }
   FILE *out = tmpfile();
@@ -477,7 +470,7 @@ static double meta_num(const char *file, const char *key, hid_t type) {
 
 SP_TEST(overhead_measured_and_flagged) {
   const char *ov[] = {"file_path=ovh.h5", NULL};
-  sp_manager *m = setup_with(ov);
+  sp_manager *m = sp_test_setup_with(ov);
   for (int i = 0; i < 100; i++) {
     SP_REGION_M(m, "tiny"); /* empty: its time is all profiler */
   }
@@ -520,7 +513,7 @@ SP_TEST(overhead_measured_and_flagged) {
  * over the calls. */
 SP_TEST(overhead_counts_slow_calls_and_fresh_buffers) {
   const char *ov[] = {"file_path=ovh2.h5", "buffer_limit=1024", NULL};
-  sp_manager *m = setup_with(ov);
+  sp_manager *m = sp_test_setup_with(ov);
   sp_region r = sp_region_intern("counted");
   for (int i = 0; i < 5000; i++) { /* 1024 -> 2048 -> 4096 -> 8192 events */
     sp_region_begin(m, r);

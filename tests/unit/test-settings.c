@@ -15,31 +15,7 @@
 #include "config/settings_meta.h"
 #include "core/core.h"
 #include "harness.h"
-
-extern char **environ;
-
-static void clean_env(void) {
-  for (int again = 1; again;) {
-    again = 0;
-    for (char **e = environ; *e; e++) {
-      if (strncmp(*e, "SCOPE_PROFILER_", 15) != 0 && strncmp(*e, "OMPI_COMM_WORLD_RANK", 20) != 0 &&
-          strncmp(*e, "PMI_RANK", 8) != 0 && strncmp(*e, "PMIX_RANK", 9) != 0)
-        continue;
-      char name[256];
-      snprintf(name, sizeof name, "%.*s", (int)strcspn(*e, "="), *e);
-      unsetenv(name);
-      again = 1;
-      break;
-    }
-  }
-}
-
-static void write_file(const char *path, const char *text) {
-  FILE *f = fopen(path, "w");
-  ASSERT(f);
-  fputs(text, f);
-  fclose(f);
-}
+#include "setup_util.h"
 
 /*====== Capturing messages ======*/
 
@@ -175,7 +151,7 @@ SP_TEST(statuses_come_from_the_table_and_its_build_switches) {
 }
 
 SP_TEST(every_switched_off_setting_warns_once_at_setup) {
-  clean_env();
+  sp_test_clean_env(1);
   listen();
   ASSERT_GT(mark_switched_rows(), 3);
   int warned = 0;
@@ -221,7 +197,7 @@ SP_TEST(any_row_marked_unavailable_warns_when_turned_on) {
   /* Through the resolved configuration alone, row by row, so no rule
    * between settings can hide a row: each row as this build has it (only
    * an unavailable one warns), then marked planned (it warns, once). */
-  clean_env();
+  sp_test_clean_env(1);
   listen();
   struct sp_config c;
   ASSERT_OK(sp__config_resolve(&c, NULL));
@@ -255,7 +231,7 @@ SP_TEST(any_row_marked_unavailable_warns_when_turned_on) {
 }
 
 SP_TEST(available_settings_never_warn) {
-  clean_env();
+  sp_test_clean_env(1);
   listen();
   /* use_gpu_timing works here through the test driver; without a driver it
    * would warn that this machine has none, which is not about the build. */
@@ -283,7 +259,7 @@ SP_TEST(available_settings_never_warn) {
 }
 
 SP_TEST(a_setting_at_its_default_does_not_warn) {
-  clean_env();
+  sp_test_clean_env(1);
   listen();
   mark_switched_rows();
   sp__setting_mark_unavailable(SP__SET_gpu_timing_backend, SP__SS_PLANNED);
@@ -296,11 +272,11 @@ SP_TEST(a_setting_at_its_default_does_not_warn) {
 }
 
 SP_TEST(the_warning_says_where_the_setting_came_from) {
-  clean_env();
+  sp_test_clean_env(1);
   listen();
   mark_switched_rows();
   setenv("SCOPE_PROFILER_USE_NVTX", "1", 1);
-  write_file("p.toml", "[profiling.memray]\nenabled = true\n");
+  sp_test_write_file("p.toml", "[profiling.memray]\nenabled = true\n");
   sp_options o = SP_OPTIONS_INIT;
   o.memray.native_traces = 1;
   sp_setup_args a = {.options = &o, .config_path = "p.toml"};
@@ -323,7 +299,7 @@ SP_TEST(the_warning_says_where_the_setting_came_from) {
 }
 
 SP_TEST(quiet_or_deactivated_runs_say_nothing) {
-  clean_env();
+  sp_test_clean_env(1);
   listen();
   mark_switched_rows();
   ASSERT_OK(setup_with("use_nvtx=true", "quiet=true"));
@@ -338,7 +314,7 @@ SP_TEST(quiet_or_deactivated_runs_say_nothing) {
 }
 
 SP_TEST(only_rank_zero_of_a_job_warns) {
-  clean_env();
+  sp_test_clean_env(1);
   listen();
   mark_switched_rows();
   setenv("OMPI_COMM_WORLD_RANK", "3", 1);
@@ -352,7 +328,7 @@ SP_TEST(only_rank_zero_of_a_job_warns) {
 /*====== A setup that fails says so ======*/
 
 SP_TEST(a_failed_setup_prints_one_line_naming_the_setting) {
-  clean_env();
+  sp_test_clean_env(1);
   listen();
   setenv("SCOPE_PROFILER_BUFFER_LIMIT", "abc", 1);
   sp_status st = sp_setup(NULL);
@@ -376,9 +352,9 @@ SP_TEST(a_failed_setup_prints_one_line_naming_the_setting) {
 }
 
 SP_TEST(a_bad_config_file_prints_its_line) {
-  clean_env();
+  sp_test_clean_env(1);
   listen();
-  write_file("bad.toml", "[profiling]\nbuffer_limit = \"big\"\n");
+  sp_test_write_file("bad.toml", "[profiling]\nbuffer_limit = \"big\"\n");
   sp_setup_args a = {.config_path = "bad.toml"};
   ASSERT_EQ(sp_setup(&a), SP_ERR_INVALID_VALUE);
   ASSERT_EQ(got.n, 1);
@@ -391,7 +367,7 @@ SP_TEST(a_bad_config_file_prints_its_line) {
 }
 
 SP_TEST(quiet_from_any_layer_silences_a_failed_setup) {
-  clean_env();
+  sp_test_clean_env(1);
   listen();
   setenv("SCOPE_PROFILER_BUFFER_LIMIT", "abc", 1);
   const char *ovr[] = {" quiet = on", NULL};
@@ -402,7 +378,7 @@ SP_TEST(quiet_from_any_layer_silences_a_failed_setup) {
   sp_setup_args b = {.options = &o};
   ASSERT_EQ(sp_setup(&b), SP_ERR_INVALID_VALUE);
   sp_options_clear(&o);
-  write_file("q.toml", "[profiling]\nquiet = true\n");
+  sp_test_write_file("q.toml", "[profiling]\nquiet = true\n");
   sp_setup_args c = {.config_path = "q.toml"};
   ASSERT_EQ(sp_setup(&c), SP_ERR_INVALID_VALUE);
   ASSERT_EQ(got.n, 0);
@@ -446,7 +422,7 @@ static void unavailable_setup(void) {
 }
 
 SP_TEST(messages_go_to_stderr_as_one_line_each) {
-  clean_env();
+  sp_test_clean_env(1);
   mark_switched_rows();
   char buf[4096];
   stderr_of(bad_env_setup, buf, sizeof buf);
@@ -474,7 +450,7 @@ SP_TEST(messages_go_to_stderr_as_one_line_each) {
 
 /* Setup and the check config check runs fail alike, with one message. */
 static void both_refuse(const char *toml, sp_status want, const char *needle) {
-  write_file("c.toml", toml);
+  sp_test_write_file("c.toml", toml);
   sp_setup_args a = {.config_path = "c.toml"};
   struct sp_config c;
   sp_status st = sp__config_for_setup(&c, &a, SP__RESOLVE_NO_ENV);
@@ -490,12 +466,12 @@ static void both_refuse(const char *toml, sp_status want, const char *needle) {
 }
 
 SP_TEST(unknown_signal_names_are_refused_by_check_and_setup) {
-  clean_env();
+  sp_test_clean_env(1);
   listen();
   both_refuse("[profiling]\nsignals = [\"SIGTERM\", \"SIGFOO\"]\n", SP_ERR_INVALID_VALUE,
               "signals (set in c.toml) names \"SIGFOO\"");
   both_refuse("[profiling]\nsignals = \"TERM,KILL\"\n", SP_ERR_INVALID_VALUE, "\"KILL\"");
-  write_file("ok.toml", "[profiling]\nsignals = [\"TERM\", \"SIGUSR2\"]\n");
+  sp_test_write_file("ok.toml", "[profiling]\nsignals = [\"TERM\", \"SIGUSR2\"]\n");
   sp_setup_args a = {.config_path = "ok.toml"};
   struct sp_config c;
   ASSERT_OK(sp__config_for_setup(&c, &a, SP__RESOLVE_NO_ENV));
@@ -507,7 +483,7 @@ SP_TEST(unknown_signal_names_are_refused_by_check_and_setup) {
 }
 
 SP_TEST(the_output_directory_is_checked_at_setup) {
-  clean_env();
+  sp_test_clean_env(1);
   listen();
   both_refuse("[profiling]\nfile_path = \"no/such/dir/run.h5\"\n", SP_ERR_IO,
               "no/such/dir: No such file or directory; create it first");
@@ -515,14 +491,14 @@ SP_TEST(the_output_directory_is_checked_at_setup) {
   both_refuse("[profiling]\nfile_path = \"out\"\n", SP_ERR_IO, "file_path out (set in c.toml) is a "
               "directory; name a file inside it, e.g. out/profiling_data.h5");
   both_refuse("[profiling]\nfile_path = \"out/\"\n", SP_ERR_IO, "is a directory");
-  write_file("plain", "x");
+  sp_test_write_file("plain", "x");
   both_refuse("[profiling]\nfile_path = \"plain/run.h5\"\n", SP_ERR_IO, "plain");
   if (geteuid() != 0) {
     ASSERT_EQ(mkdir("ro", 0500), 0);
     both_refuse("[profiling]\nfile_path = \"ro/run.h5\"\n", SP_ERR_IO, "cannot create files in ro");
   }
   /* A run that writes nothing does not need a directory. */
-  write_file("c.toml", "[profiling]\nfile_path = \"no/such/run.h5\"\ndeactivate_file_output = true\n");
+  sp_test_write_file("c.toml", "[profiling]\nfile_path = \"no/such/run.h5\"\ndeactivate_file_output = true\n");
   sp_setup_args a = {.config_path = "c.toml"};
   ASSERT_OK(sp_setup(&a));
   /* ...and a good one passes and finalizes into place */
@@ -673,7 +649,7 @@ static const char *on_item(size_t i, int choice, char *buf, size_t size) {
 }
 
 SP_TEST(every_rule_of_the_table_is_enforced) {
-  clean_env();
+  sp_test_clean_env(1);
   for (size_t k = 0; k < sp__nrules; k++) {
     const struct sp__rule *r = &sp__rules[k];
     const char *an = sp__settings[r->a].name, *bn = sp__settings[r->b].name;
@@ -733,7 +709,7 @@ SP_TEST(every_rule_of_the_table_is_enforced) {
 /*====== Options: frozen fields, everything else by key ======*/
 
 SP_TEST(a_setting_without_a_field_is_set_and_read_by_key) {
-  clean_env();
+  sp_test_clean_env(1);
   ASSERT_EQ(sp__options_has_field(SP__SET_quiet, 0), 0);
   sp_options o = SP_OPTIONS_INIT;
   char t[64];
@@ -778,7 +754,7 @@ SP_TEST(a_setting_without_a_field_is_set_and_read_by_key) {
 }
 
 SP_TEST(options_not_from_SP_OPTIONS_INIT_are_refused) {
-  clean_env();
+  sp_test_clean_env(1);
   sp_options zero;
   memset(&zero, 0, sizeof zero);
   ASSERT_EQ(sp_options_set(&zero, "label", "x"), SP_ERR_INVALID_ARGUMENT);

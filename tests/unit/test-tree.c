@@ -13,6 +13,7 @@
 
 #include "core/core.h"
 #include "harness.h"
+#include "setup_util.h"
 #include "h5util.h"
 #include "scope_profiler.h"
 #include "scope_profiler/reader.h"
@@ -21,19 +22,6 @@
 #ifdef _OPENMP
 #include <omp.h>
 #endif
-
-static sp_manager *setup_with(const char *const *overrides) {
-  sp_manager *m = sp_manager_create();
-  ASSERT(m != NULL);
-  sp_setup_args a = {.overrides = overrides};
-  ASSERT_OK(sp_manager_setup(m, &a));
-  return m;
-}
-
-static void busy(int n) {
-  volatile double x = 1;
-  for (int i = 0; i < n; i++) x = x * 1.0000001 + 1e-9;
-}
 
 /* The call-path tree of a file, and the node of a path "a/b/c" (-1: none). */
 struct tree {
@@ -113,9 +101,9 @@ SP_TEST(openmp_worker_calls_hang_under_the_opening_call) {
 #pragma omp parallel num_threads(NT)
       {
         SP_REGION("omp_kernel");
-        busy(20000);
+        sp_test_busy(20000);
         SP_REGION("inner");
-        busy(2000);
+        sp_test_busy(2000);
       }
     }
   }
@@ -180,7 +168,7 @@ SP_TEST(openmp_worker_calls_hang_under_the_opening_call) {
 SP_TEST(openmp_nested_parallel_regions) {
 #ifdef _OPENMP
   const char *ov[] = {"file_path=nested.h5", NULL};
-  sp_manager *m = setup_with(ov);
+  sp_manager *m = sp_test_setup_with(ov);
   omp_set_max_active_levels(2);
   sp_region outer = sp_region_intern("outer"), mid = sp_region_intern("mid"), leaf = sp_region_intern("leaf");
   sp_region_begin(m, outer);
@@ -190,7 +178,7 @@ SP_TEST(openmp_nested_parallel_regions) {
 #pragma omp parallel num_threads(2)
     {
       sp_region_begin(m, leaf);
-      busy(5000);
+      sp_test_busy(5000);
       sp_region_end(m, leaf);
     }
     sp_region_end(m, mid);
@@ -213,7 +201,7 @@ SP_TEST(openmp_nested_parallel_regions) {
 SP_TEST(openmp_team_size_in_metadata) {
 #ifdef _OPENMP
   const char *ov[] = {"file_path=team.h5", NULL};
-  sp_manager *m = setup_with(ov);
+  sp_manager *m = sp_test_setup_with(ov);
   omp_set_num_threads(2);
   sp_region r = sp_region_intern("k");
 #pragma omp parallel num_threads(8)
@@ -257,7 +245,7 @@ static void *worker(void *p) {
 
 SP_TEST(context_pair_gives_pool_threads_a_parent) {
   const char *ov[] = {"file_path=pool.h5", NULL};
-  sp_manager *m = setup_with(ov);
+  sp_manager *m = sp_test_setup_with(ov);
   sp_region submit = sp_region_intern("submit");
   struct job j = {m, {0, 0, 0, 0}, sp_region_intern("task"), sp_region_intern("sub"), 5};
   ASSERT_EQ(sp_context_capture(m).gen, 0); /* nothing open yet */
@@ -288,7 +276,7 @@ SP_TEST(context_pair_gives_pool_threads_a_parent) {
 /* A parent captured in one run whose children finish in a later one. */
 SP_TEST(context_parent_across_finalizes) {
   const char *ov[] = {"file_path=across.h5", NULL};
-  sp_manager *m = setup_with(ov);
+  sp_manager *m = sp_test_setup_with(ov);
   sp_region outer = sp_region_intern("outer");
   struct job j = {m, {0, 0, 0, 0}, sp_region_intern("task"), sp_region_intern("sub"), 2};
   sp_region_begin(m, outer);
@@ -353,7 +341,7 @@ SP_TEST(session_end_closes_what_is_left_open) {
   SP_SESSION(s, &a, &fin, NULL) {
     sp_begin(step);
     sp_begin(lost); /* its end never comes */
-    busy(1000);
+    sp_test_busy(1000);
     sp_end(lost);
     sp_begin(lost);
     sp_end(step); /* unmatched: lost_end is innermost */
@@ -490,7 +478,7 @@ SP_TEST(timestamps_follow_the_monotonic_clock) {
     snprintf(path, sizeof path, "clock%zu.h5", k);
     snprintf(fp, sizeof fp, "file_path=%s", path);
     const char *ov[] = {fp, NULL};
-    sp_manager *m = setup_with(ov);
+    sp_manager *m = sp_test_setup_with(ov);
     if (k == 0 && strcmp(sp__clock_name(), "tsc") != 0) SKIP("no invariant TSC: ticks are CLOCK_MONOTONIC already");
     sp_region r = sp_region_intern("bracketed");
     int64_t t_begin = mono();
@@ -535,7 +523,7 @@ static int streamed_after(int calls, const char *path) {
   char fp[64];
   snprintf(fp, sizeof fp, "file_path=%s", path);
   const char *ov[] = {fp, "max_buffer_bytes=4194304", NULL};
-  sp_manager *m = setup_with(ov);
+  sp_manager *m = sp_test_setup_with(ov);
   sp_region r = sp_region_intern("many");
   for (int i = 0; i < calls; i++) {
     sp_region_begin(m, r);
@@ -558,7 +546,7 @@ SP_TEST(streaming_starts_at_a_quarter_of_max_buffer_bytes) {
 
 SP_TEST(file_schema_macro_names_what_is_written) {
   const char *ov[] = {"file_path=schema.h5", NULL};
-  sp_manager *m = setup_with(ov);
+  sp_manager *m = sp_test_setup_with(ov);
   sp_region r = sp_region_intern("x");
   sp_region_begin(m, r);
   sp_region_end(m, r);
@@ -571,7 +559,7 @@ SP_TEST(file_schema_macro_names_what_is_written) {
 
 SP_TEST(invalid_handles_are_counted_and_ignored) {
   const char *ov[] = {"file_path=bad.h5", NULL};
-  sp_manager *m = setup_with(ov);
+  sp_manager *m = sp_test_setup_with(ov);
   sp_region ok = sp_region_intern("ok"), inner = sp_region_intern("inner");
   sp_region never = sp_region_intern("last") + 1000; /* never interned */
   ASSERT_OK(sp_region_begin(m, ok));
@@ -596,7 +584,7 @@ SP_TEST(invalid_handles_are_counted_and_ignored) {
 
 SP_TEST(invalid_handles_in_aggregation_mode) {
   const char *ov[] = {"file_path=badagg.h5", "aggregation_mode=true", NULL};
-  sp_manager *m = setup_with(ov);
+  sp_manager *m = sp_test_setup_with(ov);
   sp_region ok = sp_region_intern("ok");
   sp_region never = sp_region_intern("last") + 999;
   for (int i = 0; i < 10; i++) {
@@ -615,7 +603,7 @@ SP_TEST(invalid_handles_in_aggregation_mode) {
 
 SP_TEST(hot_path_errors_leave_their_own_message) {
   const char *ov[] = {"file_path=msg.h5", NULL};
-  sp_manager *m = setup_with(ov);
+  sp_manager *m = sp_test_setup_with(ov);
   sp_region a = sp_region_intern("alpha"), b = sp_region_intern("beta");
   ASSERT_EQ(sp_region_intern(""), 0); /* an older, unrelated message */
   ASSERT_EQ(sp_region_end(m, a), SP_ERR_UNMATCHED_END);
@@ -654,7 +642,7 @@ static void *optin_reader(void *p) {
 SP_TEST(optin_bitmap_grows_under_readers) {
   ASSERT_OK(sp_register_opt_in_tag("optin_grow"));
   const char *ov[] = {"file_path=optin.h5", NULL};
-  sp_manager *m = setup_with(ov);
+  sp_manager *m = sp_test_setup_with(ov);
   enum { N = 6000 };
   sp_region *r = malloc(N * sizeof *r);
   char name[32];
