@@ -144,13 +144,7 @@ sp_status sp_write_json_profile(sp_results *r, const sp_filter *f, FILE *out) {
   if (r->nranks && r->ranks[r->nranks - 1] + 1 > nranks) nranks = r->ranks[r->nranks - 1] + 1;
   sp__json_key(&j, "num_ranks"), sp__json_int(&j, nranks);
   sp__json_key(&j, "event_data_available"), sp__json_bool(&j, !r->aggregate);
-  sp__json_key(&j, "metadata");
-  sp__json_begin_object(&j);
-  for (size_t i = 0; i < r->nmeta; i++) {
-    sp__json_key(&j, r->meta[i].key);
-    sp__json_meta_value(&j, &r->meta[i].e);
-  }
-  sp__json_end_object(&j);
+  sp__json_metadata(&j, r);
   sp__json_key(&j, "regions");
   sp__json_begin_array(&j);
   sp_status st = SP_OK;

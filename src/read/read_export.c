@@ -912,6 +912,16 @@ void sp__json_meta_value(struct sp__json *j, const sp_metadata_entry *e) {
   }
 }
 
+void sp__json_metadata(struct sp__json *j, const sp_results *r) {
+  sp__json_key(j, "metadata");
+  sp__json_begin_object(j);
+  for (size_t i = 0; i < r->nmeta; i++) {
+    sp__json_key(j, r->meta[i].key);
+    sp__json_meta_value(j, &r->meta[i].e);
+  }
+  sp__json_end_object(j);
+}
+
 sp_status sp_write_metadata_json(sp_results *const *results, size_t n, const char *const *paths,
                                  FILE *out) {
   if (!results || !out)
@@ -928,13 +938,7 @@ sp_status sp_write_metadata_json(sp_results *const *results, size_t n, const cha
     sp__json_string(&j, paths && paths[fi] ? paths[fi] : r->path ? r->path : "");
     sp__json_key(&j, "num_ranks");
     sp__json_uint(&j, r->nranks);
-    sp__json_key(&j, "metadata");
-    sp__json_begin_object(&j);
-    for (size_t i = 0; i < r->nmeta; i++) {
-      sp__json_key(&j, r->meta[i].key);
-      sp__json_meta_value(&j, &r->meta[i].e);
-    }
-    sp__json_end_object(&j);
+    sp__json_metadata(&j, r);
     sp__json_end_object(&j);
   }
   sp__json_end_array(&j);

@@ -249,6 +249,8 @@ void sp__json_bool(struct sp__json *j, int v);
 void sp__json_raw(struct sp__json *j, const char *text); /* an already-JSON value */
 /* A metadata value as JSON (lists stay lists; OTHER as its text). */
 void sp__json_meta_value(struct sp__json *j, const sp_metadata_entry *e);
+/* The metadata object under its key: every metadata entry of r, in the file's order. */
+void sp__json_metadata(struct sp__json *j, const sp_results *r);
 /* Write a JSON string literal (with quotes) to f. */
 void sp__json_write_string(FILE *f, const char *s);
 /* Python repr() of a float: shortest round-trip digits, "1e-08", "0.5". */
