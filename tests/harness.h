@@ -76,6 +76,15 @@ static inline const char *sp_test_last_error(void) { return sp_last_error ? sp_l
 
 static inline int sp_test_file_exists(const char *p) { struct stat st; return stat(p, &st) == 0; }
 
+/* The next number of a seeded sequence (splitmix64): synthetic inputs that
+ * are the same on every run and every machine. */
+static inline uint64_t sp_test_splitmix(uint64_t *state) {
+  uint64_t z = (*state += UINT64_C(0x9E3779B97F4A7C15));
+  z = (z ^ (z >> 30)) * UINT64_C(0xBF58476D1CE4E5B9);
+  z = (z ^ (z >> 27)) * UINT64_C(0x94D049BB133111EB);
+  return z ^ (z >> 31);
+}
+
 /* Run a shell command, return its exit status (or -1). */
 static inline int sp_test_sh(const char *cmd) {
   int rc = system(cmd);

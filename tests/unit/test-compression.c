@@ -26,12 +26,7 @@ unsigned int lzf_decompress(const void *in, unsigned int in_len, void *out, unsi
 /*====== Helpers ======*/
 
 static uint64_t rng = 7;
-static uint64_t rnd(void) {
-  uint64_t z = (rng += UINT64_C(0x9E3779B97F4A7C15));
-  z = (z ^ (z >> 30)) * UINT64_C(0xBF58476D1CE4E5B9);
-  z = (z ^ (z >> 27)) * UINT64_C(0x94D049BB133111EB);
-  return z ^ (z >> 31);
-}
+static uint64_t rnd(void) { return sp_test_splitmix(&rng); }
 
 struct events {
   size_t n;

@@ -27,12 +27,7 @@
 #endif
 
 static uint64_t rng = 7;
-static uint64_t rnd(void) {
-  uint64_t z = (rng += UINT64_C(0x9E3779B97F4A7C15));
-  z = (z ^ (z >> 30)) * UINT64_C(0xBF58476D1CE4E5B9);
-  z = (z ^ (z >> 27)) * UINT64_C(0x94D049BB133111EB);
-  return z ^ (z >> 31);
-}
+static uint64_t rnd(void) { return sp_test_splitmix(&rng); }
 
 #define NREG 6
 enum {
