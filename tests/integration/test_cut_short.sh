@@ -9,9 +9,19 @@ set -euo pipefail
 "$SP_PYTHON" -c 'import h5py' 2>/dev/null || { echo "python3-h5py missing"; exit 77; }
 work=$(mktemp -d /tmp/sp-cut-XXXXXX); trap 'rm -rf "$work"' EXIT
 cd "$work"
-OMP_NUM_THREADS=2 SCOPE_PROFILER_FILE_PATH=cut.h5 "$SP_BUILD/examples/sim" --steps 1000000 --quiet &
+# The signal goes once the run is under way: the sim prints (line-buffered)
+# its first step's line from inside that step, after setup. A fixed sleep
+# would race the start-up of a loaded machine (a signal before setup kills
+# the process with nothing written).
+OMP_NUM_THREADS=2 SCOPE_PROFILER_FILE_PATH=cut.h5 stdbuf -oL "$SP_BUILD/examples/sim" --steps 1000000 > sim.out &
 pid=$!
-sleep 1.5
+for ((i = 0; i < 6000; i++)); do # 5 minutes at most
+  grep -q '^step' sim.out && break
+  kill -0 "$pid" 2> /dev/null || break
+  sleep 0.05
+done
+grep -q '^step' sim.out || { echo "sim never began its steps"; kill -KILL "$pid" 2> /dev/null; exit 1; }
+sleep 0.5 # some steps into the run
 kill -TERM "$pid"
 rc=0; wait "$pid" || rc=$?
 if [[ $rc -ne 143 ]]; then echo "sim: exit $rc, expected 143 (death by SIGTERM)"; exit 1; fi

@@ -47,7 +47,13 @@ during() {
   "${as_user[@]}" "$app" "$path" --wait < fifo > "$name.out" 2> "$name.err" &
   pid=$!
   exec 5> fifo
-  for ((i = 0; i < 200; i++)); do grep -q ready "$name.out" && break; sleep 0.05; done
+  # until it has set up (however loaded the machine), or died
+  for ((i = 0; i < 6000; i++)); do
+    grep -q ready "$name.out" && break
+    kill -0 "$pid" 2> /dev/null || break
+    sleep 0.05
+  done
+  grep -q ready "$name.out" || bad "$name: the program never said ready"
   "$@"
   echo go >&5
   exec 5>&-
@@ -217,7 +223,9 @@ if unshare -m true 2> /dev/null; then
   unshare -m bash -c 'mount --bind robindrun robindrun || exit 0
     mkfifo rbfifo; "$1" robindrun/out.h5 --wait < rbfifo > robindrun.out 2> robindrun.err &
     pid=$!; exec 5> rbfifo
-    for ((i = 0; i < 200; i++)); do grep -q ready robindrun.out && break; sleep 0.05; done
+    for ((i = 0; i < 6000; i++)); do
+      grep -q ready robindrun.out && break; kill -0 "$pid" 2> /dev/null || break; sleep 0.05
+    done
     mount -o remount,bind,ro robindrun; echo go >&5; exec 5>&-
     wait "$pid"; echo $? > robindrun.rc' _ "$app"
   if [[ -s robindrun.rc ]]; then

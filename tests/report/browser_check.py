@@ -240,9 +240,14 @@ def main():
         d.s("POST", "/actions", {"actions": [{"type": "wheel", "id": "wheel", "actions": [
             {"type": "scroll", "x": 0, "y": 0, "deltaX": 0, "deltaY": -600,
              "origin": {ELEMENT: plot}}]}]})
-        time.sleep(0.2)
-        zoomed = d.js("var p=arguments[0];return [p.viewBox.baseVal.x,p.viewBox.baseVal.width,"
-                      "p.parentNode.querySelector('.xaxis .ticks').textContent];", {ELEMENT: plot})
+        # the page handles the wheel event on its own time: wait for the zoom
+        # (10 s at most, for a loaded machine) rather than a fixed pause
+        for _ in range(100):
+            zoomed = d.js("var p=arguments[0];return [p.viewBox.baseVal.x,p.viewBox.baseVal.width,"
+                          "p.parentNode.querySelector('.xaxis .ticks').textContent];", {ELEMENT: plot})
+            if zoomed[1] < before[1] * 0.9 and zoomed[2] != before[2]:
+                break
+            time.sleep(0.1)
         if not zoomed[1] < before[1] * 0.9 or zoomed[2] == before[2]:
             fail(f"wheel did not zoom the Gantt plot: {before} -> {zoomed}")
         d.s("POST", "/actions", {"actions": [{"type": "pointer", "id": "mouse",
@@ -251,8 +256,12 @@ def main():
             {"type": "pointerDown", "button": 0},
             {"type": "pointerMove", "x": 120, "y": 0, "origin": {ELEMENT: plot}, "duration": 100},
             {"type": "pointerUp", "button": 0}]}]})
-        panned = d.js("var p=arguments[0];return [p.viewBox.baseVal.x,p.viewBox.baseVal.width];",
-                      {ELEMENT: plot})
+        for _ in range(100):  # likewise
+            panned = d.js("var p=arguments[0];return [p.viewBox.baseVal.x,p.viewBox.baseVal.width];",
+                          {ELEMENT: plot})
+            if abs(panned[0] - zoomed[0]) >= 1e-9:
+                break
+            time.sleep(0.1)
         if abs(panned[0] - zoomed[0]) < 1e-9 or abs(panned[1] - zoomed[1]) > 1e-6:
             fail(f"drag did not pan the zoomed plot: {zoomed[:2]} -> {panned}")
         if d.js("return document.querySelectorAll('.bar.hl').length;"):
@@ -262,8 +271,12 @@ def main():
             {"type": "pointerMove", "x": 0, "y": 0, "origin": {ELEMENT: plot}},
             {"type": "pointerDown", "button": 0}, {"type": "pointerUp", "button": 0},
             {"type": "pointerDown", "button": 0}, {"type": "pointerUp", "button": 0}]}]})
-        reset = d.js("var p=arguments[0];return [p.viewBox.baseVal.x,p.viewBox.baseVal.width];",
-                     {ELEMENT: plot})
+        for _ in range(100):  # likewise
+            reset = d.js("var p=arguments[0];return [p.viewBox.baseVal.x,p.viewBox.baseVal.width];",
+                         {ELEMENT: plot})
+            if abs(reset[1] - before[1]) <= 1e-6:
+                break
+            time.sleep(0.1)
         if abs(reset[1] - before[1]) > 1e-6:
             fail(f"double-click did not reset the zoom: {reset} vs {before[:2]}")
         d.js("window.spReport.highlight(null);")

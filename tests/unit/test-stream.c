@@ -13,6 +13,17 @@
 #include "scope_profiler.h"
 #include "scope_profiler/reader.h"
 
+/* Sanitizer builds map shadow memory and (ASan) keep freed blocks in
+ * quarantine: their peak RSS says nothing of the budget, so only the RSS
+ * bound is left out there; every other check still holds. */
+#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
+#define SP_TEST_RSS_INFLATED 1
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer) || __has_feature(thread_sanitizer)
+#define SP_TEST_RSS_INFLATED 1
+#endif
+#endif
+
 static long maxrss_kib(void) {
   struct rusage ru;
   getrusage(RUSAGE_SELF, &ru);
@@ -146,7 +157,11 @@ SP_TEST(twenty_million_events_in_an_8_mib_budget) {
   long rss1 = maxrss_kib();
   fprintf(stderr, "  peak RSS grew by %.1f MiB while recording, %.1f MiB in all, for %ld events (budget 8 MiB)\n",
           (rss_rec - rss0) / 1024.0, (rss1 - rss0) / 1024.0, done);
+#ifndef SP_TEST_RSS_INFLATED
   ASSERT_LT((rss1 - rss0) * 1024L, 8L * 1048576 + 24L * 1048576); /* budget + a fixed allowance */
+#else
+  fprintf(stderr, "  (the RSS bound is not judged in a sanitizer build)\n");
+#endif
   ASSERT_EQ(h5_len("big.h5", "/events/start_times"), total);
   ASSERT_EQ(h5_region_events("big.h5", "r00"), 1);
   ASSERT_GT(h5_attr_i64("big.h5", "/metadata", "streamed_blocks"), 10);
