@@ -9,7 +9,41 @@ sock="tui-$$"
 T() { tmux -L "$sock" "$@"; }
 trap 'T kill-server 2>/dev/null' EXIT
 
-# The screen once it has stopped changing (two equal captures 150 ms apart).
+# The browser's own process: the child of the pane's shell.
+pid=""
+find_pid() {
+  local pane c
+  pane=$(T list-panes -t tui -F '#{pane_pid}' 2> /dev/null) || return 1
+  for c in $(cat "/proc/$pane/task/$pane/children" 2> /dev/null); do
+    [[ $(cat "/proc/$c/comm" 2> /dev/null) == scope-profiler ]] && { pid=$c; return 0; }
+  done
+  return 1
+}
+# Its voluntary context switches: one more each time it blocks.
+switches() { sed -n 's/^voluntary_ctxt_switches:[[:space:]]*//p' "/proc/$pid/status" 2> /dev/null; }
+
+# idle SINCE: waits until the browser has blocked again after SINCE switches
+# and sleeps in its terminal read (getch() has no timeout; the kernel says
+# wait_woken, or nothing where wchan is hidden), i.e. it has taken in what
+# was typed and drawn the result, or has exited; however slow the build
+# (ASan) or loaded the machine: 5 minutes at most. A fixed pause instead
+# would race a slow redraw.
+idle() {
+  local since=$1 i n st w
+  for ((i = 0; i < 15000; i++)); do
+    [[ -n $pid && -d /proc/$pid ]] || return 0
+    n=$(switches)
+    read -r _ _ st _ < "/proc/$pid/stat" 2> /dev/null || return 0
+    [[ $st == Z ]] && return 0
+    w=$(cat "/proc/$pid/wchan" 2> /dev/null)
+    [[ -n $n && $n -gt $since && $st == S && ($w == wait_woken || $w == n_tty_read || $w == 0 || -z $w) ]] &&
+      return 0
+    sleep 0.02
+  done
+}
+
+# The screen once tmux has it all: two equal captures 150 ms apart (after
+# idle, only tmux's own reading of the terminal is left to wait for).
 settle() {
   local prev="" cur i
   for i in $(seq 1 60); do
@@ -25,6 +59,11 @@ start() {
   local cols=$1 rows=$2
   shift 2
   T -u new-session -d -s tui -x "$cols" -y "$rows" "$SP tui $*; sleep 30"
+  for _ in $(seq 1 3000); do
+    find_pid && break
+    sleep 0.1
+  done
+  idle 0 # its first wait for a key: the file is read and the screen drawn
   for _ in $(seq 1 100); do
     T capture-pane -p -t tui 2>/dev/null | grep -q "q quit" && break
     sleep 0.1
@@ -32,11 +71,14 @@ start() {
   settle
 }
 
-# keys KEY...: send tmux key names (Down, Enter, Escape, a literal) one by one.
+# keys KEY...: send tmux key names (Down, Enter, Escape, a literal) one by
+# one, each taken in and drawn before the next is sent.
 keys() {
-  local k
+  local k n
   for k in "$@"; do
+    n=$(switches)
     T send-keys -t tui "$k"
+    idle "${n:-0}"
     settle
   done
 }
