@@ -8,7 +8,11 @@
  * Run one case: ./test-core name. Timeout: 180 s x SP_TEST_TIMEOUT_MULTIPLIER
  * (a hang detector: the slowest case takes ~9 s alone and ~70 s on a
  * loaded two-core machine; CTest gives each executable 600 s).
- * Each case runs in a fresh temporary working directory.
+ * Each case runs in a fresh temporary working directory, $TMPDIR/sp-test-*
+ * (/tmp without TMPDIR), which the runner removes once the case has ended,
+ * however it ended. A failed case leaves its small files there for a look
+ * (the runner says where); files over 1 MiB go (a streaming case writes
+ * hundreds of MiB, and failures must not fill the disk).
  */
 #ifndef SP_TEST_HARNESS_H
 #define SP_TEST_HARNESS_H
@@ -92,25 +96,51 @@ static inline int sp_test_sh(const char *cmd) {
   return WEXITSTATUS(rc);
 }
 
+/* The case's directory once it has ended: removed after a pass or a skip;
+ * after a failure only its files over 1 MiB are removed, and it is named. */
+static void sp_test_clean(const char *dir, int failed) {
+  char cmd[4200];
+  if (!failed)
+    snprintf(cmd, sizeof cmd, "rm -rf -- '%s' 2>/dev/null", dir);
+  else
+    snprintf(cmd, sizeof cmd, "find '%s' -type f -size +1024k -delete 2>/dev/null", dir);
+  if (sp_test_sh(cmd) < 0) { /* best effort */ }
+  if (failed) fprintf(stderr, "  its directory: %s (files over 1 MiB removed)\n", dir);
+}
+
 static int sp_test_run_one(const struct sp_test_case *tc, unsigned timeout) {
+  const char *tmp = getenv("TMPDIR");
+  char dir[4096];
+  snprintf(dir, sizeof dir, "%s/sp-test-XXXXXX", tmp && *tmp && !strchr(tmp, '\'') ? tmp : "/tmp");
+  if (!mkdtemp(dir)) {
+    fprintf(stderr, "  cannot create a directory for the case (%s): is TMPDIR writable?\n", dir);
+    return 1;
+  }
   fflush(stdout);
+  fflush(stderr);
   pid_t pid = fork();
-  if (pid < 0) return 1;
+  if (pid < 0) {
+    sp_test_clean(dir, 0);
+    return 1;
+  }
   if (pid == 0) {
-    char dir[] = "/tmp/sp-test-XXXXXX";
-    if (!mkdtemp(dir) || chdir(dir) != 0) _exit(2);
+    if (chdir(dir) != 0) _exit(2);
     alarm(timeout);
     tc->fn();
     fflush(stdout);
     fflush(stderr);
-    if (sp_test_sh("cd / && rm -rf -- \"$OLDPWD\" 2>/dev/null") < 0) { /* best effort */ }
     _exit(0);
   }
-  int st = 0;
+  int st = 0, rc;
   waitpid(pid, &st, 0);
-  if (WIFEXITED(st)) return WEXITSTATUS(st);
-  fprintf(stderr, "  killed by signal %d%s\n", WTERMSIG(st), WTERMSIG(st) == SIGALRM ? " (timeout)" : "");
-  return 1;
+  if (WIFEXITED(st)) {
+    rc = WEXITSTATUS(st);
+  } else {
+    fprintf(stderr, "  killed by signal %d%s\n", WTERMSIG(st), WTERMSIG(st) == SIGALRM ? " (timeout)" : "");
+    rc = 1;
+  }
+  sp_test_clean(dir, rc != 0 && rc != 77);
+  return rc;
 }
 
 static inline int sp_test_main(int argc, char **argv) {
