@@ -41,9 +41,12 @@ configure() { # configure BUILD SANITIZERS [cmake flags...]
   local b=$1 san=$2
   shift 2
   mkdir -p "$b"
+  # A configure that failed (a full disk, say) leaves a cache with empty
+  # compiler flags that the next run would reuse: unoptimised, no debug
+  # information. It goes, so that the next run configures afresh.
   cmake -S "$root" -B "$b" -DCMAKE_C_COMPILER=clang -DCMAKE_BUILD_TYPE=RelWithDebInfo \
     -DSP_SANITIZE="$san" -DSP_BUILD_BENCH=OFF "$@" > "$b/sanitize.log" 2>&1 ||
-    { tail -n 20 "$b/sanitize.log"; return 1; }
+    { tail -n 20 "$b/sanitize.log"; rm -f "$b/CMakeCache.txt"; return 1; }
 }
 
 build() { # build BUILD TARGET...
