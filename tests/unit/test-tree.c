@@ -405,7 +405,9 @@ static int child_cut_short(const char *path, int how_sig) {
     sp_begin(sp_region_intern("inner"));
     if (how_sig) {
       raise(how_sig);
-      for (int i = 0; i < 500; i++) usleep(10000); /* the watcher finalizes, then the signal kills */
+      /* the watcher finalizes, then the signal kills: a minute at most (a
+       * sanitizer build on a loaded machine), over as soon as it is done */
+      for (int i = 0; i < 6000; i++) usleep(10000);
       _exit(4);
     }
     exit(0);
