@@ -102,15 +102,15 @@ static const char *const names[NCASES] = {"off", "perf clock, empty handler", "p
 /* One case: the work's thread CPU ns, and the signals (empty) or samples (ours). */
 static int run_case(int c, int rate, uint64_t iters, int64_t *ns, long *events) {
   struct bare b;
-  int perf = c == PERF_EMPTY || c == PERF_OURS;
+  int perf = c == PERF_EMPTY || c == PERF_OURS, user = -1;
   if (c == PERF_EMPTY || c == TIMER_EMPTY) {
     signals = 0;
     if (bare_arm(&b, perf, rate) != 0) return -1;
   } else if (c != OFF) {
     struct sp_lp_params p = {.rate_hz = rate, .backend = perf ? SP_LP_PERF : SP_LP_TIMER,
                              .current_region = always_one};
-    if (sp__lp_start(&p) != SP_OK || sp__lp_thread_arm() != 0) {
-      sp__lp_stop();
+    if (sp__lp_start(&p, &user) != SP_OK || sp__lp_thread_arm(user) != 0) {
+      sp__lp_stop(user);
       return -1;
     }
   }
@@ -125,9 +125,9 @@ static int run_case(int c, int rate, uint64_t iters, int64_t *ns, long *events) 
     struct sp_lp_entry *e = NULL;
     size_t n = 0;
     struct sp_lp_stats st;
-    if (sp__lp_collect(&e, &n, &st, 1) == 0) *events = (long)st.samples;
+    if (sp__lp_collect(user, &e, &n, &st, 1) == 0) *events = (long)st.samples;
     free(e);
-    sp__lp_stop();
+    sp__lp_stop(user);
   }
   return 0;
 }

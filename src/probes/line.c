@@ -69,7 +69,8 @@ struct foreign {
 struct line_state {
   struct sp_manager *m;
   void **slot;  /* the extension's slot on the manager: points here while set up */
-  int sampling; /* the sampler started for this run */
+  int sampling; /* the sampler started for this run, as user `user` */
+  int user;
   struct sp_lp_entry *e; /* drained samples of the run being finalized */
   size_t n;
   struct sp_lp_stats stats;
@@ -143,7 +144,7 @@ static sp_status line_setup(struct sp_ext_setup *s, void **proc) {
                            .backend = backend_of(s->cfg->line_profile_sampler),
                            .current_region = current_region,
                            .ctx = s->manager};
-  if (sp__lp_start(&p) == SP_OK) {
+  if (sp__lp_start(&p, &st->user) == SP_OK) {
     st->sampling = 1;
   } else {
     /* The run goes on without line samples (records handed in through
@@ -162,7 +163,7 @@ static sp_status line_setup(struct sp_ext_setup *s, void **proc) {
 
 static void line_teardown(void *proc) {
   struct line_state *st = proc;
-  if (st->sampling) sp__lp_stop();
+  if (st->sampling) sp__lp_stop(st->user);
   pthread_mutex_lock(&foreign_lock);
   if (st->slot && *st->slot == st) *st->slot = NULL;
   free_foreign(st);
@@ -184,7 +185,7 @@ static int line_attach(void *proc, const struct sp_ext_thread *th, void **thr) {
   *thr = NULL;
   /* A thread neither clock can sample is counted (arm_failures) and runs
    * without samples; it still records its calls. */
-  if (st->sampling) (void)sp__lp_thread_arm();
+  if (st->sampling) (void)sp__lp_thread_arm(st->user);
   return 0;
 }
 
@@ -194,7 +195,7 @@ static void line_before_snapshot(void *proc) {
   st->e = NULL;
   st->n = 0;
   if (!st->sampling) return;
-  if (sp__lp_collect(&st->e, &st->n, &st->stats, 1) != 0) {
+  if (sp__lp_collect(st->user, &st->e, &st->n, &st->stats, 1) != 0) {
     st->e = NULL;
     st->n = 0;
   }
@@ -529,7 +530,7 @@ sp_status sp_manager_add_line_records(struct sp_manager *m, const sp_line_profil
 
 static sp_status line_emit(void *proc, struct sp_ext_emit *out) {
   struct line_state *st = proc;
-  const char *backend = sp__lp_backend_name();
+  const char *backend = st->sampling ? sp__lp_backend_name(st->user) : NULL;
   if (sp_ext_meta_str(out, "line_profile_sampler", backend ? backend : "none") ||
       sp_ext_meta_i64(out, "line_profile_rate_hz", st->rate) ||
       sp_ext_meta_i64(out, "line_profile_samples", (int64_t)st->stats.samples) ||

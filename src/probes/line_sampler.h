@@ -11,14 +11,21 @@
  * thread's previous sample, read in the handler, so times stay right when
  * signals come in bursts. Idle threads cost nothing.
  *
- * The handler touches only the calling thread's own table (found through
- * thread-local storage): an open-addressing table of (region, pc) -> hits,
+ * Several users (managers with use_line_profiler) share the one SIGPROF
+ * handler: each started user gets an id, arms the threads it wants, and
+ * gets every sample of those threads, tagged with its own region callback
+ * and weighed since its own previous sample on the thread (or since it
+ * armed it), in its own table per thread. A thread has one clock, set up by
+ * the first user that arms it (its rate and backend); the others share it.
+ * Collecting or stopping one user leaves the others' samples alone.
+ *
+ * The handler touches only the calling thread's own tables (found through
+ * thread-local storage): open-addressing tables of (region, pc) -> hits,
  * nanoseconds, allocated when the thread is armed, never in the handler.
  * A full table counts the sample as dropped. Collection (finalize) raises a
- * flag the handler checks, waits until no handler runs, reads and empties
- * every table, and lowers it again; samples meanwhile are not taken.
- *
- * Process-wide: one sampler at a time (SIGPROF has one handler).
+ * flag of that user the handler checks, waits until no handler runs, reads
+ * and empties that user's tables, and lowers it again; that user's samples
+ * meanwhile are not taken.
  */
 #ifndef SP_LINE_SAMPLER_H
 #define SP_LINE_SAMPLER_H
@@ -30,6 +37,7 @@
 
 #define SP_LP_DEFAULT_RATE 1000
 #define SP_LP_MAX_RATE 100000
+#define SP_LP_MAX_USERS 8 /* users sampling at once */
 
 enum sp_lp_backend { SP_LP_AUTO, SP_LP_PERF, SP_LP_TIMER };
 
@@ -69,28 +77,32 @@ struct sp_lp_stats {
   uint32_t arm_failures;  /* threads on which neither could be armed */
 };
 
-/* Install the handler. SP_ERR_ALREADY_ACTIVE when a sampler runs already,
+/* Start a user; its id (>= 0) in *id. The first user installs the handler:
  * SP_ERR_UNSUPPORTED when this architecture's program counter cannot be
- * read or the program owns SIGPROF, with the reason in sp_last_error(). */
-sp_status sp__lp_start(const struct sp_lp_params *p);
+ * read, SP_ERR_CONFLICT when the program owns SIGPROF; SP_ERR_LIMIT with
+ * SP_LP_MAX_USERS running; the reason in sp_last_error(). */
+sp_status sp__lp_start(const struct sp_lp_params *p, int *id);
 
-/* Arm the calling thread (idempotent). 0, or -1 when neither clock could be
- * created (counted in arm_failures). Not async-signal-safe. */
-int sp__lp_thread_arm(void);
+/* Arm the calling thread for user `id` (idempotent). 0, or -1 when neither
+ * clock could be created (counted in arm_failures) or out of memory. Not
+ * async-signal-safe. */
+int sp__lp_thread_arm(int id);
 
-/* Every thread's pairs summed, sorted by region then address, into *out
- * (malloc'd; free() it), and the counters since the last collect. With
- * `reset` the tables and counters start over. -1 when out of memory. */
-int sp__lp_collect(struct sp_lp_entry **out, size_t *n, struct sp_lp_stats *stats, int reset);
+/* User `id`'s pairs of every thread summed, sorted by region then address,
+ * into *out (malloc'd; free() it), and its counters since its last collect.
+ * With `reset` its tables and counters start over. -1 when out of memory. */
+int sp__lp_collect(int id, struct sp_lp_entry **out, size_t *n, struct sp_lp_stats *stats, int reset);
 
-/* Which backend a thread would get (for metadata): "perf_event task-clock",
- * "timer" or "mixed", from the threads armed so far; NULL when none. */
-const char *sp__lp_backend_name(void);
+/* Which clock user `id`'s threads have: "perf_event task-clock", "timer" or
+ * "mixed", from the threads it armed so far; NULL when none. */
+const char *sp__lp_backend_name(int id);
 
-/* Disarm every thread, restore SIGPROF's previous action, free the tables. */
-void sp__lp_stop(void);
+/* Stop user `id`: its threads stop being sampled for it and its tables are
+ * freed; the last user's stop disarms every thread and restores SIGPROF's
+ * previous action. */
+void sp__lp_stop(int id);
 
-/* 1 while a sampler is started. */
+/* 1 while any user is started. */
 int sp__lp_running(void);
 
 #endif

@@ -13,6 +13,17 @@
 #include <stdint.h>
 #include <time.h>
 
+#if defined(__SANITIZE_THREAD__)
+#  define SP_UNDER_TSAN 1
+#elif defined(__has_feature)
+#  if __has_feature(thread_sanitizer)
+#    define SP_UNDER_TSAN 1
+#  endif
+#endif
+#ifndef SP_UNDER_TSAN
+#  define SP_UNDER_TSAN 0
+#endif
+
 #include "common/symbolize.h"
 #include "harness.h"
 #include "probes/line_sampler.h"
@@ -203,6 +214,7 @@ SP_TEST(offline_module_by_path_and_base) {
  * that a thread can end a phase of its work exactly at a sample. */
 static __thread volatile uint32_t cur_region;
 static __thread volatile uint64_t samples_here;
+static int uid; /* the sampler user of the test */
 static uint32_t test_region(void *ctx) {
   (void)ctx;
   samples_here++;
@@ -231,15 +243,20 @@ static int64_t cpu_now(void) {
   uint64_t s0 = samples_here;                                                            \
   for (int64_t limit = end + 10000000000; to_sample && samples_here == s0 && cpu_now() < limit;) \
     for (int i = 0; i < 1000000 && samples_here == s0; i++) x op (double)i * 0.5 + x * 1e-9;      \
-  sink += (uint64_t)(x < 0 ? -x : x)
+  __atomic_add_fetch(&sink, (uint64_t)(x < 0 ? -x : x), __ATOMIC_RELAXED) /* threads share it */
 __attribute__((noinline)) static void spin_a_to(int64_t ns, int to_sample) { SPIN_LOOP(+=); }
 __attribute__((noinline)) static void spin_b_to(int64_t ns, int to_sample) { SPIN_LOOP(-=); }
 static void spin_a(int64_t ns) { spin_a_to(ns, 0); }
-/* Spin in spin_a until the sampler has taken k more samples on this thread;
- * returns how many it took (k, unless it took none for 10 s of CPU). */
+/* Spin in spin_a until the sampler has taken at least k more samples on
+ * this thread; returns how many it took (fewer only if it took none for
+ * 10 s of CPU; more when signals came together, as ThreadSanitizer, which
+ * defers them, delivers them). */
 static uint64_t take_samples(uint64_t k) {
-  uint64_t s0 = samples_here;
-  for (uint64_t i = 0; i < k; i++) spin_a_to(0, 1);
+  uint64_t s0 = samples_here, before;
+  do {
+    before = samples_here;
+    spin_a_to(0, 1);
+  } while (samples_here - s0 < k && samples_here != before);
   return samples_here - s0;
 }
 
@@ -256,7 +273,7 @@ struct split {
  * periods a signal stands for. */
 static void *split_worker(void *p) {
   struct split *sp = p;
-  ASSERT_EQ(sp__lp_thread_arm(), 0);
+  ASSERT_EQ(sp__lp_thread_arm(uid), 0);
   cur_region = 0;
   spin_b_to(0, 1);
   uint64_t s0 = samples_here;
@@ -303,7 +320,7 @@ static struct by_fn by_function(const struct sp_lp_entry *e, size_t n) {
 
 static void known_split(enum sp_lp_backend backend) {
   struct sp_lp_params p = {.rate_hz = 1000, .backend = backend, .current_region = test_region};
-  ASSERT_OK(sp__lp_start(&p));
+  ASSERT_OK(sp__lp_start(&p, &uid));
   struct split w[2];
   pthread_t th[2];
   for (int i = 0; i < 2; i++) ASSERT_EQ(pthread_create(&th[i], NULL, split_worker, &w[i]), 0);
@@ -311,7 +328,7 @@ static void known_split(enum sp_lp_backend backend) {
   struct sp_lp_entry *e;
   size_t n;
   struct sp_lp_stats st;
-  ASSERT_EQ(sp__lp_collect(&e, &n, &st, 1), 0);
+  ASSERT_EQ(sp__lp_collect(uid, &e, &n, &st, 1), 0);
   if (backend == SP_LP_PERF) ASSERT_EQ(st.threads_perf, 2);
   if (backend == SP_LP_TIMER) ASSERT_EQ(st.threads_timer, 2);
   ASSERT_EQ(st.arm_failures, 0);
@@ -323,7 +340,7 @@ static void known_split(enum sp_lp_backend backend) {
   double measured = ma / (ma + mb), sampled = a / (a + b);
   fprintf(stderr, "  %s: spin_a %.1f %% of the loops' sampled time (measured %.1f %%); regions 7/8: "
           "sampled %.2f/%.2f ms, measured %.2f/%.2f ms; %llu samples, %.2f ms each; %.2f ms elsewhere\n",
-          sp__lp_backend_name(), 100 * sampled, 100 * measured, ra / 1e6, rb / 1e6, ma / 1e6, mb / 1e6,
+          sp__lp_backend_name(uid), 100 * sampled, 100 * measured, ra / 1e6, rb / 1e6, ma / 1e6, mb / 1e6,
           (unsigned long long)f.hits, (ra + rb) / 1e6 / (double)(f.hits ? f.hits : 1), other / 1e6);
   /* Every sample's interval lies in one phase: the regions' times are the
    * measured ones, to within the few microseconds between a sample and the
@@ -341,18 +358,22 @@ static void known_split(enum sp_lp_backend backend) {
   /* perf samples every millisecond of CPU (less the periods that end in the
    * kernel). The CPU timer fires only at a kernel tick that finds the thread
    * running, which under load can be one in several of its ticks (10-13 ms
-   * per sample at load 15 here): no rate is promised for it. */
+   * per sample at load 15 here): no rate is promised for it. Nor under
+   * ThreadSanitizer, which defers signals and delivers those that met as
+   * one (2.7 ms per perf sample here). */
+#if !SP_UNDER_TSAN
   if (backend == SP_LP_PERF) ASSERT_LT((ra + rb) / (double)taken, 2e6);
+#endif
   free(e);
-  sp__lp_stop();
+  sp__lp_stop(uid);
   ASSERT(!sp__lp_running());
 }
 
 static int perf_allowed(void) {
   struct sp_lp_params p = {.rate_hz = 1000, .backend = SP_LP_PERF, .current_region = test_region};
-  if (sp__lp_start(&p) != SP_OK) return 0;
-  int ok = sp__lp_thread_arm() == 0;
-  sp__lp_stop();
+  if (sp__lp_start(&p, &uid) != SP_OK) return 0;
+  int ok = sp__lp_thread_arm(uid) == 0;
+  sp__lp_stop(uid);
   return ok;
 }
 
@@ -364,7 +385,7 @@ SP_TEST(sampler_perf_known_split_two_threads) {
 SP_TEST(sampler_timer_known_split_two_threads) { known_split(SP_LP_TIMER); }
 
 static void *spin_outside(void *p) {
-  ASSERT_EQ(sp__lp_thread_arm(), 0);
+  ASSERT_EQ(sp__lp_thread_arm(uid), 0);
   cur_region = 0;
   *(uint64_t *)p = take_samples(30);
   return NULL;
@@ -373,7 +394,7 @@ static void *spin_outside(void *p) {
 SP_TEST(sampler_outside_regions_counted_or_given_to_root) {
   for (int root = 0; root < 2; root++) {
     struct sp_lp_params p = {.rate_hz = 1000, .current_region = test_region, .outside_region = root ? 42u : 0u};
-    ASSERT_OK(sp__lp_start(&p));
+    ASSERT_OK(sp__lp_start(&p, &uid));
     pthread_t th;
     uint64_t taken = 0;
     ASSERT_EQ(pthread_create(&th, NULL, spin_outside, &taken), 0);
@@ -381,86 +402,187 @@ SP_TEST(sampler_outside_regions_counted_or_given_to_root) {
     struct sp_lp_entry *e;
     size_t n;
     struct sp_lp_stats st;
-    ASSERT_EQ(sp__lp_collect(&e, &n, &st, 1), 0);
+    ASSERT_EQ(sp__lp_collect(uid, &e, &n, &st, 1), 0);
     if (root) {
       ASSERT_GT(n, 0);
       for (size_t i = 0; i < n; i++) ASSERT_EQ(e[i].region, 42);
-      ASSERT_EQ(taken, 30);
+      ASSERT_GE(taken, 30);
       ASSERT_EQ(st.samples, taken);
       ASSERT_EQ(st.outside, 0);
     } else {
       ASSERT_EQ(n, 0);
-      ASSERT_EQ(taken, 30);
+      ASSERT_GE(taken, 30);
       ASSERT_EQ(st.outside, taken);
     }
     free(e);
     /* reset: a second collect starts from nothing */
-    ASSERT_EQ(sp__lp_collect(&e, &n, &st, 1), 0);
+    ASSERT_EQ(sp__lp_collect(uid, &e, &n, &st, 1), 0);
     ASSERT_EQ(n, 0);
     ASSERT_EQ(st.samples + st.outside, 0);
-    sp__lp_stop();
+    sp__lp_stop(uid);
   }
 }
 
 SP_TEST(sampler_full_table_drops_and_counts) {
   struct sp_lp_params p = {.rate_hz = 2000, .current_region = test_region, .table_slots = 16};
-  ASSERT_OK(sp__lp_start(&p));
-  ASSERT_EQ(sp__lp_thread_arm(), 0);
+  ASSERT_OK(sp__lp_start(&p, &uid));
+  ASSERT_EQ(sp__lp_thread_arm(uid), 0);
   for (uint32_t r = 1; r <= 40; r++) { /* a sample in each of 40 regions: 40 pairs > 12 */
     cur_region = r;
-    ASSERT_EQ(take_samples(1), 1);
+    ASSERT_GE(take_samples(1), 1);
   }
   cur_region = 0;
   struct sp_lp_entry *e;
   size_t n;
   struct sp_lp_stats st;
-  ASSERT_EQ(sp__lp_collect(&e, &n, &st, 0), 0);
+  ASSERT_EQ(sp__lp_collect(uid, &e, &n, &st, 0), 0);
   ASSERT_LE(n, 12);
   ASSERT_GE(st.dropped, 40 - 12);
   ASSERT_GT(st.dropped_ns, 0);
   free(e);
-  sp__lp_stop();
+  sp__lp_stop(uid);
 }
 
 static void program_handler(int sig) { (void)sig; }
 
 SP_TEST(sampler_refuses_a_program_sigprof_and_bad_rates) {
   struct sp_lp_params p = {.rate_hz = 0, .current_region = test_region};
-  ASSERT_EQ(sp__lp_start(&p), SP_ERR_INVALID_VALUE);
+  ASSERT_EQ(sp__lp_start(&p, &uid), SP_ERR_INVALID_VALUE);
   p.rate_hz = 1000;
   p.table_slots = 100;
-  ASSERT_EQ(sp__lp_start(&p), SP_ERR_INVALID_VALUE);
+  ASSERT_EQ(sp__lp_start(&p, &uid), SP_ERR_INVALID_VALUE);
   p.table_slots = 0;
   signal(SIGPROF, program_handler);
-  ASSERT_EQ(sp__lp_start(&p), SP_ERR_CONFLICT);
+  ASSERT_EQ(sp__lp_start(&p, &uid), SP_ERR_CONFLICT);
   ASSERT_CONTAINS(sp_last_error(), "SIGPROF");
   signal(SIGPROF, SIG_DFL);
-  ASSERT_OK(sp__lp_start(&p));
-  ASSERT_EQ(sp__lp_start(&p), SP_ERR_ALREADY_ACTIVE);
-  sp__lp_stop();
+  /* Up to SP_LP_MAX_USERS users at once, each its own id. */
+  int ids[SP_LP_MAX_USERS], extra;
+  for (int i = 0; i < SP_LP_MAX_USERS; i++) {
+    ASSERT_OK(sp__lp_start(&p, &ids[i]));
+    for (int j = 0; j < i; j++) ASSERT(ids[j] != ids[i]);
+  }
+  ASSERT_EQ(sp__lp_start(&p, &extra), SP_ERR_LIMIT);
+  ASSERT_CONTAINS(sp_last_error(), "use_line_profiler off");
+  for (int i = 0; i < SP_LP_MAX_USERS; i++) {
+    ASSERT(sp__lp_running());
+    sp__lp_stop(ids[i]);
+  }
+  ASSERT(!sp__lp_running());
   /* Stopped: the old action is back, and the thread's stale table is not
    * used by the next sampler. */
   struct sigaction cur;
   sigaction(SIGPROF, NULL, &cur);
   ASSERT(cur.sa_handler == SIG_DFL);
-  ASSERT_OK(sp__lp_start(&p));
-  ASSERT_EQ(sp__lp_thread_arm(), 0);
+  ASSERT_OK(sp__lp_start(&p, &uid));
+  ASSERT_EQ(sp__lp_thread_arm(uid), 0);
   cur_region = 3;
-  ASSERT_EQ(take_samples(5), 5);
+  uint64_t taken = take_samples(5);
   cur_region = 0;
+  ASSERT_GE(taken, 5);
   struct sp_lp_entry *e;
   size_t n;
   struct sp_lp_stats st;
-  ASSERT_EQ(sp__lp_collect(&e, &n, &st, 1), 0);
-  ASSERT_EQ(st.samples, 5);
+  ASSERT_EQ(sp__lp_collect(uid, &e, &n, &st, 1), 0);
+  ASSERT_EQ(st.samples, taken);
   free(e);
-  sp__lp_stop();
+  sp__lp_stop(uid);
+}
+
+/* Two users (two managers' samplers) share the SIGPROF handler and a
+ * thread's clock: user b sees region r + 100 where user a sees r. */
+static int uid_b;
+static uint32_t region_b(void *ctx) {
+  (void)ctx;
+  return cur_region ? cur_region + 100 : 0;
+}
+
+struct shared {
+  int both;         /* the thread is armed for user b too, after a */
+  int64_t ns;       /* measured CPU ns in region 7 */
+  uint64_t samples; /* taken in it */
+};
+
+/* As split_worker: one phase in region 7 between two samples. */
+static void *shared_worker(void *p) {
+  struct shared *w = p;
+  ASSERT_EQ(sp__lp_thread_arm(uid), 0);
+  if (w->both) ASSERT_EQ(sp__lp_thread_arm(uid_b), 0);
+  cur_region = 0;
+  spin_b_to(0, 1);
+  uint64_t s0 = samples_here;
+  cur_region = 7;
+  int64_t t0 = cpu_now();
+  spin_a_to(60000000, 1);
+  w->ns = cpu_now() - t0;
+  cur_region = 0;
+  w->samples = samples_here - s0;
+  return NULL;
+}
+
+static double region_ns(const struct sp_lp_entry *e, size_t n, uint32_t region) {
+  double ns = 0;
+  for (size_t i = 0; i < n; i++) ns += e[i].region == region ? (double)e[i].ns : 0;
+  return ns;
+}
+
+SP_TEST(sampler_serves_two_users) {
+  struct sp_lp_params pa = {.rate_hz = 1000, .current_region = test_region};
+  struct sp_lp_params pb = {.rate_hz = 1000, .current_region = region_b};
+  ASSERT_OK(sp__lp_start(&pa, &uid));
+  ASSERT_OK(sp__lp_start(&pb, &uid_b));
+  ASSERT(uid != uid_b);
+  /* Thread 0 is armed for both, thread 1 for a only. */
+  struct shared w[2] = {{.both = 1}, {.both = 0}};
+  pthread_t th[2];
+  for (int i = 0; i < 2; i++) ASSERT_EQ(pthread_create(&th[i], NULL, shared_worker, &w[i]), 0);
+  for (int i = 0; i < 2; i++) pthread_join(th[i], NULL);
+  struct sp_lp_entry *ea, *eb;
+  size_t na, nb;
+  struct sp_lp_stats sa, sb;
+  /* b's collect leaves a's samples alone, and each sees its own regions. */
+  ASSERT_EQ(sp__lp_collect(uid_b, &eb, &nb, &sb, 1), 0);
+  ASSERT_EQ(sp__lp_collect(uid, &ea, &na, &sa, 1), 0);
+  double a7 = region_ns(ea, na, 7), b107 = region_ns(eb, nb, 107);
+  fprintf(stderr, "  a: %.2f ms in region 7 (measured %.2f), %llu samples; b: %.2f ms in 107 (measured %.2f), "
+          "%llu samples\n", a7 / 1e6, (double)(w[0].ns + w[1].ns) / 1e6, (unsigned long long)sa.samples,
+          b107 / 1e6, (double)w[0].ns / 1e6, (unsigned long long)sb.samples);
+  ASSERT_EQ(region_ns(ea, na, 107), 0);
+  ASSERT_EQ(region_ns(eb, nb, 7), 0);
+  /* Every sample of a thread goes to each of its users, weighed since that
+   * user's previous one: the same phases, the same times. */
+  ASSERT_NEAR(a7, (double)(w[0].ns + w[1].ns), 0.02 * (double)(w[0].ns + w[1].ns) + 2e6);
+  ASSERT_NEAR(b107, (double)w[0].ns, 0.02 * (double)w[0].ns + 2e6);
+  ASSERT_EQ(sa.samples, w[0].samples + w[1].samples);
+  ASSERT_EQ(sb.samples, w[0].samples);
+  ASSERT_EQ(sa.threads_perf + sa.threads_timer, 2);
+  ASSERT_EQ(sb.threads_perf + sb.threads_timer, 1);
+  free(ea);
+  free(eb);
+  /* b stops: a goes on sampling, on a thread armed before and one after. */
+  sp__lp_stop(uid_b);
+  ASSERT(sp__lp_running());
+  w[0].both = 0;
+  for (int i = 0; i < 2; i++) ASSERT_EQ(pthread_create(&th[i], NULL, shared_worker, &w[i]), 0);
+  for (int i = 0; i < 2; i++) pthread_join(th[i], NULL);
+  ASSERT_EQ(sp__lp_collect(uid, &ea, &na, &sa, 1), 0);
+  ASSERT_EQ(sa.samples, w[0].samples + w[1].samples);
+  ASSERT_NEAR(region_ns(ea, na, 7), (double)(w[0].ns + w[1].ns), 0.02 * (double)(w[0].ns + w[1].ns) + 2e6);
+  free(ea);
+  /* A collect of a stopped user has nothing. */
+  ASSERT_EQ(sp__lp_collect(uid_b, &eb, &nb, &sb, 1), 0);
+  ASSERT_EQ(nb, 0);
+  sp__lp_stop(uid);
+  ASSERT(!sp__lp_running());
+  struct sigaction cur;
+  sigaction(SIGPROF, NULL, &cur);
+  ASSERT(cur.sa_handler == SIG_DFL);
 }
 
 SP_TEST(sampler_forked_child_stands_down) {
   struct sp_lp_params p = {.rate_hz = 1000, .current_region = test_region};
-  ASSERT_OK(sp__lp_start(&p));
-  ASSERT_EQ(sp__lp_thread_arm(), 0);
+  ASSERT_OK(sp__lp_start(&p, &uid));
+  ASSERT_EQ(sp__lp_thread_arm(uid), 0);
   pid_t pid = fork();
   if (pid == 0) {
     cur_region = 5;
@@ -471,7 +593,7 @@ SP_TEST(sampler_forked_child_stands_down) {
   waitpid(pid, &status, 0);
   ASSERT(WIFEXITED(status));
   ASSERT_EQ(WEXITSTATUS(status), 0);
-  sp__lp_stop();
+  sp__lp_stop(uid);
 }
 
 /*====== Records handed in ======*/
@@ -582,6 +704,38 @@ SP_TEST(added_line_records_need_a_line_profiled_run) {
   ASSERT_OK(sp_manager_finalize(m, NULL, NULL));
   sp_manager_destroy(m);
   ASSERT_EQ(sp_manager_add_line_records(NULL, &rec, 1), SP_ERR_INVALID_ARGUMENT);
+}
+
+/* Two managers with use_line_profiler on at once: each gets the native
+ * samples of its own regions (the sampler serves both). */
+SP_TEST(two_managers_sample_their_own_regions) {
+  sp_manager *m1 = line_manager(1), *m2 = line_manager(1);
+  sp_region r1 = sp_region_intern("work_one"), r2 = sp_region_intern("work_two");
+  sp_region_begin(m1, r1);
+  spin_a(300000000);
+  sp_region_end(m1, r1);
+  sp_region_begin(m2, r2);
+  spin_a(300000000);
+  sp_region_end(m2, r2);
+  sp_finalize_args fa = {.return_results = 1};
+  sp_manager *ms[2] = {m1, m2};
+  const char *own[2] = {"work_one", "work_two"};
+  for (int k = 0; k < 2; k++) {
+    sp_results *r = NULL;
+    ASSERT_OK(sp_manager_finalize(ms[k], &fa, &r));
+    const sp_line_profile *p;
+    size_t n;
+    ASSERT_OK(sp_results_line_profiles(r, &p, &n));
+    int found = 0;
+    for (size_t i = 0; i < n; i++) {
+      ASSERT_STR_EQ(p[i].region, own[k]); /* the other manager's region is not this one's */
+      found |= !strncmp(p[i].function, "spin_a_to", 9);
+    }
+    ASSERT(found);
+    sp_results_free(r);
+    sp_manager_destroy(ms[k]);
+  }
+  ASSERT(!sp__lp_running());
 }
 
 int main(int argc, char **argv) { return sp_test_main(argc, argv); }

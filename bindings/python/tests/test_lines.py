@@ -222,7 +222,7 @@ def test_two_managers_time_their_own_functions(h5, tmp_path):
     b_path = str(tmp_path / "b.h5")
     a.setup(file_path=h5, use_line_profiler=True)
     with warnings.catch_warnings():
-        warnings.simplefilter("ignore")  # the native sampler is a's (one per process)
+        warnings.simplefilter("error")  # the native sampler serves both managers: no warning
         b.setup(file_path=b_path, use_line_profiler=True)
     work = a.profile("work")(counted)
     other = b.profile("other")(helper)
