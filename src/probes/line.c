@@ -71,6 +71,7 @@ struct line_state {
   void **slot;  /* the extension's slot on the manager: points here while set up */
   int sampling; /* the sampler started for this run, as user `user` */
   int user;
+  const char *backend; /* the clock its threads got (metadata), kept past the stop */
   struct sp_lp_entry *e; /* drained samples of the run being finalized */
   size_t n;
   struct sp_lp_stats stats;
@@ -199,6 +200,13 @@ static void line_before_snapshot(void *proc) {
     st->e = NULL;
     st->n = 0;
   }
+  /* The run ends here: its threads stop being sampled for it now, not at
+   * the manager's next setup or destroy (a finalized manager that lives on,
+   * as Python's often do, would hold a user of the sampler and its threads'
+   * clocks for nothing). */
+  st->backend = sp__lp_backend_name(st->user);
+  sp__lp_stop(st->user);
+  st->sampling = 0;
 }
 
 /*====== Records ======*/
@@ -530,7 +538,7 @@ sp_status sp_manager_add_line_records(struct sp_manager *m, const sp_line_profil
 
 static sp_status line_emit(void *proc, struct sp_ext_emit *out) {
   struct line_state *st = proc;
-  const char *backend = st->sampling ? sp__lp_backend_name(st->user) : NULL;
+  const char *backend = st->sampling ? sp__lp_backend_name(st->user) : st->backend;
   if (sp_ext_meta_str(out, "line_profile_sampler", backend ? backend : "none") ||
       sp_ext_meta_i64(out, "line_profile_rate_hz", st->rate) ||
       sp_ext_meta_i64(out, "line_profile_samples", (int64_t)st->stats.samples) ||

@@ -738,4 +738,18 @@ SP_TEST(two_managers_sample_their_own_regions) {
   ASSERT(!sp__lp_running());
 }
 
+/* A run's finalize ends its sampling: a manager that lives on after it (as
+ * Python's often do) holds no user of the sampler, so more managers than
+ * the sampler has users for can set up, finalize and stay. */
+SP_TEST(a_finalized_run_releases_the_sampler) {
+  sp_manager *m[SP_LP_MAX_USERS + 1];
+  for (int i = 0; i <= SP_LP_MAX_USERS; i++) {
+    m[i] = line_manager(1);
+    ASSERT(sp__lp_running());
+    ASSERT_OK(sp_manager_finalize(m[i], NULL, NULL));
+    ASSERT(!sp__lp_running());
+  }
+  for (int i = 0; i <= SP_LP_MAX_USERS; i++) sp_manager_destroy(m[i]);
+}
+
 int main(int argc, char **argv) { return sp_test_main(argc, argv); }
