@@ -290,6 +290,18 @@ SP_API void sp_context_adopt(sp_manager *m, sp_context c);
 SP_API void sp_manager_task_switch(sp_manager *m, uint64_t task);
 /** Give a task a display name (copied). */
 SP_API void sp_manager_task_name(sp_manager *m, uint64_t task, const char *name);
+/** Say what a task is, for the task table's `kind` and `coro_name` columns
+ * (upstream writes "task" for an asyncio task or "greenlet", and the
+ * qualified name of the coroutine or greenlet target). `kind`: NULL keeps
+ * it (default "task"); otherwise 1-31 characters of letters, digits, '_',
+ * '-' and '.' (a scheduler may say "fiber"). `coro_name`: NULL keeps it
+ * (default ""); otherwise any text up to 4095 bytes (the function the task
+ * runs, e.g. "Server.handle"). Both copied. Returns SP_OK (also when
+ * track_async is off: nothing is recorded, as for the other task calls),
+ * SP_ERR_INACTIVE when `m` is not set up, SP_ERR_INVALID_ARGUMENT for task
+ * 0 or a kind or coro_name outside those bounds (sp_last_error() says which),
+ * SP_ERR_NO_MEMORY. Not for the hot path: it takes a lock. */
+SP_API sp_status sp_manager_task_describe(sp_manager *m, uint64_t task, const char *kind, const char *coro_name);
 /** Mark a task finished (its done time in the task table). */
 SP_API void sp_manager_task_done(sp_manager *m, uint64_t task);
 SP_API void sp_task_switch(uint64_t task); /* default manager */

@@ -180,6 +180,7 @@ struct sp_task {
   uint32_t index; /* dense per manager: the value in events/task_ids */
   struct sp_thread_rec *thread; /* whose log holds its open calls */
   char *name;
+  char *kind, *coro_name; /* sp_manager_task_describe; NULL: "task", "" */
   uint64_t *stack; /* saved open calls while switched out; NULL while running */
   uint32_t depth, cap;
   uint64_t suspended; /* ticks switched out since creation (running total) */

@@ -490,7 +490,7 @@ static int thread_in_run(const struct sp_manager *m, const sp_thread_rec *t) {
   return !t->exited || t->last_ns >= m->run_mono0;
 }
 
-static sp_status add_task_table(struct sp_manager *m, struct sp_run *run, const struct sp_clock_map *cm) {
+static sp_status add_task_table_locked(struct sp_manager *m, struct sp_run *run, const struct sp_clock_map *cm) {
   size_t n = 0;
   for (size_t i = 0; i < m->ntasks; i++) n += task_in_run(m, m->tasks[i]);
   struct sp_table *tb = sp__run_add_table(run, SP_GRP_TASK_TABLE, n);
@@ -502,6 +502,7 @@ static sp_status add_task_table(struct sp_manager *m, struct sp_run *run, const 
   int64_t *steps = sp__table_i64(tb, SP_DS_TASK_STEPS), *running = sp__table_i64(tb, SP_DS_TASK_RUNNING_NS);
   int64_t *suspended = sp__table_i64(tb, SP_DS_TASK_SUSPENDED_NS), *sw = sp__table_i64(tb, SP_DS_TASK_SWITCH_ID);
   char **kind = sp__table_str(tb, SP_DS_TASK_KIND), **name = sp__table_str(tb, SP_DS_TASK_NAME);
+  char **coro = sp__table_str(tb, SP_DS_TASK_CORO_NAME);
   for (size_t j = 0, i = 0; j < m->ntasks && i < n; j++) {
     const struct sp_task *k = m->tasks[j];
     if (!task_in_run(m, k)) continue;
@@ -517,13 +518,22 @@ static sp_status add_task_table(struct sp_manager *m, struct sp_run *run, const 
     suspended[i] = (int64_t)((double)k->suspended * scale);
     created[i] = relative(m, sp__ticks_to_ns(cm, k->created));
     done[i] = k->done_at ? relative(m, sp__ticks_to_ns(cm, k->done_at)) : -1;
-    kind[i] = sp__strdup("task");
+    kind[i] = sp__strdup(k->kind ? k->kind : "task");
     name[i] = sp__strdup(k->name ? k->name : "");
-    if (!kind[i] || !name[i]) return SP_ERR_NO_MEMORY;
+    coro[i] = sp__strdup(k->coro_name ? k->coro_name : "");
+    if (!kind[i] || !name[i] || !coro[i]) return SP_ERR_NO_MEMORY;
     i++;
   }
-  /* a C scheduler does not name its coroutines: coro_name stays "" */
   return SP_OK;
+}
+
+/* Under the manager's lock: a task created or described on another thread
+ * (sp_manager_task_describe) must not change the list while it is read. */
+static sp_status add_task_table(struct sp_manager *m, struct sp_run *run, const struct sp_clock_map *cm) {
+  pthread_mutex_lock(&m->lock);
+  sp_status st = add_task_table_locked(m, run, cm);
+  pthread_mutex_unlock(&m->lock);
+  return st;
 }
 
 static sp_status add_thread_table(struct sp_manager *m, struct sp_run *run) {

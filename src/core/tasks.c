@@ -128,6 +128,43 @@ void sp_manager_task_name(sp_manager *m, uint64_t task, const char *name) {
   }
 }
 
+sp_status sp_manager_task_describe(sp_manager *m, uint64_t task, const char *kind, const char *coro_name) {
+  if (!m || !m->configured)
+    return sp__set_error(SP_ERR_INACTIVE, "sp_manager_task_describe: the manager is not set up; call it during a run");
+  if (!task)
+    return sp__set_error(SP_ERR_INVALID_ARGUMENT,
+                         "sp_manager_task_describe: task 0 is the thread's own context; describe a nonzero task id");
+  if (kind) {
+    size_t n = strlen(kind);
+    if (n == 0 || n > 31 || strspn(kind, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_-.") != n)
+      return sp__set_error(SP_ERR_INVALID_ARGUMENT,
+                           "sp_manager_task_describe: kind \"%.40s%s\" of task %llu is not 1-31 letters, digits, "
+                           "'_', '-' or '.'; use \"task\", \"greenlet\" or a short word of your scheduler",
+                           kind, n > 40 ? "..." : "", (unsigned long long)task);
+  }
+  if (coro_name && strlen(coro_name) > 4095)
+    return sp__set_error(SP_ERR_INVALID_ARGUMENT,
+                         "sp_manager_task_describe: coro_name of task %llu is %zu bytes, over the 4095 allowed; "
+                         "pass the function's qualified name",
+                         (unsigned long long)task, strlen(coro_name));
+  if (!m->cfg.track_async || (!kind && !coro_name)) return SP_OK;
+  sp_thread_rec *t = sp__thread_attach(m);
+  struct sp_task *k = t ? task_get(m, task, t, sp_i_ticks()) : NULL;
+  char *kc = kind ? sp__strdup(kind) : NULL, *cc = coro_name ? sp__strdup(coro_name) : NULL;
+  if (!k || (kind && !kc) || (coro_name && !cc)) {
+    free(kc);
+    free(cc);
+    return sp__set_error(SP_ERR_NO_MEMORY, "sp_manager_task_describe: out of memory for task %llu",
+                         (unsigned long long)task);
+  }
+  /* under the lock: finalize reads them while writing the task table */
+  pthread_mutex_lock(&m->lock);
+  if (kc) free(k->kind), k->kind = kc;
+  if (cc) free(k->coro_name), k->coro_name = cc;
+  pthread_mutex_unlock(&m->lock);
+  return SP_OK;
+}
+
 void sp_manager_task_done(sp_manager *m, uint64_t task) {
   if (!m || !m->configured || !m->cfg.track_async || !task) return;
   struct sp_task *k = locked_find(m, task);
@@ -140,6 +177,8 @@ void sp__tasks_free(struct sp_manager *m) {
   for (uint32_t i = 0; i < m->ntasks; i++) {
     free(m->tasks[i]->stack);
     free(m->tasks[i]->name);
+    free(m->tasks[i]->kind);
+    free(m->tasks[i]->coro_name);
     free(m->tasks[i]);
   }
   free(m->tasks);

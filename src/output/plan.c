@@ -133,11 +133,12 @@ static const struct sp_plan_ds builtin[SP_DS_NBUILTIN] = {
     [SP_DS_TASK_SUSPENDED_NS] = {SP_GRP_TASK_TABLE, "suspended_ns", SP_DT_I64, SP_LEN_TABLE, TBL, SP_CODE_PLAIN, 0,
                                  "ns", "time between the task's steps (a duration)"},
     [SP_DS_TASK_KIND] = {SP_GRP_TASK_TABLE, "kind", SP_DT_STR, SP_LEN_TABLE, TBL, SP_CODE_PLAIN, 0, "",
-                         "`\"task\"` (announced with `sp_task_switch`)"},
+                         "`\"task\"` (default), `\"greenlet\"` or the scheduler's word (`sp_manager_task_describe`)"},
     [SP_DS_TASK_NAME] = {SP_GRP_TASK_TABLE, "name", SP_DT_STR, SP_LEN_TABLE, TBL, SP_CODE_PLAIN, 0, "",
                          "task name (`sp_task_name`), `\"\"` none"},
     [SP_DS_TASK_CORO_NAME] = {SP_GRP_TASK_TABLE, "coro_name", SP_DT_STR, SP_LEN_TABLE, TBL, SP_CODE_PLAIN, 0, "",
-                              "the coroutine's function; `\"\"` (a C scheduler does not say)"},
+                              "qualname of the coroutine or greenlet target (Python's track_async, `sp_manager_task_describe`); `\"\"` "
+                              "not described"},
     [SP_DS_TASK_SWITCH_ID] = {SP_GRP_TASK_TABLE, "switch_id", SP_DT_I64, SP_LEN_TABLE, TBL | SP_W_OURS, SP_CODE_PLAIN,
                               -1, "", "the id the scheduler passed to `sp_task_switch()`"},
 

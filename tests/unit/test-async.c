@@ -196,6 +196,54 @@ SP_TEST(task_running_time_stops_when_done) {
   sp_manager_destroy(m);
 }
 
+/* sp_manager_task_describe fills the task table's kind and coro_name (upstream:
+ * "task" or "greenlet", the coroutine's qualname); NULL keeps a value, a task
+ * never described keeps "task" and "", and bad arguments are refused with a
+ * message naming the call. */
+SP_TEST(task_describe_fills_kind_and_coro_name) {
+  m = sp_manager_create();
+  ASSERT_EQ(sp_manager_task_describe(m, 1, "task", "f"), SP_ERR_INACTIVE); /* not set up */
+  ASSERT(strstr(sp_last_error(), "sp_manager_task_describe"));
+  const char *ov[] = {"file_path=describe.h5", "track_async=1", NULL};
+  ASSERT_OK(sp_manager_setup(m, &(sp_setup_args){.overrides = ov}));
+  ASSERT_OK(sp_manager_task_describe(m, 1, "greenlet", "Worker.run"));
+  ASSERT_OK(sp_manager_task_describe(m, 2, NULL, "main.<locals>.job"));
+  ASSERT_OK(sp_manager_task_describe(m, 3, "fiber", NULL));
+  ASSERT_OK(sp_manager_task_describe(m, 3, NULL, NULL)); /* keeps both */
+  ASSERT_OK(sp_manager_task_describe(m, 1, NULL, "Worker.run_again"));
+  ASSERT_EQ(sp_manager_task_describe(m, 0, "task", "x"), SP_ERR_INVALID_ARGUMENT);
+  ASSERT_EQ(sp_manager_task_describe(m, 5, "", "x"), SP_ERR_INVALID_ARGUMENT);
+  ASSERT_EQ(sp_manager_task_describe(m, 5, "two words", "x"), SP_ERR_INVALID_ARGUMENT);
+  ASSERT(strstr(sp_last_error(), "two words") && strstr(sp_last_error(), "task 5"));
+  static char big[5000];
+  memset(big, 'a', sizeof big - 1);
+  ASSERT_EQ(sp_manager_task_describe(m, 5, NULL, big), SP_ERR_INVALID_ARGUMENT);
+  sp_manager_task_name(m, 1, "g-1");
+  for (uint64_t t = 1; t <= 4; t++) {
+    sp_manager_task_switch(m, t);
+    sp_manager_task_switch(m, 0);
+  }
+  ASSERT_OK(sp_manager_finalize(m, NULL, NULL));
+  long long k;
+  int64_t *sw = h5_i64("describe.h5", "/task_table/switch_id", &k);
+  char **kind = h5_strings("describe.h5", "/task_table/kind", &k);
+  char **coro = h5_strings("describe.h5", "/task_table/coro_name", &k);
+  char **name = h5_strings("describe.h5", "/task_table/name", &k);
+  ASSERT(sw && kind && coro && name);
+  ASSERT_EQ(k, 4); /* task 5 was refused each time: never created */
+  static const char *want_kind[5] = {"", "greenlet", "task", "fiber", "task"};
+  static const char *want_coro[5] = {"", "Worker.run_again", "main.<locals>.job", "", ""};
+  for (long long i = 0; i < k; i++) {
+    ASSERT(sw[i] >= 1 && sw[i] <= 4);
+    ASSERT_STR_EQ(kind[i], want_kind[sw[i]]);
+    ASSERT_STR_EQ(coro[i], want_coro[sw[i]]);
+    ASSERT_STR_EQ(name[i], sw[i] == 1 ? "g-1" : "");
+  }
+  free(sw);
+  h5_strings_free(kind, k), h5_strings_free(coro, k), h5_strings_free(name, k);
+  sp_manager_destroy(m);
+}
+
 SP_TEST(task_switch_is_a_noop_without_track_async) {
   m = sp_manager_create();
   const char *ov[] = {"file_path=noasync.h5", NULL};
@@ -203,6 +251,7 @@ SP_TEST(task_switch_is_a_noop_without_track_async) {
   sp_region r = sp_region_intern("plain");
   sp_region_begin(m, r);
   sp_manager_task_switch(m, 7);
+  ASSERT_OK(sp_manager_task_describe(m, 7, "task", "plain_task")); /* accepted, nothing recorded */
   sp_region_end(m, r); /* still matches: no per-task stacks */
   ASSERT_OK(sp_manager_finalize(m, NULL, NULL));
   ASSERT_EQ(h5_len("noasync.h5", "/events/task_ids"), -1);

@@ -8,8 +8,10 @@ each new task an id and wraps its coroutine in ``_core.TaskSteps``, which
 tells the core, around every step, that this thread now runs that task
 (``sp_manager_task_switch``). The core then nests each call in its task's
 lane, records ``task_ids`` and the time a call spent awaiting, and writes
-the task table. Task names come from ``Task.get_name()``; a task's end is
-announced from its done callback.
+the task table. Task names come from ``Task.get_name()``, the kind
+("task") and ``coro_name`` (the coroutine's ``__qualname__``) reach the task
+table through ``sp_manager_task_describe``; a task's end is announced from
+its done callback.
 """
 
 from __future__ import annotations
@@ -21,6 +23,16 @@ import weakref
 from . import _core
 
 _ids = itertools.count(1)
+
+
+def _coro_name(coro) -> str:
+    """The task table's coro_name, as upstream writes it: the qualified name
+    of the coroutine (``main.<locals>.job``); for another awaitable, that of
+    its type."""
+    name = getattr(coro, "__qualname__", None)
+    if not isinstance(name, str):
+        name = type(coro).__qualname__
+    return name.encode("utf-8", "replace")[:4095].decode("utf-8", "ignore")
 
 
 class AsyncTracker:
@@ -47,6 +59,10 @@ class AsyncTracker:
             try:
                 m.task_name(tid, task.get_name())
             except AttributeError:
+                pass
+            try:
+                m.task_describe(tid, "task", _coro_name(coro))
+            except Exception:  # the manager was finalized: profiling never stops the program
                 pass
             task.add_done_callback(lambda _t, tid=tid: m.task_done(tid))
             return task

@@ -545,7 +545,8 @@ class ProfilingResults:
     @property
     def tasks(self) -> tuple:
         """The task table (track_async), one dict per task, with upstream's
-        fields: index (the events' task id), kind ("task"), name, coro_name,
+        fields: index (the events' task id), kind ("task"), name, coro_name (the
+        coroutine's qualname),
         thread_index (the thread that last ran it), steps, running_time,
         awaiting_time, created_time, done_time (None when not finished); times
         in seconds, from the rank's start. Also rank, switch_id and the exact

@@ -597,6 +597,18 @@ static PyObject *manager_task_name(ManagerObject *self, PyObject *args) {
   Py_RETURN_NONE;
 }
 
+/* task_describe(id, kind=None, coro_name=None): the task table's kind and
+ * coro_name columns; None keeps a value. */
+static PyObject *manager_task_describe(ManagerObject *self, PyObject *args, PyObject *kwds) {
+  static char *kwlist[] = {"task_id", "kind", "coro_name", NULL};
+  unsigned long long id;
+  const char *kind = NULL, *coro = NULL;
+  if (!PyArg_ParseTupleAndKeywords(args, kwds, "K|zz:task_describe", kwlist, &id, &kind, &coro)) return NULL;
+  sp_status st = sp_manager_task_describe(self->m, id, kind, coro);
+  if (st != SP_OK) return sp_py_raise(st, "task_describe");
+  Py_RETURN_NONE;
+}
+
 static PyObject *manager_task_done(ManagerObject *self, PyObject *arg) {
   unsigned long long id;
   if (task_id_arg(arg, &id) < 0) return NULL;
@@ -667,6 +679,8 @@ static PyMethodDef manager_methods[] = {
     {"num_calls", (PyCFunction)manager_num_calls, METH_O, "Completed calls of a region id."},
     {"task_switch", (PyCFunction)manager_task_switch, METH_O, "The calling thread now runs task id (0: none)."},
     {"task_name", (PyCFunction)manager_task_name, METH_VARARGS, "task_name(id, name)"},
+    {"task_describe", (PyCFunction)(void (*)(void))manager_task_describe, METH_VARARGS | METH_KEYWORDS,
+     "task_describe(id, kind=None, coro_name=None): the task table's kind (\"task\", \"greenlet\", ...) and coro_name"},
     {"task_done", (PyCFunction)manager_task_done, METH_O, "Task id finished."},
     {NULL, NULL, 0, NULL},
 };

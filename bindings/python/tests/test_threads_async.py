@@ -223,8 +223,36 @@ def test_lane_tables_read_back(h5):
     assert all(upstream <= set(k) for k in tasks)
     assert all(k["running_ns"] >= 0 and k["done_time"] >= k["created_time"] >= 0 for k in tasks)
     assert all(k["thread_index"] == main_thread[0]["index"] for k in tasks)
+    # coro_name is the coroutine's qualname, as upstream writes it
+    # (asyncio.run's own tasks are BaseEventLoop.shutdown_asyncgens and co.)
+    coros = sorted(k["coro_name"] for k in tasks)
+    ours = [c for c in coros if not c.startswith("BaseEventLoop.")]
+    assert ours == sorted([job.__qualname__, job.__qualname__, main.__qualname__])
+    assert job.__qualname__ == "test_lane_tables_read_back.<locals>.job"
     names = sorted(t["name"] for t in res.threads)
     res.close()
+    dec = lambda v: [x.decode() if isinstance(x, bytes) else x for x in v]  # noqa: E731
     with h5py.File(h5, "r") as f:
-        stored = sorted(n.decode() if isinstance(n, bytes) else n for n in f["thread_table"]["name"][()])
+        stored = sorted(dec(f["thread_table"]["name"][()]))
+        kinds = dec(f["task_table"]["kind"][()])
+        stored_coros = dec(f["task_table"]["coro_name"][()])
     assert stored == names
+    assert set(kinds) == {"task"} and sorted(c for c in stored_coros if c) == coros
+
+
+def test_task_describe_checks_its_arguments(h5):
+    pm = sp.ProfileManager()
+    pm.setup(file_path=h5, track_async=True)
+    m = pm._m
+    m.task_describe(5, "greenlet", "Worker.run")
+    m.task_switch(5)
+    m.task_switch(0)
+    with pytest.raises(ValueError, match="task 6"):
+        m.task_describe(6, "not a word", None)
+    with pytest.raises(ValueError, match="task 0"):
+        m.task_describe(0, "task", "x")
+    pm.finalize(verbose=False)
+    with h5py.File(h5, "r") as f:
+        t = f["task_table"]
+        assert [x.decode() if isinstance(x, bytes) else x for x in t["kind"][()]] == ["greenlet"]
+        assert [x.decode() if isinstance(x, bytes) else x for x in t["coro_name"][()]] == ["Worker.run"]
