@@ -169,6 +169,9 @@ sp_status sp__check_storage(const sp_results *r, hid_t d, const char *what, hsiz
                             int written);
 /* Strings of a 1-D string dataset or attribute (vlen or fixed). */
 sp_status sp__read_strings(hid_t obj, int is_attr, size_t n, char ***out, const char *what);
+/* Refuse a variable-length string dataset of n values whose claimed lengths
+ * the file cannot hold (read_vlen.c), before HDF5 allocates them. */
+sp_status sp__vlen_check(hid_t dataset, size_t n, const char *what);
 void sp__free_strings(char **v, size_t n);
 /* Build "[\"a\", \"b\"]" from strings. */
 char *sp__json_list_text(char *const *v, size_t n);

@@ -201,7 +201,9 @@ sp_status sp__read_strings(hid_t obj, int is_attr, size_t n, char ***out, const 
   sp_status st = SP_OK;
   hid_t mt = H5Tcopy(H5T_C_S1);
   H5Tset_cset(mt, H5Tget_cset(ftype));
-  if (H5Tis_variable_str(ftype) > 0) {
+  if (H5Tis_variable_str(ftype) > 0 && !is_attr && (st = sp__vlen_check(obj, n, what)) != SP_OK) {
+    /* claimed lengths the file cannot hold: refused before HDF5 allocates them */
+  } else if (H5Tis_variable_str(ftype) > 0) {
     char **raw = calloc(n ? n : 1, sizeof *raw);
     H5Tset_size(mt, H5T_VARIABLE);
     herr_t rc = !raw ? -1

@@ -525,6 +525,39 @@ SP_TEST(hostile_files_are_format_errors) {
   expect_format_error(FIX("hostile_foreign.h5"), "not a scope-profiler profile");
 }
 
+/* A region name whose stored length is corrupt (tests/cli/hostile/files/strlen_*):
+ * refused, from a file and from an image (the core driver), before HDF5
+ * allocates the 1.4 GB it claims; a valid file's names still read. */
+SP_TEST(corrupt_string_lengths_are_refused) {
+  static const char *files[] = {"strlen_contiguous.h5", "strlen_chunked.h5", "valid.h5"};
+  for (size_t i = 0; i < 3; i++) {
+    char path[512];
+    snprintf(path, sizeof path, "%s/tests/cli/hostile/files/%s", SP_TEST_SOURCE_DIR, files[i]);
+    FILE *fp = fopen(path, "rb");
+    ASSERT(fp);
+    static char buf[1 << 16];
+    size_t size = fread(buf, 1, sizeof buf, fp);
+    fclose(fp);
+    ASSERT(size > 0 && size < sizeof buf);
+    sp_results *r = NULL, *ri = NULL;
+    sp_status st = sp_results_open(path, &r), sti = SP_OK;
+    if (i < 2) {
+      ASSERT_EQ(st, SP_ERR_FORMAT);
+      ASSERT_CONTAINS(sp_last_error(), "/region_table/names: string 0 claims 1431655765 bytes");
+      sti = sp_results_open_image(buf, size, &ri);
+      ASSERT_EQ(sti, SP_ERR_FORMAT);
+      ASSERT_CONTAINS(sp_last_error(), "string 0 claims 1431655765 bytes");
+    } else {
+      ASSERT_OK(st);
+      ASSERT_OK(sp_results_open_image(buf, size, &ri));
+      ASSERT_STR_EQ(sp_results_region_name(r, 0), "solve");
+      ASSERT_STR_EQ(sp_results_region_name(ri, 0), "solve");
+      sp_results_free(r);
+      sp_results_free(ri);
+    }
+  }
+}
+
 SP_TEST(truncated_text_and_empty_files) {
   FILE *in = fopen(FIX("multi.h5"), "rb");
   ASSERT(in);

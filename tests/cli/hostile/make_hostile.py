@@ -117,6 +117,23 @@ def main():
           lambda f: f.create_dataset("rank_region_index/event_offsets",
                                      data=np.array([(1 << 64) - 1], np.uint64)))
 
+    # a string whose stored length is corrupt (0x55555555, as a fuzzer made
+    # it): HDF5 would allocate and zero 1.4 GB for it before finding its
+    # bytes missing; contiguous and chunked storage
+    for name, chunks in (("strlen_contiguous.h5", None), ("strlen_chunked.h5", (4,))):
+        build(name, {"region_table/names"},
+              lambda f, chunks=chunks: f.create_dataset(
+                  "region_table/names", data=["solve"], dtype=STR, chunks=chunks,
+                  maxshape=(None,) if chunks else None))
+        with h5py.File(p(name), "r") as f:
+            d = f["region_table/names"].id
+            where = d.get_chunk_info(0).byte_offset if chunks else d.get_offset()
+        with open(p(name), "r+b") as raw:
+            raw.seek(where)
+            assert int.from_bytes(raw.read(4), "little") == len("solve")
+            raw.seek(where)
+            raw.write((0x55555555).to_bytes(4, "little"))
+
     # link cycles, and links and storage that leave the file
     build("cycle_soft.h5", {"events"} | {"events/" + k for k in
                                          ("start_times", "end_times", "call_ids",
