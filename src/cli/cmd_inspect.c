@@ -33,8 +33,10 @@ static const char about[] =
 static const char epilog[] =
     "imbalance = slowest rank's total / mean rank total (ranks with the region);\n"
     "own = inclusive time minus the time of direct children.\n"
-    "ovh = % of the region's time that is profiler overhead (calls x the cost of\n"
-    "one begin/end pair measured at setup); \"!\" marks calls under 20x that cost.\n"
+    "ovh = % of the region's time that is profiler overhead: calls x the run's cost\n"
+    "per call (metadata overhead_ns_per_call: what the run paid, every call's\n"
+    "begin/end pair plus one-off costs such as fresh buffer pages, over its calls);\n"
+    "\"!\" marks calls under 20x one pair (overhead_pair_ns, measured at setup).\n"
     "gpu = device time (use_gpu_timing) of the calls that have one, gpu_avg per such\n"
     "call, gpu_ratio = gpu / total (CPU time is enqueue-side); shown by default for\n"
     "files with GPU times.\n"

@@ -4,10 +4,13 @@
  * population std and exclusive ("own") time, in seconds, plus a "% session"
  * column when the run has the session root region, and "ovh %": the share of
  * the region's time that is profiler overhead, estimated as its calls times
- * the cost of one begin/end pair measured at setup. A "!" marks regions whose
- * mean call is under 20 times that cost: their durations mostly measure the
- * profiler. This is the only place in the library that prints, and only to
- * the stream the caller chose.
+ * the run's cost per call (overhead_ns_per_call: what the run paid, the
+ * pairs and its one-off costs, over its calls). The head line shows that
+ * figure and, where it differs, the cost of one begin/end pair measured at
+ * setup (overhead_pair_ns): a short run's per-call figure is mostly set-up.
+ * A "!" marks regions whose mean call is under 20 times the pair: their
+ * durations mostly measure the profiler. This is the only place in the
+ * library that prints, and only to the stream the caller chose.
  */
 #include <math.h>
 #include <stdlib.h>
@@ -64,11 +67,17 @@ void sp__summary_print(FILE *out, const struct sp_run *run, const char *label, d
     calls += run->rows[i].count ? run->rows[i].count : (uint64_t)run->rows[i].aggregate_count;
   fprintf(out, "scope-profiler summary: %s (%zu regions, %llu calls", label ? label : "", run->nrows,
           (unsigned long long)calls);
-  if (overhead_ns >= 0) fprintf(out, ", %.1f ns profiler overhead per call", overhead_ns);
   /* "!" compares a call with the pair itself; the run's cost per call also
    * carries one-off costs (fresh pages, growth) that no single call pays */
   const struct sp_meta_item *pair = sp__meta_get(&run->meta, SP_META_OVERHEAD_PAIR);
   double flag_ns = pair && pair->type == SP_META_F64 && pair->d >= 0 ? pair->d : overhead_ns;
+  if (overhead_ns >= 0) {
+    char run_text[32], pair_text[32];
+    snprintf(run_text, sizeof run_text, "%.1f", overhead_ns);
+    snprintf(pair_text, sizeof pair_text, "%.1f", flag_ns);
+    fprintf(out, ", profiler cost %s ns per call over the run", run_text);
+    if (strcmp(run_text, pair_text)) fprintf(out, " (one begin/end pair: %s ns)", pair_text);
+  }
   fprintf(out, ")\n");
   fprintf(out, "%-*s %10s %12s %12s %12s %12s %12s %12s%s%s\n", (int)width, "region", "calls", "total [s]",
           "avg [s]", "min [s]", "max [s]", "std [s]", "own [s]", overhead_ns >= 0 ? "   ovh %" : "",
