@@ -24,10 +24,47 @@
 
 /*====== Manager ======*/
 
+/* Who keeps a C manager alive: its Manager object and every Region made on
+ * it, counted here (under the GIL) rather than by the Region holding the
+ * Manager, which would make Manager -> regions -> Region -> Manager a cycle
+ * that only the garbage collector frees: a program that creates and drops
+ * managers then hit the live-manager limit long before a collection ran.
+ * The last holder destroys the C manager. */
+typedef struct {
+  sp_manager *m;
+  int is_default;
+  Py_ssize_t holders;
+} ManagerHold;
+
+static ManagerHold *hold_new(sp_manager *m, int is_default) {
+  ManagerHold *h = PyMem_Malloc(sizeof *h);
+  if (!h) return (ManagerHold *)PyErr_NoMemory();
+  h->m = m;
+  h->is_default = is_default;
+  h->holders = 1;
+  return h;
+}
+
+static ManagerHold *hold_take(ManagerHold *h) {
+  h->holders++;
+  return h;
+}
+
+static void hold_drop(ManagerHold *h) {
+  if (!h || --h->holders > 0) return;
+  /* nothing can record on m now: no Manager, Region or profiled function refers to it */
+  if (!h->is_default) {
+    sp_py_lines_forget(h->m);
+    sp_manager_destroy(h->m);
+  }
+  PyMem_Free(h);
+}
+
 typedef struct {
   PyObject_HEAD
   sp_manager *m;
   int is_default;
+  ManagerHold *hold;
   PyObject *regions; /* name -> Region */
   PyObject *weakrefs;
 } ManagerObject;
@@ -37,7 +74,8 @@ typedef struct {
   sp_manager *m;
   sp_region id;
   PyObject *name;
-  PyObject *manager; /* the ManagerObject that owns m */
+  ManagerHold *hold;  /* keeps m alive */
+  PyObject *manager;  /* a weak reference to the ManagerObject it was made on */
   PyObject *tags;    /* tuple of str */
   PyObject *functions; /* list of functions registered for line profiling */
   sp_py_lines_sync lines;
@@ -100,8 +138,21 @@ static PyObject *manager_new(PyTypeObject *type, PyObject *args, PyObject *kwds)
   }
   self->m = sp_manager_create();
   if (!self->m) {
+    /* managers dropped inside reference cycles of the program's own (a
+     * profiled method's closure holding its ProfileManager) wait for a
+     * collection: run one before refusing */
+    PyGC_Collect();
+    self->m = sp_manager_create();
+  }
+  if (!self->m) {
     Py_DECREF(self);
     return sp_py_raise(SP_ERR_LIMIT, "no more managers can be created");
+  }
+  if (!(self->hold = hold_new(self->m, 0))) {
+    sp_manager_destroy(self->m);
+    self->m = NULL;
+    Py_DECREF(self);
+    return NULL;
   }
   return (PyObject *)self;
 }
@@ -120,11 +171,8 @@ static void manager_dealloc(ManagerObject *self) {
   PyObject_GC_UnTrack(self);
   if (self->weakrefs) PyObject_ClearWeakRefs((PyObject *)self);
   manager_clear(self);
-  /* Regions keep their manager alive, so nothing can record on m now. */
-  if (self->m && !self->is_default) {
-    sp_py_lines_forget(self->m);
-    sp_manager_destroy(self->m);
-  }
+  if (self->hold) hold_drop(self->hold); /* regions still alive keep m */
+  else if (self->m && !self->is_default) sp_manager_destroy(self->m); /* made, never held */
   Py_TYPE(self)->tp_free(self);
 }
 
@@ -378,12 +426,18 @@ static PyObject *new_region(ManagerObject *self, PyObject *name, PyObject *tags,
     sp_py_raise(SP_ERR_INVALID_ARGUMENT, "invalid region name");
     goto done;
   }
+  PyObject *wr = PyWeakref_NewRef((PyObject *)self, NULL);
+  if (!wr) goto done;
   RegionObject *r = PyObject_GC_New(RegionObject, &RegionType);
-  if (!r) goto done;
+  if (!r) {
+    Py_DECREF(wr);
+    goto done;
+  }
   r->m = self->m;
   r->id = id;
   r->name = Py_NewRef(name);
-  r->manager = Py_NewRef((PyObject *)self);
+  r->hold = hold_take(self->hold);
+  r->manager = wr;
   r->tags = Py_NewRef(tag_tuple);
   r->functions = NULL;
   r->lines = (sp_py_lines_sync){0, 0};
@@ -749,6 +803,12 @@ static PyObject *region_get_id(RegionObject *self, void *closure) {
   return PyLong_FromUnsignedLong(self->id);
 }
 
+static PyObject *region_get_manager(RegionObject *self, void *closure) {
+  (void)closure;
+  PyObject *m = PyWeakref_GetObject(self->manager); /* borrowed; None once it is gone */
+  return Py_NewRef(m ? m : Py_None);
+}
+
 static PyObject *region_get_functions(RegionObject *self, void *closure) {
   (void)closure;
   if (!self->functions) return PyTuple_New(0);
@@ -761,14 +821,12 @@ static PyObject *region_repr(RegionObject *self) {
 }
 
 static int region_traverse(RegionObject *self, visitproc visit, void *arg) {
-  Py_VISIT(self->manager);
   Py_VISIT(self->functions);
   return 0;
 }
 
 static int region_clear(RegionObject *self) {
-  /* m stays valid until dealloc: only the manager object owns it, and it
-   * is destroyed after every region that referred to it. */
+  /* m stays valid until dealloc: the region holds it (hold) */
   Py_CLEAR(self->functions);
   return 0;
 }
@@ -780,6 +838,8 @@ static void region_dealloc(RegionObject *self) {
   Py_CLEAR(self->name);
   Py_CLEAR(self->tags);
   Py_CLEAR(self->manager);
+  hold_drop(self->hold);
+  self->hold = NULL;
   PyObject_GC_Del(self);
 }
 
@@ -794,7 +854,6 @@ static PyMethodDef region_methods[] = {
 static PyMemberDef region_members[] = {
     {"name", T_OBJECT, offsetof(RegionObject, name), READONLY, "The region's name."},
     {"tags", T_OBJECT, offsetof(RegionObject, tags), READONLY, "The region's tags."},
-    {"manager", T_OBJECT, offsetof(RegionObject, manager), READONLY, "The _core.Manager it records on."},
     {NULL, 0, 0, 0, NULL},
 };
 
@@ -802,6 +861,8 @@ static PyGetSetDef region_getset[] = {
     {"num_calls", (getter)region_get_num_calls, NULL, "Completed calls on this manager, over every run.", NULL},
     {"id", (getter)region_get_id, NULL, "The process-wide region id of the C library.", NULL},
     {"functions", (getter)region_get_functions, NULL, "Functions registered for line profiling.", NULL},
+    {"manager", (getter)region_get_manager, NULL,
+     "The _core.Manager it records on (None once that object is gone; the region still records).", NULL},
     {NULL, NULL, NULL, NULL, NULL},
 };
 
@@ -938,6 +999,8 @@ int sp_py_manager_init(PyObject *module) {
   default_manager->m = sp_default_manager();
   default_manager->is_default = 1;
   default_manager->weakrefs = NULL;
+  default_manager->hold = hold_new(default_manager->m, 1);
+  if (!default_manager->hold) return -1;
   default_manager->regions = PyDict_New();
   if (!default_manager->regions) return -1;
   PyObject_GC_Track(default_manager);

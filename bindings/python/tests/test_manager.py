@@ -275,3 +275,79 @@ def test_registered_and_recorded(h5):
     assert "once" in sp.recorded_regions() and "never" not in sp.recorded_regions()
     sp.finalize(verbose=False)
     assert sp.ProfileManager.read_results()["once"].num_calls == 1
+
+
+def test_dropped_managers_are_freed_without_a_collection(tmp_path):
+    # The library allows 15 live managers. A manager, its regions and its
+    # profiled functions used to form a reference cycle, so a loop creating
+    # and dropping managers hit that limit before the collector ran.
+    import gc
+
+    gc.disable()
+    try:
+        for i in range(100):
+            pm = ProfileManager()
+            pm.setup(file_path=str(tmp_path / f"m{i % 2}.h5"))
+
+            @pm.profile("f")
+            def f():
+                pass
+
+            f()
+            with pm.profile_region("r"):
+                pass
+            res = pm.finalize(verbose=False, return_results=True)
+            assert res["f"].num_calls == 1 and res["r"].num_calls == 1
+            res.close()
+            del pm, f, res
+    finally:
+        gc.enable()
+
+
+def test_a_live_region_keeps_its_manager_recording(tmp_path):
+    # A profiled function outlives its ProfileManager object: it still
+    # records, and the C manager goes only with the last of them.
+    import weakref
+
+    pm = ProfileManager()
+    pm.setup(file_path=str(tmp_path / "kept.h5"))
+    core = weakref.ref(pm._m)
+
+    @pm.profile("kept")
+    def kept():
+        pass
+
+    region = pm._m.get_region("kept")
+    assert region.manager is pm._m
+    del pm
+    assert core() is None  # the Python object went at once
+    assert region.manager is None
+    kept()
+    kept()
+    assert region.num_calls == 2  # recorded on the C manager the region holds
+
+
+def test_managers_in_cycles_are_collected_before_the_limit(tmp_path):
+    # A cycle of the program's own (an object holding its manager and a
+    # function profiled on it) frees its manager only at a collection: the
+    # limit runs one before refusing a new manager.
+    import gc
+
+    old = gc.get_threshold()
+    gc.set_threshold(1000000, 1000, 1000)  # no automatic collection during the loop
+    try:
+        for i in range(60):
+            class Solver:
+                def __init__(self):
+                    self.pm = ProfileManager()
+                    self.step = self.pm.profile("step")(self._step)
+
+                def _step(self):
+                    return self  # self -> step -> bound method -> self
+
+            s = Solver()
+            s.step()
+            del s
+    finally:
+        gc.set_threshold(*old)
+        gc.collect()
