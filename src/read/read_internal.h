@@ -11,6 +11,7 @@
 #include <stdint.h>
 #include <stdio.h>
 
+#include "read/read_walk.h"
 #include "scope_profiler/reader.h"
 
 /* Event times the reader accepts: +-2^62 ns (146 years), so that any two
@@ -208,26 +209,8 @@ sp_status sp__rank_calls(sp_results *r, int64_t rank, sp_call **calls, size_t *n
                          size_t *overlaps);
 sp_status sp__filter_calls(sp_results *r, const sp_filter *f, sp_call *calls, size_t *n);
 
-/* A rank's calls in start order, nested as the above, streamed from the
- * file without sorting (read_walk.c). fn gets each call with the tag its
- * parent's call was given (NULL for a root of its lane without a parent on
- * another lane) and sets the call's own tag, which its children get. Returns
- * 1 when every call was visited, 0 when the walk refused the rank (rows out
- * of order, sparse or dangling ids, a parent after its child: whatever fn
- * built must be dropped and the sorted path taken), -1 on an error (*err,
- * with sp_last_error() set; fn's own status when fn failed). */
-struct sp__walk_call {
-  int64_t start, end, thread, task, call;
-  uint32_t region;
-  uint32_t lane;   /* dense index of (thread, task) within this walk */
-  uint32_t by_ids; /* nested by the recorded ids (else by containment) */
-};
-typedef sp_status (*sp__walk_fn)(void *ctx, const struct sp__walk_call *c,
-                                 const uint64_t *parent_tag, uint64_t *tag);
-int sp__walk_calls(sp_results *r, int64_t rank, sp__walk_fn fn, void *ctx, sp_status *err);
-/* 0 sends every caller to the sorted path (tests and bench/ compare both). */
-extern int sp__walk_enabled;
-extern int sp__walk_last; /* the last walk's verdict (tests) */
+/* A rank's calls in start order, nested as the above, without sorting:
+ * read_walk.h. */
 
 /* JSON output (read_json.c): Python json.dumps(indent=2)-shaped output. */
 struct sp__json {

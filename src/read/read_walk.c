@@ -201,6 +201,7 @@ static int ids_check(struct walk *w, const size_t *rows, size_t nrows, uint64_t 
   int64_t *buf = malloc(w->block * sizeof *buf);
   if (!buf) return oom(w);
   int64_t lo = INT64_MAX, hi = INT64_MIN;
+  uint64_t *seen = NULL; /* pass 1: a bit per id (an eighth of a byte per call, cached) */
   int rc = 1;
   for (int pass = 0; pass < 2 && rc == 1; pass++) {
     for (size_t k = 0; k < nrows && rc == 1; k++) {
@@ -217,9 +218,9 @@ static int ids_check(struct walk *w, const size_t *rows, size_t nrows, uint64_t 
             if (buf[i] < lo) lo = buf[i];
             if (buf[i] > hi) hi = buf[i];
           } else {
-            uint64_t x = (uint64_t)(buf[i] - w->id0);
-            if (w->idlane[x] != UINT32_MAX) rc = 0; /* repeated */
-            w->idlane[x] = 0;
+            uint64_t x = (uint64_t)(buf[i] - w->id0), bit = (uint64_t)1 << (x & 63);
+            if (seen[x >> 6] & bit) rc = 0; /* repeated */
+            seen[x >> 6] |= bit;
           }
         }
         done += m;
@@ -235,7 +236,8 @@ static int ids_check(struct walk *w, const size_t *rows, size_t nrows, uint64_t 
       w->idspan = span;
       w->idtag = malloc(span * sizeof *w->idtag);
       w->idlane = malloc(span * sizeof *w->idlane);
-      if (!w->idtag || !w->idlane) {
+      seen = calloc((size_t)(span / 64 + 1), sizeof *seen);
+      if (!w->idtag || !w->idlane || !seen) {
         w->err = sp__set_error(SP_ERR_NO_MEMORY, "out of memory for the call ids of %llu calls",
                                (unsigned long long)n);
         rc = -1;
@@ -244,7 +246,7 @@ static int ids_check(struct walk *w, const size_t *rows, size_t nrows, uint64_t 
       memset(w->idlane, 0xff, span * sizeof *w->idlane);
     }
   }
-  if (rc == 1 && w->idlane) memset(w->idlane, 0xff, w->idspan * sizeof *w->idlane);
+  free(seen);
   free(buf);
   return rc;
 }
@@ -329,6 +331,7 @@ int sp__walk_calls(sp_results *r, int64_t rank, sp__walk_fn fn, void *ctx, sp_st
                               c->thread[c->at],
                               c->task[c->at],
                               c->call[c->at],
+                              INT64_MIN,
                               r->rows[c->row].region,
                               0,
                               (uint32_t)w.ids};
@@ -363,6 +366,7 @@ int sp__walk_calls(sp_results *r, int64_t rank, sp__walk_fn fn, void *ctx, sp_st
       while (l->sp && l->stk[l->sp - 1].end <= x.start) l->sp--;
       if (l->sp) {
         ptag = l->stk[l->sp - 1].tag;
+        x.parent_end = l->stk[l->sp - 1].end;
         has_parent = 1;
       }
       if (l->sp == l->cap) {

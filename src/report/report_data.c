@@ -6,14 +6,18 @@
  * a lane with more calls than the plot has pixel columns keeps one mark per
  * column (the calls starting in it merged: extent, summed and extreme
  * durations), so memory is bounded by lanes x columns, never by events. The
- * flame chart and flame graph need the exact call tree; it is rebuilt one
- * rank at a time (sp_results_call_stack) and reduced the same way before the
- * next rank is read. Percentiles for the summary table are the reader's.
+ * flame chart and flame graph need the exact call tree: the reader's walk
+ * (read/read_walk.h) hands a rank's calls over nested, in start order, and
+ * each goes straight to its tree node and chart row, reduced the same way;
+ * a rank the walk refuses is nested by the reader (sp_results_call_stack,
+ * every call held) one rank at a time. Percentiles for the summary table are
+ * the reader's.
  */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "read/read_walk.h"
 #include "report/report_internal.h"
 
 #define SLICE ((size_t)1 << 16)
@@ -74,13 +78,18 @@ static int64_t bucket_of(int64_t t, int64_t origin, double bw) {
 /* Add a call; with lod, calls starting in the column of the previous mark
  * join it. Calls arrive in start order per lane. */
 static int add_call(struct rp_marks *m, const struct rp_mark *k, int lod, int64_t origin, double bw) {
+  int64_t b = bucket_of(k->s, origin, bw);
   if (lod && m->n) {
     struct rp_mark *last = &m->v[m->n - 1];
-    if (bucket_of(last->s, origin, bw) == bucket_of(k->s, origin, bw)) {
+    /* the last mark's column, kept: merging into it keeps its column */
+    int64_t lb = m->lastb ? m->lastb - 1 : bucket_of(last->s, origin, bw);
+    if (lb == b) {
       merge_into(last, k);
+      m->lastb = b + 1;
       return 0;
     }
   }
+  m->lastb = b + 1;
   return push_mark(m, k);
 }
 
@@ -95,6 +104,7 @@ void rp_marks_fold(struct rp_marks *m, int64_t origin, int64_t span, size_t cols
       m->v[k++] = m->v[i];
   }
   m->n = k;
+  m->lastb = 0;
 }
 
 size_t rp_global_region(const struct rp_model *m, const char *name) {
@@ -362,7 +372,10 @@ int rp_load_events(struct rp_model *m, struct rp_file *f, const char *cmd) {
 
 /* ---- call stacks: flame chart rows and the merged tree --------------------------------- */
 
-struct tmap {
+/* A call-path tree being built: nodes keyed by (parent, region). */
+struct tbuild {
+  struct rp_tnode *v;
+  size_t n, cap;
   size_t *slots, nslots;
 };
 
@@ -373,13 +386,13 @@ static uint64_t mix(int64_t parent, uint32_t region) {
   return h ^ (h >> 32);
 }
 
-static int tmap_grow(struct tmap *t, const struct rp_tnode *nodes, size_t n) {
+static int tmap_grow(struct tbuild *t) {
   size_t ns = t->nslots ? t->nslots * 2 : 256;
   size_t *slots = malloc(ns * sizeof *slots);
   if (!slots) return -1;
   for (size_t i = 0; i < ns; i++) slots[i] = SIZE_MAX;
-  for (size_t i = 0; i < n; i++) {
-    size_t s = mix(nodes[i].parent, nodes[i].region) & (ns - 1);
+  for (size_t i = 0; i < t->n; i++) {
+    size_t s = mix(t->v[i].parent, t->v[i].region) & (ns - 1);
     while (slots[s] != SIZE_MAX) s = (s + 1) & (ns - 1);
     slots[s] = i;
   }
@@ -389,32 +402,39 @@ static int tmap_grow(struct tmap *t, const struct rp_tnode *nodes, size_t n) {
   return 0;
 }
 
-static int tnode(struct rp_file *f, struct tmap *t, size_t *cap, int64_t parent, uint32_t region,
-                 size_t *out) {
-  if ((f->ntree + 1) * 2 > t->nslots && tmap_grow(t, f->tree, f->ntree)) return -1;
+static int tnode(struct tbuild *t, int64_t parent, uint32_t region, size_t *out) {
+  if ((t->n + 1) * 2 > t->nslots && tmap_grow(t)) return -1;
   size_t s = mix(parent, region) & (t->nslots - 1);
   while (t->slots[s] != SIZE_MAX) {
-    const struct rp_tnode *x = &f->tree[t->slots[s]];
+    const struct rp_tnode *x = &t->v[t->slots[s]];
     if (x->parent == parent && x->region == region) {
       *out = t->slots[s];
       return 0;
     }
     s = (s + 1) & (t->nslots - 1);
   }
-  if (f->ntree == *cap) {
-    size_t nc = *cap ? *cap * 2 : 64;
-    struct rp_tnode *v = realloc(f->tree, nc * sizeof *v);
+  if (t->n == t->cap) {
+    size_t nc = t->cap ? t->cap * 2 : 64;
+    struct rp_tnode *v = realloc(t->v, nc * sizeof *v);
     if (!v) return -1;
-    f->tree = v;
-    *cap = nc;
+    t->v = v;
+    t->cap = nc;
   }
-  struct rp_tnode *x = &f->tree[f->ntree];
+  struct rp_tnode *x = &t->v[t->n];
   memset(x, 0, sizeof *x);
   x->region = region;
   x->parent = parent;
-  t->slots[s] = f->ntree;
-  *out = f->ntree++;
+  t->slots[s] = t->n;
+  *out = t->n++;
   return 0;
+}
+
+/* A call of `ns` ns on node i (sums saturate: a hostile file's times, each
+ * bounded, can still add up past int64). */
+static void tcount(struct tbuild *t, size_t i, int64_t ns) {
+  struct rp_tnode *x = &t->v[i];
+  x->count++;
+  if (__builtin_add_overflow(x->total_ns, ns, &x->total_ns)) x->total_ns = ns > 0 ? INT64_MAX : INT64_MIN;
 }
 
 /* One rank's flame chart: per lane (thread, task) and depth, the calls in
@@ -503,8 +523,7 @@ static int flame_panel(struct rp_model *m, struct rp_file *f, int64_t rank, cons
  * id) and builds the same tree; anything else (no ids, async tasks, a
  * dangling or duplicated id) returns 0 and the caller uses the reader.
  * Returns 1 when done, 0 to fall back, -1 out of memory, -2 a read error. */
-static int ids_tree(struct rp_model *m, struct rp_file *f, int64_t rank, struct tmap *t,
-                    size_t *tcap) {
+static int ids_tree(struct rp_model *m, struct rp_file *f, int64_t rank, struct tbuild *t) {
   sp_results *r = f->r;
   if (!sp_results_has_call_ids(r) || sp_results_has_tasks(r)) return 0;
   size_t nrows = sp_results_num_rows(r);
@@ -601,17 +620,320 @@ static int ids_tree(struct rp_model *m, struct rp_file *f, int64_t rank, struct 
         continue;
       }
       size_t x;
-      if (tnode(f, t, tcap, pn, reg[c], &x)) rc = -1;
+      if (tnode(t, pn, reg[c], &x)) rc = -1;
       else node[c] = (int64_t)x;
     }
   }
   for (size_t i = 0; rc == 1 && i < n; i++) {
     if (!keep[reg[i]]) continue;
-    f->tree[node[i]].count++;
-    f->tree[node[i]].total_ns += en[i] - st[i];
+    tcount(t, (size_t)node[i], en[i] - st[i]);
   }
   free(id), free(pid), free(st), free(en), free(th), free(reg), free(slot), free(node), free(stack);
   free(keep);
+  return rc;
+}
+
+/* ---- flame chart rows and the tree from a walk of the rank's calls ------------------------
+ * The walk (read/read_walk.h) hands a rank's calls over in start order,
+ * nested, without the reader holding them: each call goes straight to its
+ * tree node and flame-chart row, and its tag is (slot, node) for its
+ * children. A slot is a (lane, virtual lane, depth) of the chart; the slot
+ * one deeper is linked from it, so a child finds its row without a lookup.
+ * A row keeps its calls as they come until it has more than the plot has
+ * columns, then folds them per column and merges the later ones as they
+ * come: the marks the sorted path's flame_panel draws. The rank's tree is
+ * built apart and merged once the walk finished, since a walk may refuse a
+ * rank part way (the sorted path then starts from nothing). */
+
+#define FW_NONE UINT64_MAX /* the tag of "no kept ancestor" */
+
+struct fslot {
+  uint32_t lane, vlane, depth; /* depth RP_MAX_DEPTH: deeper, not drawn */
+  uint32_t below;              /* the slot at depth + 1; UINT32_MAX: not made yet */
+  size_t row;                  /* SIZE_MAX: no row yet */
+};
+
+struct flane {
+  int64_t thread, task;
+  int64_t vend[RP_MAX_VLANES];
+  size_t nv;
+  uint32_t top[RP_MAX_VLANES]; /* depth-0 slot of each virtual lane */
+  int seen;
+};
+
+struct fwalk {
+  const unsigned char *keep; /* by file region */
+  struct tbuild t;           /* this rank's tree */
+  struct rp_fpanel *p;       /* NULL: the rank is not drawn */
+  size_t rcap, cols;
+  int64_t origin, span;
+  double bw;
+  struct flane *lanes;
+  size_t nlanes;
+  struct fslot *slots;
+  size_t nslots, scap;
+  size_t overlaps;
+  int oom;
+};
+
+static sp_status fw_oom(struct fwalk *w) {
+  w->oom = 1;
+  return SP_ERR_NO_MEMORY;
+}
+
+static uint32_t fw_slot(struct fwalk *w, uint32_t lane, uint32_t vlane, uint32_t depth) {
+  if (w->nslots == w->scap) {
+    size_t cap = w->scap ? w->scap * 2 : 64;
+    struct fslot *v = cap < UINT32_MAX ? realloc(w->slots, cap * sizeof *v) : NULL;
+    if (!v) return UINT32_MAX;
+    w->slots = v;
+    w->scap = cap;
+  }
+  uint32_t i = (uint32_t)w->nslots++;
+  w->slots[i] = (struct fslot){lane, vlane, depth, UINT32_MAX, SIZE_MAX};
+  if (depth == RP_MAX_DEPTH) w->slots[i].below = i; /* deeper still: not drawn either */
+  return i;
+}
+
+static struct flane *fw_lane(struct fwalk *w, const struct sp__walk_call *c) {
+  if (c->lane >= w->nlanes) {
+    size_t n = w->nlanes ? w->nlanes * 2 : 16;
+    while (n <= c->lane) n *= 2;
+    struct flane *v = realloc(w->lanes, n * sizeof *v);
+    if (!v) return NULL;
+    memset(v + w->nlanes, 0, (n - w->nlanes) * sizeof *v);
+    w->lanes = v;
+    w->nlanes = n;
+  }
+  struct flane *l = &w->lanes[c->lane];
+  if (!l->seen) {
+    l->seen = 1;
+    l->thread = c->thread;
+    l->task = c->task;
+    for (size_t v = 0; v < RP_MAX_VLANES; v++) l->top[v] = UINT32_MAX;
+  }
+  return l;
+}
+
+/* The call's slot: under its kept ancestor when that is on its lane, else
+ * a root, on the first virtual lane free at its start (flame_panel's rule). */
+static uint32_t fw_place(struct fwalk *w, const struct sp__walk_call *c, uint32_t up) {
+  if (up != UINT32_MAX && w->slots[up].lane == c->lane) {
+    uint32_t s = w->slots[up].below;
+    if (s == UINT32_MAX) {
+      s = fw_slot(w, c->lane, w->slots[up].vlane, w->slots[up].depth + 1);
+      if (s != UINT32_MAX) w->slots[up].below = s;
+    }
+    return s;
+  }
+  struct flane *l = fw_lane(w, c);
+  if (!l) return UINT32_MAX;
+  size_t v = 0;
+  while (v < l->nv && l->vend[v] > c->start) v++;
+  if (v == RP_MAX_VLANES) v = RP_MAX_VLANES - 1;
+  if (v == l->nv) l->nv++;
+  if (c->end > l->vend[v] || v + 1 == l->nv) l->vend[v] = c->end;
+  if (l->top[v] == UINT32_MAX) l->top[v] = fw_slot(w, c->lane, (uint32_t)v, 0);
+  return l->top[v];
+}
+
+static sp_status fw_draw(struct fwalk *w, const struct sp__walk_call *c, uint32_t s) {
+  struct fslot *x = &w->slots[s];
+  struct rp_fpanel *p = w->p;
+  if (x->depth >= RP_MAX_DEPTH) {
+    p->deep_calls++;
+    return SP_OK;
+  }
+  if (x->row == SIZE_MAX) {
+    if (p->nrows == w->rcap) {
+      size_t cap = w->rcap ? w->rcap * 2 : 16;
+      struct rp_frow *v = realloc(p->rows, cap * sizeof *v);
+      if (!v) return fw_oom(w);
+      p->rows = v;
+      w->rcap = cap;
+    }
+    x->row = p->nrows;
+    struct rp_frow *r = &p->rows[p->nrows++];
+    memset(r, 0, sizeof *r);
+    r->thread = c->thread;
+    r->task = c->task;
+    r->vlane = x->vlane;
+    r->depth = x->depth;
+  }
+  struct rp_frow *r = &p->rows[x->row];
+  int64_t d = c->end - c->start;
+  struct rp_mark mk = {c->start, c->end, d, d, d, 1, c->region, 0, 0};
+  r->calls++;
+  if (add_call(&r->m, &mk, r->calls > w->cols + 1, w->origin, w->bw)) return fw_oom(w);
+  if (r->calls == w->cols + 1) rp_marks_fold(&r->m, w->origin, w->span, w->cols);
+  return SP_OK;
+}
+
+static sp_status fw_visit(void *ctx, const struct sp__walk_call *c, const uint64_t *ptag,
+                          uint64_t *tag) {
+  struct fwalk *w = ctx;
+  if (c->parent_end != INT64_MIN && c->end > c->parent_end) w->overlaps++;
+  uint64_t up = ptag ? *ptag : FW_NONE;
+  if (!w->keep[c->region]) {
+    *tag = up; /* its callees hang under its kept ancestor */
+    return SP_OK;
+  }
+  uint32_t pnode = (uint32_t)up, pslot = (uint32_t)(up >> 32);
+  size_t node;
+  if (tnode(&w->t, pnode == UINT32_MAX ? -1 : (int64_t)pnode, c->region, &node)) return fw_oom(w);
+  if (node >= UINT32_MAX) return fw_oom(w); /* more tree nodes than a tag holds */
+  tcount(&w->t, node, c->end - c->start);
+  uint32_t slot = UINT32_MAX;
+  if (w->p) {
+    if ((slot = fw_place(w, c, pslot)) == UINT32_MAX) return fw_oom(w);
+    sp_status st = fw_draw(w, c, slot);
+    if (st != SP_OK) return st;
+  }
+  *tag = (uint64_t)slot << 32 | (uint32_t)node;
+  return SP_OK;
+}
+
+static int cmp_frow(const void *pa, const void *pb) {
+  const struct rp_frow *a = pa, *b = pb;
+  if (a->thread != b->thread) return a->thread < b->thread ? -1 : 1;
+  if (a->task != b->task) return a->task < b->task ? -1 : 1;
+  if (a->vlane != b->vlane) return a->vlane < b->vlane ? -1 : 1;
+  return (a->depth > b->depth) - (a->depth < b->depth);
+}
+
+static void panel_clear(struct rp_fpanel *p) {
+  for (size_t k = 0; k < p->nrows; k++) free(p->rows[k].m.v);
+  free(p->rows);
+  memset(p, 0, sizeof *p);
+}
+
+/* One rank's tree (merged into g) and, when drawn, its flame chart panel,
+ * from a walk. 1 done, 0 the walk refused the rank (nothing kept), -1 out
+ * of memory, -2 a read error (sp_last_error()). */
+static int walk_rank(struct rp_model *m, struct rp_file *f, int64_t rank, int drawn,
+                     const unsigned char *keep, struct tbuild *g) {
+  struct fwalk w;
+  memset(&w, 0, sizeof w);
+  w.keep = keep;
+  w.cols = (size_t)RP_PLOT_W(m);
+  w.origin = f->origin;
+  w.span = f->end - f->origin > 0 ? f->end - f->origin : 1;
+  w.bw = (double)w.span / (double)w.cols;
+  struct rp_fpanel *p = &f->fpanels[f->nfpanels];
+  if (drawn) {
+    memset(p, 0, sizeof *p);
+    p->rank = rank;
+    w.p = p;
+  }
+  sp_status err = SP_OK;
+  int rc = sp__walk_calls(f->r, rank, fw_visit, &w, &err);
+  if (rc < 0) rc = w.oom ? -1 : -2;
+  size_t *map = NULL;
+  if (rc == 1 && !(map = malloc((w.t.n ? w.t.n : 1) * sizeof *map))) rc = -1;
+  /* the rank's nodes into the merged tree, parents first as they were made */
+  for (size_t i = 0; rc == 1 && i < w.t.n; i++) {
+    const struct rp_tnode *x = &w.t.v[i];
+    if (tnode(g, x->parent < 0 ? -1 : (int64_t)map[x->parent], x->region, &map[i])) {
+      rc = -1;
+      break;
+    }
+    struct rp_tnode *y = &g->v[map[i]];
+    y->count += x->count;
+    if (__builtin_add_overflow(y->total_ns, x->total_ns, &y->total_ns))
+      y->total_ns = x->total_ns > 0 ? INT64_MAX : INT64_MIN;
+  }
+  if (rc == 1) {
+    f->overlaps += w.overlaps;
+    if (drawn) {
+      p->overlaps = w.overlaps;
+      qsort(p->rows, p->nrows, sizeof *p->rows, cmp_frow);
+      f->nfpanels++;
+    }
+  } else if (drawn) {
+    panel_clear(p);
+  }
+  free(map);
+  free(w.t.v);
+  free(w.t.slots);
+  free(w.lanes);
+  free(w.slots);
+  return rc;
+}
+
+/* The tree of calls sorted by the reader: each call under its lane parent,
+ * or its parent on another lane (which may come later in the array: its
+ * node is made first), as the walk and ids_tree hang it. */
+static int stack_tree(struct tbuild *t, const sp_call *c, size_t n) {
+  size_t *node_of = malloc((n ? n : 1) * sizeof *node_of), *stack = malloc((n ? n : 1) * sizeof *stack);
+  int rc = node_of && stack ? 0 : -1;
+  for (size_t k = 0; k < n && !rc; k++) node_of[k] = SIZE_MAX;
+  for (size_t k = 0; k < n && !rc; k++) {
+    size_t top = 0, i = k;
+    while (node_of[i] == SIZE_MAX) {
+      stack[top++] = i;
+      int64_t up = c[i].parent >= 0 ? c[i].parent : c[i].xparent;
+      if (up < 0) break;
+      i = (size_t)up;
+    }
+    while (top > 0 && !rc) {
+      i = stack[--top];
+      int64_t up = c[i].parent >= 0 ? c[i].parent : c[i].xparent;
+      if (tnode(t, up < 0 ? -1 : (int64_t)node_of[up], c[i].region, &node_of[i])) rc = -1;
+    }
+    if (!rc) tcount(t, node_of[k], c[k].end_ns - c[k].start_ns);
+  }
+  free(node_of);
+  free(stack);
+  return rc;
+}
+
+static int cmp_u64(const void *pa, const void *pb) {
+  uint64_t a = *(const uint64_t *)pa, b = *(const uint64_t *)pb;
+  return (a > b) - (a < b);
+}
+
+/* The tree's nodes in one order whichever path built them (the walk makes
+ * them in start order, the sorted path lane by lane): breadth first, the
+ * children of a node by region. The charts draw nodes in array order. */
+static int tree_canonical(struct tbuild *t) {
+  size_t n = t->n;
+  if (n < 2) return 0;
+  if (n >= UINT32_MAX) return -1;
+  /* by[p + 1 .. ]: the children of node p (slot 0: the roots), as region << 32 | node */
+  size_t *first = calloc(n + 2, sizeof *first), *newidx = malloc(n * sizeof *newidx);
+  uint64_t *by = malloc(n * sizeof *by), *order = malloc(n * sizeof *order);
+  struct rp_tnode *v = malloc(n * sizeof *v);
+  int rc = first && newidx && by && order && v ? 0 : -1;
+  if (!rc) {
+    for (size_t i = 0; i < n; i++) first[(size_t)(t->v[i].parent + 1) + 1]++;
+    for (size_t p = 1; p <= n + 1; p++) first[p] += first[p - 1];
+    for (size_t i = 0; i < n; i++)
+      by[first[(size_t)(t->v[i].parent + 1)]++] = (uint64_t)t->v[i].region << 32 | i;
+    for (size_t p = n + 1; p > 0; p--) first[p] = first[p - 1]; /* back to the starts */
+    first[0] = 0;
+    for (size_t p = 0; p <= n; p++) qsort(by + first[p], first[p + 1] - first[p], sizeof *by, cmp_u64);
+    /* breadth first: the roots, then each placed node's children */
+    size_t nord = 0;
+    for (size_t k = first[0]; k < first[1]; k++) order[nord++] = (uint32_t)by[k];
+    for (size_t q = 0; q < nord; q++) {
+      size_t i = (size_t)order[q];
+      for (size_t k = first[i + 1]; k < first[i + 2]; k++) order[nord++] = (uint32_t)by[k];
+    }
+    for (size_t q = 0; q < n; q++) newidx[order[q]] = q;
+    for (size_t q = 0; q < n; q++) {
+      v[q] = t->v[order[q]];
+      if (v[q].parent >= 0) v[q].parent = (int64_t)newidx[v[q].parent];
+    }
+    free(t->v);
+    t->v = v;
+    t->cap = n;
+    v = NULL;
+  }
+  free(first);
+  free(newidx);
+  free(by);
+  free(order);
+  free(v);
   return rc;
 }
 
@@ -622,13 +944,17 @@ int rp_load_flame(struct rp_model *m, struct rp_file *f, const char *cmd) {
   int all = m->o->flame_ranks && !strcmp(m->o->flame_ranks, "all");
   if (m->o->flame_ranks && !all && sp_parse_rank_spec(m->o->flame_ranks, &want, &nwant) != SP_OK)
     return sp_cli_usage_error(cmd, "--flame-ranks: %s", sp_last_error());
+  size_t nreg = sp_results_num_regions(f->r);
   f->fpanels = calloc(f->nranks, sizeof *f->fpanels);
-  if (!f->fpanels) {
+  unsigned char *keep = malloc(nreg ? nreg : 1);
+  if (!f->fpanels || !keep) {
     free(want);
+    free(keep);
     return oom(cmd);
   }
-  struct tmap t = {NULL, 0};
-  size_t tcap = 0;
+  for (size_t i = 0; i < nreg; i++)
+    keep[i] = (unsigned char)sp_filter_match_region(m->f, sp_results_region_name(f->r, i));
+  struct tbuild t = {NULL, 0, 0, NULL, 0};
   int rc = 0;
   m->prog->label = "building call trees";
   sp_results_set_progress(f->r, progress, m);
@@ -641,8 +967,17 @@ int rp_load_flame(struct rp_model *m, struct rp_file *f, const char *cmd) {
       if (sp_results_row_info(f->r, w, &info) == SP_OK && info.rank == rank)
         rank_events += info.count;
     }
+    int walked = walk_rank(m, f, rank, drawn, keep, &t);
+    if (walked == -1) rc = oom(cmd);
+    if (walked == -2) rc = sp_cli_error(cmd, "%s", sp_last_error());
+    if (walked) {
+      m->pdone += rank_events;
+      continue;
+    }
+    /* the walk refused the rank (rows out of order, odd ids): the reader's
+     * sorted path, which holds every call */
     if (!drawn) {
-      int fast = ids_tree(m, f, rank, &t, &tcap);
+      int fast = ids_tree(m, f, rank, &t);
       if (fast == -1) rc = oom(cmd);
       if (fast == -2) rc = sp_cli_error(cmd, "%s", sp_last_error());
       if (fast) {
@@ -657,25 +992,17 @@ int rp_load_flame(struct rp_model *m, struct rp_file *f, const char *cmd) {
       break;
     }
     f->overlaps += ov;
-    size_t *node_of = malloc((n ? n : 1) * sizeof *node_of);
-    if (!node_of) rc = oom(cmd);
-    for (size_t k = 0; k < n && !rc; k++) {
-      int64_t up = c[k].parent >= 0 ? c[k].parent : c[k].xparent < (int64_t)k ? c[k].xparent : -1;
-      int64_t pn = up < 0 ? -1 : (int64_t)node_of[up];
-      if (tnode(f, &t, &tcap, pn, c[k].region, &node_of[k])) {
-        rc = oom(cmd);
-        break;
-      }
-      f->tree[node_of[k]].count++;
-      f->tree[node_of[k]].total_ns += c[k].end_ns - c[k].start_ns;
-    }
-    free(node_of);
+    if (stack_tree(&t, c, n)) rc = oom(cmd);
     if (!rc && drawn && flame_panel(m, f, rank, c, n, ov)) rc = oom(cmd);
     free(c);
     m->pdone += rank_events;
   }
   sp_results_set_progress(f->r, NULL, NULL);
-  free(t.slots);
+  if (!rc && tree_canonical(&t)) rc = oom(cmd);
+  f->tree = t.v;
+  f->ntree = t.n;
+  free(t.slots); /* slots of the order before tree_canonical */
+  free(keep);
   free(want);
   return rc;
 }

@@ -58,6 +58,7 @@ struct rp_mark {
 struct rp_marks {
   struct rp_mark *v;
   size_t n, cap;
+  int64_t lastb; /* the last mark's pixel column + 1 while adding calls; 0: not known */
 };
 
 /* A Gantt lane: one region on one thread of one rank. */

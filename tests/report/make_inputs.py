@@ -6,6 +6,10 @@ ids, summary rows, exclusive totals).
     make_inputs.py [OUTDIR]            the small deterministic test inputs
     make_inputs.py --big N PATH        N events (about; 8 regions x 4 ranks,
                                        nested, one worker thread) for timing
+    make_inputs.py --walk OUTDIR       pairs X.h5 / X_rev.h5 of the same calls,
+                                       the second with each row's events in
+                                       reverse order (the reader's walk refuses
+                                       it and sorts: both must draw alike)
 
 Small inputs (all deterministic):
   mpi4.h5     4 ranks, like an MPI run: session > step > {solve > kernel, halo},
@@ -62,7 +66,7 @@ class Run:
         return len(self.start) - 1
 
 
-def write(path, names, run, meta, threads=True):
+def write(path, names, run, meta, threads=True, ids=True, reverse_rows=False):
     reg = np.asarray(run.region, np.int64)
     rank = np.asarray(run.rank, np.int64)
     st = np.asarray(run.start, np.int64)
@@ -95,6 +99,9 @@ def write(path, names, run, meta, threads=True):
         summ.append((int(d.sum()), int(d.min()), int(d.max()), int(d[0]), int(d[-1]),
                      int(st[o:o + c].min()), int(en[o:o + c].max()), 0, 0, mean,
                      float(((d - mean) ** 2).sum())))
+    if reverse_rows:  # the events of each row backwards (the summaries stay)
+        perm = np.concatenate([np.arange(o + c - 1, o - 1, -1) for (_, _, o, c) in rows])
+        st, en, cid, pid, th = (a[perm] for a in (st, en, cid, pid, th))
     with h5py.File(path, "w") as f:
         f.attrs["scope_profiler_schema"] = np.int64(2)
         f.attrs.create("storage_layout", "columnar", dtype=STR)
@@ -121,8 +128,9 @@ def write(path, names, run, meta, threads=True):
         chunks = (min(max(n, 1), 1 << 20),)
         e.create_dataset("start_times", data=st, chunks=chunks)
         e.create_dataset("end_times", data=en, chunks=chunks)
-        e.create_dataset("call_ids", data=cid, chunks=chunks)
-        e.create_dataset("parent_ids", data=pid, chunks=chunks)
+        if ids:
+            e.create_dataset("call_ids", data=cid, chunks=chunks)
+            e.create_dataset("parent_ids", data=pid, chunks=chunks)
         if threads:
             e.create_dataset("thread_ids", data=th.astype(np.uint32), chunks=chunks)
 
@@ -280,8 +288,51 @@ def big(n_events, path):
     return len(run.start)
 
 
+def walk_pairs(out):
+    """Inputs that take each rule of the report's flame chart and tree: a
+    worker thread under a call of another thread (whose id sorts later),
+    overlapping roots of an unrecorded thread (virtual lanes), nesting by
+    containment with a child that outlives its parent, calls deeper than the
+    chart draws and a row with more calls than pixel columns."""
+    def both(name, names, run, m, **kw):
+        write(os.path.join(out, name + ".h5"), names, run, m, **kw)
+        write(os.path.join(out, name + "_rev.h5"), names, run, m, reverse_rows=True, **kw)
+
+    run = program(2, steps=3)
+    for r in range(2):  # the main thread is 5: a worker's parent sorts after it
+        run.thread = [5 if t == 0 else t for t in run.thread]
+        t0 = BASE + 300 * US + r * 7 * US
+        step = next(i for i in range(len(run.start)) if run.rank[i] == r and run.region[i] == 1)
+        for w in (1, 2):
+            wk = run.call(6, r, t0 + w * 10 * US, t0 + 2 * MS, step, thread=w)
+            run.call(3, r, t0 + w * 10 * US + 5 * US, t0 + 1 * MS, wk, thread=w)
+    both("threads", NAMES, run, meta(2, "threads"))
+
+    run = Run()  # no thread ids: two threads' roots overlap in one lane
+    for k in range(6):
+        a = run.call(0, 0, BASE + k * 50 * US, BASE + k * 50 * US + 120 * US)
+        run.call(1, 0, BASE + k * 50 * US + 10 * US, BASE + k * 50 * US + 60 * US, a)
+    both("unrec", ["outer", "inner"], run, meta(1, "unrec"), threads=False)
+
+    run = Run()  # containment only (no ids)
+    top = run.call(0, 0, BASE, BASE + 900 * MS)
+    t = BASE + 1 * MS
+    for i in range(3000):  # more calls in one row than the plot has columns
+        run.call(1, 0, t, t + 20 * US + (i % 5) * US, top)
+        t += 100 * US
+    a = run.call(2, 0, t, t + 10 * MS, top)
+    run.call(3, 0, t + 1 * MS, t + 12 * MS, a)  # ends after its parent
+    t += 20 * MS
+    for d in range(70):  # recursion past the chart's depth
+        run.call(4, 0, t + d * US, t + 100 * MS - d * US, top)
+    both("noids", ["loop", "tick", "outer", "late", "deep"], run, meta(1, "noids"),
+         threads=False, ids=False)
+
+
 if __name__ == "__main__":
-    if len(sys.argv) >= 2 and sys.argv[1] == "--big":
+    if len(sys.argv) >= 3 and sys.argv[1] == "--walk":
+        walk_pairs(sys.argv[2])
+    elif len(sys.argv) >= 2 and sys.argv[1] == "--big":
         n = big(int(sys.argv[2]), sys.argv[3])
         print(json.dumps({"events": int(n), "path": sys.argv[3]}))
     else:
