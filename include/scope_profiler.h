@@ -278,6 +278,14 @@ SP_API sp_context sp_context_capture(sp_manager *m);
  * zeroed context to stop. A context of another manager is ignored. */
 SP_API void sp_context_adopt(sp_manager *m, sp_context c);
 
+/** The calling thread is about to exit: stamp its end and CPU time in the
+ * thread table of every manager it recorded on, now. Threads do this
+ * themselves when they exit (before pthread_join returns); call it last in
+ * a thread of a runtime whose join returns before the OS thread is gone
+ * (the Python package does, for threading.Thread). A region the thread
+ * begins afterwards registers it again as a new thread. */
+SP_API void sp_thread_end(void);
+
 /*====== User-level tasks (track_async) ======*/
 
 /** Announce that the calling thread now runs user-level task `task` (a

@@ -120,6 +120,8 @@ SP_API sp_status sp_results_threads(sp_results *r, int64_t rank, int64_t **ids, 
 /** 1 when the events carry task ids (track_async): a task on a thread is
  * its own lane. */
 SP_API int sp_results_has_tasks(const sp_results *r);
+/** 1 if the events carry each call's await time (events/await_ns, track_async). */
+SP_API int sp_results_has_await(const sp_results *r);
 /** 1 when the file stores device time per call (events/gpu_durations:
  * use_gpu_timing found a usable backend on some rank). */
 SP_API int sp_results_has_gpu(const sp_results *r);
@@ -188,6 +190,13 @@ SP_API sp_status sp_results_row_read(sp_results *r, size_t row, uint64_t first, 
  * for every call when the file has no GPU times. */
 SP_API sp_status sp_results_row_read_gpu(sp_results *r, size_t row, uint64_t first, size_t n,
                                          int64_t *gpu_ns);
+/** The task (events/task_ids, -1 outside any task) and the await time in ns
+ * (events/await_ns: how long the call's task was switched out while it was
+ * open) of a row's events [first, first+n), the calls of
+ * sp_results_row_read in the same order; either pointer may be NULL. A
+ * column the file lacks reads as -1. */
+SP_API sp_status sp_results_row_read_tasks(sp_results *r, size_t row, uint64_t first, size_t n,
+                                           int64_t *task_ids, int64_t *await_ns);
 typedef struct sp_events {
   size_t count;
   int64_t *start_ns, *end_ns;

@@ -76,9 +76,14 @@ static int64_t thread_cpu_ns(void) {
 }
 
 /* Thread exit: TLS is still readable in key destructors, so the dying thread
- * can stamp its own records with its end time and CPU time. */
-static void on_thread_exit(void *unused) {
-  (void)unused;
+ * can stamp its own records with its end time and CPU time; pthread_join
+ * returns only after they ran. A runtime whose join returns earlier
+ * (Python's threading, which wakes join() when the interpreter's thread
+ * state goes, before the OS thread exits) calls sp_thread_end() itself, so
+ * a table written right after the join shows the thread ended, as upstream
+ * reads the end on the dying thread. Stamped once: the key destructor then
+ * finds nothing left. */
+void sp_thread_end(void) {
   pthread_mutex_lock(&slot_lock);
   for (int s = 0; s < SP_I_MAX_MANAGERS; s++) {
     if (!slots[s].m || sp_i_tls.gen[s] != slots[s].gen || !sp_i_tls.t[s]) continue;
@@ -90,6 +95,11 @@ static void on_thread_exit(void *unused) {
     sp_i_tls.gen[s] = 0;
   }
   pthread_mutex_unlock(&slot_lock);
+}
+
+static void on_thread_exit(void *unused) {
+  (void)unused;
+  sp_thread_end();
 }
 
 static void make_exit_key(void) { pthread_key_create(&exit_key, on_thread_exit); }

@@ -46,6 +46,8 @@ static sp_status write_column(sp_results *r, size_t row, int which, struct sp__j
       st = sp__row_read_tasks(r, row, at, k, buf);
     else if (which == 6)
       st = sp__row_read_gpu(r, row, at, k, buf);
+    else if (which == 7)
+      st = sp__row_read_await(r, row, at, k, buf);
     else
       st = sp__row_read(r, row, at, k, which == 0 ? buf : NULL, which == 1 ? buf : NULL, which == 2 ? buf : NULL,
                         which == 3 ? buf : NULL, which == 4 ? buf : NULL);
@@ -149,7 +151,7 @@ sp_status sp_write_json_profile(sp_results *r, const sp_filter *f, FILE *out) {
   sp__json_begin_array(&j);
   sp_status st = SP_OK;
   int ids = sp_results_has_call_ids(r), threads = sp_results_has_threads(r), tasks = sp_results_has_tasks(r),
-      gpu = sp_results_has_gpu(r);
+      gpu = sp_results_has_gpu(r), awaits = sp_results_has_await(r);
   for (size_t reg = 0; reg < r->nregions && st == SP_OK; reg++) {
     if (!sp_filter_match_region(f, r->names[reg])) continue;
     for (size_t k = r->region_row_start[reg]; k < r->region_row_start[reg + 1] && st == SP_OK; k++) {
@@ -190,10 +192,10 @@ sp_status sp_write_json_profile(sp_results *r, const sp_filter *f, FILE *out) {
       } else {
         /* upstream's order: the device times right after the timeline */
         static const char *const keys[] = {"start_times_ns", "end_times_ns", "call_ids", "parent_ids", "thread_ids",
-                                           "task_ids",       "gpu_durations_ns"};
-        static const int order[] = {0, 1, 6, 2, 3, 4, 5};
-        int want[] = {1, 1, ids, ids, threads, tasks, gpu};
-        for (int o = 0; o < 7 && st == SP_OK; o++) {
+                                           "task_ids",       "gpu_durations_ns", "await_ns"};
+        static const int order[] = {0, 1, 6, 2, 3, 4, 5, 7};
+        int want[] = {1, 1, ids, ids, threads, tasks, gpu, awaits};
+        for (int o = 0; o < 8 && st == SP_OK; o++) {
           int c = order[o];
           if (!want[c]) continue;
           sp__json_key(&j, keys[c]);

@@ -217,6 +217,7 @@ static sp_status open_events(sp_results *r, hid_t root) {
                   : id == SP_DS_THREAD_IDS ? &r->ds_thread
                   : id == SP_DS_TASK_IDS   ? &r->ds_task
                   : id == SP_DS_GPU_DURATIONS ? &r->ds_gpu
+                  : id == SP_DS_AWAIT_NS   ? &r->ds_await
                                            : NULL;
     if (slot) *slot = ds;
     else H5Dclose(ds);

@@ -226,6 +226,33 @@ sp_status sp__row_read_tasks(sp_results *r, size_t row, uint64_t first, size_t n
   return n ? read_slice(r, r->ds_task, w->offset + first, n, task, sp__plan_path(SP_DS_TASK_IDS)) : SP_OK;
 }
 
+sp_status sp__row_read_await(sp_results *r, size_t row, uint64_t first, size_t n, int64_t *await_ns) {
+  const struct sp__rrow *w = &r->rows[row];
+  if (first > w->count || n > w->count - first)
+    return sp__set_error(SP_ERR_INVALID_ARGUMENT, "await times outside the row");
+  if (r->mem_start) {
+    mem_copy(r->mem_await, w->offset + first, n, await_ns);
+    return SP_OK;
+  }
+  if (r->ds_await < 0 || w->group) {
+    fill_minus_one(await_ns, n);
+    return SP_OK;
+  }
+  return n ? read_slice(r, r->ds_await, w->offset + first, n, await_ns, sp__plan_path(SP_DS_AWAIT_NS)) : SP_OK;
+}
+
+sp_status sp_results_row_read_tasks(sp_results *r, size_t row, uint64_t first, size_t n, int64_t *task_ids,
+                                    int64_t *await_ns) {
+  if (!r || row >= r->nrows)
+    return sp__set_error(SP_ERR_INVALID_ARGUMENT, "sp_results_row_read_tasks: no row %zu", row);
+  struct sp__h5quiet q;
+  sp__h5_quiet_begin(&q);
+  sp_status st = task_ids ? sp__row_read_tasks(r, row, first, n, task_ids) : SP_OK;
+  if (st == SP_OK && await_ns) st = sp__row_read_await(r, row, first, n, await_ns);
+  sp__h5_quiet_end(&q);
+  return st;
+}
+
 sp_status sp__row_read_gpu(sp_results *r, size_t row, uint64_t first, size_t n, int64_t *gpu) {
   const struct sp__rrow *w = &r->rows[row];
   if (first > w->count || n > w->count - first)

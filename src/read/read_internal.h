@@ -114,7 +114,7 @@ struct sp_results {
   size_t nranks;
 
   uint64_t nevents;
-  hid_t ds_start, ds_end, ds_call, ds_parent, ds_thread, ds_task, ds_gpu; /* H5I_INVALID_HID: absent */
+  hid_t ds_start, ds_end, ds_call, ds_parent, ds_thread, ds_task, ds_gpu, ds_await; /* H5I_INVALID_HID: absent */
   int hier_gpu; /* hierarchical: some region group has gpu_durations */
   int thread_u32;
   /* schema 3: ds_start and ds_end hold start_deltas and durations, decoded
@@ -123,6 +123,7 @@ struct sp_results {
   /* events held in memory (JSON profiles, native traces); NULL: from the file */
   int64_t *mem_start, *mem_end, *mem_call, *mem_parent, *mem_thread, *mem_task;
   int64_t *mem_gpu; /* device times in memory; NULL: none (-1 for every call) */
+  int64_t *mem_await; /* await times in memory; NULL: none (-1) */
   struct sp__lanes lanes;
 
   struct sp__lines *lines; /* line-profile records, loaded on first use (read_lines.c) */
@@ -187,6 +188,8 @@ sp_status sp__row_read(sp_results *r, size_t row, uint64_t first, size_t n, int6
                        int64_t *end, int64_t *call, int64_t *parent, int64_t *thread);
 /* Task ids of a row's events (-1 where none: no track_async, or outside a task). */
 sp_status sp__row_read_tasks(sp_results *r, size_t row, uint64_t first, size_t n, int64_t *task);
+/* Await times (events/await_ns) of a row's events; -1 where the file has none. */
+sp_status sp__row_read_await(sp_results *r, size_t row, uint64_t first, size_t n, int64_t *await_ns);
 /* Device times of a row's events (-1 where none: no GPU timing, or a call
  * without a measurement). */
 sp_status sp__row_read_gpu(sp_results *r, size_t row, uint64_t first, size_t n, int64_t *gpu);

@@ -107,7 +107,7 @@ static sp_status mem_grow(sp_results *r, size_t n, size_t *cap, int ncols) {
   size_t c = *cap ? *cap : 1024;
   while (c < n) c *= 2;
   int64_t **cols[] = {&r->mem_start,  &r->mem_end,  &r->mem_call, &r->mem_parent,
-                      &r->mem_thread, &r->mem_task, &r->mem_gpu};
+                      &r->mem_thread, &r->mem_task, &r->mem_gpu, &r->mem_await};
   for (int i = 0; i < ncols; i++) {
     int64_t *v = realloc(*cols[i], c * sizeof *v);
     if (!v) return sp__set_error(SP_ERR_NO_MEMORY, "out of memory for %zu events", n);
@@ -272,12 +272,12 @@ static sp_status json_aggregate(struct jctx *j, const struct sp_jval *a, struct 
 
 /* JSON columns of a timeline row, and where they go (mem_col's order). */
 static const char *const jcols[] = {"start_times_ns", "end_times_ns", "call_ids", "parent_ids", "thread_ids",
-                                    "task_ids",       "gpu_durations_ns"};
-enum { NJCOLS = 7 };
+                                    "task_ids",       "gpu_durations_ns", "await_ns"};
+enum { NJCOLS = 8 };
 
 static int64_t **mem_col(sp_results *r, int c) {
   int64_t **cols[] = {&r->mem_start,  &r->mem_end,  &r->mem_call, &r->mem_parent,
-                      &r->mem_thread, &r->mem_task, &r->mem_gpu};
+                      &r->mem_thread, &r->mem_task, &r->mem_gpu, &r->mem_await};
   return cols[c];
 }
 
@@ -399,7 +399,7 @@ static sp_status json_doc(sp_results *r, const struct sp_jval *doc) {
     st = jerr(&j, "regions", "an array", regions);
   size_t nreg = regions && regions->type == SP_J_ARRAY ? regions->len : 0;
   /* first pass: which optional columns exist, how many events */
-  int has[NJCOLS] = {1, 1, 0, 0, 0, 0, 0};
+  int has[NJCOLS] = {1, 1, 0, 0, 0, 0, 0, 0};
   size_t total = 0, timeline = 0;
   for (size_t i = 0; st == SP_OK && i < nreg; i++) {
     const struct sp_jval *o = &regions->items[i];

@@ -594,7 +594,7 @@ sp_results *sp__results_new(void) {
   sp_results *r = calloc(1, sizeof *r);
   if (!r) return NULL;
   r->file = r->ds_start = r->ds_end = r->ds_call = r->ds_parent = r->ds_thread = r->ds_task =
-      r->ds_gpu = H5I_INVALID_HID;
+      r->ds_gpu = r->ds_await = H5I_INVALID_HID;
   r->format = "hdf5";
   return r;
 }
@@ -793,7 +793,8 @@ void sp_results_free(sp_results *r) {
   if (!r) return;
   struct sp__h5quiet q;
   sp__h5_quiet_begin(&q);
-  hid_t *ds[] = {&r->ds_start, &r->ds_end, &r->ds_call, &r->ds_parent, &r->ds_thread, &r->ds_task, &r->ds_gpu};
+  hid_t *ds[] = {&r->ds_start, &r->ds_end, &r->ds_call, &r->ds_parent, &r->ds_thread, &r->ds_task, &r->ds_gpu,
+                 &r->ds_await};
   for (size_t i = 0; i < sizeof ds / sizeof ds[0]; i++)
     if (*ds[i] >= 0) H5Dclose(*ds[i]);
   if (r->file >= 0) H5Fclose(r->file);
@@ -805,6 +806,7 @@ void sp_results_free(sp_results *r) {
   free(r->mem_thread);
   free(r->mem_task);
   free(r->mem_gpu);
+  free(r->mem_await);
   free(r->lanes.threads);
   free(r->lanes.tasks);
   sp__free_strings(r->lanes.strings, r->lanes.nstrings);
@@ -893,6 +895,7 @@ size_t sp_results_region_num_ranks(const sp_results *r, size_t region) {
 }
 int sp_results_has_threads(const sp_results *r) { return r && (r->ds_thread >= 0 || r->mem_thread); }
 int sp_results_has_tasks(const sp_results *r) { return r && (r->ds_task >= 0 || r->mem_task); }
+int sp_results_has_await(const sp_results *r) { return r && (r->ds_await >= 0 || r->mem_await); }
 int sp_results_has_gpu(const sp_results *r) { return r && (r->ds_gpu >= 0 || r->hier_gpu || r->mem_gpu); }
 int sp_results_has_call_ids(const sp_results *r) { return r && (r->ds_call >= 0 || (r->mem_call && r->mem_parent)); }
 

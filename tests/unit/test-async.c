@@ -324,4 +324,71 @@ SP_TEST(lane_tables_list_the_threads_and_tasks_of_their_run) {
   sp_manager_destroy(m);
 }
 
+/* sp_thread_end() stamps the calling thread's end now: a thread that called
+ * it and is still running (blocked) shows as ended in a table written
+ * meanwhile, with its CPU time; a region it begins afterwards registers it
+ * again as a new thread. */
+static pthread_mutex_t hold_lock = PTHREAD_MUTEX_INITIALIZER;
+static pthread_cond_t hold_cond = PTHREAD_COND_INITIALIZER;
+static int hold_stage;
+
+static void *ending_thread(void *arg) {
+  sp_region r = sp_region_intern("before_end");
+  sp_region_begin(arg, r);
+  sp_region_end(arg, r);
+  sp_thread_end();
+  pthread_mutex_lock(&hold_lock);
+  hold_stage = 1;
+  pthread_cond_broadcast(&hold_cond);
+  while (hold_stage < 2) pthread_cond_wait(&hold_cond, &hold_lock);
+  pthread_mutex_unlock(&hold_lock);
+  sp_region r2 = sp_region_intern("after_end");
+  sp_region_begin(arg, r2);
+  sp_region_end(arg, r2);
+  return NULL;
+}
+
+SP_TEST(thread_end_stamps_a_thread_that_still_runs) {
+  m = sp_manager_create();
+  const char *ov[] = {"file_path=ended1.h5", "track_threads=1", NULL};
+  ASSERT_OK(sp_manager_setup(m, &(sp_setup_args){.overrides = ov}));
+  sp_region r = sp_region_intern("main_call");
+  sp_region_begin(m, r);
+  sp_region_end(m, r);
+  pthread_t th;
+  ASSERT_EQ(pthread_create(&th, NULL, ending_thread, m), 0);
+  pthread_mutex_lock(&hold_lock);
+  while (hold_stage < 1) pthread_cond_wait(&hold_cond, &hold_lock);
+  pthread_mutex_unlock(&hold_lock);
+  /* the thread is alive and blocked: its row must say it ended */
+  ASSERT_OK(sp_manager_finalize(m, NULL, NULL));
+  long long n;
+  int64_t *end = h5_i64("ended1.h5", "/thread_table/end_ns", &n);
+  int64_t *cpu = h5_i64("ended1.h5", "/thread_table/cpu_ns", &n);
+  int64_t *ident = h5_i64("ended1.h5", "/thread_table/ident", &n);
+  ASSERT(end && cpu && ident);
+  ASSERT_EQ(n, 2);
+  for (long long i = 0; i < n; i++) {
+    int mine = ident[i] == (int64_t)(uint64_t)pthread_self();
+    ASSERT_EQ(end[i] == -1, mine); /* the finalizing thread lives on */
+    if (!mine) ASSERT(cpu[i] >= 0);
+  }
+  free(end), free(cpu), free(ident);
+  const char *ov2[] = {"file_path=ended2.h5", "track_threads=1", NULL};
+  ASSERT_OK(sp_manager_setup(m, &(sp_setup_args){.overrides = ov2}));
+  pthread_mutex_lock(&hold_lock);
+  hold_stage = 2;
+  pthread_cond_broadcast(&hold_cond);
+  pthread_mutex_unlock(&hold_lock);
+  ASSERT_EQ(pthread_join(th, NULL), 0);
+  ASSERT_OK(sp_manager_finalize(m, NULL, NULL));
+  ASSERT_EQ(h5_region_events("ended2.h5", "after_end"), 1);
+  int64_t *index = h5_i64("ended2.h5", "/thread_table/index", &n);
+  ASSERT(index);
+  ASSERT_EQ(n, 2); /* this thread, and the ending thread's new record */
+  ASSERT(has(index, n, 2) && !has(index, n, 1)); /* the first record ended in the first run */
+  free(index);
+  sp_manager_destroy(m);
+}
+
 int main(int argc, char **argv) { return sp_test_main(argc, argv); }

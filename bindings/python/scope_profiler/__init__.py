@@ -60,7 +60,7 @@ from ._core import (ConfigurationError, FormatError, ScopeProfilerError, ScopePr
 from .profile_config import (GPUOptions, HDF5Options, MemrayOptions, ProfilingConfig, ProfilingOptions,
                              SetupOptions, load_profiling_config)
 from .profile_manager import SESSION_REGION, ProfileManager, Run
-from .results import MPIRegion, ProfilingResults, Region, load, read_h5
+from .results import MPIRegion, ProfilingResults, Region, load, merge_results, read_h5, read_json
 
 __version__ = _core.version()
 
@@ -84,6 +84,7 @@ register_opt_in_tag = ProfileManager.register_opt_in_tag
 __all__ = [
     "ProfileManager", "Run", "ProfilingOptions", "MemrayOptions", "GPUOptions", "HDF5Options", "ProfilingConfig",
     "SetupOptions", "load_profiling_config", "ProfilingResults", "MPIRegion", "Region", "load", "read_h5",
+    "read_json", "merge_results",
     "setup", "finalize", "session", "run", "region", "profile_region", "profile", "is_active", "is_configured",
     "registered_regions", "recorded_regions", "get_region", "get_config", "pause", "resume",
     "register_opt_in_tag", "ScopeProfilerError", "ConfigurationError", "UnknownSettingError", "FormatError",

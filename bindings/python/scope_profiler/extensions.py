@@ -100,7 +100,16 @@ class _ThreadNames:
     """track_threads: each thread started during the run gives its OS thread
     its ``threading`` name at its first Python call (a profile hook that
     removes itself, chaining threading's own profile hook), so the thread
-    table names it. The main thread keeps its name (the process's)."""
+    table names it. The main thread keeps its name (the process's).
+
+    Each such thread also stamps its end when its ``run()`` is over, on the
+    dying thread (``Thread._bootstrap_inner`` wrapped): join() returns when
+    the interpreter lets go of the thread, before the OS thread's exit would
+    stamp it, so a table written right after a join showed it alive.
+    Upstream reads the end on the dying thread too."""
+
+    _orig_bootstrap = None
+    _users = 0  # runs with track_threads now: the last one restores threading
 
     def start(self):
         import sys
@@ -108,6 +117,18 @@ class _ThreadNames:
 
         self._prev = threading.getprofile()
         prev = self._prev
+        _ThreadNames._users += 1
+        if _ThreadNames._orig_bootstrap is None:
+            orig = threading.Thread._bootstrap_inner
+            _ThreadNames._orig_bootstrap = orig
+
+            def _bootstrap_inner(thread):
+                try:
+                    orig(thread)
+                finally:
+                    _core.thread_end()
+
+            threading.Thread._bootstrap_inner = _bootstrap_inner
 
         def hook(frame, event, arg):
             sys.setprofile(prev)
@@ -128,6 +149,10 @@ class _ThreadNames:
         import threading
 
         threading.setprofile(self._prev)
+        _ThreadNames._users -= 1
+        if _ThreadNames._users == 0 and _ThreadNames._orig_bootstrap is not None:
+            threading.Thread._bootstrap_inner = _ThreadNames._orig_bootstrap
+            _ThreadNames._orig_bootstrap = None
 
 
 class _LineTimer:

@@ -117,6 +117,38 @@ class Region:
         t = self.thread_ids
         return tuple(int(x) for x in _numpy().unique(t[t >= 0]))
 
+    def _tasks(self):
+        if not hasattr(self, "_tasks_cache"):
+            self._tasks_cache = self._res._r.tasks(self._index, self.rank)
+        return self._tasks_cache
+
+    @property
+    def task_ids(self):
+        """The task (track_async) each call ran in, numpy int64 in the calls'
+        order; -1 outside any task and for files without tasks."""
+        t = self._tasks()
+        return _i64(t[0]) if t is not None else _numpy().full(self.num_events, -1, _numpy().int64)
+
+    @property
+    def await_times_ns(self):
+        """Per call, how long its task was switched out while the call was open
+        (ns, numpy int64, the calls' order; events/await_ns of track_async);
+        -1 where the file does not record it."""
+        t = self._tasks()
+        return _i64(t[1]) if t is not None else _numpy().full(self.num_events, -1, _numpy().int64)
+
+    @property
+    def await_times(self):
+        """await_times_ns in seconds, upstream's per-call field; 0.0 where the
+        file does not record it (upstream's value for a call outside a task)."""
+        ns = self.await_times_ns
+        return _numpy().where(ns >= 0, ns / 1e9, 0.0)
+
+    @property
+    def num_events(self) -> int:
+        """Calls stored with their times (0 in an aggregation-mode file)."""
+        return len(self.start_times_ns)
+
     def for_thread(self, i: int) -> dict:
         """This region's calls made on thread i: start_ns/end_ns arrays."""
         keep = self.thread_ids == i
@@ -245,6 +277,7 @@ class MPIRegion:
         self.tags = tuple(json.loads(info["tags"] or "[]"))
         self.regions = {rank: Region(results, index, rank) for rank in results.ranks}
         self._stats = None
+        self.color = None  # upstream's plotting code sets it
 
     @property
     def has_source(self) -> bool:
@@ -600,16 +633,149 @@ class ProfilingResults:
         columns = ["name", "rank", "call_index", "start", "end", "duration"]
         return _pandas().DataFrame(self.events(include, exclude, ranks, relative, origin), columns=columns)
 
-    def print_summary(self, file=None) -> None:
+    _SUMMARY_COLUMNS = {
+        "num_calls": ("calls", "{:>10}", 10), "num_ranks": ("ranks", "{:>6}", 6),
+        "total_duration": ("total [s]", "{:>12.6f}", 12), "average_duration": ("avg [s]", "{:>12.9f}", 12),
+        "min_duration": ("min [s]", "{:>12.9f}", 12), "max_duration": ("max [s]", "{:>12.9f}", 12),
+        "std_duration": ("std [s]", "{:>12.9f}", 12), "total_exclusive_duration": ("own [s]", "{:>12.6f}", 12),
+    }
+
+    def print_summary(self, columns=None, file=None, include=None, exclude=None) -> None:
+        """Print one line per region (sorted by first start). ``columns``: the
+        summary_rows() fields to show, in order (default num_calls,
+        total_duration, average_duration); unknown names raise ValueError
+        listing the known ones."""
         import sys
 
+        cols = list(columns) if columns is not None else ["num_calls", "total_duration", "average_duration"]
+        if isinstance(columns, str):
+            cols = [columns]
+        bad = [c for c in cols if c not in self._SUMMARY_COLUMNS]
+        if bad:
+            raise ValueError(f"print_summary: unknown column(s) {', '.join(map(repr, bad))}; "
+                             f"known: {', '.join(self._SUMMARY_COLUMNS)}")
         out = file or sys.stdout
-        out.write(f"{'region':<32} {'calls':>10} {'total [s]':>12} {'avg [s]':>12}\n")
-        for r in self.get_regions():
-            out.write(f"{r.name:<32} {r.num_calls:>10} {r.total_duration:>12.6f} {r.average_duration:>12.9f}\n")
+        rows = self.summary_rows(include, exclude)
+        width = max([32] + [len(r["name"]) for r in rows])
+        out.write(f"{'region':<{width}}" + "".join(
+            " " + f"{self._SUMMARY_COLUMNS[c][0]:>{self._SUMMARY_COLUMNS[c][2]}}" for c in cols) + "\n")
+        for r in rows:
+            out.write(f"{r['name']:<{width}}" + "".join(
+                " " + self._SUMMARY_COLUMNS[c][1].format(r[c]) for c in cols) + "\n")
+
+    # ---- the call stack as a tree ------------------------------------------------------
+
+    def call_stack_roots(self, rank: int | None = None) -> list:
+        """Indices (into call_stack(rank)) of the calls that have no parent."""
+        cs = self.call_stack(rank)
+        return _numpy().flatnonzero(cs["parent"] < 0).tolist()
+
+    def call_stack_children(self, index: int, rank: int | None = None) -> list:
+        """Indices (into call_stack(rank)) of the direct children of call `index`."""
+        cs = self.call_stack(rank)
+        if not 0 <= index < len(cs["parent"]):
+            raise IndexError(f"call_stack_children: no call {index} on this rank ({len(cs['parent'])} calls)")
+        return _numpy().flatnonzero(cs["parent"] == index).tolist()
 
     def __repr__(self):
         return f"<ProfilingResults {self.display_label!r}: {len(self._names)} regions, {self.num_ranks} rank(s)>"
+
+
+def read_json(path: str | os.PathLike) -> ProfilingResults:
+    """Open a JSON profile (upstream's JSON v1, plain or .gz; what
+    ``scope-profiler export json`` writes) through the C reader; a file that
+    is not one raises FormatError."""
+    res = load(path)
+    if res._info.get("format") != "json":
+        res.close()
+        raise _core.FormatError(f"{os.fspath(path)}: not a JSON profile (it is {res._info.get('format')}); "
+                                "open it with scope_profiler.load()")
+    return res
+
+
+_TIMELINE = ("start_times_ns", "end_times_ns", "gpu_durations_ns", "call_ids", "parent_ids", "thread_ids",
+             "task_ids", "await_ns")
+
+
+def merge_results(*results, label: str | None = None) -> ProfilingResults:
+    """Combine runs into one ProfilingResults, regions merged by name (e.g.
+    the per-rank files of launcher-started ranks, or repeated runs). Each
+    input goes through the C reader's JSON profile; the merged document is
+    read back by the C reader, so every statistic, tree and export works on
+    it. A region's calls on a rank that several inputs share are
+    concatenated in the inputs' order; columns one of them lacks read as -1
+    there, and their call ids are dropped (ids of different runs collide).
+    Thread and task tables are kept for ranks only one input has. Inputs may
+    be ProfilingResults or paths; a list works too. Aggregation-mode inputs
+    that share a (region, rank) cannot be merged exactly: ValueError."""
+    import gzip
+    import tempfile
+    import warnings
+
+    if len(results) == 1 and isinstance(results[0], (list, tuple)):
+        results = tuple(results[0])
+    if not results:
+        raise ValueError("merge_results: give at least one ProfilingResults or path")
+    docs, opened = [], []
+    try:
+        for r in results:
+            if not isinstance(r, ProfilingResults):
+                r = load(r)
+                opened.append(r)
+            docs.append(json.loads(r._r.json_profile()))
+    finally:
+        for r in opened:
+            r.close()
+    merged = dict(docs[0])
+    merged["metadata"] = dict(docs[0].get("metadata", {}))
+    if label is not None:
+        merged["metadata"]["label"] = label
+    rows, where = [], {}
+    rank_owner = {}
+    for k, d in enumerate(docs):
+        for row in d.get("regions", []):
+            rank_owner.setdefault(str(row["rank"]), set()).add(k)
+    for k, d in enumerate(docs):
+        for row in d.get("regions", []):
+            key = (row["name"], row["rank"])
+            if key not in where:
+                where[key] = len(rows)
+                rows.append(dict(row))
+                continue
+            into = rows[where[key]]
+            if "aggregate" in into or "aggregate" in row:
+                raise ValueError(f"merge_results: region {row['name']!r} on rank {row['rank']} is in "
+                                 "several aggregation-mode inputs; their summaries cannot be merged exactly")
+            n0, n1 = len(into.get("start_times_ns", [])), len(row.get("start_times_ns", []))
+            for c in _TIMELINE:
+                if c in into or c in row:
+                    into[c] = list(into.get(c, [-1] * n0)) + list(row.get(c, [-1] * n1))
+            into.pop("call_ids", None), into.pop("parent_ids", None)
+            into.pop("exclusive_total_ns", None)
+    shared = {rank for rank, owners in rank_owner.items() if len(owners) > 1}
+    for key in ("threads", "tasks"):
+        lanes = {}
+        for d in docs:
+            for rank, table in (d.get(key) or {}).items():
+                if rank not in shared:
+                    lanes[rank] = table
+        if lanes:
+            merged[key] = lanes
+        else:
+            merged.pop(key, None)
+    if shared and any(d.get("threads") or d.get("tasks") for d in docs):
+        warnings.warn(f"merge_results: rank(s) {', '.join(sorted(shared, key=int))} come from several inputs; "
+                      "their thread and task tables are left out", stacklevel=2)
+    merged["regions"] = rows
+    merged["num_ranks"] = len(rank_owner)
+    with tempfile.NamedTemporaryFile(suffix=".json.gz", delete=False) as tmp:
+        path = tmp.name
+    try:
+        with gzip.open(path, "wt", encoding="utf-8") as f:
+            json.dump(merged, f)
+        return load(path)  # a JSON profile is read whole: the file can go
+    finally:
+        os.unlink(path)
 
 
 def load(path: str | os.PathLike) -> ProfilingResults:

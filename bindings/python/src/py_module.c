@@ -159,6 +159,14 @@ static PyObject *py_region_name(PyObject *self, PyObject *arg) {
   return PyUnicode_FromString(name);
 }
 
+/* thread_end(): the calling thread is done (sp_thread_end): its end and CPU
+ * time are stamped now, before threading's join() can return. */
+static PyObject *py_thread_end(PyObject *self, PyObject *noargs) {
+  (void)self, (void)noargs;
+  sp_thread_end();
+  Py_RETURN_NONE;
+}
+
 /* set_thread_name(name): the calling thread's OS name (15 bytes at most,
  * cut at a UTF-8 character boundary), which the library records in the
  * thread table when the thread records its first call. */
@@ -182,6 +190,7 @@ static PyObject *py_set_thread_name(PyObject *self, PyObject *arg) {
 
 static PyMethodDef module_methods[] = {
     {"set_thread_name", py_set_thread_name, METH_O, "Name the calling OS thread (at most 15 bytes)."},
+    {"thread_end", py_thread_end, METH_NOARGS, "The calling thread is done: stamp its end now."},
     {"version", py_version, METH_NOARGS, "The C library's version string."},
     {"register_opt_in_tag", py_register_opt_in_tag, METH_O,
      "Mark a tag as opt-in: regions carrying it stay disabled unless it is enabled."},

@@ -59,8 +59,8 @@ static PyObject *i64_bytes(const int64_t *v, size_t n) {
 static PyObject *results_info(PyObject *self, PyObject *noargs) {
   (void)noargs;
   sp_results *r = SELF_R(self);
-  return Py_BuildValue("{s:i,s:s,s:O,s:N,s:N,s:N,s:K,s:O,s:O,s:O}", "schema", sp_results_schema(r), "layout",
-                       sp_results_layout(r), "has_events", sp_results_has_events(r) ? Py_True : Py_False,
+  return Py_BuildValue("{s:i,s:s,s:s,s:O,s:N,s:N,s:N,s:K,s:O,s:O,s:O}", "schema", sp_results_schema(r),
+                       "format", sp_results_source_format(r), "layout", sp_results_layout(r), "has_events", sp_results_has_events(r) ? Py_True : Py_False,
                        "path", opt_str(sp_results_path(r)), "label", opt_str(sp_results_label(r)),
                        "display_label", opt_str(sp_results_display_label(r)), "num_events",
                        (unsigned long long)sp_results_num_events(r), "has_threads",
@@ -266,6 +266,20 @@ static PyObject *results_events(PyObject *self, PyObject *args) {
   return d;
 }
 
+/* The row of region i on rank and its stored calls (n = 0 when the rank
+ * lacks the region). */
+static size_t find_row(const sp_results *r, size_t i, long long rank, size_t *n) {
+  size_t nrows = sp_results_num_rows(r);
+  sp_row_info info = {0};
+  for (size_t k = 0; k < nrows; k++)
+    if (sp_results_row_info(r, k, &info) == SP_OK && info.region == i && info.rank == rank) {
+      *n = (size_t)info.count;
+      return k;
+    }
+  *n = 0;
+  return nrows;
+}
+
 /* gpu(i, rank) -> (per-call device ns as int64 bytes in the events' order,
  * -1 where a call has none; calls with one; their total ns), or None when
  * the file records no device time. rank -1: the per-call column is None and
@@ -284,21 +298,55 @@ static PyObject *results_gpu(PyObject *self, PyObject *args) {
                           : sp_results_region_rank_gpu(r, i, rank, &count, &total);
   if (st != SP_OK) return sp_py_raise(st, "cannot read the device times");
   if (rank < 0) return Py_BuildValue("(OKL)", Py_None, (unsigned long long)count, (long long)total);
-  size_t nrows = sp_results_num_rows(r), row = nrows;
-  sp_row_info info = {0};
-  for (size_t k = 0; k < nrows; k++) {
-    if (sp_results_row_info(r, k, &info) == SP_OK && info.region == i && info.rank == rank) {
-      row = k;
-      break;
-    }
-  }
-  size_t n = row < nrows ? (size_t)info.count : 0;
+  size_t n = 0, row = find_row(r, i, rank, &n);
   int64_t *ns = malloc((n ? n : 1) * sizeof *ns);
   if (!ns) return PyErr_NoMemory();
   st = n ? sp_results_row_read_gpu(r, row, 0, n, ns) : SP_OK;
   PyObject *out = st == SP_OK ? Py_BuildValue("(NKL)", i64_bytes(ns, n), (unsigned long long)count, (long long)total)
                               : sp_py_raise(st, "cannot read the device times");
   free(ns);
+  return out;
+}
+
+/* tasks(i, rank) -> (task ids, await ns) of the region's calls on rank, as
+ * int64 bytes in the events' order (-1 where the file has no such column),
+ * or None when the file records neither (no track_async). */
+static PyObject *results_tasks(PyObject *self, PyObject *args) {
+  PyObject *region;
+  long long rank;
+  if (!PyArg_ParseTuple(args, "OL:tasks", &region, &rank)) return NULL;
+  sp_results *r = SELF_R(self);
+  size_t i;
+  if (region_arg(r, region, &i) < 0) return NULL;
+  if (!sp_results_has_tasks(r) && !sp_results_has_await(r)) Py_RETURN_NONE;
+  size_t n = 0, row = find_row(r, i, rank, &n);
+  int64_t *task = malloc((n ? n : 1) * sizeof *task), *await = malloc((n ? n : 1) * sizeof *await);
+  PyObject *out = NULL;
+  if (!task || !await) {
+    out = PyErr_NoMemory();
+  } else {
+    sp_status st = n ? sp_results_row_read_tasks(r, row, 0, n, task, await) : SP_OK;
+    out = st == SP_OK ? Py_BuildValue("(NN)", i64_bytes(task, n), i64_bytes(await, n))
+                      : sp_py_raise(st, "cannot read the task ids and await times");
+  }
+  free(task);
+  free(await);
+  return out;
+}
+
+/* json_profile() -> bytes: the profile as upstream's JSON v1 document
+ * (sp_write_json_profile, what `scope-profiler export json` writes). */
+static PyObject *results_json_profile(PyObject *self, PyObject *noargs) {
+  (void)noargs;
+  char *buf = NULL;
+  size_t len = 0;
+  FILE *f = open_memstream(&buf, &len);
+  if (!f) return PyErr_NoMemory();
+  sp_status st = sp_write_json_profile(SELF_R(self), NULL, f);
+  fclose(f);
+  PyObject *out = st == SP_OK ? PyBytes_FromStringAndSize(buf ? buf : "", (Py_ssize_t)len)
+                              : sp_py_raise(st, "cannot write the JSON profile");
+  free(buf);
   return out;
 }
 
@@ -458,6 +506,8 @@ static PyMethodDef results_methods[] = {
      "region_stats(i, rank=None, ranks=None, percentiles=False, own=False) -> dict (ns)"},
     {"events", results_events, METH_VARARGS, "events(i, rank) -> dict of int64 bytes columns"},
     {"gpu", results_gpu, METH_VARARGS, "gpu(i, rank) -> (per-call ns bytes or None, count, total_ns) or None"},
+    {"tasks", results_tasks, METH_VARARGS, "tasks(i, rank) -> (task id bytes, await ns bytes) or None"},
+    {"json_profile", results_json_profile, METH_NOARGS, "The profile as a JSON v1 document (bytes)."},
     {"call_stack", (PyCFunction)(void (*)(void))results_call_stack, METH_VARARGS | METH_KEYWORDS,
      "call_stack(rank, include=None, exclude=None) -> dict of columns"},
     {"call_tree", (PyCFunction)(void (*)(void))results_call_tree, METH_VARARGS | METH_KEYWORDS,

@@ -178,3 +178,106 @@ def test_bad_files(tmp_path):
         f.create_group("something_else")
     with pytest.raises(sp.FormatError):
         sp.load(tmp_path / "empty.h5")
+
+
+def test_await_times_per_call(h5):
+    # track_async: each call's await time is the time its task was switched
+    # out while it was open; the reader gives it per call (upstream's
+    # Region.await_times), equal to events/await_ns read with h5py.
+    import asyncio
+
+    pm = sp.ProfileManager()
+    pm.setup(file_path=h5, track_async=True)
+
+    async def job():
+        with pm.profile_region("waits"):
+            await asyncio.sleep(0.02)
+        with pm.profile_region("runs"):
+            sum(range(100))
+
+    async def main():
+        await asyncio.gather(job(), job())
+
+    try:
+        asyncio.run(main())
+    finally:
+        pm.finalize(verbose=False)
+        pm.setup(file_path=h5 + ".unused", deactivate_file_output=True, replace=True)  # removes the run's hooks
+    with h5py.File(h5, "r") as f:
+        stored = sorted(f["events/await_ns"][()].tolist())
+    res = sp.load(h5)
+    waits, runs = res["waits"][0], res["runs"][0]
+    assert waits.await_times_ns.dtype == np.int64 and len(waits.await_times_ns) == 2
+    assert (waits.await_times_ns >= 15_000_000).all()  # slept 20 ms switched out
+    assert (waits.await_times_ns <= waits.durations_ns).all()
+    assert (runs.await_times_ns == 0).all()  # never switched out while open
+    assert waits.await_times == pytest.approx(waits.await_times_ns / 1e9)
+    assert (waits.task_ids >= 0).all() and len(set(waits.task_ids.tolist())) == 2
+    got = sorted(x for name in res.region_names for x in res[name][0].await_times_ns.tolist())
+    assert got == stored
+    # the JSON profile carries await_ns (upstream's column) and reads back the same
+    js = h5 + ".json"
+    with open(js, "wb") as f:
+        f.write(res._r.json_profile())
+    back = sp.read_json(js)
+    assert back["waits"][0].await_times_ns.tolist() == waits.await_times_ns.tolist()
+    res.close()
+    # a file without track_async has none: -1 exact, 0.0 s upstream-style
+    pm.finalize(verbose=False)
+    pm.setup(file_path=h5, replace=True)
+    with pm.profile_region("plain"):
+        pass
+    pm.finalize(verbose=False)
+    plain = sp.load(h5)["plain"][0]
+    assert plain.await_times_ns.tolist() == [-1] and plain.await_times.tolist() == [0.0]
+    assert plain.task_ids.tolist() == [-1]
+
+
+def test_read_json_and_merge_results(tmp_path):
+    paths = []
+    for rank, calls in ((0, 3), (1, 5)):
+        path = str(tmp_path / f"run{rank}.h5")
+        pm = sp.ProfileManager()
+        pm.setup(file_path=path, label=f"part{rank}")
+        for _ in range(calls):
+            with pm.profile_region("solve"):
+                pass
+        with pm.profile_region(f"only{rank}"):
+            pass
+        pm.finalize(verbose=False)
+        paths.append(path)
+    with pytest.raises(sp.FormatError, match="not a JSON profile"):
+        sp.read_json(paths[0])
+    a, b = sp.load(paths[0]), sp.load(paths[1])
+    merged = sp.merge_results(a, b, label="both")
+    # both runs wrote rank 0: their calls are concatenated, in the inputs' order
+    assert merged.label == "both"
+    assert merged["solve"].num_calls == 8
+    solve = merged["solve"][0].durations_ns.tolist()
+    assert solve == a["solve"][0].durations_ns.tolist() + b["solve"][0].durations_ns.tolist()
+    assert merged["only0"].num_calls == 1 and merged["only1"].num_calls == 1
+    assert merged["solve"].total_duration == pytest.approx(a["solve"].total_duration + b["solve"].total_duration)
+    # from paths and from a list, the same
+    again = sp.merge_results([paths[0], paths[1]])
+    assert again["solve"].num_calls == 8
+    with pytest.raises(ValueError):
+        sp.merge_results()
+
+
+def test_print_summary_columns_and_call_stack_walk(recorded, capsys):
+    res = sp.load(recorded)
+    res.print_summary(columns=["num_calls", "std_duration"])
+    out = capsys.readouterr().out.splitlines()
+    assert out[0].split() == ["region", "calls", "std", "[s]"]
+    assert {line.split()[0] for line in out[1:]} == {"step", "kernel"}
+    with pytest.raises(ValueError, match="unknown column"):
+        res.print_summary(columns=["nope"])
+    cs = res.call_stack()
+    roots = res.call_stack_roots()
+    assert [cs["names"][i] for i in roots] == ["step"] * 10
+    kids = [k for r in roots for k in res.call_stack_children(r)]
+    assert sorted(kids) == sorted(i for i, p in enumerate(cs["parent"].tolist()) if p >= 0)
+    assert all(cs["names"][k] == "kernel" for k in kids)
+    with pytest.raises(IndexError):
+        res.call_stack_children(len(cs["parent"]))
+    assert res["step"].color is None
