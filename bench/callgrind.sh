@@ -19,7 +19,7 @@ count() {
 }
 printf '%-12s %14s\n' mode "instr/pair"
 # the core's modes, then the front ends' loops (a mode this build lacks is left out)
-for mode in ${SP_MODES:-empty deactivated tag tag_site timeline aggregation name c_macro c_fn cxx_macro cxx_scope cxx_name \
+for mode in ${SP_MODES:-empty deactivated tag tag_site timeline aggregation name name_buf c_macro c_fn cxx_macro cxx_scope cxx_name \
   fortran_handle fortran_name}; do
   a=$(count "$mode" $n1); b=$(count "$mode" $n2)
   [ -n "$a" ] && [ -n "$b" ] || continue

@@ -4,7 +4,8 @@
  *
  *   pair_count MODE N     MODE: empty, timeline, aggregation, deactivated, tag,
  *                         c_macro (SP_REGION_M), tag_site (a disabled opt-in
- *                         region at a call site), name (interned per call),
+ *                         region at a call site), name (a literal interned per
+ *                         call), name_buf (a name in a buffer interned per call),
  *                         c_fn (sp_region_begin_fn/
  *                         sp_region_end_fn, out of line), and where built the front
  *                         ends' loops of bench/overhead: cxx_macro, cxx_scope,
@@ -46,6 +47,18 @@ static int front_end(const char *mode, sp_manager *m, long n) {
   if (!strcmp(mode, "name")) { /* a name interned on every call */
     for (long i = 0; i < n; i++) {
       sp_region r = sp_region_intern("pair.by_name");
+      sp_region_begin(m, r);
+      __asm__ volatile("" ::: "memory");
+      sp_region_end(m, r);
+    }
+    return 1;
+  }
+  if (!strcmp(mode, "name_buf")) { /* a name in a buffer, not a literal: measured on every call */
+    char buf[32];
+    strcpy(buf, "pair.by_name");
+    __asm__ volatile("" : : "r"(buf) : "memory"); /* the compiler may not know its contents */
+    for (long i = 0; i < n; i++) {
+      sp_region r = sp_region_intern(buf);
       sp_region_begin(m, r);
       __asm__ volatile("" ::: "memory");
       sp_region_end(m, r);

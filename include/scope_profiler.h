@@ -162,6 +162,18 @@ SP_API sp_region sp_region_intern_n(const char *name, size_t len);
  * a name wins). */
 SP_API sp_region sp_region_intern_ex(const char *name, const char *file, int line,
                                      const char *func, const char *tags);
+#if defined(__GNUC__) && !defined(SP_NO_INLINE_INTERN)
+/* A string literal's length is known at compile time: such a call goes to
+ * sp_region_intern_n() and skips measuring the name (a loop that interns a
+ * literal on every call pays a compare of its bytes, not strnlen as well).
+ * Any other argument calls the exported sp_region_intern(). */
+SP_I_INLINE sp_region sp_i_intern_c(const char *name) {
+  if (__builtin_constant_p(__builtin_strlen(name)) && __builtin_strlen(name) <= 1024)
+    return sp_region_intern_n(name, __builtin_strlen(name));
+  return sp_region_intern(name);
+}
+#  define sp_region_intern(name) sp_i_intern_c(name)
+#endif
 /** Register a site (called once per site by sp_site_region). */
 SP_API sp_region sp_i_site_register(sp_site *site);
 

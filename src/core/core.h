@@ -96,6 +96,9 @@ struct sp_region_info {
   char **tags; /* NULL-terminated, or NULL */
   size_t ntags;
   int opt_in;  /* carries a registered opt-in tag (atomic: read without the lock) */
+  /* The handle callers get: the id, with SP_I_REGION_SLOW_BIT while opt_in
+   * (atomic; 0 until the registry has published it). */
+  uint32_t handle;
 };
 
 /* Info of a handle (without SP_I_REGION_SLOW_BIT), or NULL. Lock-free. */

@@ -141,13 +141,18 @@ static inline const struct sp_region_info *info_of(uint32_t id) {
   return &atomic_load_explicit(&chunks[id >> CHUNK_BITS], memory_order_acquire)[id & (CHUNK_SIZE - 1)];
 }
 
-/* Two names of len bytes: the short ones (most) as overlapping words, like
- * the hash reads them, without a call. */
+/* Two names of len bytes, as words like the hash reads them (the last one
+ * overlapping), without a call: the interning hit paths stay leaves. */
 static inline int same_bytes(const char *a, const char *b, size_t len) {
-  if (len >= 8 && len <= 16)
-    return ((load64(a) ^ load64(b)) | (load64(a + len - 8) ^ load64(b + len - 8))) == 0;
-  if (len >= 4 && len < 8) return ((load32(a) ^ load32(b)) | (load32(a + len - 4) ^ load32(b + len - 4))) == 0;
-  return memcmp(a, b, len) == 0;
+  if (len >= 8) {
+    if ((load64(a) ^ load64(b)) | (load64(a + len - 8) ^ load64(b + len - 8))) return 0;
+    for (size_t i = 8; i + 8 < len; i += 8)
+      if (load64(a + i) != load64(b + i)) return 0;
+    return 1;
+  }
+  if (len >= 4) return ((load32(a) ^ load32(b)) | (load32(a + len - 4) ^ load32(b + len - 4))) == 0;
+  /* 1 to 3 bytes: the first, middle and last are all of them */
+  return len == 0 || (a[0] == b[0] && a[len / 2] == b[len / 2] && a[len - 1] == b[len - 1]);
 }
 
 static inline uint32_t lookup(const char *name, size_t len, uint64_t h) {
@@ -242,7 +247,10 @@ static uint32_t with_slow_bit_locked(uint32_t id) {
   struct sp_region_info *ri = (struct sp_region_info *)sp__region_info(id);
   int yes = 0;
   for (size_t i = 0; ri && i < ri->ntags && !yes; i++) yes = is_opt_in_tag_locked(ri->tags[i]);
-  if (ri) __atomic_store_n(&ri->opt_in, yes, __ATOMIC_RELEASE);
+  if (ri) {
+    __atomic_store_n(&ri->opt_in, yes, __ATOMIC_RELEASE);
+    __atomic_store_n(&ri->handle, yes ? id | SP_I_REGION_SLOW_BIT : id, __ATOMIC_RELEASE);
+  }
   return yes ? id | SP_I_REGION_SLOW_BIT : id;
 }
 
@@ -324,42 +332,49 @@ static inline uint32_t known(const char *name, size_t len) {
  * a compare of its bytes with that region's name instead of the hash and the
  * probe. An entry is only a hint, shared by all threads and written without
  * a lock: its region's name is compared with the caller's bytes (`len` is
- * measured already, so nothing past the name is read) before its id is
+ * measured already, so nothing past the name is read) before its handle is
  * used, so a buffer reused for another name, or an entry torn by two
  * writers, costs a lookup and never a wrong handle. Not thread-local: the
- * library's TLS block has no room left under the 256 bytes dlopen allows. */
+ * library's TLS block has no room left under the 256 bytes dlopen allows.
+ * An entry holds the region's info, not its id, so that a hit is a leaf
+ * with no table walk: the info's address never changes (chunks only grow). */
 #define NAME_HINTS 64
+/* What an unused entry points to: a length no name has, so a NULL name
+ * (which matches an unused entry's address) never needs a test of its own. */
+static const struct sp_region_info no_hint = {.len = SIZE_MAX};
+#define HINT1 {NULL, &no_hint}
+#define HINT8 HINT1, HINT1, HINT1, HINT1, HINT1, HINT1, HINT1, HINT1
 static struct {
   const char *_Atomic name;
-  _Atomic uint32_t id;
-} name_hints[NAME_HINTS];
+  const struct sp_region_info *_Atomic ri;
+} name_hints[NAME_HINTS] = {HINT8, HINT8, HINT8, HINT8, HINT8, HINT8, HINT8, HINT8};
 
 static inline size_t name_hint(const char *name) {
   uintptr_t p = (uintptr_t)name;
   return (size_t)((p >> 3) ^ (p >> 9)) & (NAME_HINTS - 1);
 }
 
-/* Not inlined: the hit path above it stays a leaf with a small frame. */
-static __attribute__((noinline)) uint32_t known_miss(const char *name, size_t len) {
+/* A name the hints do not give: the table (hinting its address for the next
+ * call), else a new region. Out of line: the hit paths below stay leaves. */
+static __attribute__((noinline)) sp_region intern_miss(const char *name, size_t len) {
   uint32_t id = known(name, len);
-  if (id) {
-    size_t k = name_hint(name);
-    atomic_store_explicit(&name_hints[k].id, id & ~SP_I_REGION_SLOW_BIT, memory_order_relaxed);
-    atomic_store_explicit(&name_hints[k].name, name, memory_order_relaxed);
-  }
+  if (!id) return intern(name, len, NULL, -1, NULL, NULL);
+  size_t k = name_hint(name);
+  /* the info first, then the name (release): a reader that sees the name
+   * sees an info pointer that is not NULL */
+  atomic_store_explicit(&name_hints[k].ri, info_of(id & ~SP_I_REGION_SLOW_BIT), memory_order_relaxed);
+  atomic_store_explicit(&name_hints[k].name, name, memory_order_release);
   return id;
 }
 
-static inline uint32_t known_cached(const char *name, size_t len) {
+/* The handle a hint gives for these bytes, or 0. The handle is read from the
+ * info (not the hint), so an opt-in tag registered later shows at once. */
+static inline uint32_t hinted(const char *name, size_t len) {
   size_t k = name_hint(name);
-  if (atomic_load_explicit(&name_hints[k].name, memory_order_relaxed) == name) {
-    uint32_t id = atomic_load_explicit(&name_hints[k].id, memory_order_relaxed);
-    /* Ids in hints were live when stored, and ids never die. */
-    const struct sp_region_info *ri = id ? info_of(id) : NULL;
-    if (ri && ri->len == len && same_bytes(ri->name, name, len))
-      return __atomic_load_n(&ri->opt_in, __ATOMIC_ACQUIRE) ? id | SP_I_REGION_SLOW_BIT : id;
-  }
-  return known_miss(name, len);
+  if (atomic_load_explicit(&name_hints[k].name, memory_order_acquire) != name) return 0;
+  const struct sp_region_info *ri = atomic_load_explicit(&name_hints[k].ri, memory_order_relaxed);
+  if (ri->len != len || !same_bytes(ri->name, name, len)) return 0;
+  return __atomic_load_n(&ri->handle, __ATOMIC_ACQUIRE);
 }
 
 sp_region sp_region_intern_ex(const char *name, const char *file, int line, const char *func,
@@ -370,15 +385,17 @@ sp_region sp_region_intern_ex(const char *name, const char *file, int line, cons
   return id ? id : intern(name, len, file, line, func, tags);
 }
 
-sp_region sp_region_intern(const char *name) {
+/* Parenthesized: the header may define sp_region_intern() as a macro (a
+ * literal's length taken at compile time). */
+sp_region (sp_region_intern)(const char *name) {
   size_t len = name ? strnlen(name, MAX_NAME_BYTES + 1) : 0;
-  uint32_t id = known_cached(name, len);
-  return id ? id : intern(name, len, NULL, -1, NULL, NULL);
+  uint32_t id = hinted(name, len);
+  return id ? id : intern_miss(name, len);
 }
 
 sp_region sp_region_intern_n(const char *name, size_t len) {
-  uint32_t id = known_cached(name, len);
-  return id ? id : intern(name, len, NULL, -1, NULL, NULL);
+  uint32_t id = hinted(name, len);
+  return id ? id : intern_miss(name, len);
 }
 
 sp_region sp_i_site_register(sp_site *site) {
