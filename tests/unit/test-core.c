@@ -456,6 +456,32 @@ SP_TEST(a_reused_name_buffer_interns_what_it_holds) {
   ASSERT_EQ(sp_region_intern("reused.tagged"), t);
   ASSERT_OK(sp_register_opt_in_tag("tag_registered_later"));
   ASSERT_EQ(sp_region_intern("reused.tagged"), t | 0x80000000u);
+  /* every length class of the word compare, each name in a heap block of
+   * its own size (ASan sees a read past it), hit twice, then one byte off */
+  static const char *const names[] = {"r", "r2", "r.3", "r..4", "r....7", "r......8", "r.......9",
+                                      "r.............16", "r..............17", "r.......................25"};
+  for (size_t k = 0; k < sizeof names / sizeof names[0]; k++) {
+    size_t n = strlen(names[k]);
+    char *nb = malloc(n + 1);
+    ASSERT(nb != NULL);
+    memcpy(nb, names[k], n + 1);
+    sp_region h = sp_region_intern(nb);
+    ASSERT_NE(h, 0);
+    ASSERT_EQ(sp_region_intern(nb), h);
+    ASSERT_EQ(sp_region_intern_n(nb, n), h);
+    ASSERT_STR_EQ(sp_region_name(h), names[k]);
+    for (size_t at = 0; at < n; at += n > 8 ? 7 : 1) { /* a changed byte anywhere: another region */
+      nb[at] ^= 0x20;
+      sp_region o = sp_region_intern(nb);
+      ASSERT_NE(o, h);
+      ASSERT_STR_EQ(sp_region_name(o), nb);
+      nb[at] ^= 0x20;
+      ASSERT_EQ(sp_region_intern(nb), h);
+    }
+    nb[n - 1] = 0; /* shorter: the hint's length differs */
+    if (n > 1) ASSERT_NE(sp_region_intern(nb), h);
+    free(nb);
+  }
 }
 
 SP_TEST(region_names_validated_and_verbatim) {
