@@ -8,7 +8,11 @@
  * Each case reports wall and thread CPU time per pair, the process's CPU
  * time per pair (the writer thread included), minor page faults and resident
  * memory per recorded event, and the ratio of its wall time to the rdtsc
- * pair's. Cases, run in this order after the baseline:
+ * pair's. A second baseline is the floor of any writer that stages the
+ * events to a file: writing 32 bytes per event (what the stream writer
+ * stages per call) into a fresh file from a buffer in cache, the kernel's
+ * page-cache copy only, on the same core. Cases, run in this order after
+ * the baselines:
  *   default         the default settings: events stream through a staging
  *                   file once the buffers pass a quarter of max_buffer_bytes
  *   in memory       max_buffer_bytes out of reach: buffers only grow
@@ -18,6 +22,7 @@
  *   long_run [--pairs N] [--cpu C] [--dir DIR] [--json FILE]
  */
 #define _GNU_SOURCE
+#include <fcntl.h>
 #include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -98,6 +103,24 @@ static struct result run_rdtsc(long pairs) {
   return r;
 }
 
+/* The staging floor: 32 B per event written to a fresh file, 128 KiB per
+ * write from one buffer (in cache), per event. */
+static struct result run_write_floor(long pairs, const char *dir) {
+  struct result r = {"staging write, 32 B/event", 0, 0, 0, 0, 0, 0, 0};
+  char path[4200];
+  snprintf(path, sizeof path, "%s/long_run.%ld.floor", dir, (long)getpid());
+  int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC, 0600);
+  static char buf[1 << 17];
+  memset(buf, 1, sizeof buf);
+  struct span a = span_now();
+  for (long left = pairs * 32; fd >= 0 && left > 0; left -= (long)sizeof buf)
+    if (write(fd, buf, left < (long)sizeof buf ? (size_t)left : sizeof buf) < 0) break;
+  span_fill(&r, a, span_now(), pairs);
+  if (fd >= 0) close(fd);
+  remove(path);
+  return r;
+}
+
 static int run_case(struct result *r, const char *name, const char *dir, const char *extra, long pairs) {
   char path[4200], fp[4300];
   snprintf(path, sizeof path, "%s/long_run.%ld.h5", dir, (long)getpid());
@@ -160,9 +183,10 @@ int main(int argc, char **argv) {
     CPU_SET(cpu, &set);
     if (sched_setaffinity(0, sizeof set, &set) != 0) perror("long_run: sched_setaffinity");
   }
-  struct result res[4];
+  struct result res[5];
   int n = 0;
   res[n++] = run_rdtsc(pairs);
+  res[n++] = run_write_floor(pairs, dir);
   if (run_case(&res[n++], "timeline, default settings", dir, NULL, pairs) ||
       run_case(&res[n++], "timeline, in memory", dir, "max_buffer_bytes=68719476736", pairs) ||
       run_case(&res[n++], "timeline, no file", dir, "deactivate_file_output=1", pairs))

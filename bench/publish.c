@@ -2,8 +2,8 @@
  * SIGTERM (what a batch system sends at the time limit, with a grace period
  * before SIGKILL: Slurm's default is 30 s).
  *
- * A child process records N timeline events (default 20M) of a time-step
- * loop with the default max_buffer_bytes, so that they stream to the staging
+ * A child process records N timeline events (default 20M) of the time-step
+ * loop of bench/timesteps.h with the default max_buffer_bytes, so that they stream to the staging
  * file, and then waits; the parent sends SIGTERM and times it until the
  * child is gone (the signal watcher finalizes the run to its file and
  * re-raises the signal), wall time and the CPU time the process spent after
@@ -27,6 +27,7 @@
 
 #include "scope_profiler.h"
 #include "scope_profiler/reader.h"
+#include "timesteps.h"
 
 static double now_s(void) {
   struct timespec ts;
@@ -35,34 +36,10 @@ static double now_s(void) {
 }
 
 static void child(const char *out, long events, int ready) {
-  enum { NREG = 32 };
-  sp_region regs[NREG];
-  char name[32];
-  for (int i = 0; i < NREG; i++) {
-    snprintf(name, sizeof name, "region_%02d", i);
-    regs[i] = sp_region_intern(name);
-  }
-  char fp[4200];
-  snprintf(fp, sizeof fp, "file_path=%s", out);
-  const char *ov[] = {fp, "buffer_limit=1048576", NULL};
-  sp_manager *m = sp_manager_create();
-  if (!m || sp_manager_setup(m, &(sp_setup_args){.overrides = ov}) != SP_OK) {
-    fprintf(stderr, "publish: setup: %s\n", sp_last_error());
-    _exit(1);
-  }
-  long done = 0;
-  for (long step = 0; done < events; step++) {
-    sp_region_begin(m, regs[0]);
-    sp_region_begin(m, regs[1 + step % 3]);
-    for (int k = 0; k < 30 && done + 2 < events; k++) {
-      sp_region_begin(m, regs[4 + (k + step) % (NREG - 4)]);
-      sp_region_end(m, regs[4 + (k + step) % (NREG - 4)]);
-      done++;
-    }
-    sp_region_end(m, regs[1 + step % 3]);
-    sp_region_end(m, regs[0]);
-    done += 2;
-  }
+  sp_region regs[TS_NREG];
+  ts_regions(regs);
+  sp_manager *m = ts_manager("publish", out);
+  ts_record(m, regs, events);
   /* the process's CPU time so far (recording, and the writer's blocks) */
   struct timespec ts;
   clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);

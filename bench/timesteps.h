@@ -1,5 +1,5 @@
-/* timesteps.h - the recorded workload that bench/finalize.c and
- * bench/reader.c share, so that finalize's figures and the reader's are of
+/* timesteps.h - the recorded workload that bench/finalize.c,
+ * bench/reader.c and bench/publish.c share, so that their figures are of
  * the same file: a time-step loop of nested calls (step > one of three
  * solvers > 30 kernels) over 32 interned names, one thread, timeline mode,
  * 1 MiB buffers. Header-only: each bench is one source file.

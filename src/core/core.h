@@ -70,6 +70,24 @@ static inline int64_t sp__ticks_to_ns(const struct sp_clock_map *c, uint64_t t) 
   sp__i128 d = (sp__i128)((int64_t)(t - tick0)) * (sp__i128)mult;
   return ns0 + (int64_t)(d >> 32);
 }
+/* The same map for ticks that mostly come in order (a row's starts, their
+ * ends): the piece found last, *hint, is tried first, before the search. */
+static inline int64_t sp__ticks_to_ns_near(const struct sp_clock_map *c, uint64_t t, size_t *hint) {
+  if (!c->nseg) return sp__ticks_to_ns(c, t);
+  size_t h = *hint;
+  if (h >= c->nseg || (h > 0 && (int64_t)(t - c->seg[h].tick) < 0) ||
+      (h + 1 < c->nseg && (int64_t)(t - c->seg[h + 1].tick) >= 0)) {
+    size_t lo = 0, hi = c->nseg;
+    while (hi - lo > 1) {
+      size_t mid = lo + (hi - lo) / 2;
+      if ((int64_t)(t - c->seg[mid].tick) >= 0) lo = mid;
+      else hi = mid;
+    }
+    *hint = h = lo;
+  }
+  sp__i128 d = (sp__i128)((int64_t)(t - c->seg[h].tick)) * (sp__i128)c->seg[h].mult;
+  return c->seg[h].ns + (int64_t)(d >> 32);
+}
 /* Anchors of the current run (manager.c): one now, kept for finalize's map;
  * pieces of the map through them, malloc'd (NULL, 0 when there is nothing
  * between the run's two ends). */
@@ -227,9 +245,6 @@ typedef struct sp_thread_rec {
   /* Open calls found by the last snapshot, by log index, for compaction. */
   struct sp_carry *carry;
   size_t ncarry;
-  /* bounded memory: a buffer the stream writer handed back, for reuse */
-  struct sp_i_event *spare;
-  int64_t *spare_cols;
   struct sp_task *cur_task; /* track_async: the task running now, NULL = thread context */
   uint64_t *ctx_stack;   /* the thread context's open calls while a task runs */
   uint32_t ctx_depth, ctx_cap;

@@ -296,8 +296,6 @@ void sp__threads_free(struct sp_manager *m) {
     free(t->kept_ids);
     free(t->kept_child);
     free(t->carry);
-    free(t->spare);
-    free(t->spare_cols);
     free(t);
     t = n;
   }

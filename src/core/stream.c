@@ -74,10 +74,13 @@ struct sp_stream {
   int64_t *excl; /* ns, by region id */
   uint64_t *dropped; /* calls dropped, by region id */
   uint32_t nregions; /* size of excl and dropped */
-  /* writer scratch, by event index of a block */
-  int64_t *ids, *pids;
-  uint64_t *order; /* event indices grouped by region */
-  uint64_t scratch_cap;
+  /* writer scratch: a block's parts by region id, their buffers (start,
+   * end, id, parent; with probe columns each call's log index) */
+  struct rpart *part;
+  uint32_t part_cap;
+  int64_t *arena, *colbuf;
+  uint64_t *arena_ix;
+  uint64_t arena_cap, arena_ix_cap;
   uint64_t *calls; /* completed calls streamed, by region id (running total of the run) */
   /* whether the file can leave the call ids out (struct sp_gaps): the
    * smallest gap of the run, and per thread index its latest begin and
@@ -89,6 +92,15 @@ struct sp_stream {
     int any;
     struct sp_gap_frame *kept;
     size_t nkept, kept_cap;
+    /* buffers the writer is done with, for the thread's next hand-offs
+     * (under mu): with two here, a streaming thread's live buffer and the
+     * two on their way to the writer are always the same three */
+    struct spare {
+      struct sp_i_event *ev;
+      int64_t *cols;
+      uint64_t cap;
+    } spare[2];
+    int nspare;
   } *tg;
   size_t ntg;
   pthread_mutex_t mu;
@@ -150,15 +162,116 @@ static int get_at(int fd, void *p, size_t n, uint64_t off) {
   return 0;
 }
 
-struct emit_ctx {
-  struct sp_stream *s;
+/* A region's part of a block: its completed calls go to its staged
+ * segment (data at file offset `data`, `count` calls, column by column)
+ * through a small buffer of `cap` calls at arena slot `base`, written out
+ * each time it fills. */
+struct rpart {
+  uint64_t count, data, base, cap, fill, written;
 };
 
+/* Calls a region buffers before its columns go out (32 KiB per column):
+ * the values are still in cache when written, and the buffers of all
+ * regions together stay small (at most this many calls per region). */
+#define PART_CALLS 4096u
+
+struct emit_ctx {
+  struct sp_stream *s;
+  const struct block *b;
+  int ncols;
+  sp_status st;
+};
+
+/* Write region r's buffered calls to their place in its segment. */
+static void part_flush(struct emit_ctx *e, uint32_t r) {
+  struct sp_stream *s = e->s;
+  struct rpart *q = &s->part[r];
+  uint64_t n = q->fill;
+  q->fill = 0;
+  if (!n || e->st != SP_OK) return;
+  const int64_t *v = s->arena + 4 * q->base;
+  for (int c = 0; c < 4 && e->st == SP_OK; c++)
+    if (put_at(s->fd, v + (uint64_t)c * q->cap, n * 8, q->data + ((uint64_t)c * q->count + q->written) * 8) != 0)
+      e->st = sp__set_error(SP_ERR_IO, "stream: writing the staging file failed: %s (disk full?)", strerror(errno));
+  /* probe columns: gathered through the calls' log indices */
+  uint64_t stride = (uint64_t)s->m->ext_stride;
+  for (int p = 0; p < e->ncols && e->st == SP_OK; p++) {
+    uint64_t at = (uint64_t)s->m->ext_out[p];
+    const uint64_t *ix = s->arena_ix + q->base;
+    for (uint64_t k = 0; k < n; k++) s->colbuf[k] = e->b->cols[ix[k] * stride + at];
+    if (put_at(s->fd, s->colbuf, n * 8, q->data + ((uint64_t)(4 + p) * q->count + q->written) * 8) != 0)
+      e->st = sp__set_error(SP_ERR_IO, "stream: writing the staging file failed: %s (disk full?)", strerror(errno));
+  }
+  q->written += n;
+}
+
+/* The tree pass emits the completed calls in log order, each to its
+ * region's buffer: the block is read once, in order, and the segments are
+ * written from values still in cache (gathering them region by region
+ * afterwards read the block once per region, a cache miss per call). */
 static void emit_scratch(void *ctx, uint64_t i, int64_t id, int64_t parent_id, uint32_t region) {
-  struct sp_stream *s = ((struct emit_ctx *)ctx)->s;
-  (void)region;
-  s->ids[i] = id;
-  s->pids[i] = parent_id;
+  struct emit_ctx *e = ctx;
+  struct sp_stream *s = e->s;
+  struct rpart *q = &s->part[region];
+  uint64_t k = q->fill++;
+  int64_t *v = s->arena + 4 * q->base + k;
+  v[0] = (int64_t)e->b->ev[i].start;
+  v[q->cap] = (int64_t)e->b->ev[i].end;
+  v[2 * q->cap] = id;
+  v[3 * q->cap] = parent_id;
+  if (e->ncols) s->arena_ix[q->base + k] = i;
+  if (q->fill == q->cap) part_flush(e, region);
+}
+
+/* Grow a per-thread table to hold index `i`. */
+static int grow_threads(struct sp_stream *s, uint32_t i) {
+  if (i < s->ntg) return 0;
+  size_t n = (size_t)i + 16;
+  struct thread_gaps *tg = realloc(s->tg, n * sizeof *tg);
+  if (!tg) return -1;
+  memset(tg + s->ntg, 0, (n - s->ntg) * sizeof *tg);
+  s->tg = tg;
+  s->ntg = n;
+  return 0;
+}
+
+/* Per-region parts of a block (its completed calls counted, segments
+ * placed after the file's end in region order, buffers in the arena). */
+static sp_status parts_plan(struct sp_stream *s, const struct block *b, uint32_t maxid, int ncols) {
+  if (maxid + 1 > s->part_cap) {
+    struct rpart *p = realloc(s->part, ((size_t)maxid + 1) * sizeof *p);
+    if (!p) return sp__set_error(SP_ERR_NO_MEMORY, "stream: out of memory");
+    s->part = p;
+    s->part_cap = maxid + 1;
+  }
+  memset(s->part, 0, ((size_t)maxid + 1) * sizeof *s->part);
+  for (uint64_t i = 0; i < b->n; i++)
+    if (b->ev[i].end && b->ev[i].region) s->part[b->ev[i].region].count++;
+  uint64_t off = s->file_end, slots = 0, nc = 4 + (uint64_t)ncols;
+  for (uint32_t r = 1; r <= maxid; r++) {
+    struct rpart *q = &s->part[r];
+    if (!q->count) continue;
+    q->data = off + SEG_HEAD;
+    off = q->data + q->count * 8 * nc;
+    q->base = slots;
+    q->cap = q->count < PART_CALLS ? q->count : PART_CALLS;
+    slots += q->cap;
+  }
+  if (slots > s->arena_cap) {
+    int64_t *a = realloc(s->arena, slots * 4 * sizeof *a);
+    if (!a) return sp__set_error(SP_ERR_NO_MEMORY, "stream: out of memory");
+    s->arena = a;
+    s->arena_cap = slots;
+  }
+  if (ncols && slots > s->arena_ix_cap) {
+    uint64_t *x = realloc(s->arena_ix, slots * sizeof *x);
+    if (!x) return sp__set_error(SP_ERR_NO_MEMORY, "stream: out of memory");
+    s->arena_ix = x;
+    s->arena_ix_cap = slots;
+  }
+  if (ncols && !s->colbuf && !(s->colbuf = malloc(PART_CALLS * sizeof *s->colbuf)))
+    return sp__set_error(SP_ERR_NO_MEMORY, "stream: out of memory");
+  return SP_OK;
 }
 
 /* Append one block's completed calls as per-region segments. */
@@ -167,16 +280,13 @@ static sp_status process_block(struct sp_stream *s, struct block *b) {
   sp_thread_rec *t = b->t;
   uint32_t maxid = sp__region_max_id();
   if (grow_regions(s, maxid + 1) != 0) return sp__set_error(SP_ERR_NO_MEMORY, "stream: out of memory");
-  if (b->n > s->scratch_cap) {
-    int64_t *a = realloc(s->ids, b->n * sizeof *a);
-    if (a) s->ids = a;
-    int64_t *p = realloc(s->pids, b->n * sizeof *p);
-    if (p) s->pids = p;
-    uint64_t *o = realloc(s->order, b->n * sizeof *o);
-    if (o) s->order = o;
-    if (!a || !p || !o) return sp__set_error(SP_ERR_NO_MEMORY, "stream: out of memory");
-    s->scratch_cap = b->n;
-  }
+  int ncols = m->ext_nout, nc = 4 + ncols;
+  sp_status st = parts_plan(s, b, maxid, ncols);
+  if (st != SP_OK) return st;
+  pthread_mutex_lock(&s->mu); /* the hand-off side reads tg[] for spares */
+  int grown = grow_threads(s, t->index);
+  pthread_mutex_unlock(&s->mu);
+  if (grown != 0) return sp__set_error(SP_ERR_NO_MEMORY, "stream: out of memory");
   /* A provisional clock map for exclusive time; timestamps stay raw ticks
    * until the final map is known at finalize. */
   uint64_t tick1;
@@ -184,20 +294,12 @@ static sp_status process_block(struct sp_stream *s, struct block *b) {
   sp__clock_anchor(&tick1, &ns1);
   struct sp_clock_map cm = sp__clock_map(m->run_tick0, m->run_ns0, tick1, ns1);
   sp__clock_note(m); /* and one for the run's final map, at every block */
-  struct emit_ctx ec = {s};
+  struct emit_ctx ec = {s, b, ncols, SP_OK};
   struct sp_carry *carry = NULL;
   size_t ncarry = 0;
-  if (t->index >= s->ntg) {
-    size_t n = (size_t)t->index + 16;
-    struct thread_gaps *tg = realloc(s->tg, n * sizeof *tg);
-    if (!tg) return sp__set_error(SP_ERR_NO_MEMORY, "stream: out of memory");
-    memset(tg + s->ntg, 0, (n - s->ntg) * sizeof *tg);
-    s->tg = tg;
-    s->ntg = n;
-  }
   struct thread_gaps *tg = &s->tg[t->index];
   struct sp_gaps gaps = {s->gap_min, s->gap_need_ids, tg->prev_start, tg->any, tg->kept, tg->nkept};
-  sp_status st = sp__thread_pass_alone(m, t, b->ev, b->n, &cm, s->excl, emit_scratch, &ec, &carry, &ncarry, &gaps);
+  st = sp__thread_pass_alone(m, t, b->ev, b->n, &cm, s->excl, emit_scratch, &ec, &carry, &ncarry, &gaps);
   if (st != SP_OK) return st;
   s->gap_min = gaps.min;
   s->gap_need_ids = gaps.need_ids;
@@ -234,93 +336,45 @@ static sp_status process_block(struct sp_stream *s, struct block *b) {
   t->nkept = (uint32_t)ncarry;
   free(carry);
 
-  /* Group by region (a counting sort of the completed calls, log order
-   * kept within a region), then write each region's segment column by
-   * column, CHUNK values per write. */
-  uint64_t *count = calloc((size_t)maxid + 2, sizeof *count);
-  if (!count) return sp__set_error(SP_ERR_NO_MEMORY, "stream: out of memory");
-  for (uint64_t i = 0; i < b->n; i++)
-    if (b->ev[i].end) count[b->ev[i].region + 1]++;
-  for (uint32_t r = 1; r <= maxid + 1; r++) count[r] += count[r - 1]; /* count[r] = first slot of r */
-  for (uint64_t i = 0; i < b->n; i++)
-    if (b->ev[i].end) s->order[count[b->ev[i].region]++] = i;
-  /* count[r] is now the end of region r's slots, count[r-1] its start.
-   * One pass over a region's calls gathers every column of CHUNK calls
-   * (the calls are scattered over the block: one pass, not one per
-   * column); a segment of at most CHUNK calls goes out in one write. */
-  int ncols = m->ext_nout, nc = 4 + ncols;
-  uint64_t stride = (uint64_t)m->ext_stride;
-  enum { CHUNK = 8192 };
-  int64_t *buf = malloc((size_t)nc * CHUNK * sizeof *buf);
-  if (!buf) st = sp__set_error(SP_ERR_NO_MEMORY, "stream: out of memory");
+  /* The rest of each region's calls, then the headers, in file order, each
+   * after all of the block's data: a block the process died writing ends
+   * the staging file at its first segment without a header. */
+  for (uint32_t r = 1; r <= maxid; r++) part_flush(&ec, r);
+  st = ec.st;
   for (uint32_t r = 1; r <= maxid && st == SP_OK; r++) {
-    uint64_t lo = count[r - 1], nr = count[r] - lo;
-    if (!nr) continue;
+    const struct rpart *q = &s->part[r];
+    if (!q->count) continue;
+    if (q->written != q->count) /* every completed call is emitted once */
+      return sp__set_error(SP_ERR_IO,
+                           "stream: only %llu of region %u's %llu completed calls of a block reached the staging "
+                           "file (a bug: please report it)",
+                           (unsigned long long)q->written, (unsigned)r, (unsigned long long)q->count);
     if (s->nsegs == s->segs_cap) {
       size_t cap = s->segs_cap ? s->segs_cap * 2 : 256;
       struct seg *n = realloc(s->segs, cap * sizeof *n);
-      if (!n) {
-        st = sp__set_error(SP_ERR_NO_MEMORY, "stream: out of memory");
-        break;
-      }
+      if (!n) return sp__set_error(SP_ERR_NO_MEMORY, "stream: out of memory");
       s->segs = n;
       s->segs_cap = cap;
     }
-    s->segs[s->nsegs] = (struct seg){r, t->index, nr, s->file_end + SEG_HEAD};
-    uint64_t data = s->file_end + SEG_HEAD;
-    for (uint64_t k0 = 0; k0 < nr && st == SP_OK; k0 += CHUNK) {
-      uint64_t kn = nr - k0 < CHUNK ? nr - k0 : CHUNK;
-      /* column c of this chunk at buf + c * w: packed when the segment fits */
-      uint64_t w = nr <= CHUNK ? nr : CHUNK;
-      const uint64_t *ord = s->order + lo + k0;
-      int64_t *c0 = buf, *c1 = buf + w, *c2 = buf + 2 * w, *c3 = buf + 3 * w;
-      for (uint64_t k = 0; k < kn; k++) {
-        uint64_t i = ord[k];
-        c0[k] = (int64_t)b->ev[i].start;
-        c1[k] = (int64_t)b->ev[i].end;
-        c2[k] = s->ids[i];
-        c3[k] = s->pids[i];
-      }
-      for (int p = 0; p < ncols; p++) {
-        int64_t *cp = buf + (uint64_t)(4 + p) * w;
-        uint64_t at = (uint64_t)m->ext_out[p];
-        for (uint64_t k = 0; k < kn; k++) cp[k] = b->cols[ord[k] * stride + at];
-      }
-      if (nr <= CHUNK) {
-        if (put_at(s->fd, buf, (size_t)nc * nr * 8, data) != 0)
-          st = sp__set_error(SP_ERR_IO, "stream: writing the staging file failed: %s (disk full?)", strerror(errno));
-      } else {
-        for (int col = 0; col < nc && st == SP_OK; col++)
-          if (put_at(s->fd, buf + (uint64_t)col * w, kn * 8, data + ((uint64_t)col * nr + k0) * 8) != 0)
-            st = sp__set_error(SP_ERR_IO, "stream: writing the staging file failed: %s (disk full?)",
-                               strerror(errno));
-      }
-    }
-    /* The header last: a segment the process died writing has none. */
-    struct seg_head h = {SEG_MAGIC, r, t->index, nr, (uint32_t)ncols, 0};
-    if (st == SP_OK && put_at(s->fd, &h, sizeof h, s->file_end) != 0)
-      st = sp__set_error(SP_ERR_IO, "stream: writing the staging file failed: %s (disk full?)", strerror(errno));
-    if (st != SP_OK) break;
-    s->file_end += SEG_HEAD + nr * 8 * (uint64_t)nc;
-    s->nsegs++;
+    struct seg_head h = {SEG_MAGIC, r, t->index, q->count, (uint32_t)ncols, 0};
+    if (put_at(s->fd, &h, sizeof h, q->data - SEG_HEAD) != 0)
+      return sp__set_error(SP_ERR_IO, "stream: writing the staging file failed: %s (disk full?)", strerror(errno));
+    s->segs[s->nsegs++] = (struct seg){r, t->index, q->count, q->data};
+    s->file_end = q->data + q->count * 8 * (uint64_t)nc;
   }
-  free(buf);
-  free(count);
   s->blocks++;
   return st;
 }
 
-/* Hand a processed buffer back to its thread for reuse, or free it. */
-static void recycle(struct block *b) {
-  struct sp_i_event *expected = NULL;
-  if (__atomic_compare_exchange_n(&b->t->spare, &expected, b->ev, 0, __ATOMIC_RELEASE, __ATOMIC_RELAXED)) {
-    /* the columns travel with the buffer (NULL without probes) */
-    int64_t *old = __atomic_exchange_n(&b->t->spare_cols, b->cols, __ATOMIC_RELEASE);
-    free(old);
-  } else {
-    free(b->ev);
-    free(b->cols);
-  }
+/* Keep a processed buffer for its thread's next hand-off (under mu): its
+ * pages are resident, where a fresh buffer's fault on first touch in the
+ * recording thread (about a microsecond per 4 KiB here). 0 when there is no
+ * room: the caller frees it, outside the lock. */
+static int recycle(struct sp_stream *s, struct block *b) {
+  struct thread_gaps *tg = b->t->index < s->ntg ? &s->tg[b->t->index] : NULL;
+  if (!tg || tg->nspare == 2) return 0;
+  tg->spare[tg->nspare++] = (struct spare){b->ev, b->cols, b->cap};
+  return 1;
 }
 
 static void *writer(void *arg) {
@@ -345,14 +399,17 @@ static void *writer(void *arg) {
     pthread_mutex_lock(&s->mu);
     for (size_t g = seg0; g < s->nsegs; g++) s->calls[s->segs[g].region] += s->segs[g].count;
     s->current = NULL; /* counted in s->calls from here on */
-    pthread_mutex_unlock(&s->mu);
-    recycle(b);
-    free(b);
-    pthread_mutex_lock(&s->mu);
-    s->current = NULL;
+    int kept = recycle(s, b);
     s->queued_bytes -= bytes;
     s->busy = 0;
     pthread_cond_broadcast(&s->idle);
+    if (!kept) {
+      pthread_mutex_unlock(&s->mu);
+      free(b->ev);
+      free(b->cols);
+      pthread_mutex_lock(&s->mu);
+    }
+    free(b);
   }
   pthread_mutex_unlock(&s->mu);
   return NULL;
@@ -426,8 +483,31 @@ int sp__stream_handoff(struct sp_manager *m, sp_thread_rec *t) {
   }
   size_t ncols = (size_t)m->ext_stride;
   uint64_t cap = t->hot.cap;
-  struct sp_i_event *fresh = __atomic_exchange_n(&t->spare, NULL, __ATOMIC_ACQUIRE);
-  int64_t *fresh_cols = __atomic_exchange_n(&t->spare_cols, NULL, __ATOMIC_ACQUIRE);
+  /* Wait for the writer when two buffers are already in flight; past five
+   * seconds the completed calls of this buffer are dropped, and counted.
+   * Then continue in a buffer the writer is done with, if it has one of
+   * this size (a fresh one otherwise: at most three per thread in all). */
+  int drop = 0;
+  struct sp_i_event *fresh = NULL;
+  int64_t *fresh_cols = NULL;
+  pthread_mutex_lock(&s->mu);
+  struct timespec until;
+  clock_gettime(CLOCK_REALTIME, &until);
+  until.tv_sec += 5;
+  while (s->queued_bytes >= 2 * cap * sizeof *t->hot.ev && !drop)
+    if (pthread_cond_timedwait(&s->idle, &s->mu, &until) == ETIMEDOUT) drop = 1;
+  struct thread_gaps *tg = t->index < s->ntg ? &s->tg[t->index] : NULL;
+  while (tg && tg->nspare && !fresh) {
+    struct spare sp = tg->spare[--tg->nspare];
+    if (sp.cap == cap && (!ncols || sp.cols)) {
+      fresh = sp.ev;
+      fresh_cols = sp.cols;
+    } else {
+      free(sp.ev);
+      free(sp.cols);
+    }
+  }
+  pthread_mutex_unlock(&s->mu);
   if (!fresh) fresh = malloc(cap * sizeof *fresh);
   if (ncols && !fresh_cols) fresh_cols = malloc(cap * ncols * sizeof *fresh_cols);
   struct block *b = calloc(1, sizeof *b);
@@ -437,16 +517,6 @@ int sp__stream_handoff(struct sp_manager *m, sp_thread_rec *t) {
     free(b);
     return -1;
   }
-  /* Wait for the writer when two buffers are already in flight; past five
-   * seconds the completed calls of this buffer are dropped, and counted. */
-  int drop = 0;
-  pthread_mutex_lock(&s->mu);
-  struct timespec until;
-  clock_gettime(CLOCK_REALTIME, &until);
-  until.tv_sec += 5;
-  while (s->queued_bytes >= 2 * cap * sizeof *t->hot.ev && !drop)
-    if (pthread_cond_timedwait(&s->idle, &s->mu, &until) == ETIMEDOUT) drop = 1;
-  pthread_mutex_unlock(&s->mu);
 
   /* Late values first, then the block's calls count in the per-region
    * totals: they leave this thread's buffer now. */
@@ -540,6 +610,7 @@ struct cursor {
   int64_t start[CURSOR_N], end[CURSOR_N], id[CURSOR_N], pid[CURSOR_N];
   int64_t *cols; /* CURSOR_N x ncols */
   uint32_t thread;
+  size_t piece; /* of the clock map, where this thread's calls are now */
 };
 
 static int cursor_fill(struct sp_stream *s, struct cursor *c, int ncols) {
@@ -649,7 +720,10 @@ static sp_status fill(void *ctx, struct sp_event_sink *sink) {
     memset(su, 0, sizeof *su);
     su->minimum = su->start_minimum = INT64_MAX;
     su->maximum = su->end_maximum = INT64_MIN;
-    double mean = 0, m2 = 0;
+    /* mean and m2 from sums shifted by the row's first duration (no
+     * division per call, no cancellation for durations near it) */
+    double s1 = 0, s2 = 0;
+    int64_t shift = 0;
     uint64_t done = 0, nout = 0;
     int64_t last_start = INT64_MIN;
     while (st == SP_OK) {
@@ -660,13 +734,14 @@ static sp_status fill(void *ctx, struct sp_event_sink *sink) {
           best = c;
       if (best == ncur) break;
       struct cursor *c = &cur[best];
-      int64_t s0 = sp__ticks_to_ns(&f->cm, (uint64_t)c->start[c->at]), e0 = sp__ticks_to_ns(&f->cm, (uint64_t)c->end[c->at]);
+      int64_t s0 = sp__ticks_to_ns_near(&f->cm, (uint64_t)c->start[c->at], &c->piece),
+              e0 = sp__ticks_to_ns_near(&f->cm, (uint64_t)c->end[c->at], &c->piece);
       if (e0 < s0) e0 = s0;
-      int64_t d = e0 - s0;
+      int64_t d = e0 - s0, pid = c->pid[c->at];
       o[0][nout] = s0;
       o[1][nout] = e0;
       o[2][nout] = c->id[c->at];
-      o[3][nout] = sp__xctx_parent(f->m, c->pid[c->at]); /* cross-thread parents are known by now */
+      o[3][nout] = pid > -2 ? pid : sp__xctx_parent(f->m, pid); /* cross-thread parents are known by now */
       othr[nout] = c->thread;
       for (int p = 0; p < ncols; p++) ocols[nout * (uint64_t)ncols + (uint64_t)p] = c->cols[c->at * (uint64_t)ncols + (uint64_t)p];
       if (gpu >= 0 && c->cols[c->at * (uint64_t)ncols + (uint64_t)gpu] >= 0) {
@@ -680,14 +755,14 @@ static sp_status fill(void *ctx, struct sp_event_sink *sink) {
       if (d > su->maximum) su->maximum = d;
       if (s0 < su->start_minimum) su->start_minimum = s0;
       if (e0 > su->end_maximum) su->end_maximum = e0;
-      if (done == 1) su->first = d;
+      if (done == 1) su->first = shift = d;
       if (s0 >= last_start) {
         last_start = s0;
         su->last = d;
       }
-      double delta = (double)d - mean;
-      mean += delta / (double)done;
-      m2 += delta * ((double)d - mean);
+      double x = (double)(d - shift);
+      s1 += x;
+      s2 += x * x;
       if (++c->at == c->have && cursor_fill(s, c, ncols) < 0) st = SP_ERR_IO;
       if (nout == FILL_BATCH && flush_out(f, sink, row->offset + done - nout, nout, o, othr, ocols, pcols) != 0)
         st = SP_ERR_IO;
@@ -695,8 +770,12 @@ static sp_status fill(void *ctx, struct sp_event_sink *sink) {
     }
     if (nout && st == SP_OK && flush_out(f, sink, row->offset + done - nout, nout, o, othr, ocols, pcols) != 0)
       st = SP_ERR_IO;
-    su->mean = mean;
-    su->m2 = m2;
+    if (done) {
+      double nd = (double)done;
+      su->mean = (double)shift + s1 / nd;
+      su->m2 = s2 - s1 * s1 / nd;
+      if (su->m2 < 0) su->m2 = 0;
+    }
     for (size_t c = 0; c < ncur; c++) free(cur[c].cols);
     free(sorted);
   }
@@ -898,11 +977,18 @@ void sp__stream_close(struct sp_manager *m) {
   free(s->segs);
   free(s->excl);
   free(s->dropped);
-  free(s->ids);
-  free(s->pids);
-  free(s->order);
+  free(s->part);
+  free(s->arena);
+  free(s->arena_ix);
+  free(s->colbuf);
   free(s->calls);
-  for (size_t i = 0; i < s->ntg; i++) free(s->tg[i].kept);
+  for (size_t i = 0; i < s->ntg; i++) {
+    free(s->tg[i].kept);
+    for (int k = 0; k < s->tg[i].nspare; k++) {
+      free(s->tg[i].spare[k].ev);
+      free(s->tg[i].spare[k].cols);
+    }
+  }
   free(s->tg);
   pthread_mutex_destroy(&s->mu);
   pthread_cond_destroy(&s->wake);

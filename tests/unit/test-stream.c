@@ -1,6 +1,7 @@
 /* test-stream.c - bounded memory (max_buffer_bytes): long runs stream full
  * buffers to a staging file; the file must hold every event, memory must stay
  * under the budget, and the result must equal an unbounded run's. */
+#include <math.h>
 #include <pthread.h>
 #include <stdlib.h>
 #include <sys/stat.h>
@@ -253,6 +254,21 @@ static void stream_vs_memory(uint64_t leaf_min) {
   }
   free(ca);
   free(cb);
+  /* the same statistics, summed while assembling the streamed file and in
+   * two passes over the columns in memory: exact but for rounding */
+  ASSERT_EQ(sp_results_num_regions(ra), sp_results_num_regions(rb));
+  for (size_t g = 0; g < sp_results_num_regions(ra); g++) {
+    size_t h;
+    ASSERT_OK(sp_results_find_region(rb, sp_results_region_name(ra, g), &h));
+    sp_region_stats x, y;
+    ASSERT_OK(sp_results_region_stats(ra, g, NULL, 0, &x));
+    ASSERT_OK(sp_results_region_stats(rb, h, NULL, 0, &y));
+    ASSERT(x.count == y.count && x.total_ns == y.total_ns && x.min_ns == y.min_ns && x.max_ns == y.max_ns);
+    ASSERT(x.first_ns == y.first_ns && x.last_ns == y.last_ns);
+    if (fabs(x.mean_ns - y.mean_ns) > 1e-9 * fabs(y.mean_ns) || fabs(x.std_ns - y.std_ns) > 1e-6 * y.std_ns + 1e-9)
+      SP_FAIL_("%s: streamed mean %.17g std %.17g, in memory %.17g %.17g", sp_results_region_name(ra, g),
+               x.mean_ns, x.std_ns, y.mean_ns, y.std_ns);
+  }
   sp_results_free(ra);
   sp_results_free(rb);
   /* the same bytes per call, give or take the metadata */
