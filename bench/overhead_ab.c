@@ -14,7 +14,14 @@
  * clock around the lookup costs by itself in this loop. Times are
  * the process's CPU time (the threads' and any writer's).
  *
- *   overhead_ab [--lookups N] [--reps R] [--grid-mib M] [--threads T] [--dir DIR]
+ * The estimate per region is the one the summary and inspect show: the
+ * region's calls at the pair cost their mean length implies (warm pair for
+ * calls under 20 pairs, the uncached pair from 40 on: common/overhead.h).
+ * --compute K replaces the lookup by K dependent multiply-adds (no memory
+ * traffic): a compute-bound loop of calls as long, where the profiler's
+ * lines stay cached and the cold figure is too high.
+ *
+ *   overhead_ab [--lookups N] [--reps R] [--grid-mib M] [--threads T] [--compute K] [--dir DIR]
  */
 #define _GNU_SOURCE
 #include <pthread.h>
@@ -25,6 +32,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "common/overhead.h"
 #include "scope_profiler.h"
 #include "scope_profiler/reader.h"
 
@@ -51,7 +59,16 @@ static inline uint64_t next_rand(uint64_t *s) { /* xorshift64* */
   return *s * 0x2545f4914f6cdd1du;
 }
 
+static long compute_iters; /* --compute: a compute-bound call instead */
+
+static double compute(uint64_t *seed) {
+  double x = (double)(next_rand(seed) >> 11) * (1.0 / 9007199254740992.0);
+  for (long i = 0; i < compute_iters; i++) x = x * 0.999999 + 1e-7;
+  return x;
+}
+
 static double lookup(uint64_t *seed) {
+  if (compute_iters) return compute(seed);
   double e = (double)(next_rand(seed) >> 11) * (1.0 / 9007199254740992.0);
   size_t lo = 0, hi = ngrid - 1;
   while (hi - lo > 1) {
@@ -132,13 +149,16 @@ int main(int argc, char **argv) {
     else if (!strcmp(argv[i], "--reps") && i + 1 < argc) reps = atoi(argv[++i]);
     else if (!strcmp(argv[i], "--grid-mib") && i + 1 < argc) mib = atol(argv[++i]);
     else if (!strcmp(argv[i], "--threads") && i + 1 < argc) nthreads = atoi(argv[++i]);
+    else if (!strcmp(argv[i], "--compute") && i + 1 < argc) compute_iters = atol(argv[++i]);
     else if (!strcmp(argv[i], "--dir") && i + 1 < argc) dir = argv[++i];
     else {
-      fprintf(stderr, "usage: overhead_ab [--lookups N] [--reps R] [--grid-mib M] [--threads T] [--dir DIR]\n");
+      fprintf(stderr,
+              "usage: overhead_ab [--lookups N] [--reps R] [--grid-mib M] [--threads T] [--compute K] [--dir DIR]\n");
       return 2;
     }
   }
-  if (lookups < 1000 || reps < 1 || reps > 99 || mib < 1 || nthreads < 1 || nthreads > 64) return 2;
+  if (lookups < 1000 || reps < 1 || reps > 99 || mib < 1 || nthreads < 1 || nthreads > 64 || compute_iters < 0) return 2;
+  if (compute_iters) mib = 1; /* no grid to speak of */
   ngrid = (size_t)mib * 1024 * 1024 / sizeof *grid;
   grid = malloc(ngrid * sizeof *grid);
   if (!grid) return perror("grid"), 1;
@@ -148,7 +168,7 @@ int main(int argc, char **argv) {
   snprintf(path, sizeof path, "%s/overhead_ab.%ld.h5", dir, (long)getpid());
   snprintf(fp, sizeof fp, "file_path=%s", path);
   const char *ov[] = {fp, "quiet=1", NULL};
-  double a[99], b[99], c[99], est[99], pair[99], extra[99];
+  double a[99], b[99], c[99], est[99], pair[99], cold[99], extra[99];
   run_threads(nthreads, 1); /* warm the grid */
   for (int rep = 0; rep < reps; rep++) {
     mgr = NULL;
@@ -167,10 +187,18 @@ int main(int argc, char **argv) {
       fprintf(stderr, "overhead_ab: finalize failed: %s\n", sp_last_error());
       return 1;
     }
-    est[rep] = meta_f(res, "overhead_ns_per_call");
     pair[rep] = meta_f(res, "overhead_pair_ns");
-    double calls = (double)lookups * nthreads, total = meta_f(res, "overhead_total_ns");
-    extra[rep] = total >= 0 && pair[rep] >= 0 ? total / calls - pair[rep] : -1;
+    cold[rep] = meta_f(res, "overhead_cold_pair_ns");
+    double mean = -1;
+    for (size_t i = 0; i < sp_results_num_regions(res); i++) {
+      sp_region_stats st;
+      if (!strcmp(sp_results_region_name(res, i), "xs.lookup") &&
+          sp_results_region_stats(res, i, NULL, 0, &st) == SP_OK)
+        mean = st.mean_ns;
+    }
+    est[rep] = sp__ovh_call_ns(mean, pair[rep], cold[rep]);
+    double calls = (double)lookups * nthreads;
+    extra[rep] = meta_f(res, "overhead_extra_ns") / calls; /* not in the region's estimate */
     sp_results_free(res);
     sp_manager_destroy(mgr);
     remove(path);
@@ -178,23 +206,29 @@ int main(int argc, char **argv) {
   double per = (double)lookups; /* per lookup of one thread: threads run side by side */
   double d[99];
   for (int i = 0; i < reps; i++) d[i] = (b[i] - a[i]) * 1e9 / per;
-  printf("%ld lookups x %d thread(s), grid %ld MiB, %d repetitions (A bare, B one region per lookup)\n", lookups,
-         nthreads, mib, reps);
-  printf("%-4s %12s %12s %12s %12s %12s %12s %12s\n", "rep", "A ns/lookup", "B ns/lookup", "B-A ns", "C-A ns",
-         "estimate", "pair (cal.)", "extras");
+  if (compute_iters)
+    printf("%ld calls of %ld multiply-adds x %d thread(s), %d repetitions (A bare, B one region per call)\n", lookups,
+           compute_iters, nthreads, reps);
+  else
+    printf("%ld lookups x %d thread(s), grid %ld MiB, %d repetitions (A bare, B one region per lookup)\n", lookups,
+           nthreads, mib, reps);
+  printf("%-4s %12s %12s %12s %12s %12s %12s %12s %12s\n", "rep", "A ns/lookup", "B ns/lookup", "B-A ns", "C-A ns",
+         "estimate", "pair (cal.)", "cold (cal.)", "extra/call");
   double dc[99];
   for (int i = 0; i < reps; i++) {
     dc[i] = (c[i] - a[i]) * 1e9 / per;
-    printf("%-4d %12.2f %12.2f %12.2f %12.2f %12.2f %12.2f %12.2f\n", i, a[i] * 1e9 / per, b[i] * 1e9 / per, d[i],
-           dc[i], est[i], pair[i], extra[i]);
+    printf("%-4d %12.2f %12.2f %12.2f %12.2f %12.2f %12.2f %12.2f %12.2f\n", i, a[i] * 1e9 / per, b[i] * 1e9 / per,
+           d[i], dc[i], est[i], pair[i], cold[i], extra[i]);
   }
   qsort(dc, (size_t)reps, sizeof *dc, cmp_d);
   qsort(d, (size_t)reps, sizeof *d, cmp_d);
   qsort(est, (size_t)reps, sizeof *est, cmp_d);
   qsort(pair, (size_t)reps, sizeof *pair, cmp_d);
-  printf("median: measured %.2f ns per region (two bare rdtsc per lookup: %.2f), estimated %.2f (calibrated pair "
-         "alone %.2f): estimate / measured = %.2f\n",
-         d[reps / 2], dc[reps / 2], est[reps / 2], pair[reps / 2], d[reps / 2] > 0 ? est[reps / 2] / d[reps / 2] : 0.0);
+  qsort(cold, (size_t)reps, sizeof *cold, cmp_d);
+  printf("median: measured %.2f ns per region (two bare rdtsc per lookup: %.2f), estimated %.2f (pairs calibrated: "
+         "%.2f warm, %.2f cold): estimate / measured = %.2f\n",
+         d[reps / 2], dc[reps / 2], est[reps / 2], pair[reps / 2], cold[reps / 2],
+         d[reps / 2] > 0 ? est[reps / 2] / d[reps / 2] : 0.0);
   free(grid);
   return 0;
 }

@@ -17,6 +17,7 @@
 #include "cli/cli_util.h"
 #include "cli/cli_opts.h"
 #include "cli/commands.h"
+#include "common/overhead.h"
 #include "output/plan.h"
 #include "read/memcap_read.h"
 
@@ -33,9 +34,10 @@ static const char about[] =
 static const char epilog[] =
     "imbalance = slowest rank's total / mean rank total (ranks with the region);\n"
     "own = inclusive time minus the time of direct children.\n"
-    "ovh = % of the region's time that is profiler overhead: calls x the run's cost\n"
-    "per call (metadata overhead_ns_per_call: what the run paid, every call's\n"
-    "begin/end pair plus one-off costs such as fresh buffer pages, over its calls);\n"
+    "ovh = % of the region's time that is profiler overhead: calls x the cost of one\n"
+    "begin/end pair measured at setup, warm (overhead_pair_ns) for calls under 20\n"
+    "pairs, uncached (overhead_cold_pair_ns) from 40 on, linearly between; what the\n"
+    "run paid once (fresh pages, growth: overhead_extra_ns) is no region's.\n"
     "\"!\" marks calls under 20x one pair (overhead_pair_ns, measured at setup).\n"
     "gpu = device time (use_gpu_timing) of the calls that have one, gpu_avg per such\n"
     "call, gpu_ratio = gpu / total (CPU time is enqueue-side); shown by default for\n"
@@ -82,8 +84,9 @@ static int col_index(const char *name) {
 struct row {
   const char *name;
   sp_region_stats s;
-  double ovh_ns;  /* the file's measured profiler cost per call; NaN unknown */
+  double ovh_ns;  /* files without overhead_pair_ns: their cost per call; NaN unknown */
   double flag_ns; /* the calibrated pair alone (files before it: ovh_ns), for "!" */
+  double cold_ns; /* overhead_cold_pair_ns; NaN unknown */
   int has_mem;   /* use_memray figures (rank<N>/memory) */
   int64_t mem[4]; /* alloc, freed, allocs (sums), peak (the largest) */
   uint64_t gpu_count; /* calls with a device time (use_gpu_timing) */
@@ -114,10 +117,13 @@ static double col_value(const struct row *r, int c) {
   case C_MCOUNT:
   case C_MPEAK: return r->has_mem ? (double)r->mem[c - C_MALLOC] : NAN;
   /* share of the region's time spent in the profiler: its calls times the
-   * cost of one begin/end pair measured at setup */
-  case C_OVH:
-    if (empty || isnan(r->ovh_ns) || s->total_ns <= 0) return NAN;
-    return fmin(100.0, 100.0 * (double)s->count * r->ovh_ns / (double)s->total_ns);
+   * pair cost their length implies (the pairs measured at setup, warm and
+   * uncached: common/overhead.h, as the summary finalize prints) */
+  case C_OVH: {
+    double per = isnan(r->ovh_ns) ? sp__ovh_call_ns(s->mean_ns, r->flag_ns, r->cold_ns) : r->ovh_ns;
+    if (empty || isnan(r->flag_ns) || per < 0 || s->total_ns <= 0) return NAN;
+    return fmin(100.0, 100.0 * (double)s->count * per / (double)s->total_ns);
+  }
   /* device time: over the calls that have one; the ratio compares it with
    * the CPU (enqueue-side) time of all calls */
   case C_GPU: return r->gpu_count ? (double)r->gpu_total : NAN;
@@ -269,12 +275,17 @@ static int print_table(sp_results *r, const sp_filter *f, const int *cols, size_
   struct row *rows = calloc(nreg ? nreg : 1, sizeof *rows);
   if (!rows) return sp_cli_error(CMD, "out of memory");
   size_t n = 0;
+  /* Files with the calibrated pairs get each region's estimate from them;
+   * older ones had one cost per call for every region. */
   const sp_metadata_entry *ovh = sp_results_metadata(r, "overhead_ns_per_call");
   double ovh_ns = ovh && (ovh->kind == SP_VALUE_FLOAT || ovh->kind == SP_VALUE_INT)
                       ? (ovh->kind == SP_VALUE_FLOAT ? ovh->f : (double)ovh->i)
                       : NAN;
-  const sp_metadata_entry *pair = sp_results_metadata(r, "overhead_pair_ns");
+  const sp_metadata_entry *pair = sp_results_metadata(r, "overhead_pair_ns"),
+                          *cold = sp_results_metadata(r, "overhead_cold_pair_ns");
   double flag_ns = pair && pair->kind == SP_VALUE_FLOAT ? pair->f : ovh_ns;
+  double cold_ns = cold && cold->kind == SP_VALUE_FLOAT ? cold->f : NAN;
+  if (pair && pair->kind == SP_VALUE_FLOAT) ovh_ns = NAN;
   struct sp_memory_table mt;
   if (sp__results_memory(r, &mt) != SP_OK) {
     free(rows);
@@ -291,7 +302,7 @@ static int print_table(sp_results *r, const sp_filter *f, const int *cols, size_
       cols_auto[ncols++] = C_GPU_AVG;
       cols_auto[ncols++] = C_GPU_RATIO;
     }
-    if (!isnan(ovh_ns)) cols_auto[ncols++] = C_OVH;
+    if (!isnan(flag_ns)) cols_auto[ncols++] = C_OVH;
     if (mt.n) {
       cols_auto[ncols++] = C_MALLOC;
       cols_auto[ncols++] = C_MPEAK;
@@ -316,6 +327,7 @@ static int print_table(sp_results *r, const sp_filter *f, const int *cols, size_
     rows[n].s = s;
     rows[n].ovh_ns = ovh_ns;
     rows[n].flag_ns = flag_ns;
+    rows[n].cold_ns = cold_ns;
     for (size_t k = 0; k < mt.n; k++) {
       const struct sp_memory_row *x = &mt.rows[k];
       if (strcmp(x->region, name) || !sp_filter_match_rank(f, x->rank)) continue;

@@ -356,6 +356,7 @@ struct sp_manager {
   uint64_t recovered_lost;  /* recovery: blocks the crashed run had streamed (lost with its staging file) */
   double overhead_ns;       /* measured cost of one begin/end pair in this run's mode */
   double overhead_slow_ns;  /* measured extra cost of a begin or end taken out of line */
+  double overhead_cold_ns;  /* measured cost of one pair none of whose lines is cached; -1 unknown */
   double overhead_fault_ns; /* measured cost of the first touch of a fresh page */
   struct sp_config cfg;
   int have_cfg;

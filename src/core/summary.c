@@ -4,10 +4,12 @@
  * population std and exclusive ("own") time, in seconds, plus a "% session"
  * column when the run has the session root region, and "ovh %": the share of
  * the region's time that is profiler overhead, estimated as its calls times
- * the run's cost per call (overhead_ns_per_call: what the run paid, the
- * pairs and its one-off costs, over its calls). The head line shows that
- * figure and, where it differs, the cost of one begin/end pair measured at
- * setup (overhead_pair_ns): a short run's per-call figure is mostly set-up.
+ * the pair cost their length implies (common/overhead.h: the pair measured
+ * back to back for short calls, the pair with none of its lines cached for
+ * calls after long work). What the run paid once or in a few calls (fresh
+ * buffer pages, growth, hand-offs, out-of-line calls) is no region's: the
+ * head line gives it beside the run's total, instead of spreading it over
+ * calls that did not pay it (a short run's would dwarf its pairs).
  * A "!" marks regions whose mean call is under 20 times the pair: their
  * durations mostly measure the profiler. This is the only place in the
  * library that prints, and only to the stream the caller chose.
@@ -17,6 +19,7 @@
 #include <string.h>
 
 #include "common/line_table.h"
+#include "common/overhead.h"
 #include "core/summary.h"
 #include "output/plan.h"
 
@@ -47,7 +50,15 @@ static void print_problems(FILE *out, const struct sp_run *run) {
             (long long)meta_i64(run, "cut_short_calls"));
 }
 
-void sp__summary_print(FILE *out, const struct sp_run *run, const char *label, double overhead_ns) {
+/* "12.3 us", "4.56 ms": the head line's sums. */
+static void fmt_ns(char *buf, size_t size, double ns) {
+  if (ns < 1e3) snprintf(buf, size, "%.1f ns", ns);
+  else if (ns < 1e6) snprintf(buf, size, "%.1f us", ns / 1e3);
+  else if (ns < 1e9) snprintf(buf, size, "%.2f ms", ns / 1e6);
+  else snprintf(buf, size, "%.3f s", ns / 1e9);
+}
+
+void sp__summary_print(FILE *out, const struct sp_run *run, const char *label, const struct sp_ovh_figures *ovh) {
   size_t *order = malloc((run->nrows + 1) * sizeof *order);
   if (!order) return;
   for (size_t i = 0; i < run->nrows; i++) order[i] = i;
@@ -67,20 +78,25 @@ void sp__summary_print(FILE *out, const struct sp_run *run, const char *label, d
     calls += run->rows[i].count ? run->rows[i].count : (uint64_t)run->rows[i].aggregate_count;
   fprintf(out, "scope-profiler summary: %s (%zu regions, %llu calls", label ? label : "", run->nrows,
           (unsigned long long)calls);
-  /* "!" compares a call with the pair itself; the run's cost per call also
-   * carries one-off costs (fresh pages, growth) that no single call pays */
-  const struct sp_meta_item *pair = sp__meta_get(&run->meta, SP_META_OVERHEAD_PAIR);
-  double flag_ns = pair && pair->type == SP_META_F64 && pair->d >= 0 ? pair->d : overhead_ns;
-  if (overhead_ns >= 0) {
-    char run_text[32], pair_text[32];
-    snprintf(run_text, sizeof run_text, "%.1f", overhead_ns);
-    snprintf(pair_text, sizeof pair_text, "%.1f", flag_ns);
-    fprintf(out, ", profiler cost %s ns per call over the run", run_text);
-    if (strcmp(run_text, pair_text)) fprintf(out, " (one begin/end pair: %s ns)", pair_text);
+  int have_ovh = ovh && ovh->pair_ns >= 0;
+  if (have_ovh) {
+    char text[32];
+    if (ovh->total_ns >= 0) {
+      fmt_ns(text, sizeof text, ovh->total_ns);
+      fprintf(out, ", profiler cost %s", text);
+    } else {
+      fprintf(out, ", profiler cost");
+    }
+    fprintf(out, ": one begin/end pair %.1f ns", ovh->pair_ns);
+    if (ovh->cold_ns > ovh->pair_ns) fprintf(out, ", %.1f ns uncached", ovh->cold_ns);
+    if (ovh->extra_ns >= 0) {
+      fmt_ns(text, sizeof text, ovh->extra_ns);
+      fprintf(out, "; %s once or out of line", text);
+    }
   }
   fprintf(out, ")\n");
   fprintf(out, "%-*s %10s %12s %12s %12s %12s %12s %12s%s%s\n", (int)width, "region", "calls", "total [s]",
-          "avg [s]", "min [s]", "max [s]", "std [s]", "own [s]", overhead_ns >= 0 ? "   ovh %" : "",
+          "avg [s]", "min [s]", "max [s]", "std [s]", "own [s]", have_ovh ? "   ovh %" : "",
           session > 0 ? "  % session" : "");
   for (size_t k = 0; k < run->nrows; k++) {
     const struct sp_row *r = &run->rows[order[k]];
@@ -91,9 +107,9 @@ void sp__summary_print(FILE *out, const struct sp_run *run, const char *label, d
     fprintf(out, "%-*.*s %10llu %12.6f %12.9f %12.9f %12.9f %12.9f %12.6f", (int)width, (int)width,
             run->names[r->region], (unsigned long long)cnt, s->total / 1e9, s->mean / 1e9,
             s->minimum / 1e9, s->maximum / 1e9, std / 1e9, r->exclusive_total / 1e9);
-    if (overhead_ns >= 0) {
-      double share = s->total > 0 ? 100.0 * n * overhead_ns / (double)s->total : 0;
-      fprintf(out, " %7.1f%s", share > 100 ? 100 : share, s->mean < 20 * flag_ns ? "!" : " ");
+    if (have_ovh) {
+      double share = s->total > 0 ? 100.0 * n * sp__ovh_call_ns(s->mean, ovh->pair_ns, ovh->cold_ns) / (double)s->total : 0;
+      fprintf(out, " %7.1f%s", share > 100 ? 100 : share, s->mean < 20 * ovh->pair_ns ? "!" : " ");
     }
     if (session > 0) fprintf(out, "  %9.1f%%", 100.0 * (double)s->total / (double)session);
     fputc('\n', out);

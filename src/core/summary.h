@@ -6,9 +6,10 @@
 
 #include "output/output.h"
 
-/* overhead_ns: the measured cost of one begin/end pair (negative: unknown);
- * adds the estimated share of each region's time spent in the profiler. */
-void sp__summary_print(FILE *out, const struct sp_run *run, const char *label, double overhead_ns);
+struct sp_ovh_figures;
+/* ovh: the run's measured overhead figures (NULL: none measured); adds the
+ * estimated share of each region's time spent in the profiler. */
+void sp__summary_print(FILE *out, const struct sp_run *run, const char *label, const struct sp_ovh_figures *ovh);
 
 /* The line-profile records of the run (rank<N>/line_profile groups) as
  * line_profiler's tables, for verbose finalize on every rank. */

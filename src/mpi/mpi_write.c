@@ -40,6 +40,7 @@
 #include <unistd.h>
 
 #include "common/error.h"
+#include "common/overhead.h"
 #include "core/summary.h"
 #include "mpi/mpi_internal.h"
 #include "output/filters.h"
@@ -680,10 +681,13 @@ void sp__mpi_summary(const struct sp_run *run, const struct sp_config *cfg, FILE
   {
     char *label = sp__asprintf("%s (%d rank%s)", cfg->display_label ? cfg->display_label : "", size,
                                size == 1 ? "" : "s");
-    /* Rank 0's calibrated cost per call stands for every rank's. */
-    const struct sp_meta_item *ovh = sp__meta_get(&run->meta, SP_META_OVERHEAD);
-    sp__summary_print(out, &job, label ? label : cfg->display_label,
-                      ovh && ovh->type == SP_META_F64 ? ovh->d : -1.0);
+    /* Rank 0's calibrated pair costs stand for every rank's; its total and
+     * one-off costs are its own, so the job's head line leaves them out. */
+    const struct sp_meta_item *pair = sp__meta_get(&run->meta, SP_META_OVERHEAD_PAIR),
+                              *cold = sp__meta_get(&run->meta, SP_META_OVERHEAD_COLD_PAIR);
+    struct sp_ovh_figures ovh = {pair && pair->type == SP_META_F64 ? pair->d : -1,
+                                 cold && cold->type == SP_META_F64 ? cold->d : -1, -1, -1};
+    sp__summary_print(out, &job, label ? label : cfg->display_label, ovh.pair_ns >= 0 ? &ovh : NULL);
     free(label);
   }
 done:

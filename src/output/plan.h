@@ -237,6 +237,7 @@ struct sp_plan_attr {
 #define SP_META_SETTINGS "settings"
 #define SP_META_OVERHEAD "overhead_ns_per_call"
 #define SP_META_OVERHEAD_PAIR "overhead_pair_ns"
+#define SP_META_OVERHEAD_COLD_PAIR "overhead_cold_pair_ns"
 #define SP_META_OVERHEAD_TOTAL "overhead_total_ns"
 #define SP_META_OVERHEAD_EXTRA "overhead_extra_ns"
 #define SP_META_OVERHEAD_SLOW_CALLS "overhead_slow_calls"
