@@ -33,6 +33,14 @@ int64_t sp__mono_ns(void) {
 
 SP_API uint64_t sp_i_clock_ns(void) { return (uint64_t)sp__mono_ns(); }
 
+/* Threads' start and exit times are taken as ns, not ticks (a dying thread
+ * has no run to map its ticks with): on the clock the anchors give, so that
+ * they line up with the run's start under the manual clock too. */
+int64_t sp__clock_now_ns(void) {
+  if (sp_i_clock_tsc == 2) return (int64_t)__atomic_load_n(&sp_i_manual_ticks, __ATOMIC_RELAXED);
+  return sp__mono_ns();
+}
+
 #if defined(__x86_64__) && defined(__GNUC__)
 #include <cpuid.h>
 

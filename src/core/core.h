@@ -42,6 +42,9 @@ struct sp_clock_map {
 
 void sp__clock_init(void);              /* once per process; picks TSC or clock_gettime */
 int64_t sp__mono_ns(void);              /* CLOCK_MONOTONIC now */
+/* Now in the ns the run's anchors map ticks to (setup's start_time_ns):
+ * CLOCK_MONOTONIC, or the manual clock's ticks under SCOPE_PROFILER_CLOCK=manual. */
+int64_t sp__clock_now_ns(void);
 const char *sp__clock_name(void);       /* "tsc" or "clock_gettime" */
 void sp__clock_anchor(uint64_t *tick, int64_t *ns); /* (tick, ns) taken together */
 /* Manual clock (SCOPE_PROFILER_CLOCK=manual): advance it by `ns`. */
@@ -368,7 +371,7 @@ struct sp_manager {
   /* run clock anchors */
   uint64_t run_tick0;
   int64_t run_ns0;
-  int64_t run_mono0; /* sp__mono_ns() then: threads' start and exit times are on that clock */
+  int64_t run_mono0; /* sp__clock_now_ns() then: threads' start and exit times are on that clock */
   int64_t setup_ns;   /* start_time_ns of the current run */
   char *output_path;
   uint64_t optin_epoch; /* bumped at setup: enabled tags may change */

@@ -419,7 +419,7 @@ static sp_status setup_run(sp_manager *m, const sp_setup_args *args) {
   }
   pthread_mutex_lock(&m->lock); /* the signal watcher adds anchors */
   sp__clock_anchor(&m->run_tick0, &m->run_ns0);
-  m->run_mono0 = sp__mono_ns();
+  m->run_mono0 = sp__clock_now_ns();
   m->nanchors = 0;
   pthread_mutex_unlock(&m->lock);
   m->setup_ns = m->run_ns0;
@@ -835,7 +835,7 @@ static sp_status finalize_map(struct sp_manager *m, const sp_finalize_args *args
   /* Recording goes on: the next run starts where this one ended. */
   m->run_tick0 = tick1;
   m->run_ns0 = ns1;
-  m->run_mono0 = sp__mono_ns();
+  m->run_mono0 = sp__clock_now_ns();
   m->cfg.start_time_ns = ns1;
   m->run_active = 0;
 

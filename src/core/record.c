@@ -89,7 +89,7 @@ void sp_thread_end(void) {
     if (!slots[s].m || sp_i_tls.gen[s] != slots[s].gen || !sp_i_tls.t[s]) continue;
     sp_thread_rec *t = (sp_thread_rec *)sp_i_tls.t[s];
     t->exited = 1;
-    t->last_ns = sp__mono_ns();
+    t->last_ns = sp__clock_now_ns();
     t->cpu_ns = thread_cpu_ns();
     sp__ext_thread_exit(slots[s].m, t);
     sp_i_tls.gen[s] = 0;
@@ -165,7 +165,7 @@ sp_thread_rec *sp__thread_attach(struct sp_manager *m) {
   t->tid = (pid_t)syscall(SYS_gettid);
   t->ident = (uint64_t)pthread_self();
   t->omp_thread = omp_thread_num();
-  t->first_ns = sp__mono_ns();
+  t->first_ns = sp__clock_now_ns();
   t->last_ns = -1;
   t->cpu_ns = -1;
   if (pthread_getname_np(pthread_self(), t->name, sizeof t->name) != 0) t->name[0] = 0;

@@ -302,8 +302,7 @@ SP_TEST(lane_tables_list_the_threads_and_tasks_of_their_run) {
   ASSERT_EQ(k1, 2);
   ASSERT(has(sw1, k1, 1) && has(sw1, k1, 2));
 
-  tick(1000);
-  usleep(2000); /* threads' exit times are on the real clock */
+  tick(1000); /* the thread's exit is on the manual clock too: before this run */
   const char *ov2[] = {"file_path=cycle2.h5", "track_async=1", NULL};
   ASSERT_OK(sp_manager_setup(m, &(sp_setup_args){.overrides = ov2}));
   sp_region_begin(m, r);
@@ -321,6 +320,52 @@ SP_TEST(lane_tables_list_the_threads_and_tasks_of_their_run) {
   ASSERT_EQ(k2, 1);
   ASSERT_EQ(sw2[0], 2);
   free(thr1), free(sw1), free(thr2), free(sw2);
+  sp_manager_destroy(m);
+}
+
+/* Under the manual clock a thread's start (its first call) and end (its
+ * exit) are the manual clock's times, relative to the run's start as every
+ * other time in the file; they were read from CLOCK_MONOTONIC, days away. */
+static void *timed_thread(void *arg) {
+  tick(50);
+  sp_region r = sp_region_intern("timed");
+  sp_region_begin(arg, r); /* attaches: its start */
+  tick(20);
+  sp_region_end(arg, r);
+  tick(30); /* then it exits: its end */
+  return NULL;
+}
+
+SP_TEST(thread_times_follow_the_manual_clock) {
+  setenv("SCOPE_PROFILER_CLOCK", "manual", 1);
+  m = sp_manager_create();
+  const char *ov[] = {"file_path=manual_threads.h5", "track_threads=1", NULL};
+  ASSERT_OK(sp_manager_setup(m, &(sp_setup_args){.overrides = ov}));
+  tick(100);
+  sp_region r = sp_region_intern("main_call");
+  sp_region_begin(m, r); /* this thread's start: 100 */
+  sp_region_end(m, r);
+  pthread_t th;
+  ASSERT_EQ(pthread_create(&th, NULL, timed_thread, m), 0);
+  ASSERT_EQ(pthread_join(th, NULL), 0);
+  tick(1000);
+  ASSERT_OK(sp_manager_finalize(m, NULL, NULL));
+  long long n;
+  int64_t *start = h5_i64("manual_threads.h5", "/thread_table/start_ns", &n);
+  int64_t *end = h5_i64("manual_threads.h5", "/thread_table/end_ns", &n);
+  int64_t *ident = h5_i64("manual_threads.h5", "/thread_table/ident", &n);
+  ASSERT(start && end && ident);
+  ASSERT_EQ(n, 2);
+  for (long long i = 0; i < n; i++) {
+    if (ident[i] == (int64_t)(uint64_t)pthread_self()) {
+      ASSERT_EQ(start[i], 100);
+      ASSERT_EQ(end[i], -1); /* alive */
+    } else {
+      ASSERT_EQ(start[i], 150);
+      ASSERT_EQ(end[i], 200);
+    }
+  }
+  free(start), free(end), free(ident);
   sp_manager_destroy(m);
 }
 
