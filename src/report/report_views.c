@@ -108,7 +108,7 @@ static int view_counters(FILE *o, struct rp_model *m, const char *cmd, const cha
     fprintf(o, "{\"renderer\":\"table\",\"rank_column\":%d,\"region_column\":%d,\"columns\":[", several,
             several + 1);
     if (several) fputs("{\"key\":\"file\",\"label\":\"file\",\"text\":true},", o);
-    fputs("{\"key\":\"rank\",\"label\":\"rank\"},{\"key\":\"region\",\"label\":\"region\",\"region\":true},"
+    fputs("{\"key\":\"rank\",\"label\":\"rank\"},{\"key\":\"region\",\"label\":\"region\",\"text\":true,\"region\":true},"
           "{\"key\":\"calls\",\"label\":\"calls\"}",
           o);
     for (size_t e = 0; e < nev; e++) {

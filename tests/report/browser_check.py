@@ -93,6 +93,22 @@ def sort_by(d, table, header):
                 "function(r){return parseFloat(r.cells[%d].getAttribute('data-v'));});" % (table, i))
 
 
+def sort_text(d, table, header):
+    """Clicks the header `header` of `table` and returns that column's
+    cells as shown, top row first, with whether they are in ascending text
+    order (as the page compares text: digits by value)."""
+    i = d.js("return [].map.call(document.querySelectorAll('%s thead th'),"
+             "function(t){return t.textContent;}).indexOf('%s');" % (table, header))
+    if i < 0:
+        fail(f"{table} has no header {header!r}")
+    d.click("%s thead th:nth-child(%d)" % (table, i + 1))
+    return d.js("var v = [].map.call(document.querySelectorAll('%s tbody tr'),"
+                "function(r){return r.cells[%d].textContent;});"
+                "var ok = v.every(function(x, k){return !k || v[k - 1].localeCompare(x, undefined,"
+                "{numeric: true}) <= 0;});"
+                "return [v, ok];" % (table, i))
+
+
 def free_port():
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
@@ -288,6 +304,10 @@ def main():
         if totals != sorted(totals, reverse=True):
             fail(f"clicking 'total [s]' did not sort descending: {totals}")
         print(f"ok: summary table sorts by total ({len(totals)} rows)")
+        names, ascending = sort_text(d, "#summary-table", "region")
+        if not ascending:
+            fail(f"clicking 'region' did not sort the summary table by name: {names}")
+        print("ok: summary table sorts by region name")
 
         # 8. views: every section.view drawn from the JSON blob by its renderer;
         # a table view has one row per row of its data, the rank selector filters
@@ -313,6 +333,24 @@ def main():
                 fail(f"view {v['id']}: {v['dom']} table rows for {v['rows']} data rows")
             if v["renderer"] == "source" and (v["rows"] != v["dom"] or v["shaded"] == 0):
                 fail(f"view {v['id']}: {v['dom']} source lines for {v['rows']} data rows, {v['shaded']} shaded")
+        # a table view's region column is text: it sorts by the names shown
+        region_views = d.js("""var data = window.spReport.data, out = [];
+          Object.keys(data.views).forEach(function(id) {
+            var v = data.views[id];
+            (v.columns || []).forEach(function(c) {
+              if (c.region) out.push([id, c.label, !!c.text]);
+            });
+          });
+          return out;""")
+        for vid, label, text in region_views:
+            if not text:
+                fail(f"view {vid}: its region column {label!r} is not marked text")
+            if not any(v["id"] == vid and v["dom"] > 0 for v in views["views"]):
+                continue
+            names, ascending = sort_text(d, f"#sec-{vid}", label)
+            if not ascending:
+                fail(f"view {vid}: clicking {label!r} did not sort it by name: {names}")
+            print(f"ok: view {vid} sorts by region name ({len(names)} rows)")
         for name in a.expect_views:
             if name not in views["ids"]:
                 fail(f"view {name} missing (views: {views['ids']})")

@@ -387,8 +387,10 @@
         const v = row[i];
         const td = tr.insertCell();
         if (c.text) td.className = 'txt';
-        td.setAttribute('data-v', v === null ? 'nan' : String(v));
-        td.textContent = c.region ? regionName(v) : fmtCell(v, c.unit);
+        const shown = c.region ? regionName(v) : fmtCell(v, c.unit);
+        /* a region cell sorts by its name, not its index */
+        td.setAttribute('data-v', v === null ? 'nan' : c.region ? shown : String(v));
+        td.textContent = shown;
       });
     });
     body.appendChild(t);
@@ -450,8 +452,9 @@
   all('table.sortable').forEach((t) => {
     Array.prototype.forEach.call(t.tHead.rows[0].cells, (th, i) => {
       th.addEventListener('click', () => {
+        const text = th.classList.contains('name');
         let desc = th.getAttribute('aria-sort') !== 'descending';
-        if (th.classList.contains('name')) desc = th.getAttribute('aria-sort') === 'ascending';
+        if (text) desc = th.getAttribute('aria-sort') === 'ascending';
         Array.prototype.forEach.call(t.tHead.rows[0].cells, (o) => o.removeAttribute('aria-sort'));
         th.setAttribute('aria-sort', desc ? 'descending' : 'ascending');
         const tb = t.tBodies[0];
@@ -462,7 +465,10 @@
           const x = parseFloat(a);
           const y = parseFloat(b);
           let c;
-          if (isNaN(x) && isNaN(y) && a !== 'nan' && b !== 'nan') c = a < b ? -1 : a > b ? 1 : 0;
+          /* a text column (names, files) sorts as text, digits by value: a
+           * region "2d_step" is a name, not the number 2 */
+          if (text && a !== 'nan' && b !== 'nan') c = a.localeCompare(b, undefined, { numeric: true });
+          else if (isNaN(x) && isNaN(y) && a !== 'nan' && b !== 'nan') c = a < b ? -1 : a > b ? 1 : 0;
           else if (isNaN(x) || isNaN(y)) return isNaN(x) - isNaN(y);
           else c = x < y ? -1 : x > y ? 1 : 0;
           return desc ? -c : c;

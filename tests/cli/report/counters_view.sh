@@ -10,4 +10,6 @@ OMP_NUM_THREADS=2 SCOPE_PROFILER_FILE_PATH=plain.h5 "$SP_BUILD/examples/sim" --s
 echo "with: $(grep -c 'data-view="counters"' with/report.html) section"
 grep -o '"counters":{"renderer":"table","rank_column":0,"region_column":1,"columns":\[[^]]*\]' with/report.html |
   grep -o '"label":"[^"]*"' | tr '\n' ' '; echo
+# the region column is text (the page sorts it by name) and names a region
+grep -o '"counters":{[^]]*\]' with/report.html | grep -o '{"key":"region"[^}]*}'
 echo "without: $(grep -c 'data-view="counters"' without/report.html) section"
