@@ -20,6 +20,11 @@
 #   fuzz_<target>: <executions> executions in <s> s, <corpus> inputs, ok|FAILED
 # Exit status: 0 when every target ran clean, 1 on a finding, 77 when clang
 # or its libFuzzer runtime is missing (Debian: clang, libclang-rt-14-dev).
+#
+# Each run's random seed is printed on its line ("seed S"); SP_FUZZ_SEED=S
+# sets it, and with SP_FUZZ_RUNS=N (stop after N inputs instead of at the
+# time limit) and the same corpus a run mutates the same inputs again. A
+# finding's own input (crash-<target>-*) replays alone: ./fuzz_<target> FILE.
 set -uo pipefail
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 secs=${1:-60}
@@ -164,12 +169,24 @@ hdf5_or_ours() {
          END { if (NR == 0) print "ours" }'
 }
 
+# libFuzzer draws a seed when given 0 (or none) and only logs it: draw it
+# here, so that every line says it and SP_FUZZ_SEED can give it back.
+seed=${SP_FUZZ_SEED:-$(od -An -N4 -tu4 /dev/urandom | tr -d ' ')}
+[[ $seed =~ ^[0-9]+$ && $seed -le 4294967295 ]] ||
+  { echo "fuzz-all: SP_FUZZ_SEED=$seed is not a whole number from 1 to 4294967295"; exit 2; }
+[[ $seed -eq 0 ]] && seed=1
+runs=()
+if [[ -n ${SP_FUZZ_RUNS:-} ]]; then
+  [[ $SP_FUZZ_RUNS =~ ^[0-9]+$ ]] || { echo "fuzz-all: SP_FUZZ_RUNS=$SP_FUZZ_RUNS is not a whole number"; exit 2; }
+  runs=(-runs="$SP_FUZZ_RUNS")
+fi
+
 status=0
 for t in "${targets[@]}"; do
   mkdir -p "$out/corpus/$t"
   log="$out/fuzz_$t.log"
   # shellcheck disable=SC2086
-  (cd "$out" && "./fuzz_$t" -max_total_time="$secs" -rss_limit_mb=2048 \
+  (cd "$out" && "./fuzz_$t" -seed="$seed" "${runs[@]}" -max_total_time="$secs" -rss_limit_mb=2048 \
      -print_final_stats=1 -error_exitcode=99 -timeout_exitcode=98 -timeout="${timeout[$t]}" \
      -artifact_prefix="$out/crash-$t-" ${extra[$t]} \
      "$out/corpus/$t" "$root/tests/fuzz/corpus/$t") > "$log" 2>&1
@@ -207,9 +224,10 @@ for t in "${targets[@]}"; do
     [[ $hdf5 -gt 0 ]] && echo "  $hdf5 input(s) crash or hang inside HDF5 itself: kept in $out/hdf5-bugs"
   fi
   if [[ $rc -eq 0 ]]; then
-    echo "fuzz_$t: ${execs:-0} executions in $secs s, $inputs inputs, ok"
+    echo "fuzz_$t: ${execs:-0} executions in $secs s, $inputs inputs, seed $seed, ok"
   else
-    echo "fuzz_$t: ${execs:-0} executions, FAILED (exit $rc); log $log"
+    echo "fuzz_$t: ${execs:-0} executions, seed $seed, FAILED (exit $rc); log $log"
+    echo "  again: SP_FUZZ_SEED=$seed SP_FUZZ_RUNS=${execs:-0} scripts/fuzz-all.sh $secs $t (same corpus)"
     grep -E "ERROR:|SUMMARY:|runtime error|^    #[0-9] " "$log" | head -n 20
     status=1
   fi

@@ -10,6 +10,9 @@
 # not compile. Inputs found are kept in $SP_FUZZ_OUT/corpus (default
 # build-fuzz/corpus), seeded from tests/fuzz/corpus/toml and the TOML test
 # corpus; a crash leaves crash-* in the working directory and exits non-zero.
+# The run's random seed is printed last ("seed S"); SP_FUZZ_SEED=S sets it
+# (with -runs=N among the extra flags and the same corpus, the run mutates
+# the same inputs again).
 set -euo pipefail
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 secs=${1:-20}
@@ -63,6 +66,14 @@ DICT
 
 export ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=1:abort_on_error=1}
 export UBSAN_OPTIONS=${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1}
-exec "$out/fuzz_toml" -max_total_time="$secs" -max_len=4096 -timeout=10 -rss_limit_mb=2048 \
+# libFuzzer draws a seed when given none and only logs it: draw it here.
+seed=${SP_FUZZ_SEED:-$(od -An -N4 -tu4 /dev/urandom | tr -d ' ')}
+[[ $seed =~ ^[0-9]+$ && $seed -le 4294967295 ]] ||
+  { echo "fuzz.sh: SP_FUZZ_SEED=$seed is not a whole number from 1 to 4294967295"; exit 2; }
+[[ $seed -eq 0 ]] && seed=1
+rc=0
+"$out/fuzz_toml" -seed="$seed" -max_total_time="$secs" -max_len=4096 -timeout=10 -rss_limit_mb=2048 \
   -print_final_stats=1 -dict="$out/toml.dict" "$@" \
-  "$out/corpus" tests/fuzz/corpus/toml tests/config/valid tests/config/invalid
+  "$out/corpus" tests/fuzz/corpus/toml tests/config/valid tests/config/invalid || rc=$?
+echo "fuzz_toml: seed $seed$([[ $rc -ne 0 ]] && echo ", FAILED (exit $rc); again: SP_FUZZ_SEED=$seed scripts/fuzz.sh $secs")"
+exit $rc
