@@ -55,6 +55,19 @@ static void finalize(sp_manager *m) {
   ASSERT_OK(sp_manager_finalize(m, &f, NULL));
 }
 
+/* The run's file (written by the case's finalize), opened. */
+static sp_results *opened(void) {
+  sp_results *r;
+  ASSERT_OK(sp_results_open("g.h5", &r));
+  return r;
+}
+
+/* A case's end: its file's results and its manager freed. */
+static void close_run(sp_results *r, sp_manager *m) {
+  sp_results_free(r);
+  sp_manager_destroy(m);
+}
+
 static mock_cuda_launch_fn launch;
 static mock_cuda_stats_fn mstats;
 static void *cuda; /* the driver the profiler loaded */
@@ -64,6 +77,13 @@ static void need_driver(void) {
   launch = (mock_cuda_launch_fn)(uintptr_t)dlsym(cuda, "mock_cuda_launch");
   mstats = (mock_cuda_stats_fn)(uintptr_t)dlsym(cuda, "mock_cuda_get_stats");
   if (!launch || !mstats) SKIP("libcuda.so.1 is a real driver, not the test mock");
+}
+
+/* A run with GPU timing (and setting `b`, or NULL) on the mock driver. */
+static sp_manager *timed_run(const char *b) {
+  sp_manager *m = run_with("use_gpu_timing=true", b, NULL);
+  need_driver();
+  return m;
 }
 
 /* Device times of every call of `region` (rank 0), in stored order. */
@@ -141,12 +161,10 @@ static void kernels(sp_manager *m, int rounds) {
 /*====== The cuda backend ======*/
 
 SP_TEST(cuda_times_every_call_into_events_and_summary) {
-  sp_manager *m = run_with("use_gpu_timing=true", NULL, NULL);
-  need_driver();
+  sp_manager *m = timed_run(NULL);
   kernels(m, 50);
   finalize(m);
-  sp_results *r;
-  ASSERT_OK(sp_results_open("g.h5", &r));
+  sp_results *r = opened();
   ASSERT(sp_results_has_gpu(r));
   expect_all(r, "kernel_a", 50, 1000);
   expect_all(r, "kernel_b", 50, 2500);
@@ -190,8 +208,7 @@ SP_TEST(no_device_warns_once_and_writes_no_gpu_column) {
   }
   finalize(m);
   ASSERT_EQ(h5_len("g.h5", "/events/gpu_durations"), -1); /* absent, not -1s */
-  sp_results *r;
-  ASSERT_OK(sp_results_open("g.h5", &r));
+  sp_results *r = opened();
   ASSERT(!sp_results_has_gpu(r));
   ASSERT_EQ(sp_results_num_events(r), 10); /* timings recorded as usual */
   ASSERT(meta(r, "gpu_backend") == NULL);
@@ -227,8 +244,7 @@ SP_TEST(unknown_backend_names_the_valid_ones) {
 
 SP_TEST(calls_in_flight_are_resolved_at_finalize) {
   setenv("SP_MOCK_CUDA_LAG", "1000000000", 1); /* nothing completes until waited for */
-  sp_manager *m = run_with("use_gpu_timing=true", NULL, NULL);
-  need_driver();
+  sp_manager *m = timed_run(NULL);
   kernels(m, 30);
   struct mock_cuda_stats s;
   mstats(&s);
@@ -236,8 +252,7 @@ SP_TEST(calls_in_flight_are_resolved_at_finalize) {
   finalize(m);
   mstats(&s);
   ASSERT_GT(s.event_syncs, 0);
-  sp_results *r;
-  ASSERT_OK(sp_results_open("g.h5", &r));
+  sp_results *r = opened();
   expect_all(r, "kernel_a", 30, 1000);
   expect_all(r, "step", 30, 3500);
   sp_results_free(r);
@@ -248,15 +263,13 @@ SP_TEST(calls_in_flight_are_resolved_at_finalize) {
 
 SP_TEST(sync_on_exit_waits_for_the_stream_inside_the_cpu_interval) {
   setenv("SP_MOCK_CUDA_CLOCK", "real", 1); /* kernels take real time */
-  sp_manager *m = run_with("use_gpu_timing=true", "gpu_sync_on_exit=true", NULL);
-  need_driver();
+  sp_manager *m = timed_run("gpu_sync_on_exit=true");
   launch_calls(m, "kernel", 5, 2000000, 1); /* 2 ms each */
   struct mock_cuda_stats s;
   mstats(&s);
   ASSERT_EQ(s.stream_syncs, 5);
   finalize(m);
-  sp_results *r;
-  ASSERT_OK(sp_results_open("g.h5", &r));
+  sp_results *r = opened();
   size_t reg, n;
   ASSERT_OK(sp_results_find_region(r, "kernel", &reg));
   sp_events ev;
@@ -270,39 +283,33 @@ SP_TEST(sync_on_exit_waits_for_the_stream_inside_the_cpu_interval) {
   }
   free(g);
   sp_events_free(&ev);
-  sp_results_free(r);
-  sp_manager_destroy(m);
+  close_run(r, m);
 }
 
 SP_TEST(without_sync_the_stream_is_never_waited_for) {
   setenv("SP_MOCK_CUDA_CLOCK", "real", 1);
-  sp_manager *m = run_with("use_gpu_timing=true", NULL, NULL);
-  need_driver();
+  sp_manager *m = timed_run(NULL);
   launch_calls(m, "kernel", 5, 1000000, 1);
   struct mock_cuda_stats s;
   mstats(&s);
   ASSERT_EQ(s.stream_syncs, 0);
   ASSERT_EQ(s.event_syncs, 0);
   finalize(m);
-  sp_results *r;
-  ASSERT_OK(sp_results_open("g.h5", &r));
+  sp_results *r = opened();
   size_t n;
   int64_t *g = gpu_of(r, "kernel", &n);
   for (size_t i = 0; i < n; i++) ASSERT_GE(g[i], 1000000);
   free(g);
-  sp_results_free(r);
-  sp_manager_destroy(m);
+  close_run(r, m);
 }
 
 #define NCALLS_STREAM 100000 /* several 1 MiB buffers: each handoff resolves its pairs */
 SP_TEST(bounded_memory_handoffs_keep_exact_times) {
   setenv("SP_MOCK_CUDA_LAG", "300", 1);
-  sp_manager *m = run_with("use_gpu_timing=true", "max_buffer_bytes=1048576", NULL);
-  need_driver();
+  sp_manager *m = timed_run("max_buffer_bytes=1048576");
   launch_calls(m, "a", NCALLS_STREAM, 100, 7);
   finalize(m);
-  sp_results *r;
-  ASSERT_OK(sp_results_open("g.h5", &r));
+  sp_results *r = opened();
   ASSERT_STR_EQ(meta(r, "gpu_backend"), "cuda");
   const sp_metadata_entry *blocks = sp_results_metadata(r, "streamed_blocks");
   ASSERT(blocks != NULL && blocks->i >= 2); /* it did hand buffers off */
@@ -324,20 +331,17 @@ SP_TEST(bounded_memory_handoffs_keep_exact_times) {
   gpu_totals(r, "a", &count, &total);
   ASSERT_EQ(count, NCALLS_STREAM);
   ASSERT_EQ(total, want);
-  sp_results_free(r);
-  sp_manager_destroy(m);
+  close_run(r, m);
 }
 
 SP_TEST(failing_records_leave_untimed_calls_and_a_report) {
   setenv("SP_MOCK_CUDA_RECORD_FAIL_AFTER", "40", 1);
-  sp_manager *m = run_with("use_gpu_timing=true", NULL, NULL);
-  need_driver();
+  sp_manager *m = timed_run(NULL);
   launch_calls(m, "a", 50, 10, 1);
   finalize(m);
   ASSERT_EQ(warned("GPU timing (cuda backend): 30 calls have no GPU time"), 1);
   ASSERT_EQ(warned("recording an event: CUDA_ERROR_ILLEGAL_ADDRESS"), 1);
-  sp_results *r;
-  ASSERT_OK(sp_results_open("g.h5", &r));
+  sp_results *r = opened();
   size_t n;
   int64_t *g = gpu_of(r, "a", &n);
   for (size_t i = 0; i < 20; i++) ASSERT_EQ(g[i], 10);
@@ -349,14 +353,12 @@ SP_TEST(failing_records_leave_untimed_calls_and_a_report) {
   gpu_totals(r, "a", &count, &total);
   ASSERT_EQ(count, 20); /* only the calls that have a time */
   ASSERT_EQ(total, 200);
-  sp_results_free(r);
-  sp_manager_destroy(m);
+  close_run(r, m);
 }
 
 SP_TEST(a_call_open_across_finalize_is_timed_in_the_next_file) {
   setenv("SP_MOCK_CUDA_LAG", "1000000000", 1);
-  sp_manager *m = run_with("use_gpu_timing=true", NULL, NULL);
-  need_driver();
+  sp_manager *m = timed_run(NULL);
   sp_region outer = sp_region_intern("outer"), in = sp_region_intern("inner");
   ASSERT_OK(sp_region_begin(m, outer));
   launch(NULL, 100);
@@ -365,8 +367,7 @@ SP_TEST(a_call_open_across_finalize_is_timed_in_the_next_file) {
   ASSERT_OK(sp_region_end(m, in));
   sp_finalize_args f = {0};
   ASSERT_EQ(sp_manager_finalize(m, &f, NULL), SP_ERR_OPEN_SCOPES);
-  sp_results *r;
-  ASSERT_OK(sp_results_open("g.h5", &r));
+  sp_results *r = opened();
   expect_all(r, "inner", 1, 40);
   sp_results_free(r);
   launch(NULL, 5);
@@ -374,8 +375,7 @@ SP_TEST(a_call_open_across_finalize_is_timed_in_the_next_file) {
   finalize(m);
   ASSERT_OK(sp_results_open("g.h5", &r));
   expect_all(r, "outer", 1, 145);
-  sp_results_free(r);
-  sp_manager_destroy(m);
+  close_run(r, m);
 }
 
 /* Threads: each on its own per-thread default stream (the manager's stream
@@ -395,15 +395,13 @@ static void *worker(void *arg) {
 
 SP_TEST(threads_on_per_thread_streams) {
   setenv("SP_MOCK_CUDA_LAG", "64", 1);
-  tm = run_with("use_gpu_timing=true", "track_threads=true", NULL);
-  need_driver();
+  tm = timed_run("track_threads=true");
   ASSERT_OK(sp_manager_set_gpu_stream(tm, (void *)2));
   pthread_t th[NT];
   for (int i = 0; i < NT; i++) ASSERT_EQ(pthread_create(&th[i], NULL, worker, (void *)(intptr_t)i), 0);
   for (int i = 0; i < NT; i++) pthread_join(th[i], NULL); /* detached before finalize */
   finalize(tm);
-  sp_results *r;
-  ASSERT_OK(sp_results_open("g.h5", &r));
+  sp_results *r = opened();
   size_t reg;
   ASSERT_OK(sp_results_find_region(r, "work", &reg));
   sp_events ev;
@@ -433,8 +431,7 @@ SP_TEST(threads_on_per_thread_streams) {
 }
 
 SP_TEST(a_region_records_on_its_own_stream) {
-  sp_manager *m = run_with("use_gpu_timing=true", NULL, NULL);
-  need_driver();
+  sp_manager *m = timed_run(NULL);
   sp_region warm = sp_region_intern("warm"), on = sp_region_intern("on_stream"),
             off = sp_region_intern("default_stream");
   /* The first timed call binds the thread to the primary context, in
@@ -455,12 +452,10 @@ SP_TEST(a_region_records_on_its_own_stream) {
     ASSERT_OK(sp_region_end(m, off));
   }
   finalize(m);
-  sp_results *r;
-  ASSERT_OK(sp_results_open("g.h5", &r));
+  sp_results *r = opened();
   expect_all(r, "on_stream", 10, 700);
   expect_all(r, "default_stream", 10, 0);
-  sp_results_free(r);
-  sp_manager_destroy(m);
+  close_run(r, m);
 }
 
 /*====== The callbacks backend ======*/
@@ -541,8 +536,7 @@ static void callbacks_run(const char *backend) {
   ASSERT_EQ(dv.released, 800);
   ASSERT_EQ(dv.syncs, 0);
   ASSERT_EQ(msgs.n, 0);
-  sp_results *r;
-  ASSERT_OK(sp_results_open("g.h5", &r));
+  sp_results *r = opened();
   ASSERT_STR_EQ(meta(r, "gpu_backend"), "callbacks");
   ASSERT(meta(r, "gpu_device") == NULL);
   size_t n;
@@ -666,8 +660,7 @@ static void nvtx_run(const char *extra) {
   read_record(names, &s);
   ASSERT_STR_EQ(s.domain, "1 scope-profiler");
   /* One push per recorded call, every pop matched, nested as the regions. */
-  sp_results *r;
-  ASSERT_OK(sp_results_open("g.h5", &r));
+  sp_results *r = opened();
   for (int k = 0; k < 4; k++) {
     size_t reg;
     sp_region_stats st;

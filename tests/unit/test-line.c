@@ -271,22 +271,33 @@ struct split {
  * sample's interval lies in one phase: the samples' time per region must be
  * the CPU time measured per phase, whatever the load and however many
  * periods a signal stands for. */
+/* The phases' start: spins outside regions (in spin_b) until a sample, so
+ * that the first phase begins right after one; the thread's samples then. */
+static uint64_t phases_begin(void) {
+  cur_region = 0;
+  spin_b_to(0, 1);
+  return samples_here;
+}
+
+/* A phase: region `region` from *t (the last phase's end, on the thread's
+ * CPU clock) for ns of CPU in `spin`, ending at a sample; its measured CPU
+ * ns, *t moved to its end. */
+static int64_t phase(uint32_t region, void (*spin)(int64_t, int), int64_t ns, int64_t *t) {
+  cur_region = region;
+  spin(ns, 1);
+  int64_t end = cpu_now(), d = end - *t;
+  *t = end;
+  return d;
+}
+
 static void *split_worker(void *p) {
   struct split *sp = p;
   ASSERT_EQ(sp__lp_thread_arm(uid), 0);
+  uint64_t s0 = phases_begin();
+  int64_t t = cpu_now();
+  sp->a = phase(7, spin_a_to, 150000000, &t);
+  sp->b = phase(8, spin_b_to, 50000000, &t);
   cur_region = 0;
-  spin_b_to(0, 1);
-  uint64_t s0 = samples_here;
-  cur_region = 7;
-  int64_t t0 = cpu_now();
-  spin_a_to(150000000, 1);
-  int64_t t1 = cpu_now();
-  cur_region = 8;
-  spin_b_to(50000000, 1);
-  int64_t t2 = cpu_now();
-  cur_region = 0;
-  sp->a = t1 - t0;
-  sp->b = t2 - t1;
   sp->samples = samples_here - s0;
   return NULL;
 }
@@ -525,13 +536,9 @@ static void *shared_worker(void *p) {
   struct shared *w = p;
   ASSERT_EQ(sp__lp_thread_arm(uid), 0);
   if (w->both) ASSERT_EQ(sp__lp_thread_arm(uid_b), 0);
-  cur_region = 0;
-  spin_b_to(0, 1);
-  uint64_t s0 = samples_here;
-  cur_region = 7;
-  int64_t t0 = cpu_now();
-  spin_a_to(60000000, 1);
-  w->ns = cpu_now() - t0;
+  uint64_t s0 = phases_begin();
+  int64_t t = cpu_now();
+  w->ns = phase(7, spin_a_to, 60000000, &t);
   cur_region = 0;
   w->samples = samples_here - s0;
   return NULL;
