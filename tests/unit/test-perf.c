@@ -1,6 +1,7 @@
 /* test-perf.c - unit tests of the perf_events probe (src/probes/perf/) with
  * the counters any Linux machine has: software events with known behaviour
- * (task-clock of a busy loop equals the thread's CPU time over the call;
+ * (task-clock over a busy loop's call lies between the same clock's counts
+ * just inside and just outside the probe's reads;
  * page-faults of a call touching N fresh pages is at least N), per-call
  * columns and upstream's per-region totals, aggregation_mode, threads, fork,
  * libpfm4 and PAPI names, and the setup errors for what cannot be counted.
@@ -48,10 +49,30 @@ static sp_manager *setup_with(const char *events, const char *file, const char *
   return m;
 }
 
-static int64_t thread_cpu_ns(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
-  return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+/* The calling thread's own task-clock counter, opened as the probe opens
+ * its own (user-only where the probe is: not root and perf_event_paranoid
+ * >= 2), and read. */
+static int task_clock_fd(void) {
+  struct perf_event_attr a;
+  memset(&a, 0, sizeof a);
+  a.size = sizeof a;
+  a.type = PERF_TYPE_SOFTWARE;
+  a.config = PERF_COUNT_SW_TASK_CLOCK;
+  int paranoid = 2;
+  FILE *f = fopen("/proc/sys/kernel/perf_event_paranoid", "r");
+  if (f) {
+    if (fscanf(f, "%d", &paranoid) != 1) paranoid = 2;
+    fclose(f);
+  }
+  a.exclude_kernel = a.exclude_hv = geteuid() != 0 && paranoid >= 2;
+  long fd = syscall(SYS_perf_event_open, &a, 0, -1, -1, 0);
+  ASSERT(fd >= 0);
+  return (int)fd;
+}
+static int64_t task_clock(int fd) {
+  uint64_t v = 0;
+  ASSERT_EQ(read(fd, &v, sizeof v), (ssize_t)sizeof v);
+  return (int64_t)v;
 }
 
 static volatile double spin_sink;
@@ -59,35 +80,42 @@ static void spin(long n) {
   for (long i = 0; i < n; i++) spin_sink += 1e-9;
 }
 
+/* The probe's column is the kernel's task-clock over the call: a counter of
+ * the same clock read just outside the probe's reads and one read just
+ * inside them must bracket it, exactly (one clock, nested windows). The
+ * thread's CPU time (CLOCK_THREAD_CPUTIME_ID) is another clock: on this VM
+ * under load task-clock ran up to 3.3x it (task-clock counts the time the
+ * hypervisor stole from the vCPU; the CPU clock leaves steal out) and once
+ * 17% under it, so it is no measure of the column. */
 SP_TEST(task_clock_of_a_busy_loop_is_its_cpu_time) {
   sp_manager *m = setup_with("task-clock", "tc.h5", NULL);
   sp_region r = sp_region_intern("busy");
-  int64_t cpu[5];
+  int fd = task_clock_fd();
+  int64_t outer[5], inner[5];
   for (int k = 0; k < 5; k++) {
+    int64_t o0 = task_clock(fd);
     sp_region_begin(m, r);
-    int64_t c0 = thread_cpu_ns();
+    int64_t i0 = task_clock(fd);
     spin(3000000);
-    cpu[k] = thread_cpu_ns() - c0;
+    inner[k] = task_clock(fd) - i0;
     sp_region_end(m, r);
+    outer[k] = task_clock(fd) - o0;
   }
+  close(fd);
   ASSERT_OK(sp_manager_finalize(m, NULL, NULL));
   long long n;
   int64_t *tc = h5_i64("tc.h5", "/events/perf_task-clock", &n);
-  int64_t *d = h5_schema3_events("tc.h5", 1, &n), *s = h5_schema3_events("tc.h5", 0, &n);
+  ASSERT(tc != NULL);
   ASSERT_EQ(n, 5);
   for (int k = 0; k < 5; k++) {
-    /* the counter sees the loop's CPU time plus the profiler's few us, and
-     * never more than the call's wall time (one thread runs on one CPU) */
-    ASSERT_GE(tc[k], cpu[k] * 95 / 100);
-    ASSERT_LE(tc[k], cpu[k] + 2000000);
-    ASSERT_LE(tc[k], d[k] - s[k] + 200000);
+    ASSERT_GT(inner[k], 0); /* the loop ran on the clock */
+    ASSERT_GE(tc[k], inner[k]);
+    ASSERT_LE(tc[k], outer[k]);
   }
   char *unit = h5_attr_str("tc.h5", "/events/perf_task-clock", "units");
   ASSERT_STR_EQ(unit, "ns");
   free(unit);
   free(tc);
-  free(d);
-  free(s);
   sp_manager_destroy(m);
 }
 
