@@ -492,8 +492,14 @@ static int region_total_mean(const char *file, const char *name, double *total, 
   return rc;
 }
 
-SP_TEST(overhead_measured_and_flagged) {
-  const char *ov[] = {"file_path=ovh.h5", NULL};
+/* One run of 100 empty calls of "tiny" and one of "long" (100 us) into
+ * FILE, its summary and figures checked; tiny's "!" must follow the rule (a
+ * mean under 20 calibrated pairs) on the mean and the pair the file holds.
+ * Returns whether tiny was flagged, with its mean and the bar. */
+static int overhead_run(const char *file, double *mean_out, double *bar_out) {
+  char fp[64];
+  snprintf(fp, sizeof fp, "file_path=%s", file);
+  const char *ov[] = {fp, NULL};
   sp_manager *m = sp_test_setup_with(ov);
   for (int i = 0; i < 100; i++) {
     SP_REGION_M(m, "tiny"); /* empty: its time is all profiler */
@@ -509,26 +515,27 @@ SP_TEST(overhead_measured_and_flagged) {
   char buf[8192] = {0};
   rewind(out);
   ASSERT(fread(buf, 1, sizeof buf - 1, out) > 0);
+  fclose(out);
   ASSERT_CONTAINS(buf, "ovh %");
   const char *tiny = strstr(buf, "\ntiny "), *lng = strstr(buf, "\nlong ");
   ASSERT(tiny && lng);
   const char *tiny_end = strchr(tiny + 1, '\n'), *long_end = strchr(lng + 1, '\n');
-  ASSERT(memchr(tiny, '!', (size_t)(tiny_end - tiny)) != NULL);  /* flagged */
-  ASSERT(memchr(lng, '!', (size_t)(long_end - lng)) == NULL);    /* not flagged */
-  hid_t f = H5Fopen("ovh.h5", H5F_ACC_RDONLY, H5P_DEFAULT);
+  int flagged = memchr(tiny, '!', (size_t)(tiny_end - tiny)) != NULL;
+  ASSERT(memchr(lng, '!', (size_t)(long_end - lng)) == NULL); /* not flagged */
+  hid_t f = H5Fopen(file, H5F_ACC_RDONLY, H5P_DEFAULT);
   hid_t a = H5Aopen_by_name(f, "/metadata", "overhead_pair_ns", H5P_DEFAULT, H5P_DEFAULT);
   double ovh = -1;
   ASSERT(H5Aread(a, H5T_NATIVE_DOUBLE, &ovh) >= 0);
   H5Aclose(a);
   H5Fclose(f);
   ASSERT(ovh > 0 && ovh < 5000); /* the calibrated pair */
-  double cold = meta_num("ovh.h5", "overhead_cold_pair_ns", H5T_NATIVE_DOUBLE);
+  double cold = meta_num(file, "overhead_cold_pair_ns", H5T_NATIVE_DOUBLE);
 #if defined(__x86_64__) || defined(__i386__) || defined(__aarch64__)
   ASSERT(cold >= ovh); /* measured, then never below the warm pair it adds misses to */
 #endif
-  double total = meta_num("ovh.h5", "overhead_total_ns", H5T_NATIVE_DOUBLE);
-  double extra = meta_num("ovh.h5", "overhead_extra_ns", H5T_NATIVE_DOUBLE);
-  double per_call = meta_num("ovh.h5", "overhead_ns_per_call", H5T_NATIVE_DOUBLE);
+  double total = meta_num(file, "overhead_total_ns", H5T_NATIVE_DOUBLE);
+  double extra = meta_num(file, "overhead_extra_ns", H5T_NATIVE_DOUBLE);
+  double per_call = meta_num(file, "overhead_ns_per_call", H5T_NATIVE_DOUBLE);
   ASSERT(extra > 0); /* at least registering the thread and the first buffer's pages */
   ASSERT(fabs(per_call - total / 101) <= 1e-6 * per_call);
   /* the head line: the run's total, the pairs, what was paid once */
@@ -545,14 +552,36 @@ SP_TEST(overhead_measured_and_flagged) {
    * the warm pair (its calls are far under 20 pairs: not a microsecond
    * here, whatever the build), long's one call at the cold pair */
   double tiny_total = -1, tiny_mean = -1, long_total = -1, long_mean = -1;
-  ASSERT_OK(region_total_mean("ovh.h5", "tiny", &tiny_total, &tiny_mean));
-  ASSERT_OK(region_total_mean("ovh.h5", "long", &long_total, &long_mean));
+  ASSERT_OK(region_total_mean(file, "tiny", &tiny_total, &tiny_mean));
+  ASSERT_OK(region_total_mean(file, "long", &long_total, &long_mean));
+  ASSERT_EQ(flagged, tiny_mean < 20 * ovh);
   if (tiny_mean < 20 * ovh) ASSERT(fabs(summary_ovh(tiny) - fmin(100, 1e4 * ovh / tiny_total)) < 0.051);
   if (long_mean >= 40 * ovh) ASSERT(fabs(summary_ovh(lng) - 100.0 * (cold > ovh ? cold : ovh) / long_total) < 0.051);
   /* the total is every call's estimate plus what was paid once */
   ASSERT(total >= 100 * ovh + extra);
-  ASSERT_EQ(h5_region_events("ovh.h5", "scope_profiler.calibration"), -1); /* never recorded */
+  ASSERT_EQ(h5_region_events(file, "scope_profiler.calibration"), -1); /* never recorded */
   sp_manager_destroy(m);
+  *mean_out = tiny_mean;
+  *bar_out = 20 * ovh;
+  return flagged;
+}
+
+/* tiny's empty calls average a few ns, far under the bar, yet one interrupt
+ * or preemption of ~40 us inside one of its 100 calls (a loaded machine)
+ * lifts the mean over it, and then "!" must rightly stay off. Each run
+ * checks the flag against the rule on what it recorded; runs repeat (20 at
+ * most) until one records tiny under the bar, which must be flagged. */
+SP_TEST(overhead_measured_and_flagged) {
+  int flagged = 0;
+  for (int k = 0; k < 20 && !flagged; k++) {
+    char file[32];
+    snprintf(file, sizeof file, "ovh%d.h5", k);
+    double mean = 0, bar = 0;
+    flagged = overhead_run(file, &mean, &bar);
+    fprintf(stderr, "  run %d: tiny's mean %.1f ns, the bar %.0f ns: %s\n", k, mean, bar,
+            flagged ? "flagged" : "not flagged");
+  }
+  ASSERT(flagged);
 }
 
 
