@@ -124,10 +124,15 @@ __attribute__((constructor)) static void autorun(void) {
   root_region = sp_region_intern_ex(root_name, NULL, -1, NULL, NULL);
   starting = 1;
   sp_status st = sp_manager_setup(SP_DEFAULT, &a);
-  starting = 0;
-  if (st != SP_OK) return; /* setup said why on stderr */
+  if (st != SP_OK) { /* setup said why on stderr */
+    starting = 0;
+    return;
+  }
+  /* Until the root is open (its begin registers this thread: a lock, the
+   * thread's name, first calls through the PLT), a sample still counts for it. */
   root = sp_scope_begin(SP_DEFAULT, root_region);
   owned = 1;
+  starting = 0;
   /* After setup's own exit hook: this one runs first, so the root is
    * closed before anything is finalized. */
   atexit(at_exit);
