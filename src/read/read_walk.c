@@ -7,7 +7,7 @@
  * order read_tree.c sorts into, restricted to each lane; so the calls can be
  * nested as they stream past, with one stack of open calls per lane
  * (containment), or with the recorded ids. Memory is the rows' read buffers
- * plus, with ids, 12 bytes per call (the visited calls' tags by id), instead
+ * plus, with ids, 8 bytes per call (the visited calls' tags by id), instead
  * of the 130-odd bytes per call of the sorted path.
  *
  * The walk accepts only what gives the sorted path's nesting exactly and
@@ -22,6 +22,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/bigmem.h"
 #include "common/error.h"
 #include "read/read_internal.h"
 
@@ -38,11 +39,12 @@ struct cursor {
   int any;
 };
 
-/* A row's next call in the merge heap, its key copied so that comparing
- * two touches nothing else. */
+/* A row's next call in the merge, its key copied so that comparing two
+ * touches nothing else; done: the row has no more (its start then
+ * INT64_MAX, so that the common comparison of starts needs no test). */
 struct head {
   int64_t start, end, call;
-  uint32_t region, cur;
+  uint32_t region, done;
 };
 
 struct lane {
@@ -60,16 +62,22 @@ struct walk {
   sp_status err;
   struct cursor *cur;
   size_t ncur, block;
-  struct head *heap;
-  size_t nheap;
+  /* A loser tree over the rows (padded to a power of two with rows that
+   * are done): node 0 holds the row whose call comes next, node i > 0 the
+   * loser of the match under it; taking a call replays one leaf-to-root
+   * path, log2(rows) comparisons where a heap's sift-down made twice as
+   * many and moved the keys. */
+  struct head *hd;
+  uint32_t *tree;
+  size_t nleaf;
   int ids; /* nest by the recorded ids */
   int has_tasks; /* read the task column */
   int has_call; /* the file records call ids (the order's tie-break) */
-  /* ids: tag and lane of each visited call, by id - id0 */
+  /* ids: the tag of each visited call by id - id0, and a bit per visited id */
   int64_t id0;
   uint64_t idspan;
-  uint64_t *idtag;
-  uint32_t *idlane; /* UINT32_MAX: not visited yet */
+  uint64_t *idtag;   /* sp__big_calloc'd: idspan of them */
+  uint64_t *visited; /* a bit per id */
   /* lanes by (thread, task), open addressing */
   struct lane *lanes;
   size_t nlanes, lanes_cap;
@@ -82,30 +90,49 @@ static int oom(struct walk *w) {
   return -1;
 }
 
-static int key_less(const struct head *x, const struct head *y) {
-  if (x->start != y->start) return x->start < y->start;
+/* Row a's next call comes before row b's: (start, longer first, call id,
+ * region), then the row, for a strict order; a row that is done last. */
+static int beats_tie(const struct head *hd, uint32_t a, uint32_t b) {
+  const struct head *x = &hd[a], *y = &hd[b];
+  if (x->done | y->done) return x->done == y->done ? a < b : !x->done;
   if (x->end != y->end) return x->end > y->end;
   if (x->call != y->call) return x->call < y->call;
-  return x->region < y->region;
+  if (x->region != y->region) return x->region < y->region;
+  return a < b;
 }
 
-static void sift_down(struct walk *w, size_t i) {
-  struct head *h = w->heap, x = h[i];
-  size_t n = w->nheap;
-  for (;;) {
-    size_t l = 2 * i + 1;
-    if (l >= n) break;
-    if (l + 1 < n && key_less(&h[l + 1], &h[l])) l++;
-    if (!key_less(&h[l], &x)) break;
-    h[i] = h[l];
-    i = l;
-  }
-  h[i] = x;
+static inline int beats(const struct head *hd, uint32_t a, uint32_t b) {
+  if (hd[a].start != hd[b].start) return hd[a].start < hd[b].start;
+  return beats_tie(hd, a, b);
 }
 
-static void head_load(struct walk *w, struct head *h, uint32_t k) {
+/* Row k's key changed: replay its path to the root. */
+static void replay(struct walk *w, uint32_t k) {
+  uint32_t *t = w->tree;
+  for (size_t node = (k + w->nleaf) >> 1; node; node >>= 1)
+    if (beats(w->hd, t[node], k)) {
+      uint32_t x = t[node];
+      t[node] = k;
+      k = x;
+    }
+  t[0] = k;
+}
+
+static inline void head_load(struct walk *w, uint32_t k) {
   const struct cursor *c = &w->cur[k];
-  *h = (struct head){c->start[c->at], c->end[c->at], c->call[c->at], w->r->rows[c->row].region, k};
+  /* The rows' buffers are read a call at a time, 32-odd rows and six
+   * columns apart: too many streams for the hardware's prefetcher, so a
+   * call that enters a cache line asks for the lines two ahead in each
+   * column (the rank's walk spent a third of its time waiting for them). */
+  if ((c->at & 7) == 0 && c->at + 16 < c->have) {
+    __builtin_prefetch(c->start + c->at + 16);
+    __builtin_prefetch(c->end + c->at + 16);
+    __builtin_prefetch(c->call + c->at + 16);
+    __builtin_prefetch(c->parent + c->at + 16);
+    __builtin_prefetch(c->thread + c->at + 16);
+    __builtin_prefetch(c->task + c->at + 16);
+  }
+  w->hd[k] = (struct head){c->start[c->at], c->end[c->at], c->call[c->at], w->r->rows[c->row].region, 0};
 }
 
 /* Buffer the cursor's next block; 0 at the row's end, 1 read, -1 error, -2
@@ -234,16 +261,15 @@ static int ids_check(struct walk *w, const size_t *rows, size_t nrows, uint64_t 
       }
       w->id0 = lo;
       w->idspan = span;
-      w->idtag = malloc(span * sizeof *w->idtag);
-      w->idlane = malloc(span * sizeof *w->idlane);
+      w->idtag = sp__big_calloc((size_t)span * sizeof *w->idtag);
+      w->visited = calloc((size_t)(span / 64 + 1), sizeof *w->visited);
       seen = calloc((size_t)(span / 64 + 1), sizeof *seen);
-      if (!w->idtag || !w->idlane || !seen) {
+      if (!w->idtag || !w->visited || !seen) {
         w->err = sp__set_error(SP_ERR_NO_MEMORY, "out of memory for the call ids of %llu calls",
                                (unsigned long long)n);
         rc = -1;
         break;
       }
-      memset(w->idlane, 0xff, span * sizeof *w->idlane);
     }
   }
   free(seen);
@@ -254,9 +280,10 @@ static int ids_check(struct walk *w, const size_t *rows, size_t nrows, uint64_t 
 static void walk_free(struct walk *w) {
   for (size_t i = 0; i < w->ncur; i++) free(w->cur[i].start);
   free(w->cur);
-  free(w->heap);
-  free(w->idtag);
-  free(w->idlane);
+  free(w->hd);
+  free(w->tree);
+  sp__big_free(w->idtag, (size_t)w->idspan * sizeof *w->idtag);
+  free(w->visited);
   for (size_t i = 0; i < w->nlanes; i++) free(w->lanes[i].stk);
   free(w->lanes);
   free(w->lslot);
@@ -291,17 +318,21 @@ int sp__walk_calls(sp_results *r, int64_t rank, sp__walk_fn fn, void *ctx, sp_st
     int ok = ids_check(&w, rows, nrows, total);
     if (ok == 0) {
       w.ids = 0;
-      free(w.idtag);
-      free(w.idlane);
+      sp__big_free(w.idtag, (size_t)w.idspan * sizeof *w.idtag);
+      free(w.visited);
       w.idtag = NULL;
-      w.idlane = NULL;
+      w.visited = NULL;
     }
     if (ok < 0) rc = ok == -1 ? -1 : 0;
   }
   sp__progress_begin(r, total);
   w.cur = calloc(nrows ? nrows : 1, sizeof *w.cur);
-  w.heap = malloc((nrows ? nrows : 1) * sizeof *w.heap);
-  if (rc == 1 && (!w.cur || !w.heap)) rc = oom(&w);
+  w.nleaf = 1;
+  while (w.nleaf < nrows) w.nleaf *= 2;
+  w.hd = malloc(w.nleaf * sizeof *w.hd);
+  w.tree = malloc(3 * w.nleaf * sizeof *w.tree);
+  if (rc == 1 && (!w.cur || !w.hd || !w.tree)) rc = oom(&w);
+  for (size_t k = 0; w.hd && k < w.nleaf; k++) w.hd[k] = (struct head){INT64_MAX, 0, 0, 0, 1};
   for (size_t k = 0; k < nrows && rc == 1; k++) {
     struct cursor *c = &w.cur[w.ncur++];
     c->row = rows[k];
@@ -319,13 +350,24 @@ int sp__walk_calls(sp_results *r, int64_t rank, sp__walk_fn fn, void *ctx, sp_st
     for (size_t i = 0; i < w.block; i++) c->parent[i] = -1;
     int f = cursor_fill(&w, c);
     if (f < 0) rc = f == -1 ? -1 : 0;
-    if (f == 1) head_load(&w, &w.heap[w.nheap++], (uint32_t)k);
+    if (f == 1) head_load(&w, (uint32_t)k);
   }
-  for (size_t i = w.nheap; i-- > 0 && rc == 1;) sift_down(&w, i);
+  if (rc == 1) { /* the matches, bottom up; win[]: each node's winner (leaves from nleaf) */
+    uint32_t *t = w.tree, *win = w.tree + w.nleaf;
+    for (size_t k = 0; k < w.nleaf; k++) win[w.nleaf + k] = (uint32_t)k;
+    for (size_t node = w.nleaf - 1; node >= 1; node--) {
+      uint32_t x = win[2 * node], y = win[2 * node + 1];
+      int xw = beats(w.hd, x, y);
+      win[node] = xw ? x : y;
+      t[node] = xw ? y : x;
+    }
+    t[0] = w.nleaf > 1 ? win[1] : 0;
+  }
   struct lane *last = NULL;
   uint32_t last_lane = 0;
-  while (rc == 1 && w.nheap) {
-    struct cursor *c = &w.cur[w.heap[0].cur];
+  while (rc == 1 && !w.hd[w.tree[0]].done) {
+    uint32_t k = w.tree[0];
+    struct cursor *c = &w.cur[k];
     struct sp__walk_call x = {c->start[c->at],
                               c->end[c->at],
                               c->thread[c->at],
@@ -334,7 +376,8 @@ int sp__walk_calls(sp_results *r, int64_t rank, sp__walk_fn fn, void *ctx, sp_st
                               INT64_MIN,
                               r->rows[c->row].region,
                               0,
-                              (uint32_t)w.ids};
+                              (uint32_t)w.ids,
+                              c->row};
     uint32_t li = last_lane;
     struct lane *l = last;
     if (!l || l->thread != x.thread || l->task != x.task) {
@@ -352,7 +395,7 @@ int sp__walk_calls(sp_results *r, int64_t rank, sp__walk_fn fn, void *ctx, sp_st
       int64_t pid = c->parent[c->at];
       if (pid >= 0) {
         uint64_t px = (uint64_t)pid - (uint64_t)w.id0;
-        if (pid < w.id0 || px >= w.idspan || w.idlane[px] == UINT32_MAX) {
+        if (pid < w.id0 || px >= w.idspan || !(w.visited[px >> 6] >> (px & 63) & 1)) {
           rc = 0; /* dangling, or a parent the order gives later */
           break;
         }
@@ -360,7 +403,7 @@ int sp__walk_calls(sp_results *r, int64_t rank, sp__walk_fn fn, void *ctx, sp_st
         has_parent = 1;
       }
       uint64_t me = (uint64_t)x.call - (uint64_t)w.id0;
-      w.idlane[me] = li;
+      w.visited[me >> 6] |= (uint64_t)1 << (me & 63);
       self = &w.idtag[me];
     } else {
       while (l->sp && l->stk[l->sp - 1].end <= x.start) l->sp--;
@@ -394,14 +437,13 @@ int sp__walk_calls(sp_results *r, int64_t rank, sp__walk_fn fn, void *ctx, sp_st
         break;
       }
       if (f == 0) {
-        w.heap[0] = w.heap[--w.nheap];
-        if (!w.nheap) break;
-        sift_down(&w, 0);
+        w.hd[k] = (struct head){INT64_MAX, 0, 0, 0, 1};
+        replay(&w, k);
         continue;
       }
     }
-    head_load(&w, &w.heap[0], w.heap[0].cur);
-    sift_down(&w, 0);
+    head_load(&w, k);
+    replay(&w, k);
   }
   sp__h5_quiet_end(&q);
   walk_free(&w);

@@ -7,6 +7,7 @@
 #ifndef SP_READ_WALK_H
 #define SP_READ_WALK_H
 
+#include <stddef.h>
 #include <stdint.h>
 
 #include "scope_profiler/reader.h"
@@ -26,6 +27,7 @@ struct sp__walk_call {
   uint32_t region;
   uint32_t lane;   /* dense index of (thread, task) within this walk */
   uint32_t by_ids; /* nested by the recorded ids (else by containment) */
+  size_t row;      /* the (rank, region) row it was read from */
 };
 typedef sp_status (*sp__walk_fn)(void *ctx, const struct sp__walk_call *c,
                                  const uint64_t *parent_tag, uint64_t *tag);

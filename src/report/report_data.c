@@ -1,17 +1,19 @@
 /* report_data.c - what `scope-profiler report` reads, reduced on the way to
  * what a chart can show.
  *
- * Statistics come from the summary rows (no events). Gantt lanes and time
- * series come from one streamed pass over the kept rows, read in slices:
- * a lane with more calls than the plot has pixel columns keeps one mark per
- * column (the calls starting in it merged: extent, summed and extreme
- * durations), so memory is bounded by lanes x columns, never by events. The
- * flame chart and flame graph need the exact call tree: the reader's walk
- * (read/read_walk.h) hands a rank's calls over nested, in start order, and
- * each goes straight to its tree node and chart row, reduced the same way;
- * a rank the walk refuses is nested by the reader (sp_results_call_stack,
- * every call held) one rank at a time. Percentiles for the summary table are
- * the reader's.
+ * Statistics come from the summary rows (no events). The flame chart and
+ * flame graph need the exact call tree: the reader's walk (read/read_walk.h)
+ * hands a rank's calls over nested, in start order, and each goes straight
+ * to its tree node and chart row; the Gantt lanes and time series of the
+ * same calls are taken on the way (one pass over the events). A lane with
+ * more calls than the plot has pixel columns keeps one mark per column (the
+ * calls starting in it merged: extent, summed and extreme durations), so
+ * memory is bounded by lanes x columns, never by events. A rank the walk
+ * refuses is nested by the reader (sp_results_call_stack, every call held)
+ * one rank at a time, and the Gantt lanes then come from a pass of their
+ * own over the rows. Percentiles for the summary table are the reader's
+ * (tried from the walk: holding 8 bytes per call of fresh memory cost more
+ * than reading the two columns again).
  */
 #include <math.h>
 #include <stdlib.h>
@@ -58,7 +60,7 @@ static int push_mark(struct rp_marks *m, const struct rp_mark *k) {
   return 0;
 }
 
-static void merge_into(struct rp_mark *a, const struct rp_mark *b) {
+static inline void merge_into(struct rp_mark *a, const struct rp_mark *b) {
   if (b->dmax > a->dmax) a->region = b->region;
   if (b->s < a->s) a->s = b->s;
   if (b->e > a->e) a->e = b->e;
@@ -75,22 +77,56 @@ static int64_t bucket_of(int64_t t, int64_t origin, double bw) {
   return b < 0 ? 0 : (int64_t)b;
 }
 
-/* Add a call; with lod, calls starting in the column of the previous mark
- * join it. Calls arrive in start order per lane. */
-static int add_call(struct rp_marks *m, const struct rp_mark *k, int lod, int64_t origin, double bw) {
+/* The first time whose column is past column b: bucket_of is monotonic in
+ * t, so an estimate a few ns off is walked to the exact boundary;
+ * INT64_MIN when it is not found (the caller then divides for every call). */
+static int64_t column_end(int64_t b, int64_t origin, double bw) {
+  double x = ceil((double)(b + 1) * bw);
+  if (!(x > -9e18 && x < 9e18)) return INT64_MIN;
+  int64_t t;
+  if (__builtin_add_overflow(origin, (int64_t)x, &t) || t == INT64_MIN || t == INT64_MAX)
+    return INT64_MIN;
+  for (int i = 0; i < 16 && bucket_of(t - 1, origin, bw) > b; i++) t--;
+  for (int i = 0; i < 16 && bucket_of(t, origin, bw) <= b; i++) t++;
+  if (t == INT64_MIN || bucket_of(t, origin, bw) <= b || bucket_of(t - 1, origin, bw) > b)
+    return INT64_MIN;
+  return t;
+}
+
+static int add_call_slow(struct rp_marks *m, const struct rp_mark *k, int lod, int64_t origin,
+                         double bw) {
+  if (!lod) {
+    m->lastb = 0;
+    return push_mark(m, k);
+  }
   int64_t b = bucket_of(k->s, origin, bw);
-  if (lod && m->n) {
-    struct rp_mark *last = &m->v[m->n - 1];
+  int merge = 0;
+  if (m->n) {
+    const struct rp_mark *last = &m->v[m->n - 1];
     /* the last mark's column, kept: merging into it keeps its column */
     int64_t lb = m->lastb ? m->lastb - 1 : bucket_of(last->s, origin, bw);
-    if (lb == b) {
-      merge_into(last, k);
-      m->lastb = b + 1;
-      return 0;
-    }
+    merge = lb == b;
   }
   m->lastb = b + 1;
+  m->colend = column_end(b, origin, bw);
+  if (merge) {
+    merge_into(&m->v[m->n - 1], k);
+    return 0;
+  }
   return push_mark(m, k);
+}
+
+/* Add a call; with lod, calls starting in the column of the previous mark
+ * join it. Calls arrive in start order per lane, so most join the last
+ * mark, which one comparison with its column's end tells (a division per
+ * call took a seventh of the report's time on large files). */
+static inline int add_call(struct rp_marks *m, const struct rp_mark *k, int lod, int64_t origin,
+                           double bw) {
+  if (lod && m->n && m->lastb && k->s < m->colend && k->s >= m->v[m->n - 1].s) {
+    merge_into(&m->v[m->n - 1], k);
+    return 0;
+  }
+  return add_call_slow(m, k, lod, origin, bw);
 }
 
 void rp_marks_fold(struct rp_marks *m, int64_t origin, int64_t span, size_t cols) {
@@ -229,14 +265,207 @@ static int cmp_lane(const void *pa, const void *pb) {
   return (a->thread > b->thread) - (a->thread < b->thread);
 }
 
-int rp_load_events(struct rp_model *m, struct rp_file *f, const char *cmd) {
-  if (!f->has_events || f->nregs == 0 || f->nranks == 0) return 0;
+#define RP_ROW_THREADS 64 /* lanes of one row; calls on further threads are dropped */
+
+/* What rp_load_events leaves to the walk of rp_load_flame when it can: the
+ * Gantt lanes and time series of the Gantt ranks, and the durations of
+ * every kept region for the percentiles, taken as the walk hands the calls
+ * over (one pass over the events instead of three; the walk gives each
+ * lane's calls in start order, as the rows do). Dropped, and the separate
+ * passes made, when the walk refuses a rank (part way, perhaps) or a lane
+ * would pass the lane cap (the separate pass decides which lanes to drop,
+ * in row order). */
+struct rp_rowlanes {
+  uint64_t count;          /* the row's calls */
+  size_t series;           /* SIZE_MAX: the row draws nothing */
+  struct lane_ref refs[RP_ROW_THREADS];
+  size_t nrefs, last;      /* last: the index in refs of the lane used last */
+};
+
+struct rp_defer {
+  size_t *order;           /* file region -> index in f->regs; SIZE_MAX: not drawn */
+  struct rp_rowlanes *rows;
+  size_t lanes_cap, lane_cap, cols, ts_cols;
+  double bw, ts_bw;
+  int threads;
+  uint64_t total;          /* the Gantt pass's events (progress) */
+  int gantt_failed, walk_failed;
+};
+
+static void defer_free(struct rp_file *f) {
+  struct rp_defer *d = f->defer;
+  if (!d) return;
+  free(d->order);
+  free(d->rows);
+  free(d);
+  f->defer = NULL;
+}
+
+static struct rp_series *new_series(struct rp_file *f, size_t *cap, const sp_row_info *info) {
+  if (f->nseries == *cap) {
+    size_t nc = *cap ? *cap * 2 : 16;
+    struct rp_series *v = realloc(f->series, nc * sizeof *v);
+    if (!v) return NULL;
+    f->series = v;
+    *cap = nc;
+  }
+  struct rp_series *ser = &f->series[f->nseries++];
+  memset(ser, 0, sizeof *ser);
+  ser->region = info->region;
+  ser->rank = info->rank;
+  return ser;
+}
+
+/* A new lane of (row's region and rank, thread); SIZE_MAX out of memory. */
+static size_t new_lane(struct rp_file *f, size_t *cap, const sp_row_info *info, int64_t thread) {
+  if (f->nlanes == *cap) {
+    size_t nc = *cap ? *cap * 2 : 16;
+    struct rp_lane *v = realloc(f->lanes, nc * sizeof *v);
+    if (!v) return SIZE_MAX;
+    f->lanes = v;
+    *cap = nc;
+  }
+  size_t li = f->nlanes++;
+  memset(&f->lanes[li], 0, sizeof f->lanes[li]);
+  f->lanes[li].region = info->region;
+  f->lanes[li].rank = info->rank;
+  f->lanes[li].thread = thread;
+  return li;
+}
+
+/* The Gantt lanes and time series by a pass of their own over the rows. */
+static int gantt_pass(struct rp_model *m, struct rp_file *f, const size_t *order, size_t lane_cap,
+                      uint64_t total, const char *cmd) {
   sp_results *r = f->r;
-  size_t nrows = sp_results_num_rows(r), nreg = sp_results_num_regions(r);
+  size_t nrows = sp_results_num_rows(r);
   double pw = RP_PLOT_W(m);
   size_t cols = (size_t)pw, ts_cols = cols / 2;
   int64_t span = f->end - f->origin > 0 ? f->end - f->origin : 1;
   double bw = (double)span / (double)cols, ts_bw = (double)span / (double)ts_cols;
+  int64_t *st = malloc(SLICE * sizeof *st), *en = malloc(SLICE * sizeof *en);
+  int64_t *th = malloc(SLICE * sizeof *th);
+  int gpu = sp_results_has_gpu(r);
+  int64_t *gp = gpu ? malloc(SLICE * sizeof *gp) : NULL;
+  size_t lanes_cap = f->nlanes, series_cap = f->nseries;
+  int rc = 0;
+  if (!st || !en || !th || (gpu && !gp)) rc = oom(cmd);
+  uint64_t done_all = 0;
+  m->prog->label = "reading events";
+  int threads = sp_results_has_threads(r);
+  for (size_t w = 0; w < nrows && !rc; w++) {
+    sp_row_info info;
+    if (sp_results_row_info(r, w, &info) != SP_OK || order[info.region] == SIZE_MAX ||
+        info.count == 0 || !rank_in(f->gantt_ranks, f->ngantt_ranks, info.rank))
+      continue;
+    struct rp_series *ser = new_series(f, &series_cap, &info);
+    if (!ser) {
+      rc = oom(cmd);
+      break;
+    }
+    int lod = info.count > cols, ts_lod = info.count > ts_cols;
+    struct lane_ref refs[RP_ROW_THREADS];
+    size_t nrefs = 0;
+    for (uint64_t done = 0; done < info.count && !rc;) {
+      size_t k = info.count - done < SLICE ? (size_t)(info.count - done) : SLICE;
+      if (sp_results_row_read(r, w, done, k, st, en, NULL, NULL, threads ? th : NULL) != SP_OK ||
+          (gpu && sp_results_row_read_gpu(r, w, done, k, gp) != SP_OK)) {
+        rc = sp_cli_error(cmd, "%s", sp_last_error());
+        break;
+      }
+      for (size_t j = 0; j < k && !rc; j++) {
+        int64_t t = threads ? th[j] : -1;
+        int64_t d = en[j] - st[j];
+        int64_t g = gpu ? gp[j] : -1;
+        struct rp_mark mk = {st[j], en[j], d, d, d, 1, (uint32_t)info.region, g >= 0 ? g : 0, g >= 0};
+        size_t li = SIZE_MAX;
+        for (size_t q = 0; q < nrefs; q++)
+          if (refs[q].thread == t) li = refs[q].lane;
+        if (li == SIZE_MAX) {
+          if (nrefs == RP_ROW_THREADS || f->nlanes >= 4 * lane_cap) {
+            f->lanes_dropped++;
+          } else {
+            if ((li = new_lane(f, &lanes_cap, &info, t)) == SIZE_MAX) {
+              rc = oom(cmd);
+              break;
+            }
+            refs[nrefs].thread = t;
+            refs[nrefs++].lane = li;
+          }
+        }
+        if (li != SIZE_MAX) {
+          f->lanes[li].calls++;
+          if (add_call(&f->lanes[li].m, &mk, lod, f->origin, bw)) rc = oom(cmd);
+        }
+        /* a time-series mark spans the starts of its calls */
+        struct rp_mark tk = mk;
+        tk.e = tk.s;
+        ser->calls++;
+        if (!rc && add_call(&ser->m, &tk, ts_lod, f->origin, ts_bw)) rc = oom(cmd);
+      }
+      done += k;
+      done_all += k;
+      progress(m, done_all, total);
+    }
+  }
+  free(st);
+  free(en);
+  free(th);
+  free(gp);
+  m->pdone += total;
+  return rc;
+}
+
+/* lanes: by rank, then region in order of first call, then thread */
+static void gantt_sort(struct rp_file *f, const size_t *order) {
+  if (!f->nlanes) return;
+  for (size_t i = 0; i < f->nlanes; i++) f->lanes[i].region = order[f->lanes[i].region];
+  qsort(f->lanes, f->nlanes, sizeof *f->lanes, cmp_lane);
+  for (size_t i = 0; i < f->nlanes; i++) f->lanes[i].region = f->regs[f->lanes[i].region].region;
+}
+
+/* The walk can take the Gantt pass's and the percentiles' work over: rows
+ * in start order (the walk checks), no device times (the walk reads none). */
+static int defer_start(struct rp_model *m, struct rp_file *f, size_t *order, size_t lane_cap,
+                       uint64_t total) {
+  sp_results *r = f->r;
+  if (!sp__walk_enabled || sp_results_has_gpu(r)) return 0;
+  size_t nrows = sp_results_num_rows(r);
+  struct rp_defer *d = calloc(1, sizeof *d);
+  if (!d) {
+    free(order);
+    return -1;
+  }
+  f->defer = d;
+  d->order = order;
+  d->rows = calloc(nrows ? nrows : 1, sizeof *d->rows);
+  if (!d->rows) return -1;
+  d->cols = (size_t)RP_PLOT_W(m);
+  d->ts_cols = d->cols / 2;
+  int64_t span = f->end - f->origin > 0 ? f->end - f->origin : 1;
+  d->bw = (double)span / (double)d->cols;
+  d->ts_bw = (double)span / (double)d->ts_cols;
+  d->lane_cap = lane_cap;
+  d->threads = sp_results_has_threads(r);
+  d->total = total;
+  size_t series_cap = 0;
+  for (size_t w = 0; w < nrows; w++) {
+    sp_row_info info;
+    d->rows[w].series = SIZE_MAX;
+    if (sp_results_row_info(r, w, &info) != SP_OK) continue;
+    d->rows[w].count = info.count;
+    if (order[info.region] == SIZE_MAX || info.count == 0 ||
+        !rank_in(f->gantt_ranks, f->ngantt_ranks, info.rank))
+      continue;
+    if (!new_series(f, &series_cap, &info)) return -1;
+    d->rows[w].series = f->nseries - 1;
+  }
+  return 1;
+}
+
+int rp_load_events(struct rp_model *m, struct rp_file *f, const char *cmd) {
+  if (!f->has_events || f->nregs == 0 || f->nranks == 0) return 0;
+  sp_results *r = f->r;
+  size_t nrows = sp_results_num_rows(r), nreg = sp_results_num_regions(r);
   /* order of regions in the charts: first call */
   size_t *order = malloc((nreg ? nreg : 1) * sizeof *order);
   if (!order) return oom(cmd);
@@ -272,101 +501,76 @@ int rp_load_events(struct rp_model *m, struct rp_file *f, const char *cmd) {
         rank_in(f->gantt_ranks, f->ngantt_ranks, info.rank))
       total += info.count;
   }
-  int64_t *st = malloc(SLICE * sizeof *st), *en = malloc(SLICE * sizeof *en);
-  int64_t *th = malloc(SLICE * sizeof *th);
-  int gpu = sp_results_has_gpu(r);
-  int64_t *gp = gpu ? malloc(SLICE * sizeof *gp) : NULL;
-  size_t lanes_cap = 0, series_cap = 0;
-  int rc = 0;
-  if (!st || !en || !th || (gpu && !gp)) rc = oom(cmd);
-  uint64_t done_all = 0;
-  m->prog->label = "reading events";
-  int threads = sp_results_has_threads(r);
-  for (size_t w = 0; w < nrows && !rc; w++) {
-    sp_row_info info;
-    if (sp_results_row_info(r, w, &info) != SP_OK || order[info.region] == SIZE_MAX ||
-        info.count == 0 || !rank_in(f->gantt_ranks, f->ngantt_ranks, info.rank))
-      continue;
-    if (f->nseries == series_cap) {
-      series_cap = series_cap ? series_cap * 2 : 16;
-      struct rp_series *v = realloc(f->series, series_cap * sizeof *v);
-      if (!v) {
-        rc = oom(cmd);
-        break;
-      }
-      f->series = v;
-    }
-    struct rp_series *ser = &f->series[f->nseries++];
-    memset(ser, 0, sizeof *ser);
-    ser->region = info.region;
-    ser->rank = info.rank;
-    int lod = info.count > cols, ts_lod = info.count > ts_cols;
-    struct lane_ref refs[64];
-    size_t nrefs = 0;
-    for (uint64_t done = 0; done < info.count && !rc;) {
-      size_t k = info.count - done < SLICE ? (size_t)(info.count - done) : SLICE;
-      if (sp_results_row_read(r, w, done, k, st, en, NULL, NULL, threads ? th : NULL) != SP_OK ||
-          (gpu && sp_results_row_read_gpu(r, w, done, k, gp) != SP_OK)) {
-        rc = sp_cli_error(cmd, "%s", sp_last_error());
-        break;
-      }
-      for (size_t j = 0; j < k && !rc; j++) {
-        int64_t t = threads ? th[j] : -1;
-        int64_t d = en[j] - st[j];
-        int64_t g = gpu ? gp[j] : -1;
-        struct rp_mark mk = {st[j], en[j], d, d, d, 1, (uint32_t)info.region, g >= 0 ? g : 0, g >= 0};
-        size_t li = SIZE_MAX;
-        for (size_t q = 0; q < nrefs; q++)
-          if (refs[q].thread == t) li = refs[q].lane;
-        if (li == SIZE_MAX) {
-          if (nrefs == 64 || f->nlanes >= 4 * lane_cap) {
-            f->lanes_dropped++;
-          } else {
-            if (f->nlanes == lanes_cap) {
-              lanes_cap = lanes_cap ? lanes_cap * 2 : 16;
-              struct rp_lane *v = realloc(f->lanes, lanes_cap * sizeof *v);
-              if (!v) {
-                rc = oom(cmd);
-                break;
-              }
-              f->lanes = v;
-            }
-            li = f->nlanes++;
-            memset(&f->lanes[li], 0, sizeof f->lanes[li]);
-            f->lanes[li].region = info.region;
-            f->lanes[li].rank = info.rank;
-            f->lanes[li].thread = t;
-            refs[nrefs].thread = t;
-            refs[nrefs++].lane = li;
-          }
-        }
-        if (li != SIZE_MAX) {
-          f->lanes[li].calls++;
-          if (add_call(&f->lanes[li].m, &mk, lod, f->origin, bw)) rc = oom(cmd);
-        }
-        /* a time-series mark spans the starts of its calls */
-        struct rp_mark tk = mk;
-        tk.e = tk.s;
-        ser->calls++;
-        if (!rc && add_call(&ser->m, &tk, ts_lod, f->origin, ts_bw)) rc = oom(cmd);
-      }
-      done += k;
-      done_all += k;
-      progress(m, done_all, total);
-    }
+  int deferred = defer_start(m, f, order, lane_cap, total);
+  if (deferred) {
+    if (deferred > 0) return 0; /* order is the defer's now */
+    defer_free(f);              /* freed order too */
+    return oom(cmd);
   }
-  free(st);
-  free(en);
-  free(th);
-  free(gp);
-  m->pdone += total;
-  if (!rc && f->nlanes) {
-    /* lanes: by rank, then region in order of first call, then thread */
-    for (size_t i = 0; i < f->nlanes; i++) f->lanes[i].region = order[f->lanes[i].region];
-    qsort(f->lanes, f->nlanes, sizeof *f->lanes, cmp_lane);
-    for (size_t i = 0; i < f->nlanes; i++) f->lanes[i].region = f->regs[f->lanes[i].region].region;
-  }
+  int rc = gantt_pass(m, f, order, lane_cap, total, cmd);
+  if (!rc) gantt_sort(f, order);
   free(order);
+  return rc;
+}
+
+/* A call of a Gantt rank's row into its lane and time series. 0, or -1 out
+ * of memory; a lane past the cap stops the deferred Gantt pass. */
+static int defer_gantt(struct rp_file *f, struct rp_defer *d, const struct sp__walk_call *c) {
+  struct rp_rowlanes *rl = &d->rows[c->row];
+  if (rl->series == SIZE_MAX || d->gantt_failed) return 0;
+  int64_t t = d->threads ? c->thread : -1;
+  size_t q = rl->last;
+  if (q >= rl->nrefs || rl->refs[q].thread != t) {
+    for (q = 0; q < rl->nrefs && rl->refs[q].thread != t; q++) {
+    }
+    if (q == rl->nrefs) {
+      if (rl->nrefs == RP_ROW_THREADS || f->nlanes >= 4 * d->lane_cap) {
+        d->gantt_failed = 1; /* the separate pass drops lanes as it always did */
+        return 0;
+      }
+      struct rp_series *ser = &f->series[rl->series];
+      sp_row_info info = {0};
+      info.region = ser->region;
+      info.rank = ser->rank;
+      size_t li = new_lane(f, &d->lanes_cap, &info, t);
+      if (li == SIZE_MAX) return -1;
+      rl->refs[q].thread = t;
+      rl->refs[q].lane = li;
+      rl->nrefs++;
+    }
+    rl->last = q;
+  }
+  struct rp_lane *l = &f->lanes[rl->refs[q].lane];
+  int64_t dur = c->end - c->start;
+  struct rp_mark mk = {c->start, c->end, dur, dur, dur, 1, c->region, 0, 0};
+  l->calls++;
+  if (add_call(&l->m, &mk, rl->count > d->cols, f->origin, d->bw)) return -1;
+  struct rp_series *ser = &f->series[rl->series];
+  mk.e = mk.s;
+  ser->calls++;
+  return add_call(&ser->m, &mk, rl->count > d->ts_cols, f->origin, d->ts_bw);
+}
+
+/* After the walks: the deferred Gantt pass done apart when the walk could
+ * not do it, then the lanes in their order. */
+static int defer_finish(struct rp_model *m, struct rp_file *f, const char *cmd) {
+  struct rp_defer *d = f->defer;
+  int rc = 0;
+  if (d->walk_failed || d->gantt_failed) {
+    for (size_t i = 0; i < f->nlanes; i++) free(f->lanes[i].m.v);
+    for (size_t i = 0; i < f->nseries; i++) free(f->series[i].m.v);
+    free(f->lanes);
+    free(f->series);
+    f->lanes = NULL;
+    f->series = NULL;
+    f->nlanes = f->nseries = 0;
+    f->lanes_dropped = 0;
+    rc = gantt_pass(m, f, d->order, d->lane_cap, d->total, cmd);
+  } else {
+    m->pdone += d->total;
+  }
+  if (!rc) gantt_sort(f, d->order);
+  defer_free(f);
   return rc;
 }
 
@@ -663,6 +867,8 @@ struct flane {
 
 struct fwalk {
   const unsigned char *keep; /* by file region */
+  struct rp_file *f;
+  struct rp_defer *d;        /* Gantt lanes and durations taken on the way; NULL: none */
   struct tbuild t;           /* this rank's tree */
   struct rp_fpanel *p;       /* NULL: the rank is not drawn */
   size_t rcap, cols;
@@ -778,6 +984,7 @@ static sp_status fw_visit(void *ctx, const struct sp__walk_call *c, const uint64
     *tag = up; /* its callees hang under its kept ancestor */
     return SP_OK;
   }
+  if (w->d && defer_gantt(w->f, w->d, c)) return fw_oom(w);
   uint32_t pnode = (uint32_t)up, pslot = (uint32_t)(up >> 32);
   size_t node;
   if (tnode(&w->t, pnode == UINT32_MAX ? -1 : (int64_t)pnode, c->region, &node)) return fw_oom(w);
@@ -815,6 +1022,8 @@ static int walk_rank(struct rp_model *m, struct rp_file *f, int64_t rank, int dr
   struct fwalk w;
   memset(&w, 0, sizeof w);
   w.keep = keep;
+  w.f = f;
+  w.d = f->defer;
   w.cols = (size_t)RP_PLOT_W(m);
   w.origin = f->origin;
   w.span = f->end - f->origin > 0 ? f->end - f->origin : 1;
@@ -828,6 +1037,7 @@ static int walk_rank(struct rp_model *m, struct rp_file *f, int64_t rank, int dr
   sp_status err = SP_OK;
   int rc = sp__walk_calls(f->r, rank, fw_visit, &w, &err);
   if (rc < 0) rc = w.oom ? -1 : -2;
+  if (rc == 0 && w.d) w.d->walk_failed = 1; /* what it took of this rank is partial */
   size_t *map = NULL;
   if (rc == 1 && !(map = malloc((w.t.n ? w.t.n : 1) * sizeof *map))) rc = -1;
   /* the rank's nodes into the merged tree, parents first as they were made */
@@ -998,6 +1208,7 @@ int rp_load_flame(struct rp_model *m, struct rp_file *f, const char *cmd) {
     m->pdone += rank_events;
   }
   sp_results_set_progress(f->r, NULL, NULL);
+  if (!rc && f->defer) rc = defer_finish(m, f, cmd);
   if (!rc && tree_canonical(&t)) rc = oom(cmd);
   f->tree = t.v;
   f->ntree = t.n;
@@ -1024,6 +1235,7 @@ int rp_load_table(struct rp_model *m, struct rp_file *f, const char *cmd) {
 }
 
 void rp_free_file(struct rp_file *f) {
+  defer_free(f);
   for (size_t i = 0; i < f->nlanes; i++) free(f->lanes[i].m.v);
   for (size_t i = 0; i < f->nseries; i++) free(f->series[i].m.v);
   for (size_t i = 0; i < f->nfpanels; i++) {

@@ -5,7 +5,8 @@
  * the SVG writer and the chart and page writers.
  *
  * Files: cmd_report.c (options, orchestration, output files), report_data.c
- * (reading: one streamed pass over the events plus one call stack per rank),
+ * (reading: one walk of each rank's calls, in start order, for every chart
+ * and the percentiles),
  * report_svg.c (XML escaping, numbers, axes, palettes, chart frames),
  * report_charts.c (Gantt, flame chart, flame graph, time series),
  * report_scaling.c (durations, speedup, efficiency, imbalance),
@@ -59,6 +60,7 @@ struct rp_marks {
   struct rp_mark *v;
   size_t n, cap;
   int64_t lastb; /* the last mark's pixel column + 1 while adding calls; 0: not known */
+  int64_t colend; /* with lastb: the first time past that column (INT64_MIN: not known) */
 };
 
 /* A Gantt lane: one region on one thread of one rank. */
@@ -133,6 +135,8 @@ struct rp_file {
   struct rp_tnode *tree;
   size_t ntree;
   size_t overlaps;
+  /* what rp_load_events left to the walk of rp_load_flame (report_data.c) */
+  struct rp_defer *defer;
 };
 
 struct rp_region { /* a region over all inputs, by name: its colour */

@@ -293,7 +293,8 @@ def walk_pairs(out):
     worker thread under a call of another thread (whose id sorts later),
     overlapping roots of an unrecorded thread (virtual lanes), nesting by
     containment with a child that outlives its parent, calls deeper than the
-    chart draws and a row with more calls than pixel columns."""
+    chart draws, a row with more calls than pixel columns and a row on more
+    threads than the Gantt chart has lanes for."""
     def both(name, names, run, m, **kw):
         write(os.path.join(out, name + ".h5"), names, run, m, **kw)
         write(os.path.join(out, name + "_rev.h5"), names, run, m, reverse_rows=True, **kw)
@@ -327,6 +328,12 @@ def walk_pairs(out):
         run.call(4, 0, t + d * US, t + 100 * MS - d * US, top)
     both("noids", ["loop", "tick", "outer", "late", "deep"], run, meta(1, "noids"),
          threads=False, ids=False)
+
+    run = Run()  # a region on more threads than a Gantt row keeps lanes for
+    top = run.call(0, 0, BASE, BASE + 50 * MS)
+    for w in range(1, 71):
+        run.call(1, 0, BASE + w * 10 * US, BASE + w * 10 * US + 5 * MS, top, thread=w)
+    both("lanes", ["team", "worker"], run, meta(1, "lanes"))
 
 
 if __name__ == "__main__":
