@@ -275,16 +275,20 @@ static int cmp_lane(const void *pa, const void *pb) {
  * passes made, when the walk refuses a rank (part way, perhaps) or a lane
  * would pass the lane cap (the separate pass decides which lanes to drop,
  * in row order). */
-struct rp_rowlanes {
+struct rp_rowinfo {       /* every row of the file (ranks x regions: 16 bytes each) */
   uint64_t count;          /* the row's calls */
   size_t series;           /* SIZE_MAX: the row draws nothing */
+};
+
+struct rp_serlanes {       /* each drawn row (as many as its time series) */
   struct lane_ref refs[RP_ROW_THREADS];
   size_t nrefs, last;      /* last: the index in refs of the lane used last */
 };
 
 struct rp_defer {
   size_t *order;           /* file region -> index in f->regs; SIZE_MAX: not drawn */
-  struct rp_rowlanes *rows;
+  struct rp_rowinfo *rows;
+  struct rp_serlanes *sl;  /* by series */
   size_t lanes_cap, lane_cap, cols, ts_cols;
   double bw, ts_bw;
   int threads;
@@ -297,6 +301,7 @@ static void defer_free(struct rp_file *f) {
   if (!d) return;
   free(d->order);
   free(d->rows);
+  free(d->sl);
   free(d);
   f->defer = NULL;
 }
@@ -459,6 +464,7 @@ static int defer_start(struct rp_model *m, struct rp_file *f, size_t *order, siz
     if (!new_series(f, &series_cap, &info)) return -1;
     d->rows[w].series = f->nseries - 1;
   }
+  if (!(d->sl = calloc(f->nseries ? f->nseries : 1, sizeof *d->sl))) return -1;
   return 1;
 }
 
@@ -516,8 +522,9 @@ int rp_load_events(struct rp_model *m, struct rp_file *f, const char *cmd) {
 /* A call of a Gantt rank's row into its lane and time series. 0, or -1 out
  * of memory; a lane past the cap stops the deferred Gantt pass. */
 static int defer_gantt(struct rp_file *f, struct rp_defer *d, const struct sp__walk_call *c) {
-  struct rp_rowlanes *rl = &d->rows[c->row];
-  if (rl->series == SIZE_MAX || d->gantt_failed) return 0;
+  const struct rp_rowinfo *ri = &d->rows[c->row];
+  if (ri->series == SIZE_MAX || d->gantt_failed) return 0;
+  struct rp_serlanes *rl = &d->sl[ri->series];
   int64_t t = d->threads ? c->thread : -1;
   size_t q = rl->last;
   if (q >= rl->nrefs || rl->refs[q].thread != t) {
@@ -528,7 +535,7 @@ static int defer_gantt(struct rp_file *f, struct rp_defer *d, const struct sp__w
         d->gantt_failed = 1; /* the separate pass drops lanes as it always did */
         return 0;
       }
-      struct rp_series *ser = &f->series[rl->series];
+      struct rp_series *ser = &f->series[ri->series];
       sp_row_info info = {0};
       info.region = ser->region;
       info.rank = ser->rank;
@@ -544,11 +551,11 @@ static int defer_gantt(struct rp_file *f, struct rp_defer *d, const struct sp__w
   int64_t dur = c->end - c->start;
   struct rp_mark mk = {c->start, c->end, dur, dur, dur, 1, c->region, 0, 0};
   l->calls++;
-  if (add_call(&l->m, &mk, rl->count > d->cols, f->origin, d->bw)) return -1;
-  struct rp_series *ser = &f->series[rl->series];
+  if (add_call(&l->m, &mk, ri->count > d->cols, f->origin, d->bw)) return -1;
+  struct rp_series *ser = &f->series[ri->series];
   mk.e = mk.s;
   ser->calls++;
-  return add_call(&ser->m, &mk, rl->count > d->ts_cols, f->origin, d->ts_bw);
+  return add_call(&ser->m, &mk, ri->count > d->ts_cols, f->origin, d->ts_bw);
 }
 
 /* After the walks: the deferred Gantt pass done apart when the walk could
