@@ -2,20 +2,33 @@
  * recording, and finalize throughput and file size when writing it.
  *
  * Records N timeline events (default 10M) in a few dozen nested regions on
- * one thread, reading peak RSS before and after (getrusage), then finalizes
- * to an uncompressed file and reports events written per second and bytes
- * per event. Events per second counts the whole finalize: building the
- * columnar run (grouping by region, parents, statistics) and the HDF5 write
- * (page cache and fsync included). The same run is then recorded again and
- * finalized with deactivate_file_output, which isolates the build step.
+ * one thread (bench/timesteps.h), reading peak RSS before and after
+ * (getrusage), then finalizes to a file with the default settings
+ * (uncompressed schema 3) and reports events written per second, wall and
+ * process CPU time, and bytes per event. Events per second counts the whole
+ * finalize: building the run (grouping by region, call tree, statistics)
+ * and the HDF5 write, page cache and fsync included. With the default
+ * max_buffer_bytes a run this long streams through the staging file;
+ * --in-memory raises the budget so that it stays in memory.
  *
- * On virtual machines the first touch of fresh memory can dominate (the host
- * allocates each page): --warm keeps freed memory in the heap (mallopt) and
- * reports a second identical round, the steady state of a long job that
- * finalizes more than once.
+ * Each round is measured against a baseline in the same run, since the
+ * machine's load moves wall times by 2x: writing the file's number of bytes
+ * from one reused buffer into a fresh file beside it and fsyncing it (dd's
+ * way: the floor of any writer of that file), and, since memory touched for
+ * the first time is what is slow on some virtual machines, setting that
+ * many bytes of freshly allocated memory. --reps R rounds (default 3) give
+ * medians of each figure and of the ratios. The same run is then recorded
+ * again and finalized with deactivate_file_output, which isolates the build
+ * step (--file-only leaves that out, for a profiler).
  *
- *   finalize [--events N] [--out FILE] [--json FILE]
+ * --warm keeps freed memory in the heap (mallopt) and measures after one
+ * round not counted, the steady state of a long job that finalizes more
+ * than once.
+ *
+ *   finalize [--events N] [--in-memory] [--reps R] [--warm] [--file-only]
+ *            [--out FILE] [--keep] [--json FILE]
  */
+#include <fcntl.h>
 #include <malloc.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -23,6 +36,7 @@
 #include <sys/resource.h>
 #include <sys/stat.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "scope_profiler.h"
 #include "timesteps.h"
@@ -47,70 +61,180 @@ static double cpu_s(void) {
   return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
 }
 
+struct timing {
+  double wall, cpu;
+};
+
+/* The process's CPU time in user space (the kernel's part is mostly the
+ * page cache being filled, which the dd baseline pays too). */
+static double user_s(void) {
+  struct rusage ru;
+  getrusage(RUSAGE_SELF, &ru);
+  return (double)ru.ru_utime.tv_sec + (double)ru.ru_utime.tv_usec * 1e-6;
+}
+
+/* `bytes` written from one 8 MiB buffer into a new file beside `out`,
+ * fsynced and renamed into place as finalize publishes, then removed. */
+static struct timing dd_baseline(const char *out, off_t bytes) {
+  static char *buf;
+  enum { BS = 8 << 20 };
+  if (!buf && !(buf = malloc(BS))) exit(1);
+  memset(buf, 0x5a, BS);
+  char tmp[4200], dst[4200];
+  snprintf(tmp, sizeof tmp, "%s.dd.tmp", out);
+  snprintf(dst, sizeof dst, "%s.dd", out);
+  double t0 = now_s(), c0 = cpu_s();
+  int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+  if (fd < 0) {
+    perror(tmp);
+    exit(1);
+  }
+  for (off_t left = bytes; left > 0;) {
+    ssize_t w = write(fd, buf, left < BS ? (size_t)left : BS);
+    if (w <= 0) {
+      perror("write");
+      exit(1);
+    }
+    left -= w;
+  }
+  if (fsync(fd) != 0 || close(fd) != 0 || rename(tmp, dst) != 0) {
+    perror(dst);
+    exit(1);
+  }
+  struct timing t = {now_s() - t0, cpu_s() - c0};
+  remove(dst);
+  return t;
+}
+
+/* `bytes` of freshly mapped memory set once. */
+static struct timing fresh_baseline(size_t bytes) {
+  double t0 = now_s(), c0 = cpu_s();
+  char *p = malloc(bytes);
+  if (!p) exit(1);
+  memset(p, 1, bytes);
+  __asm__ volatile("" : : "r"(p) : "memory");
+  struct timing t = {now_s() - t0, cpu_s() - c0};
+  free(p);
+  return t;
+}
+
+static int cmp_double(const void *a, const void *b) {
+  double x = *(const double *)a, y = *(const double *)b;
+  return (x > y) - (x < y);
+}
+
+static double median(double *v, int n) {
+  qsort(v, (size_t)n, sizeof *v, cmp_double);
+  return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
+}
+
+enum { MAX_REPS = 15 };
+
 int main(int argc, char **argv) {
   long events = 10000000;
   const char *out = "bench_finalize.h5", *json = NULL;
-  int warm = 0, keep = 0;
+  int warm = 0, keep = 0, in_memory = 0, file_only = 0, reps = 3;
   for (int i = 1; i < argc; i++) {
     if (!strcmp(argv[i], "--events") && i + 1 < argc) events = atol(argv[++i]);
     else if (!strcmp(argv[i], "--out") && i + 1 < argc) out = argv[++i];
     else if (!strcmp(argv[i], "--json") && i + 1 < argc) json = argv[++i];
+    else if (!strcmp(argv[i], "--reps") && i + 1 < argc) reps = atoi(argv[++i]);
     else if (!strcmp(argv[i], "--warm")) warm = 1;
     else if (!strcmp(argv[i], "--keep")) keep = 1;
+    else if (!strcmp(argv[i], "--in-memory")) in_memory = 1;
+    else if (!strcmp(argv[i], "--file-only")) file_only = 1;
     else {
-      fprintf(stderr, "usage: finalize [--events N] [--out FILE] [--json FILE]\n");
+      fprintf(stderr, "usage: finalize [--events N] [--in-memory] [--reps R] [--warm] [--file-only] [--out FILE] "
+                      "[--keep] [--json FILE]\n");
       return 2;
     }
   }
+  if (reps < 1) reps = 1;
+  if (reps > MAX_REPS) reps = MAX_REPS;
   sp_region regs[TS_NREG];
   ts_regions(regs);
-  sp_manager *m = ts_manager("finalize", out);
+  sp_manager *m = ts_manager_with("finalize", out, in_memory ? "max_buffer_bytes=1099511627776" : NULL);
   if (warm) {
     mallopt(M_MMAP_THRESHOLD, 1 << 30);
     mallopt(M_TRIM_THRESHOLD, -1);
     ts_record(m, regs, events);
     sp_manager_finalize(m, NULL, NULL);
-    printf("(warm: numbers below are a second, identical round)\n");
+    printf("(warm: numbers below are after a first, identical round)\n");
   }
-  long rss0 = maxrss_kib();
-  long done = ts_record(m, regs, events);
-  long rss1 = maxrss_kib();
-  double t0 = now_s(), c0 = cpu_s();
-  sp_status st = sp_manager_finalize(m, NULL, NULL);
-  double t1 = now_s(), c1 = cpu_s();
-  if (st != SP_OK) {
-    fprintf(stderr, "finalize: %s\n", sp_last_error());
-    return 1;
+  double fin_w[MAX_REPS], fin_c[MAX_REPS], dd_w[MAX_REPS], dd_c[MAX_REPS], fr_w[MAX_REPS], fr_c[MAX_REPS];
+  double rw[MAX_REPS], rc[MAX_REPS], rate[MAX_REPS], fin_u[MAX_REPS];
+  long done = 0;
+  double mem = 0;
+  off_t size = 0;
+  printf("%ld events, %s, %d rounds\n", events, in_memory ? "kept in memory" : "default max_buffer_bytes", reps);
+  printf("round  finalize wall/CPU(user) s   M ev/s   dd wall/CPU s   fresh memory wall/CPU s   finalize/dd wall, CPU\n");
+  for (int r = 0; r < reps; r++) {
+    long rss0 = maxrss_kib();
+    done = ts_record(m, regs, events);
+    long rss1 = maxrss_kib();
+    if (r == 0) mem = (double)(rss1 - rss0) * 1024.0 / (double)done;
+    double t0 = now_s(), c0 = cpu_s(), u0 = user_s();
+    sp_status st = sp_manager_finalize(m, NULL, NULL);
+    fin_w[r] = now_s() - t0;
+    fin_c[r] = cpu_s() - c0;
+    fin_u[r] = user_s() - u0;
+    if (st != SP_OK) {
+      fprintf(stderr, "finalize: %s\n", sp_last_error());
+      return 1;
+    }
+    struct stat sb;
+    if (stat(out, &sb) != 0) {
+      perror(out);
+      return 1;
+    }
+    size = sb.st_size;
+    if (!keep || r + 1 < reps) remove(out);
+    struct timing dd = dd_baseline(out, size), fr = fresh_baseline((size_t)size);
+    dd_w[r] = dd.wall, dd_c[r] = dd.cpu, fr_w[r] = fr.wall, fr_c[r] = fr.cpu;
+    rate[r] = (double)done / fin_w[r];
+    rw[r] = fin_w[r] / dd.wall;
+    rc[r] = fin_c[r] / (dd.cpu > 1e-6 ? dd.cpu : 1e-6);
+    printf("%5d  %8.3f / %6.3f (%5.3f)  %8.1f  %6.3f / %6.3f  %10.3f / %6.3f  %14.2f, %5.2f\n", r + 1, fin_w[r],
+           fin_c[r], fin_u[r], rate[r] / 1e6, dd.wall, dd.cpu, fr.wall, fr.cpu, rw[r], rc[r]);
   }
-  struct stat sb;
-  stat(out, &sb);
-  double mem = (double)(rss1 - rss0) * 1024.0 / (double)done;
-  double rate = (double)done / (t1 - t0);
-  double bpe = (double)sb.st_size / (double)done;
+  double mw = median(fin_w, reps), mc = median(fin_c, reps), mdw = median(dd_w, reps), mdc = median(dd_c, reps);
+  double mfw = median(fr_w, reps), mfc = median(fr_c, reps), mrw = median(rw, reps), mrc = median(rc, reps);
+  double mrate = median(rate, reps), mu = median(fin_u, reps);
+  double bpe = (double)size / (double)done;
   printf("events recorded        %ld\n", done);
-  printf("memory while recording %.1f bytes/event (peak RSS +%.1f MiB)\n", mem, (rss1 - rss0) / 1024.0);
-  printf("finalize               %.3f s, %.1f M events/s (CPU %.3f s)\n", t1 - t0, rate / 1e6, c1 - c0);
-  printf("file                   %.1f MiB, %.2f bytes/event (uncompressed)\n", sb.st_size / 1048576.0, bpe);
-  /* The build step alone: same events, no file. */
-  const char *ov2[] = {"deactivate_file_output=1", "buffer_limit=1048576", NULL};
-  sp_manager_setup(m, &(sp_setup_args){.overrides = ov2});
-  ts_record(m, regs, events);
-  double t2 = now_s();
-  sp_manager_finalize(m, NULL, NULL);
-  double t3 = now_s();
-  double build_rate = (double)done / (t3 - t2);
-  printf("finalize without file  %.3f s, %.1f M events/s (grouping, call tree, statistics)\n", t3 - t2,
-         build_rate / 1e6);
+  printf("memory while recording %.1f bytes/event\n", mem);
+  printf("finalize               %.3f s, %.1f M events/s (CPU %.3f s, %.1f M events/s of CPU; user %.3f s)\n", mw,
+         mrate / 1e6, mc, (double)done / mc / 1e6, mu);
+  printf("dd of the file's bytes %.3f s (CPU %.3f s): %.1f M events/s; finalize/dd %.2f wall, %.2f CPU\n", mdw, mdc,
+         (double)done / mdw / 1e6, mrw, mrc);
+  printf("fresh memory, as many  %.3f s (CPU %.3f s)\n", mfw, mfc);
+  printf("file                   %.1f MiB, %.2f bytes/event (uncompressed)\n", (double)size / 1048576.0, bpe);
+  double build_rate = 0;
+  if (!file_only) {
+    /* The build step alone: same events, no file. */
+    const char *ov2[] = {"deactivate_file_output=1", "buffer_limit=1048576",
+                         in_memory ? "max_buffer_bytes=1099511627776" : NULL, NULL};
+    sp_manager_setup(m, &(sp_setup_args){.overrides = ov2});
+    ts_record(m, regs, events);
+    double t2 = now_s(), c2 = cpu_s();
+    sp_manager_finalize(m, NULL, NULL);
+    double t3 = now_s(), c3 = cpu_s();
+    build_rate = (double)done / (t3 - t2);
+    printf("finalize without file  %.3f s, %.1f M events/s (CPU %.3f s; grouping, call tree, statistics)\n", t3 - t2,
+           build_rate / 1e6, c3 - c2);
+  }
   if (json) {
     FILE *f = fopen(json, "w");
     if (f) {
-      fprintf(f, "{\"events\": %ld, \"bytes_per_event_memory\": %.2f, \"finalize_s\": %.4f, "
-                 "\"events_per_s\": %.0f, \"bytes_per_event_file\": %.3f, \"build_events_per_s\": %.0f}\n",
-              done, mem, t1 - t0, rate, bpe, build_rate);
+      fprintf(f,
+              "{\"events\": %ld, \"bytes_per_event_memory\": %.2f, \"finalize_s\": %.4f, \"finalize_cpu_s\": %.4f, "
+              "\"events_per_s\": %.0f, \"bytes_per_event_file\": %.3f, \"build_events_per_s\": %.0f, "
+              "\"dd_s\": %.4f, \"dd_cpu_s\": %.4f, \"finalize_over_dd\": %.3f, \"finalize_over_dd_cpu\": %.3f, "
+              "\"finalize_user_s\": %.4f}\n",
+              done, mem, mw, mc, mrate, bpe, build_rate, mdw, mdc, mrw, mrc, mu);
       fclose(f);
     }
   }
   sp_manager_destroy(m);
-  if (!keep) remove(out);
   return 0;
 }

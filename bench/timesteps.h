@@ -22,12 +22,13 @@ static inline void ts_regions(sp_region regs[TS_NREG]) {
   }
 }
 
-/* A manager set up to write `out`; a bench cannot go on without one, so a
- * failure ends the program with setup's message. */
-static inline sp_manager *ts_manager(const char *prog, const char *out) {
+/* A manager set up to write `out` (with one more setting `extra`, or
+ * NULL); a bench cannot go on without one, so a failure ends the program
+ * with setup's message. */
+static inline sp_manager *ts_manager_with(const char *prog, const char *out, const char *extra) {
   char fp[4200];
   snprintf(fp, sizeof fp, "file_path=%s", out);
-  const char *ov[] = {fp, "buffer_limit=1048576", NULL};
+  const char *ov[] = {fp, "buffer_limit=1048576", extra, NULL};
   sp_manager *m = sp_manager_create();
   if (!m || sp_manager_setup(m, &(sp_setup_args){.overrides = ov}) != SP_OK) {
     fprintf(stderr, "%s: setup: %s\n", prog, sp_last_error());
@@ -35,6 +36,8 @@ static inline sp_manager *ts_manager(const char *prog, const char *out) {
   }
   return m;
 }
+
+static inline sp_manager *ts_manager(const char *prog, const char *out) { return ts_manager_with(prog, out, NULL); }
 
 /* Records `events` calls (a step cut short keeps the nesting whole);
  * returns how many it recorded. */

@@ -9,7 +9,8 @@
 #           errors and undefined behaviour fail.
 # tsan      clang, -DSP_SANITIZE=thread in $SP_SANITIZE_DIR/build-tsan: the
 #           unit tests that run threads (test-core, test-modes, test-async,
-#           test-stream, test-gpu, test-nvtx, test-recursive, test-line); any report fails (halt_on_error).
+#           test-stream, test-gpu, test-nvtx, test-recursive, test-line, test-finalize); any report fails
+#           (halt_on_error).
 # valgrind  memcheck on the demo ($SP_VALGRIND_BUILD/examples/sim, default
 #           build/) and on the CLI reading the demo's file (inspect --tree,
 #           export chrome-trace): no definite or indirect leak, no error.
@@ -150,7 +151,7 @@ run_tsan() {
   local b="$dir/build-tsan" t
   configure "$b" thread || return 1
   local tests=()
-  for t in test-core test-modes test-async test-stream test-gpu test-nvtx test-tree test-recursive test-line; do
+  for t in test-core test-modes test-async test-stream test-gpu test-nvtx test-tree test-recursive test-line test-finalize; do
     [[ -f "$root/tests/unit/$t.c" ]] && tests+=("$t")
   done
   build "$b" "${tests[@]}" || return 1

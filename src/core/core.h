@@ -56,40 +56,36 @@ void sp__clock_skew_calibration(double ppm);
 /* The map for a run from (tick, ns) pairs at its start and end. */
 struct sp_clock_map sp__clock_map(uint64_t tick0, int64_t ns0, uint64_t tick1, int64_t ns1);
 __extension__ typedef __int128 sp__i128;
-static inline int64_t sp__ticks_to_ns(const struct sp_clock_map *c, uint64_t t) {
-  uint64_t tick0 = c->tick0, mult = c->mult;
-  int64_t ns0 = c->ns0;
-  if (c->nseg) { /* the last piece that starts at or before t (the first one before all) */
-    size_t lo = 0, hi = c->nseg;
-    while (hi - lo > 1) {
-      size_t mid = lo + (hi - lo) / 2;
-      if ((int64_t)(t - c->seg[mid].tick) >= 0) lo = mid;
-      else hi = mid;
-    }
-    tick0 = c->seg[lo].tick;
-    ns0 = c->seg[lo].ns;
-    mult = c->seg[lo].mult;
+/* The piece of the map (c->nseg > 0) that tick t falls in: the last one
+ * that starts at or before t (the first one before all). */
+static inline size_t sp__clock_piece(const struct sp_clock_map *c, uint64_t t) {
+  size_t lo = 0, hi = c->nseg;
+  while (hi - lo > 1) {
+    size_t mid = lo + (hi - lo) / 2;
+    if ((int64_t)(t - c->seg[mid].tick) >= 0) lo = mid;
+    else hi = mid;
   }
+  return lo;
+}
+static inline int64_t sp__clock_line(uint64_t tick0, int64_t ns0, uint64_t mult, uint64_t t) {
   sp__i128 d = (sp__i128)((int64_t)(t - tick0)) * (sp__i128)mult;
   return ns0 + (int64_t)(d >> 32);
 }
-/* The same map for ticks that mostly come in order (a row's starts, their
- * ends): the piece found last, *hint, is tried first, before the search. */
-static inline int64_t sp__ticks_to_ns_near(const struct sp_clock_map *c, uint64_t t, size_t *hint) {
-  if (!c->nseg) return sp__ticks_to_ns(c, t);
-  size_t h = *hint;
-  if (h >= c->nseg || (h > 0 && (int64_t)(t - c->seg[h].tick) < 0) ||
-      (h + 1 < c->nseg && (int64_t)(t - c->seg[h + 1].tick) >= 0)) {
-    size_t lo = 0, hi = c->nseg;
-    while (hi - lo > 1) {
-      size_t mid = lo + (hi - lo) / 2;
-      if ((int64_t)(t - c->seg[mid].tick) >= 0) lo = mid;
-      else hi = mid;
-    }
-    *hint = h = lo;
-  }
-  sp__i128 d = (sp__i128)((int64_t)(t - c->seg[h].tick)) * (sp__i128)c->seg[h].mult;
-  return c->seg[h].ns + (int64_t)(d >> 32);
+static inline int64_t sp__ticks_to_ns(const struct sp_clock_map *c, uint64_t t) {
+  if (!c->nseg) return sp__clock_line(c->tick0, c->ns0, c->mult, t);
+  const struct sp_clock_seg *g = &c->seg[sp__clock_piece(c, t)];
+  return sp__clock_line(g->tick, g->ns, g->mult, t);
+}
+/* The same for ticks that mostly come in order (a thread's log): *hint
+ * keeps the piece the last one fell in (start it at 0), so most of them
+ * skip the search. */
+static inline int64_t sp__ticks_to_ns_hint(const struct sp_clock_map *c, size_t *hint, uint64_t t) {
+  if (!c->nseg) return sp__clock_line(c->tick0, c->ns0, c->mult, t);
+  size_t k = *hint;
+  if (k >= c->nseg || (k && (int64_t)(t - c->seg[k].tick) < 0) ||
+      (k + 1 < c->nseg && (int64_t)(t - c->seg[k + 1].tick) >= 0))
+    *hint = k = sp__clock_piece(c, t);
+  return sp__clock_line(c->seg[k].tick, c->seg[k].ns, c->seg[k].mult, t);
 }
 /* Anchors of the current run (manager.c): one now, kept for finalize's map;
  * pieces of the map through them, malloc'd (NULL, 0 when there is nothing

@@ -715,9 +715,16 @@ static sp_status finalize_map(struct sp_manager *m, const sp_finalize_args *args
       if (!agg && !streamed && !peek) sp__ext_fold_events(m, t, t->hot.ev, t->cols, t->hot.n);
     }
   }
+  /* A run written to its file and nothing else is written as it is built
+   * (no whole-run columns); results and MPI's writers take the columns. */
+  void *snap_ctx = NULL;
+  int direct = !agg && !streamed && !mpi && !m->run_sink && !m->cfg.deactivate_file_output &&
+               !(results && args->return_results);
   sp_status st = agg        ? sp__snapshot_build_aggregate(m, &cm, rank, &run, &open_calls)
                  : streamed ? sp__stream_build(m, &cm, rank, &run, &open_calls, &fill_ctx)
+                 : direct   ? sp__snapshot_fill_build(m, &cm, rank, &run, &open_calls, &snap_ctx)
                             : sp__snapshot_build(m, &cm, rank, &run, &open_calls);
+  if (st == SP_OK && direct && !snap_ctx) st = sp__snapshot_build(m, &cm, rank, &run, &open_calls);
   if (st != SP_OK) return st;
   /* Thread ids always come with the thread table their values index, also
    * when they were written without track_threads (calls of several threads) */
@@ -726,10 +733,12 @@ static sp_status finalize_map(struct sp_manager *m, const sp_finalize_args *args
   if ((thread_ids && add_thread_table(m, &run) != SP_OK) ||
       (m->cfg.track_async && add_task_table(m, &run, &cm) != SP_OK)) {
     sp__run_free(&run);
+    sp__snapshot_fill_free(snap_ctx);
     return sp__set_error(SP_ERR_NO_MEMORY, "finalize: out of memory for the thread and task tables");
   }
   if (sp__metadata_collect(&m->cfg, m->cfg.start_time_ns, mpi ? mpi->size() : 1, &run.meta) != 0) {
     sp__run_free(&run);
+    sp__snapshot_fill_free(snap_ctx);
     return sp__set_error(SP_ERR_NO_MEMORY, "finalize: out of memory collecting metadata");
   }
   if (mpi && (st = mpi->metadata(&run.meta, &m->cfg)) != SP_OK) {
@@ -759,11 +768,13 @@ static sp_status finalize_map(struct sp_manager *m, const sp_finalize_args *args
        sp__meta_i64(&run.meta, SP_META_OVERHEAD_FRESH_BYTES, (int64_t)ovh.fresh_bytes))) {
     sp__run_free(&run);
     sp__stream_fill_free(fill_ctx);
+    sp__snapshot_fill_free(snap_ctx);
     return sp__set_error(SP_ERR_NO_MEMORY, "finalize: out of memory collecting metadata");
   }
   if (!peek && (st = sp__ext_emit(m, &run, rank, &cm)) != SP_OK) {
     sp__run_free(&run);
     sp__stream_fill_free(fill_ctx);
+    sp__snapshot_fill_free(snap_ctx);
     return st;
   }
   if (recovered) {
@@ -774,6 +785,7 @@ static sp_status finalize_map(struct sp_manager *m, const sp_finalize_args *args
   if (add_problem_meta(m, &run.meta, open_calls, cut) != 0) {
     sp__run_free(&run);
     sp__stream_fill_free(fill_ctx);
+    sp__snapshot_fill_free(snap_ctx);
     return sp__set_error(SP_ERR_NO_MEMORY, "finalize: out of memory collecting metadata");
   }
 
@@ -784,6 +796,7 @@ static sp_status finalize_map(struct sp_manager *m, const sp_finalize_args *args
     memset(&run, 0, sizeof run);
   } else if (!m->cfg.deactivate_file_output && !peek) {
     io = mpi ? mpi->write(&run, &m->cfg, m->cfg.file_path) : sp__h5_write_file(&run, &m->cfg, m->cfg.file_path);
+    if (io != SP_OK && sp__snapshot_fill_retry(snap_ctx)) io = sp__h5_write_file(&run, &m->cfg, m->cfg.file_path);
     if (io == SP_OK) {
       free(m->output_path);
       m->output_path = sp__strdup(m->cfg.file_path);
@@ -808,6 +821,7 @@ static sp_status finalize_map(struct sp_manager *m, const sp_finalize_args *args
       snprintf(io_msg, sizeof io_msg, "%s", sp_last_error());
     }
   }
+  sp__snapshot_fill_settle(snap_ctx);
   if (peek) {
     sp__run_free(&run);
     return io == SP_OK ? SP_OK : sp__set_error(io, "%s", io_msg);
@@ -823,6 +837,7 @@ static sp_status finalize_map(struct sp_manager *m, const sp_finalize_args *args
   if (args->verbose) sp__summary_print_lines(args->summary_stream ? args->summary_stream : stdout, &run, rank);
   sp__run_free(&run);
   sp__stream_fill_free(fill_ctx);
+  sp__snapshot_fill_free(snap_ctx);
 
   count_done_calls(m);
   collect_problems(m, open_calls);

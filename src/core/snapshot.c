@@ -56,6 +56,7 @@ struct lanes {
   int need_ids;
   struct sp_gaps *gaps; /* the stream writer's tick gaps; NULL: none */
   const struct sp_i_event *ev;
+  int64_t s0, e0; /* the call being emitted, in ns */
 };
 
 static inline void gap_note(struct sp_gaps *g, uint64_t lo, uint64_t hi) {
@@ -177,6 +178,7 @@ sp_status sp__thread_pass(struct sp_manager *m, sp_thread_rec *t, const struct s
   if (g && t->nkept && g->nkept != t->nkept) g->need_ids = 1; /* kept calls of an earlier file */
   *carry = NULL;
   *ncarry = 0;
+  size_t hint = 0;
   for (uint64_t i = 0; i < n; i++) {
     /* Region 0 is no region: a spilled event recovery refused. Skipped, so
      * the calls inside it nest under its parent. */
@@ -214,7 +216,7 @@ sp_status sp__thread_pass(struct sp_manager *m, sp_thread_rec *t, const struct s
       }
     }
     if (!f->done) continue;
-    int64_t s0 = sp__ticks_to_ns(cm, ev[i].start), e0 = sp__ticks_to_ns(cm, ev[i].end);
+    int64_t s0 = sp__ticks_to_ns_hint(cm, &hint, ev[i].start), e0 = sp__ticks_to_ns_hint(cm, &hint, ev[i].end);
     if (e0 < s0) e0 = s0; /* as emit_row writes it */
     int64_t d = e0 - s0;
     /* a parent still open, or a call carried over from an earlier file:
@@ -236,6 +238,8 @@ sp_status sp__thread_pass(struct sp_manager *m, sp_thread_rec *t, const struct s
                   : parent                         ? parent->callid
                                                    : -1;
     if (ev[i].depth & SP__DEPTH_CUT) sp__cut_note(m, f->callid);
+    lanes->s0 = s0;
+    lanes->e0 = e0;
     emit(ctx, i, f->callid, pid, ev[i].region);
   }
   size_t open = 0;
@@ -368,6 +372,58 @@ static void row_stats(struct sp_run *run, struct sp_row *row) {
   s->m2 = m2;
 }
 
+/* A completed call's start and end in ns, as the file has them. */
+static inline void event_ns(const struct sp_clock_map *cm, size_t *hint, const struct sp_i_event *e, int64_t *s0,
+                            int64_t *e0) {
+  *s0 = sp__ticks_to_ns_hint(cm, hint, e->start);
+  *e0 = sp__ticks_to_ns_hint(cm, hint, e->end);
+  if (*e0 < *s0) *e0 = *s0; /* cross-core TSC skew of a few ticks must not give negative durations */
+}
+
+static inline void stats_init(struct sp_summary *s) {
+  s->minimum = INT64_MAX;
+  s->maximum = INT64_MIN;
+  s->start_minimum = INT64_MAX;
+  s->end_maximum = INT64_MIN;
+}
+
+/* A call [s0, e0] (ns) into its row's statistics that need no mean. */
+static inline void stats_add(struct sp_summary *su, int64_t s0, int64_t e0) {
+  int64_t d = e0 - s0;
+  su->total += d;
+  if (d < su->minimum) su->minimum = d;
+  if (d > su->maximum) su->maximum = d;
+  if (s0 < su->start_minimum) su->start_minimum = s0;
+  if (e0 > su->end_maximum) su->end_maximum = e0;
+}
+
+/* The run's rows, in region-id order (deterministic, and the interning
+ * order): one per region with calls, count[id] of them each, one after
+ * another; row_of[id] is the region's row. 0, or -1 out of memory. */
+static int rows_setup(struct sp_manager *m, struct sp_run *run, uint32_t rank, const uint64_t *count,
+                      uint32_t *row_of, uint32_t maxid, sp_source_cache *cache) {
+  uint32_t r = 0;
+  uint64_t off = 0;
+  for (uint32_t id = 1; id <= maxid; id++) {
+    if (!count[id]) continue;
+    const struct sp_region_info *ri = sp__region_info(id);
+    row_of[id] = r;
+    run->names[r] = sp__strdup(ri->name);
+    struct sp_row *row = &run->rows[r];
+    row->region = r;
+    row->rank = rank;
+    row->offset = off;
+    row->count = count[id];
+    row->tags_json = sp__region_tags_json(id);
+    row->aggregate_count = (int64_t)count[id];
+    if (!run->names[r] || !row->tags_json || sp__row_source(m, row, ri, cache) != 0) return -1;
+    stats_init(&row->stats);
+    off += count[id];
+    r++;
+  }
+  return 0;
+}
+
 struct place_ctx {
   struct sp_manager *m;
   struct sp_run *run;
@@ -378,6 +434,7 @@ struct place_ctx {
   sp_thread_rec *t;
   int track_threads;
   double scale;
+  size_t hint; /* sp__ticks_to_ns_hint's */
 };
 
 static void emit_row(void *ctx, uint64_t i, int64_t id, int64_t parent_id, uint32_t region) {
@@ -387,19 +444,14 @@ static void emit_row(void *ctx, uint64_t i, int64_t id, int64_t parent_id, uint3
   struct sp_manager *m = c->m;
   uint32_t row = c->row_of[region];
   uint64_t pos = c->cursor[row]++;
-  int64_t s0 = sp__ticks_to_ns(c->cm, e->start), e0 = sp__ticks_to_ns(c->cm, e->end);
-  if (e0 < s0) e0 = s0; /* cross-core TSC skew of a few ticks must not give negative durations */
-  int64_t d = e0 - s0;
+  int64_t s0, e0;
+  event_ns(c->cm, &c->hint, e, &s0, &e0);
   run->start[pos] = s0;
   run->end[pos] = e0;
   run->call_id[pos] = id;
   run->parent_id[pos] = parent_id;
   struct sp_summary *su = &run->rows[row].stats;
-  su->total += d;
-  if (d < su->minimum) su->minimum = d;
-  if (d > su->maximum) su->maximum = d;
-  if (s0 < su->start_minimum) su->start_minimum = s0;
-  if (e0 > su->end_maximum) su->end_maximum = e0;
+  stats_add(su, s0, e0);
   size_t col = 0;
   if (c->track_threads) ((int64_t *)run->extra[col++].data)[pos] = c->t->index;
   if (m->ext_nout) {
@@ -479,31 +531,10 @@ sp_status sp__snapshot_build(struct sp_manager *m, const struct sp_clock_map *cm
   if (sp__run_event_columns(m, run, track_threads) != 0) goto fail;
 
   cache = sp__source_cache_new();
-  if (!cache) goto fail;
-  /* Rows in region-id order: deterministic, and the interning order. */
-  uint32_t r = 0;
-  uint64_t off = 0;
-  for (uint32_t id = 1; id <= maxid; id++) {
-    if (!count[id]) continue;
-    const struct sp_region_info *ri = sp__region_info(id);
-    row_of[id] = r;
-    run->names[r] = sp__strdup(ri->name);
-    struct sp_row *row = &run->rows[r];
-    row->region = r;
-    row->rank = rank;
-    row->offset = off;
-    row->count = count[id];
-    row->tags_json = sp__region_tags_json(id);
-    row->aggregate_count = (int64_t)count[id];
-    if (!run->names[r] || !row->tags_json || sp__row_source(m, row, ri, cache) != 0) goto fail;
+  if (!cache || rows_setup(m, run, rank, count, row_of, maxid, cache) != 0) goto fail;
+  for (uint32_t r = 0; r < run->nrows; r++) {
     last_thread[r] = UINT32_MAX;
-    cursor[r] = off;
-    row->stats.minimum = INT64_MAX;
-    row->stats.maximum = INT64_MIN;
-    row->stats.start_minimum = INT64_MAX;
-    row->stats.end_maximum = INT64_MIN;
-    off += count[id];
-    r++;
+    cursor[r] = run->rows[r].offset;
   }
 
   if (lanes_init(&lanes, m->lane_col >= 0 ? m->ntasks + 1 : 1) != 0) goto fail;
@@ -523,7 +554,7 @@ sp_status sp__snapshot_build(struct sp_manager *m, const struct sp_clock_map *cm
    * call in its row and gathers the statistics that need no mean. */
   excl = calloc((size_t)maxid + 1, sizeof *excl);
   if (!excl) goto fail;
-  struct place_ctx pc = {m, run, cm, row_of, cursor, last_thread, NULL, track_threads, scale};
+  struct place_ctx pc = {m, run, cm, row_of, cursor, last_thread, NULL, track_threads, scale, 0};
   for (sp_thread_rec *t = m->threads; t; t = t->next) {
     pc.t = t;
     free(t->carry);
@@ -558,6 +589,323 @@ fail:
   free(cursor);
   free(excl);
   lanes_free(&lanes);
+  return st;
+}
+
+/*====== A run kept in memory, written chunk by chunk ======*/
+
+/* sp__snapshot_build makes whole-run columns (32 bytes per call and more)
+ * and the writer then codes them into more: on machines where memory
+ * touched for the first time is slow, those fresh pages cost more than the
+ * rest of finalize together. Here finalize instead gives the writer a
+ * filler, as a streamed run does: the same per-thread passes emit each call
+ * into a small buffer of its row, and a full buffer goes through the sink
+ * (which codes and writes it at the row's place) and is reused. The file
+ * gets the same values in the same places.
+ *
+ * Two things sp__snapshot_build knows only at the end are needed before
+ * the first write. Each row's mean (for m2, summed in row order, as
+ * row_stats does) comes from a first pass that counts and totals the
+ * calls. Whether the file needs call ids (struct ivl) is foretold by that
+ * pass from what decides it in practice (starts out of order or tied, calls
+ * open or carried over); when the passes disagree, the filler says so and
+ * finalize writes the file again with the right answer
+ * (sp__snapshot_fill_retry). Runs this cannot write the same way take
+ * sp__snapshot_build: rows fed by several threads (their calls are sorted),
+ * parents on other threads, calls cut short (named in the metadata, which
+ * is made before the file), extensions' columns, skipped regions, chunked
+ * or compressed event columns. */
+
+int sp__snapshot_fill_enabled = 1;
+unsigned long sp__snapshot_fills;
+
+/* Buffered calls per row: enough that a write is large, few enough that the
+ * buffers of many rows stay small and warm. */
+#define FILL_ROW_CALLS 8192
+#define FILL_BUDGET_BYTES ((size_t)8 << 20)
+
+/* A row's buffer and the statistics it gathers as its calls go by. */
+struct fill_row {
+  int64_t *buf;       /* ncols arrays of cap values */
+  uint32_t n, cap;    /* calls buffered, room */
+  uint64_t written;   /* the row's next event in the file */
+  uint64_t end;       /* the event after the row's last */
+  double m2;
+  struct sp_summary *su; /* the run's row */
+  uint32_t region;
+};
+
+struct snap_fill {
+  struct sp_manager *m;
+  struct sp_run *run;
+  struct sp_clock_map cm;
+  uint32_t maxid;
+  struct fill_row *rows;   /* per row */
+  struct fill_row **of;    /* per region id: its row */
+  int64_t *slab;
+  int64_t *excl;      /* per region */
+  uint64_t *logged;   /* per thread (list order): its log's length the first pass saw */
+  size_t nthreads;    /* the threads it saw (a later one is appended) */
+  int ncols;          /* start, end, call id, parent id[, thread id] */
+  int track_threads;
+  int64_t callid0;    /* the first call id, for a second fill */
+  int known_ids;      /* the ids are kept whatever the calls are */
+  int mispredicted;
+  int failed;
+  int ran;
+  struct lanes lanes;
+  struct sp_event_sink *sink;
+  sp_thread_rec *t;
+};
+
+static void fill_flush(struct snap_fill *f, struct fill_row *w) {
+  if (!w->n) return;
+  size_t cap = w->cap;
+  const void *extra[1] = {w->buf + 4 * cap};
+  struct sp_event_batch batch = {w->buf, w->buf + cap, w->buf + 2 * cap, w->buf + 3 * cap, extra};
+  if (f->sink && !f->failed && sp__sink_put(f->sink, w->written, w->n, &batch) != 0) f->failed = 1;
+  w->written += w->n;
+  w->n = 0;
+}
+
+/* thread_pass has the call's ns in f->lanes (s0, e0). */
+static void fill_emit(void *ctx, uint64_t i, int64_t id, int64_t parent_id, uint32_t region) {
+  (void)i;
+  struct snap_fill *f = ctx;
+  struct fill_row *w = f->of[region];
+  /* a call that ended after the first pass (a thread still inside end
+   * when a signal's finalize runs, docs/reliability.md) has no place */
+  if (!w || w->written + w->n >= w->end) return;
+  int64_t s0 = f->lanes.s0, e0 = f->lanes.e0, d = e0 - s0;
+  struct sp_summary *su = w->su;
+  if (su->minimum == INT64_MAX) su->first = d; /* the row's first call: none has a smaller duration */
+  su->last = d;
+  double dv = (double)d - su->mean;
+  w->m2 += dv * dv;
+  stats_add(su, s0, e0);
+  int64_t *b = w->buf;
+  size_t cap = w->cap, k = w->n;
+  b[k] = s0;
+  b[cap + k] = e0;
+  b[2 * cap + k] = id;
+  b[3 * cap + k] = parent_id;
+  if (f->track_threads) b[4 * cap + k] = f->t->index;
+  if (++w->n == cap) fill_flush(f, w);
+}
+
+static sp_status snap_fill(void *ctx, struct sp_event_sink *sink) {
+  struct snap_fill *f = ctx;
+  struct sp_manager *m = f->m;
+  struct sp_run *run = f->run;
+  /* a second fill (the ids foretold wrongly) numbers the calls again */
+  m->next_callid = f->callid0;
+  if (sink) sp__snapshot_fills++;
+  f->sink = sink;
+  f->failed = 0;
+  f->ran = 1;
+  for (size_t r = 0; r < run->nrows; r++) {
+    struct sp_row *rw = &run->rows[r];
+    double mean = rw->stats.mean;
+    memset(&rw->stats, 0, sizeof rw->stats);
+    stats_init(&rw->stats);
+    rw->stats.mean = mean;
+    f->rows[r].written = rw->offset;
+    f->rows[r].n = 0;
+    f->rows[r].m2 = 0;
+  }
+  memset(f->excl, 0, ((size_t)f->maxid + 1) * sizeof *f->excl);
+  f->lanes.need_ids = f->known_ids;
+  size_t k = 0;
+  for (sp_thread_rec *t = m->threads; t && k < f->nthreads; t = t->next, k++) {
+    f->t = t;
+    free(t->carry);
+    t->carry = NULL;
+    t->ncarry = 0;
+    sp_status st = sp__thread_pass(m, t, t->hot.ev, f->logged[k], &f->cm, &f->lanes, f->excl, fill_emit, f,
+                                   &t->carry, &t->ncarry);
+    if (st != SP_OK) return st;
+  }
+  for (uint32_t r = 0; r < run->nrows; r++) {
+    fill_flush(f, &f->rows[r]);
+    run->rows[r].exclusive_total = f->excl[f->rows[r].region];
+    run->rows[r].stats.m2 = f->rows[r].m2;
+  }
+  int redundant = !f->lanes.need_ids && !m->ncut;
+  if (redundant != run->ids_redundant) {
+    f->mispredicted = 1;
+    return sp__set_error(SP_ERR_IO, "the file's call ids were foretold wrongly; it is written again");
+  }
+  return f->failed ? sp__set_error(SP_ERR_IO, "writing the run's events failed") : SP_OK;
+}
+
+static void fill_free(struct snap_fill *f) {
+  if (!f) return;
+  lanes_free(&f->lanes);
+  free(f->rows);
+  free(f->of);
+  free(f->slab);
+  free(f->excl);
+  free(f->logged);
+  free(f);
+}
+
+void sp__snapshot_fill_free(void *fill_ctx) { fill_free(fill_ctx); }
+
+int sp__snapshot_fill_retry(void *fill_ctx) {
+  struct snap_fill *f = fill_ctx;
+  if (!f || !f->mispredicted) return 0;
+  f->mispredicted = 0;
+  f->run->ids_redundant = !f->run->ids_redundant;
+  return 1;
+}
+
+void sp__snapshot_fill_settle(void *fill_ctx) {
+  struct snap_fill *f = fill_ctx;
+  if (f && !f->ran) snap_fill(f, NULL);
+}
+
+sp_status sp__snapshot_fill_build(struct sp_manager *m, const struct sp_clock_map *cm, uint32_t rank,
+                                  struct sp_run *run, uint64_t *open_calls, void **fill_ctx) {
+  memset(run, 0, sizeof *run);
+  *fill_ctx = NULL;
+  *open_calls = 0;
+  /* Chunks (compressed or not) would be written a row's piece at a time,
+   * read back and rewritten: the columns' way writes each chunk once. */
+  if (!sp__snapshot_fill_enabled || m->nxctx || m->ext_nout || m->lane_col >= 0 ||
+      m->cfg.hdf5_compression != SP__COMPRESSION_NONE || m->cfg.hdf5_chunk_size != SP_INT_NONE)
+    return SP_OK;
+  uint32_t maxid = sp__region_max_id();
+  uint64_t *count = calloc((size_t)maxid + 1, sizeof *count);
+  int64_t *total = calloc((size_t)maxid + 1, sizeof *total);
+  uint32_t *owner = calloc((size_t)maxid + 1, sizeof *owner);
+  struct snap_fill *f = calloc(1, sizeof *f);
+  sp_source_cache *cache = NULL;
+  sp_status st = SP_ERR_NO_MEMORY;
+  size_t nthreads = 0;
+  for (sp_thread_rec *t = m->threads; t; t = t->next) nthreads++;
+  if (!count || !total || !owner || !f || !(f->logged = calloc(nthreads + 1, sizeof *f->logged))) goto out;
+
+  /* The first pass: counts, totals, and what foretells the ids. */
+  int ok = 1, foretold = 0;
+  uint32_t busy_threads = 0;
+  size_t busy = 0;
+  uint64_t open = 0, nev = 0;
+  size_t k = 0;
+  for (sp_thread_rec *t = m->threads; t && ok && k < nthreads; t = t->next, k++) {
+    const struct sp_i_event *ev = t->hot.ev;
+    uint64_t done = 0, n = f->logged[k] = t->hot.n;
+    int any = 0;
+    int64_t ls = 0, ld = 0;
+    size_t hint = 0;
+    busy += n > 0;
+    if (t->nkept) foretold = 1;
+    for (uint64_t i = 0; i < n; i++) {
+      const struct sp_i_event *e = &ev[i];
+      if (!e->end) {
+        open += e->region != 0;
+        continue;
+      }
+      uint32_t r = e->region;
+      /* a skipped call, a parent elsewhere, a row of several threads, a call
+       * cut short (the metadata, written first, names those) */
+      if (!r || (e->depth & (SP__DEPTH_TARGET | SP__DEPTH_XPARENT | SP__DEPTH_CUT)) ||
+          (owner[r] && owner[r] != t->index + 1)) {
+        ok = 0;
+        break;
+      }
+      owner[r] = t->index + 1;
+      int64_t s0, e0;
+      event_ns(cm, &hint, e, &s0, &e0);
+      int64_t d = e0 - s0;
+      count[r]++;
+      total[r] += d;
+      done++;
+      /* struct ivl's first test, in log order */
+      if (any && !(ls < s0 || (ls == s0 && ld > d))) foretold = 1;
+      any = 1;
+      ls = s0;
+      ld = d;
+    }
+    busy_threads += done != 0;
+    nev += done;
+  }
+  f->nthreads = k;
+  if (!ok || !nev) {
+    st = SP_OK; /* sp__snapshot_build's way */
+    goto out;
+  }
+  *open_calls = open;
+  int track_threads = m->cfg.track_threads || busy_threads > 1;
+  /* as sp__snapshot_build decides whether intervals are checked at all */
+  f->known_ids = !(track_threads || busy <= 1);
+
+  for (uint32_t id = 1; id <= maxid; id++) run->nrows += count[id] != 0;
+  run->layout = "columnar";
+  run->nnames = run->nrows;
+  run->names = calloc(run->nnames + 1, sizeof *run->names);
+  run->rows = calloc(run->nrows + 1, sizeof *run->rows);
+  uint32_t *row_of = calloc((size_t)maxid + 1, sizeof *row_of);
+  f->rows = calloc(run->nrows + 1, sizeof *f->rows);
+  f->of = calloc((size_t)maxid + 1, sizeof *f->of);
+  f->excl = calloc((size_t)maxid + 1, sizeof *f->excl);
+  cache = sp__source_cache_new();
+  int built = run->names && run->rows && row_of && f->rows && f->of && f->excl && cache &&
+              rows_setup(m, run, rank, count, row_of, maxid, cache) == 0;
+  for (uint32_t id = 1; built && id <= maxid; id++)
+    if (count[id]) f->of[id] = &f->rows[row_of[id]];
+  free(row_of);
+  if (!built) goto out;
+  if (sp__run_event_columns(m, run, track_threads) != 0) goto out;
+  for (size_t i = 0; i < run->nextra; i++) { /* the filler writes them: no arrays */
+    free(run->extra[i].data);
+    run->extra[i].data = NULL;
+  }
+  run->nevents = nev;
+  f->ncols = 4 + track_threads;
+  size_t per = FILL_BUDGET_BYTES / (run->nrows * (size_t)f->ncols * 8), slots = 0;
+  if (per > FILL_ROW_CALLS) per = FILL_ROW_CALLS;
+  if (per < 256) per = 256;
+  for (uint32_t id = 1; id <= maxid; id++) {
+    struct fill_row *w = f->of[id];
+    if (!w) continue;
+    w->region = id;
+    w->end = run->rows[w - f->rows].offset + count[id];
+    w->cap = (uint32_t)(count[id] < per ? count[id] : per);
+    w->su = &run->rows[w - f->rows].stats;
+    w->su->mean = (double)total[id] / (double)count[id];
+    slots += w->cap;
+  }
+  if (!(f->slab = malloc(slots * (size_t)f->ncols * sizeof *f->slab))) goto out;
+  for (size_t r = 0, at = 0; r < run->nrows; r++) {
+    f->rows[r].buf = f->slab + at;
+    at += (size_t)f->rows[r].cap * (size_t)f->ncols;
+  }
+  if (lanes_init(&f->lanes, 1) != 0 || (!f->known_ids && !(f->lanes.iv = calloc(1, sizeof *f->lanes.iv)))) goto out;
+  f->m = m;
+  f->run = run;
+  f->cm = *cm;
+  f->maxid = maxid;
+  f->track_threads = track_threads;
+  f->callid0 = m->next_callid;
+  run->has_ids = 1;
+  run->ids_redundant = !(f->known_ids || foretold || open);
+  run->fill_events = snap_fill;
+  run->fill_ctx = f;
+  run->fill_any_size = 1;
+  *fill_ctx = f;
+  f = NULL;
+  st = SP_OK;
+out:
+  if (st != SP_OK || !*fill_ctx) {
+    sp__run_free(run);
+    memset(run, 0, sizeof *run);
+    if (st != SP_OK) sp__set_error(st, "out of memory while collecting the run's events");
+  }
+  fill_free(f);
+  sp__source_cache_free(cache);
+  free(count);
+  free(total);
+  free(owner);
   return st;
 }
 

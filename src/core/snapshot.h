@@ -10,6 +10,23 @@
 sp_status sp__snapshot_build(struct sp_manager *m, const struct sp_clock_map *cm, uint32_t rank,
                              struct sp_run *run, uint64_t *open_calls);
 
+/* The same run for a file alone, as a filler (run->fill_events): its calls
+ * are written row chunk by row chunk while the passes run, instead of
+ * whole-run columns (snapshot.c says when it declines: then *fill_ctx is
+ * NULL and the run empty, and sp__snapshot_build is the way). After the
+ * write, sp__snapshot_fill_retry says whether to write the file once more
+ * (the filler foretold the call ids wrongly; it now knows), and
+ * sp__snapshot_fill_settle runs the passes if no write got to them (the
+ * rows' statistics, the ids of the calls kept open). */
+sp_status sp__snapshot_fill_build(struct sp_manager *m, const struct sp_clock_map *cm, uint32_t rank,
+                                  struct sp_run *run, uint64_t *open_calls, void **fill_ctx);
+int sp__snapshot_fill_retry(void *fill_ctx);
+/* 0: always the columns (tests compare the two ways); the fills run */
+extern int sp__snapshot_fill_enabled;
+extern unsigned long sp__snapshot_fills;
+void sp__snapshot_fill_settle(void *fill_ctx);
+void sp__snapshot_fill_free(void *fill_ctx);
+
 /* The run's optional event columns (thread ids, then the extensions'
  * output columns, task ids and await time among them), nevents values
  * each, in the order emit_row fills them; -1 when out of memory or an

@@ -734,8 +734,8 @@ static sp_status fill(void *ctx, struct sp_event_sink *sink) {
           best = c;
       if (best == ncur) break;
       struct cursor *c = &cur[best];
-      int64_t s0 = sp__ticks_to_ns_near(&f->cm, (uint64_t)c->start[c->at], &c->piece),
-              e0 = sp__ticks_to_ns_near(&f->cm, (uint64_t)c->end[c->at], &c->piece);
+      int64_t s0 = sp__ticks_to_ns_hint(&f->cm, &c->piece, (uint64_t)c->start[c->at]),
+              e0 = sp__ticks_to_ns_hint(&f->cm, &c->piece, (uint64_t)c->end[c->at]);
       if (e0 < s0) e0 = s0;
       int64_t d = e0 - s0, pid = c->pid[c->at];
       o[0][nout] = s0;

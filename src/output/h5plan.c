@@ -391,8 +391,10 @@ struct sp_event_sink {
   int ids[SP_DS_NBUILTIN + SP_PLAN_MAX_EXT_COLUMNS];
   hid_t ds[SP_DS_NBUILTIN + SP_PLAN_MAX_EXT_COLUMNS];
   int nds;
-  size_t row;   /* the row of the next event */
-  int64_t prev; /* the start before it */
+  uint64_t next; /* the event after the last batch */
+  size_t row;    /* the row of event `next` */
+  int64_t prev;  /* the start before it */
+  int64_t *row_prev; /* per row: the last start a batch of it coded */
   int64_t *tmp;
   size_t cap;
 };
@@ -402,6 +404,10 @@ struct sp_event_sink *sp__plan_sink_open(hid_t file, const struct sp_layout *L, 
   if (!s) return NULL;
   s->L = L;
   s->run = run;
+  if (!(s->row_prev = calloc(run->nrows + 1, sizeof *s->row_prev))) {
+    free(s);
+    return NULL;
+  }
   int n = sp__plan_count();
   for (int id = 0; id < n; id++) {
     uint64_t len = 0;
@@ -421,6 +427,7 @@ void sp__plan_sink_close(struct sp_event_sink *s) {
   for (int i = 0; i < s->nds; i++)
     if (s->ds[i] >= 0) H5Dclose(s->ds[i]);
   free(s->tmp);
+  free(s->row_prev);
   free(s);
 }
 
@@ -503,6 +510,16 @@ int sp__sink_put(struct sp_event_sink *s, uint64_t off, size_t n, const struct s
     if (d->coding == SP_CODE_ROW_DELTA) {
       size_t row = s->row;
       int64_t prev = s->prev;
+      if (off != s->next) { /* another row's turn: where this batch goes on */
+        size_t lo = 0, hi = run->nrows;
+        while (lo < hi) {
+          size_t mid = lo + (hi - lo) / 2;
+          if (run->rows[mid].offset + run->rows[mid].count <= off) lo = mid + 1;
+          else hi = mid;
+        }
+        row = lo;
+        prev = row < run->nrows ? s->row_prev[row] : 0;
+      }
       for (size_t i = 0; i < n; i++) {
         uint64_t e = off + i;
         while (row < run->nrows && run->rows[row].offset + run->rows[row].count <= e) row++;
@@ -512,6 +529,8 @@ int sp__sink_put(struct sp_event_sink *s, uint64_t off, size_t n, const struct s
       }
       s->row = row;
       s->prev = prev;
+      s->next = off + n;
+      if (row < run->nrows) s->row_prev[row] = prev;
       data = s->tmp;
     } else if (d->coding == SP_CODE_DURATION) {
       for (size_t i = 0; i < n; i++) s->tmp[i] = (int64_t)((uint64_t)b->end[i] - (uint64_t)b->start[i]);

@@ -73,7 +73,7 @@ static sp_status validate_filters(const struct sp_config *cfg) { return sp__filt
  * an I/O error (a full disk) then happens outside HDF5, which 1.10 cannot
  * recover from (a file whose close failed crashes it at exit). Larger runs,
  * and bounded-memory ones, are written by HDF5 directly. */
-#define SP_IMAGE_MAX ((uint64_t)256 << 20)
+uint64_t sp__h5_image_max = (uint64_t)256 << 20;
 
 static uint64_t estimated_size(const struct sp_run *parts, int n) {
   uint64_t s = 1u << 20;
@@ -130,7 +130,8 @@ sp_status sp__h5_write_parts(const struct sp_run *run, int n, const struct sp_co
   sp_status st = validate_filters(cfg);
   if (st != SP_OK) return st;
   if (n < 1) return sp__set_error(SP_ERR_INVALID_ARGUMENT, "no part to write to %s", path);
-  if (!run->fill_events && estimated_size(run, n) <= SP_IMAGE_MAX) return write_image_file(run, n, cfg, path);
+  if ((!run->fill_events || run->fill_any_size) && estimated_size(run, n) <= sp__h5_image_max)
+    return write_image_file(run, n, cfg, path);
   char *tmp = NULL;
   if ((st = sp__h5_tmp_create(path, &tmp)) != SP_OK) return st;
 

@@ -92,8 +92,9 @@ struct sp_node {
   size_t nkids;
 };
 
-/* Where a bounded-memory run's filler puts its calls: batches in event
- * order (rows one after another), with start, end, and for each of the
+/* Where a run's filler puts its calls: batches of one row or of rows one
+ * after another (a row's batches in order, rows in any order), with start,
+ * end, and for each of the
  * run's call/parent ids and `extra` columns (in run->extra order) the
  * values of the batch. The sink codes them as the plan says (schema 3's
  * row deltas and durations) and writes them. */
@@ -141,6 +142,9 @@ struct sp_run {
    * the rows' statistics as it goes (the index is written after it). */
   sp_status (*fill_events)(void *ctx, struct sp_event_sink *sink);
   void *fill_ctx;
+  /* the filler may run into an in-memory image as well (a run kept in
+   * memory); small runs are then built in memory as the others are */
+  int fill_any_size;
 };
 
 void sp__run_free(struct sp_run *run);
@@ -181,6 +185,11 @@ sp_status sp__h5_write_file(const struct sp_run *run, const struct sp_config *cf
  * events part after part, region names numbered in order of first
  * appearance, metadata the first part's. */
 sp_status sp__h5_write_parts(const struct sp_run *parts, int n, const struct sp_config *cfg, const char *path);
+
+/* Files estimated up to this size (256 MiB) are built as an in-memory
+ * image and written out by us (h5write.c says why); larger ones by HDF5.
+ * Tests lower it to take the second way with small runs. */
+extern uint64_t sp__h5_image_max;
 
 /* The same file as an in-memory image (malloc'd; free() it). */
 sp_status sp__h5_write_image(const struct sp_run *run, const struct sp_config *cfg, void **image,
