@@ -74,7 +74,8 @@ static double user_s(void) {
 }
 
 /* `bytes` written from one 8 MiB buffer into a new file beside `out`,
- * fsynced and renamed into place as finalize publishes, then removed. */
+ * fsynced, renamed into place and its directory fsynced, as finalize
+ * publishes a file, then removed. */
 static struct timing dd_baseline(const char *out, off_t bytes) {
   static char *buf;
   enum { BS = 8 << 20 };
@@ -100,6 +101,15 @@ static struct timing dd_baseline(const char *out, off_t bytes) {
   if (fsync(fd) != 0 || close(fd) != 0 || rename(tmp, dst) != 0) {
     perror(dst);
     exit(1);
+  }
+  char dir[4200];
+  snprintf(dir, sizeof dir, "%s", out);
+  char *slash = strrchr(dir, '/');
+  if (slash) *slash = 0;
+  int dfd = open(slash ? dir : ".", O_RDONLY | O_DIRECTORY);
+  if (dfd >= 0) {
+    fsync(dfd);
+    close(dfd);
   }
   struct timing t = {now_s() - t0, cpu_s() - c0};
   remove(dst);
@@ -163,6 +173,7 @@ int main(int argc, char **argv) {
   }
   double fin_w[MAX_REPS], fin_c[MAX_REPS], dd_w[MAX_REPS], dd_c[MAX_REPS], fr_w[MAX_REPS], fr_c[MAX_REPS];
   double rw[MAX_REPS], rc[MAX_REPS], rate[MAX_REPS], fin_u[MAX_REPS];
+  long fin_rss = 0; /* KiB the first finalize added to the peak RSS */
   long done = 0;
   double mem = 0;
   off_t size = 0;
@@ -178,6 +189,7 @@ int main(int argc, char **argv) {
     fin_w[r] = now_s() - t0;
     fin_c[r] = cpu_s() - c0;
     fin_u[r] = user_s() - u0;
+    if (r == 0) fin_rss = maxrss_kib() - rss1;
     if (st != SP_OK) {
       fprintf(stderr, "finalize: %s\n", sp_last_error());
       return 1;
@@ -203,6 +215,7 @@ int main(int argc, char **argv) {
   double bpe = (double)size / (double)done;
   printf("events recorded        %ld\n", done);
   printf("memory while recording %.1f bytes/event\n", mem);
+  printf("finalize's extra peak  %.1f MiB (peak RSS over the recording's, first round)\n", fin_rss / 1024.0);
   printf("finalize               %.3f s, %.1f M events/s (CPU %.3f s, %.1f M events/s of CPU; user %.3f s)\n", mw,
          mrate / 1e6, mc, (double)done / mc / 1e6, mu);
   printf("dd of the file's bytes %.3f s (CPU %.3f s): %.1f M events/s; finalize/dd %.2f wall, %.2f CPU\n", mdw, mdc,
@@ -230,8 +243,8 @@ int main(int argc, char **argv) {
               "{\"events\": %ld, \"bytes_per_event_memory\": %.2f, \"finalize_s\": %.4f, \"finalize_cpu_s\": %.4f, "
               "\"events_per_s\": %.0f, \"bytes_per_event_file\": %.3f, \"build_events_per_s\": %.0f, "
               "\"dd_s\": %.4f, \"dd_cpu_s\": %.4f, \"finalize_over_dd\": %.3f, \"finalize_over_dd_cpu\": %.3f, "
-              "\"finalize_user_s\": %.4f}\n",
-              done, mem, mw, mc, mrate, bpe, build_rate, mdw, mdc, mrw, mrc, mu);
+              "\"finalize_user_s\": %.4f, \"finalize_peak_rss_mib\": %.1f}\n",
+              done, mem, mw, mc, mrate, bpe, build_rate, mdw, mdc, mrw, mrc, mu, fin_rss / 1024.0);
       fclose(f);
     }
   }
