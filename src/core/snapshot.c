@@ -617,7 +617,8 @@ fail:
  * or compressed event columns. */
 
 int sp__snapshot_fill_enabled = 1;
-unsigned long sp__snapshot_fills;
+/* atomic: two managers may finalize at once on two threads */
+_Atomic unsigned long sp__snapshot_fills;
 
 /* Buffered calls per row: enough that a write is large, few enough that the
  * buffers of many rows stay small and warm. */

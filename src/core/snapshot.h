@@ -21,9 +21,10 @@ sp_status sp__snapshot_build(struct sp_manager *m, const struct sp_clock_map *cm
 sp_status sp__snapshot_fill_build(struct sp_manager *m, const struct sp_clock_map *cm, uint32_t rank,
                                   struct sp_run *run, uint64_t *open_calls, void **fill_ctx);
 int sp__snapshot_fill_retry(void *fill_ctx);
-/* 0: always the columns (tests compare the two ways); the fills run */
+/* 0: always the columns (tests compare the two ways); the fills run
+ * through a sink so far, in every manager */
 extern int sp__snapshot_fill_enabled;
-extern unsigned long sp__snapshot_fills;
+extern _Atomic unsigned long sp__snapshot_fills;
 void sp__snapshot_fill_settle(void *fill_ctx);
 void sp__snapshot_fill_free(void *fill_ctx);
 

@@ -6,10 +6,14 @@
  * the other the filler's, and every dataset and attribute of the two files
  * must be equal, type, shape, storage and values, but for /metadata (times
  * of the run, the overhead measured at setup) and the threads' clock readings. */
+#include <dirent.h>
 #include <hdf5.h>
 #include <pthread.h>
+#include <signal.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
+#include <sys/stat.h>
 
 #include "core/core.h"
 #include "core/snapshot.h"
@@ -354,6 +358,179 @@ SP_TEST(direct_write_same_file) {
   sp_results_free(res);
   sp_manager_destroy(a);
   sp_manager_destroy(b);
+}
+
+/* Rows at the edge of their 8192-call buffers: one call, 8191, 8192 (one
+ * full buffer), 8193 (a full one and one call more), 16384 and 16385, their
+ * calls taken in turns so that the rows' flushes interleave; among them calls
+ * of no length, alone (a row of one) and nested in another of no length
+ * (ties: the ids are kept). */
+static void edges_case(int zero) {
+  pair(NULL, NULL);
+  static const int n[] = {1, 8191, 8192, 8193, 16384, 16385};
+  enum { NE = sizeof n / sizeof n[0] };
+  sp_region r[NE], z = sp_region_intern("zero"), zi = sp_region_intern("zero_inner");
+  char name[32];
+  int left[NE];
+  long long sum = 0;
+  for (int k = 0; k < NE; k++) {
+    snprintf(name, sizeof name, "edge_%d", n[k]);
+    r[k] = sp_region_intern(name);
+    left[k] = n[k];
+    sum += n[k];
+  }
+  for (int any = 1; any;) {
+    any = 0;
+    for (int k = 0; k < NE; k++) {
+      if (!left[k]--) {
+        left[k] = 0;
+        continue;
+      }
+      any = 1;
+      both_begin(r[k]);
+      sp__clock_manual_advance(1 + (uint64_t)(k % 2));
+      both_end(r[k]);
+      sp__clock_manual_advance(1);
+    }
+  }
+  if (zero) {
+    both_begin(z);
+    both_begin(zi);
+    both_end(zi);
+    both_end(z);
+    sum += 2;
+  }
+  ASSERT_OK(finalize_both(1));
+  ASSERT_EQ(h5_len("fill.h5", "/events/start_deltas"), sum);
+  ASSERT_EQ(h5_len("fill.h5", "/events/call_ids") > 0, zero);
+  same_files("cols.h5", "fill.h5");
+  sp_manager_destroy(a);
+  sp_manager_destroy(b);
+}
+
+SP_TEST(buffer_edges_same_file) { edges_case(0); }
+
+SP_TEST(buffer_edges_and_zero_length_calls_same_file) { edges_case(1); }
+
+/* A write that fails (its directory is missing) loses the run's completed
+ * calls both ways alike, says where, and leaves the open call with the id
+ * the passes gave it: the next file, once the directory is there, is the
+ * same both ways. `direct`: HDF5 writes the file (it fails before any fill:
+ * the passes run after the write), else the in-memory image (filled, and
+ * foretold wrongly: filled twice, then the publish fails). */
+static void failed_write_case(int direct) {
+  setenv("SCOPE_PROFILER_CLOCK", "manual", 1);
+  ASSERT_EQ(mkdir("dir_a", 0755), 0);
+  ASSERT_EQ(mkdir("dir_b", 0755), 0);
+  a = setup_with((const char *const[]){"file_path=dir_a/cols.h5", NULL});
+  b = setup_with((const char *const[]){"file_path=dir_b/fill.h5", NULL});
+  ASSERT_EQ(rmdir("dir_a"), 0); /* gone after setup checked it */
+  ASSERT_EQ(rmdir("dir_b"), 0);
+  sp_region r[3], open = sp_region_intern("still_open");
+  regions3(r);
+  steps(3000, 5, r[0], r[1], r[2]);
+  sp__clock_manual_advance(5);
+  both_begin(open);
+  sp__clock_manual_advance(5);
+  if (direct) sp__h5_image_max = 1 << 16;
+  sp__snapshot_fill_enabled = 0;
+  unsigned long f0 = sp__snapshot_fills;
+  sp_status sa = sp_manager_finalize(a, NULL, NULL);
+  ASSERT_EQ(sa, SP_ERR_IO);
+  ASSERT_CONTAINS(sp_last_error(), "dir_a");
+  sp__snapshot_fill_enabled = 1;
+  sp_status sb = sp_manager_finalize(b, NULL, NULL);
+  ASSERT_EQ(sb, SP_ERR_IO);
+  ASSERT_CONTAINS(sp_last_error(), "dir_b");
+  ASSERT_EQ(sp__snapshot_fills - f0, direct ? 0 : 2);
+  ASSERT_EQ(mkdir("dir_a", 0755), 0);
+  ASSERT_EQ(mkdir("dir_b", 0755), 0);
+  steps(300, 0, r[0], r[1], r[2]); /* inside the open call, with ties */
+  sp__clock_manual_advance(5);
+  both_end(open);
+  ASSERT_OK(finalize_both(1));
+  ASSERT_EQ(h5_len("dir_b/fill.h5", "/events/start_deltas"), 300 * 4 + 1 + 1);
+  ASSERT_GT(h5_len("dir_b/fill.h5", "/events/call_ids"), 0);
+  same_files("dir_a/cols.h5", "dir_b/fill.h5");
+  sp_manager_destroy(a);
+  sp_manager_destroy(b);
+}
+
+SP_TEST(failed_image_write_next_file_same) { failed_write_case(0); }
+
+SP_TEST(failed_direct_write_next_file_same) { failed_write_case(1); }
+
+/* The disk fills up while HDF5 writes the file row chunk by row chunk (a
+ * file-size limit stands for it): finalize fails with a message that names
+ * the file and the likely cause, the previous file at the path is intact,
+ * and no partial or temporary file is left beside it. */
+SP_TEST(disk_full_mid_row_leaves_previous_file) {
+  sp_region r[3];
+  pair(NULL, NULL);
+  regions3(r);
+  steps(20, 5, r[0], r[1], r[2]);
+  ASSERT_OK(finalize_both(1));
+  long long before = h5_len("fill.h5", "/events/start_deltas");
+  ASSERT_EQ(before, 20 * 4 + 1);
+  steps(200000, 5, r[0], r[1], r[2]);
+  sp__h5_image_max = 1 << 20;
+  signal(SIGXFSZ, SIG_IGN);
+  struct rlimit lim;
+  ASSERT_EQ(getrlimit(RLIMIT_FSIZE, &lim), 0);
+  struct rlimit small = {(rlim_t)3 << 20, lim.rlim_max};
+  ASSERT_EQ(setrlimit(RLIMIT_FSIZE, &small), 0);
+  unsigned long f0 = sp__snapshot_fills;
+  sp_status sb = sp_manager_finalize(b, NULL, NULL);
+  ASSERT_EQ(setrlimit(RLIMIT_FSIZE, &lim), 0);
+  ASSERT_EQ(sb, SP_ERR_IO);
+  ASSERT_CONTAINS(sp_last_error(), "fill.h5");
+  ASSERT_CONTAINS(sp_last_error(), "disk full");
+  ASSERT_EQ(sp__snapshot_fills - f0, 1);
+  ASSERT_EQ(h5_len("fill.h5", "/events/start_deltas"), before);
+  DIR *d = opendir(".");
+  ASSERT(d != NULL);
+  for (struct dirent *e; (e = readdir(d));)
+    if (e->d_name[0] == '.' && strstr(e->d_name, "fill.h5")) SP_FAIL_("%s was left", e->d_name);
+  closedir(d);
+  sp_manager_destroy(a);
+  sp_manager_destroy(b);
+}
+
+/* Two managers, each recorded and finalized on a thread of its own at the
+ * same time (the API allows it: only one manager's setup, finalize and
+ * destroy must not overlap): both files whole. Under TSan, any state the
+ * two finalizes share unsynchronised is a report. */
+static pthread_barrier_t at_finalize;
+struct own_run {
+  sp_manager *m;
+  sp_region r;
+  sp_status st;
+};
+static void *record_and_finalize(void *arg) {
+  struct own_run *o = arg;
+  for (int i = 0; i < 50000; i++) {
+    sp_region_begin(o->m, o->r);
+    sp_region_end(o->m, o->r);
+  }
+  pthread_barrier_wait(&at_finalize);
+  o->st = sp_manager_finalize(o->m, NULL, NULL);
+  return NULL;
+}
+
+SP_TEST(two_managers_finalize_at_once) {
+  struct own_run o[2] = {{setup_with((const char *const[]){"file_path=one.h5", NULL}), sp_region_intern("one"), 0},
+                         {setup_with((const char *const[]){"file_path=two.h5", NULL}), sp_region_intern("two"), 0}};
+  ASSERT_EQ(pthread_barrier_init(&at_finalize, NULL, 2), 0);
+  pthread_t th[2];
+  for (int k = 0; k < 2; k++) ASSERT_EQ(pthread_create(&th[k], NULL, record_and_finalize, &o[k]), 0);
+  for (int k = 0; k < 2; k++) ASSERT_EQ(pthread_join(th[k], NULL), 0);
+  pthread_barrier_destroy(&at_finalize);
+  ASSERT_OK(o[0].st);
+  ASSERT_OK(o[1].st);
+  ASSERT_EQ(h5_len("one.h5", "/events/start_deltas"), 50000);
+  ASSERT_EQ(h5_len("two.h5", "/events/start_deltas"), 50000);
+  sp_manager_destroy(o[0].m);
+  sp_manager_destroy(o[1].m);
 }
 
 int main(int argc, char **argv) { return sp_test_main(argc, argv); }
