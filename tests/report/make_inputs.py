@@ -293,8 +293,9 @@ def walk_pairs(out):
     worker thread under a call of another thread (whose id sorts later),
     overlapping roots of an unrecorded thread (virtual lanes), nesting by
     containment with a child that outlives its parent, calls deeper than the
-    chart draws, a row with more calls than pixel columns and a row on more
-    threads than the Gantt chart has lanes for."""
+    chart draws, a row with more calls than pixel columns, a row on more
+    threads than the Gantt chart has lanes for, and a rank the walk refuses
+    part way."""
     def both(name, names, run, m, **kw):
         write(os.path.join(out, name + ".h5"), names, run, m, **kw)
         write(os.path.join(out, name + "_rev.h5"), names, run, m, reverse_rows=True, **kw)
@@ -334,6 +335,18 @@ def walk_pairs(out):
     for w in range(1, 71):
         run.call(1, 0, BASE + w * 10 * US, BASE + w * 10 * US + 5 * MS, top, thread=w)
     both("lanes", ["team", "worker"], run, meta(1, "lanes"))
+
+    # the walk refuses the second rank part way (after the first rank and
+    # most of this one): a call and its child of the same start and end, the
+    # child's id the smaller, so the order gives the child first
+    run = program(2, steps=3)
+    sess = next(i for i in range(len(run.start)) if run.rank[i] == 1 and run.region[i] == 0)
+    t = run.end[sess] - 40 * US
+    p = run.call(4, 1, t, t + 10 * US, sess)
+    c = run.call(3, 1, t, t + 10 * US, p)
+    run.cid[p], run.cid[c] = run.cid[c], run.cid[p]
+    run.pid[c] = run.cid[p]
+    both("late", NAMES, run, meta(2, "late"))
 
 
 if __name__ == "__main__":

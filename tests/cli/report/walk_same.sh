@@ -6,7 +6,7 @@
 # alike (threads under a parent on another thread, virtual lanes of an
 # unrecorded thread, containment without ids, a child outliving its parent,
 # calls deeper than drawn, a row merged per pixel column, region filters,
-# ranks without a chart).
+# ranks without a chart, a rank refused part way).
 "$SP_PYTHON" "$SP_SRC/tests/report/make_inputs.py" --walk . || exit
 same() { # name, then report options
   local x=$1 v
@@ -37,6 +37,9 @@ same threads --flame-ranks 1 --include scope worker kernel
 same unrec --flame-ranks all
 same noids
 same noids --exclude outer deep
+# refused part way: what the walk took for the Gantt chart is dropped, and the
+# pass of its own draws every lane once
+same late --flame-ranks all
 "$SP" report threads.h5 -o t -q --flame-ranks all || exit
 "$SP_PYTHON" "$SP_SRC/tests/report/check_report.py" t threads.h5 --flame-ranks all | grep -E 'flame|FAIL'
 # a worker's calls hang under the step another thread opened
