@@ -101,6 +101,9 @@ struct sp_stream {
       uint64_t cap;
     } spare[2];
     int nspare;
+    /* bytes of the fresh buffer finalize's drain gave the thread: the next
+     * run touches its pages, so its overhead counts them (sp__stream_reset) */
+    uint64_t fresh_at_drain;
   } *tg;
   size_t ntg;
   pthread_mutex_t mu;
@@ -466,7 +469,10 @@ uint64_t sp__stream_live_limit(const struct sp_manager *m) {
   return (uint64_t)m->cfg.max_buffer_bytes / 4;
 }
 
-int sp__stream_handoff(struct sp_manager *m, sp_thread_rec *t) {
+/* `recording`: called by the thread whose buffer is full, which pays the
+ * first touch of a fresh buffer's pages from here on (the overhead estimate
+ * counts them, overhead_fresh_bytes); 0 from finalize's drain. */
+static int handoff(struct sp_manager *m, sp_thread_rec *t, int recording) {
   if (m->ext_ticks || (sp__mpi_ops && sp__mpi_ops->in_use())) return -1;
   /* Threads fill their buffers at once: the stream is opened by the first,
    * published with release and seen with acquire by the rest. */
@@ -508,14 +514,28 @@ int sp__stream_handoff(struct sp_manager *m, sp_thread_rec *t) {
     }
   }
   pthread_mutex_unlock(&s->mu);
-  if (!fresh) fresh = malloc(cap * sizeof *fresh);
-  if (ncols && !fresh_cols) fresh_cols = malloc(cap * ncols * sizeof *fresh_cols);
+  uint64_t fresh_bytes = 0;
+  if (!fresh) {
+    fresh = malloc(cap * sizeof *fresh);
+    fresh_bytes += cap * sizeof *fresh;
+  }
+  if (ncols && !fresh_cols) {
+    fresh_cols = malloc(cap * ncols * sizeof *fresh_cols);
+    fresh_bytes += cap * ncols * sizeof *fresh_cols;
+  }
   struct block *b = calloc(1, sizeof *b);
   if (!fresh || (ncols && !fresh_cols) || !b) {
     free(fresh);
     free(fresh_cols);
     free(b);
     return -1;
+  }
+  if (recording) {
+    t->ovh_fresh_bytes += fresh_bytes;
+  } else if (fresh_bytes) {
+    pthread_mutex_lock(&s->mu);
+    if (grow_threads(s, t->index) == 0) s->tg[t->index].fresh_at_drain += fresh_bytes;
+    pthread_mutex_unlock(&s->mu);
   }
 
   /* Late values first, then the block's calls count in the per-region
@@ -572,6 +592,8 @@ int sp__stream_handoff(struct sp_manager *m, sp_thread_rec *t) {
   return 0;
 }
 
+int sp__stream_handoff(struct sp_manager *m, sp_thread_rec *t) { return handoff(m, t, 1); }
+
 /*====== Finalize ======*/
 
 int sp__stream_active(const struct sp_manager *m) {
@@ -590,7 +612,7 @@ int sp__stream_active(const struct sp_manager *m) {
 static sp_status drain(struct sp_manager *m) {
   struct sp_stream *s = m->stream;
   for (sp_thread_rec *t = m->threads; t; t = t->next)
-    if (t->hot.n && sp__stream_handoff(m, t) != 0)
+    if (t->hot.n && handoff(m, t, 0) != 0)
       return sp__set_error(SP_ERR_NO_MEMORY, "finalize: out of memory handing the last events to the writer");
   pthread_mutex_lock(&s->mu);
   while (s->head || s->busy) pthread_cond_wait(&s->idle, &s->mu);
@@ -954,6 +976,41 @@ void sp__stream_reset(struct sp_manager *m) {
     s->tg[i].nkept = 0;
   }
   s->err = SP_OK;
+  /* A manager that lives on after finalize may record little or nothing
+   * more: the recycled buffers (two per thread, each a whole buffer) go
+   * back now, not when it is destroyed. The next run's first hand-offs
+   * take fresh ones, counted in its overhead as every fresh buffer is, and
+   * so are the pages of the buffers the drain gave the threads. */
+  struct spare gone[64];
+  int ngone;
+  do {
+    ngone = 0;
+    pthread_mutex_lock(&s->mu);
+    for (size_t i = 0; i < s->ntg && ngone + 2 <= (int)(sizeof gone / sizeof gone[0]); i++)
+      while (s->tg[i].nspare) gone[ngone++] = s->tg[i].spare[--s->tg[i].nspare];
+    pthread_mutex_unlock(&s->mu);
+    for (int k = 0; k < ngone; k++) {
+      free(gone[k].ev);
+      free(gone[k].cols);
+    }
+  } while (ngone);
+  for (sp_thread_rec *t = m->threads; t; t = t->next)
+    if (t->index < s->ntg) {
+      t->ovh_fresh_bytes += s->tg[t->index].fresh_at_drain;
+      s->tg[t->index].fresh_at_drain = 0;
+    }
+}
+
+uint64_t sp__stream_spare_bytes(const struct sp_manager *m) {
+  struct sp_stream *s = m->stream;
+  if (!s) return 0;
+  uint64_t n = 0;
+  pthread_mutex_lock(&s->mu);
+  for (size_t i = 0; i < s->ntg; i++)
+    for (int k = 0; k < s->tg[i].nspare; k++)
+      n += s->tg[i].spare[k].cap * (sizeof *s->tg[i].spare[k].ev + (s->tg[i].spare[k].cols ? (uint64_t)m->ext_stride * 8 : 0));
+  pthread_mutex_unlock(&s->mu);
+  return n;
 }
 
 void sp__stream_close(struct sp_manager *m) {

@@ -21,7 +21,12 @@ sp_status sp__stream_build(struct sp_manager *m, const struct sp_clock_map *cm, 
 void sp__stream_fill_free(void *fill_ctx);
 /* Completed calls of a region streamed in this run. */
 uint64_t sp__stream_calls(const struct sp_manager *m, uint32_t region);
+/* The run is written: an empty staging file for the next, and the recycled
+ * buffers freed. */
 void sp__stream_reset(struct sp_manager *m);
+/* Bytes of recycled buffers the writer holds for the threads' next
+ * hand-offs. */
+uint64_t sp__stream_spare_bytes(const struct sp_manager *m);
 /* Blocks this run streamed or has on their way to the writer (async-signal
  * safe: the crash spill records it). */
 uint64_t sp__stream_blocks_now(const struct sp_manager *m);

@@ -9,6 +9,7 @@
 #include <sys/resource.h>
 
 #include "core/core.h"
+#include "core/stream.h"
 #include "harness.h"
 #include "h5util.h"
 #include "scope_profiler.h"
@@ -325,6 +326,46 @@ SP_TEST(threads_stream_and_merge_by_start) {
   ASSERT_EQ(check_file("threads.h5", NT * 800000 + 16, &roots), NT * 800000);
   ASSERT_EQ(roots, NT * 400000); /* the outer calls, ids or not */
   sp_manager_destroy(tm);
+}
+
+/* One streamed run of `n` leaf calls on this thread, written to `file`. */
+static void stream_run(sp_manager *m, sp_region r, int n) {
+  for (int i = 0; i < n; i++) {
+    sp_region_begin(m, r);
+    sp_region_end(m, r);
+  }
+  ASSERT_OK(sp_manager_finalize(m, NULL, NULL));
+}
+
+/* A manager that lives on after a streamed finalize gives the writer's
+ * recycled buffers back (it may record little more), and the overhead
+ * estimate counts every fresh buffer a recording thread takes at a
+ * hand-off: the first one of each run always is (the writer has none yet,
+ * or gave them back), so overhead_fresh_bytes is at least one hand-off's
+ * (plus the buffer grown, in the first run), and at most one more per
+ * block. */
+SP_TEST(recycled_buffers_freed_and_fresh_ones_counted) {
+  const char *ov[] = {"file_path=recycle.h5", "max_buffer_bytes=1048576", NULL};
+  sp_manager *m = setup_with(ov);
+  ASSERT(m->overhead_ns >= 0); /* calibrated at setup: the figures below are written */
+  sp_region r = sp_region_intern("leaf");
+  for (int run = 0; run < 2; run++) {
+    stream_run(m, r, 150000);
+    ASSERT_EQ(sp__stream_spare_bytes(m), 0);
+    long long blocks = h5_attr_i64("recycle.h5", "/metadata", "streamed_blocks");
+    long long fresh = h5_attr_i64("recycle.h5", "/metadata", "overhead_fresh_bytes");
+    ASSERT_GT(blocks, 2);
+    ASSERT_EQ(h5_region_events("recycle.h5", "leaf"), 150000);
+    const sp_thread_rec *t = m->threads;
+    ASSERT(t != NULL && t->next == NULL);
+    long long buf = (long long)(t->hot.cap * sizeof(struct sp_i_event));
+    /* the first run also grew its buffer to `buf` (counted before too);
+     * the second starts in the buffer the drain gave it (fresh: counted
+     * for it; a recycled one: not) */
+    if (fresh < (run == 0 ? 2 : 1) * buf || fresh > (blocks + 2) * buf)
+      SP_FAIL_("run %d: overhead_fresh_bytes %lld, buffer %lld B, %lld blocks", run, fresh, buf, blocks);
+  }
+  sp_manager_destroy(m);
 }
 
 int main(int argc, char **argv) { return sp_test_main(argc, argv); }
