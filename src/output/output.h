@@ -190,6 +190,14 @@ sp_status sp__h5_write_parts(const struct sp_run *parts, int n, const struct sp_
  * image and written out by us (h5write.c says why); larger ones by HDF5.
  * Tests lower it to take the second way with small runs. */
 extern uint64_t sp__h5_image_max;
+/* Tests: 1 also takes H5Fget_file_image's copy of the same file into
+ * sp__h5_image_copy (malloc'd, the caller frees it), which must be the
+ * bytes handed out; 2 hands out that copy instead of the file's own buffer
+ * (the way taken when the buffer cannot be kept). Two writes of one run do
+ * not give the same bytes: object headers carry their creation second. */
+extern int sp__h5_image_copied;
+extern void *sp__h5_image_copy;
+extern size_t sp__h5_image_copy_size;
 
 /* The same file as an in-memory image (malloc'd; free() it). */
 sp_status sp__h5_write_image(const struct sp_run *run, const struct sp_config *cfg, void **image,

@@ -15,6 +15,7 @@
 #include <sys/resource.h>
 #include <sys/stat.h>
 
+#include "config/config_internal.h"
 #include "core/core.h"
 #include "core/snapshot.h"
 #include "output/output.h"
@@ -531,6 +532,58 @@ SP_TEST(two_managers_finalize_at_once) {
   ASSERT_EQ(h5_len("two.h5", "/events/start_deltas"), 50000);
   sp_manager_destroy(o[0].m);
   sp_manager_destroy(o[1].m);
+}
+
+/* An in-memory image (small files, results) is the in-memory file's own
+ * buffer, handed out without a copy: the same bytes as HDF5's copy of the
+ * same file (one write: a second write may fall in another second, which
+ * the object headers record). The copy's way, when the buffer cannot be
+ * kept, gives a file of the same size that opens too. */
+SP_TEST(image_is_the_bytes_hdf5_copies) {
+  struct sp_config c;
+  unsetenv("SCOPE_PROFILER_CONFIG");
+  sp_setup_args sa = {0};
+  ASSERT_OK(sp__config_resolve(&c, &sa));
+  enum { N = 70000 };
+  int64_t *v = malloc(4 * N * sizeof *v);
+  ASSERT(v != NULL);
+  for (int i = 0; i < N; i++) {
+    v[i] = 1000 + 7 * (int64_t)i;
+    v[N + i] = v[i] + 3 + i % 5;
+    v[2 * N + i] = i;
+    v[3 * N + i] = -1;
+  }
+  char *names[] = {"a", "b"};
+  struct sp_row rows[2] = {{.region = 0, .offset = 0, .count = N / 2, .source_line = -1, .source_file = "",
+                            .source_text = "", .tags_json = "[]"},
+                           {.region = 1, .offset = N / 2, .count = N - N / 2, .source_line = -1,
+                            .source_file = "", .source_text = "", .tags_json = "[]"}};
+  struct sp_run run = {.layout = "columnar", .names = names, .nnames = 2, .rows = rows, .nrows = 2,
+                       .start = v, .end = v + N, .call_id = v + 2 * N, .parent_id = v + 3 * N, .nevents = N};
+  void *mine = NULL, *copied = NULL;
+  size_t nmine = 0, ncopied = 0;
+  sp__h5_image_copied = 1;
+  ASSERT_OK(sp__h5_write_image(&run, &c, &mine, &nmine));
+  sp__h5_image_copied = 2;
+  ASSERT_OK(sp__h5_write_image(&run, &c, &copied, &ncopied));
+  sp__h5_image_copied = 0;
+  ASSERT_GT(nmine, (size_t)N * 32);
+  ASSERT(sp__h5_image_copy != NULL && sp__h5_image_copy != mine);
+  ASSERT_EQ(sp__h5_image_copy_size, nmine);
+  ASSERT(memcmp(mine, sp__h5_image_copy, nmine) == 0);
+  ASSERT_EQ(ncopied, nmine);
+  sp_results *res = NULL;
+  ASSERT_OK(sp_results_open_image(mine, nmine, &res));
+  sp_results_free(res);
+  res = NULL;
+  ASSERT_OK(sp_results_open_image(copied, ncopied, &res));
+  sp_results_free(res);
+  free(mine);
+  free(copied);
+  free(sp__h5_image_copy);
+  sp__h5_image_copy = NULL;
+  free(v);
+  sp__config_free(&c);
 }
 
 int main(int argc, char **argv) { return sp_test_main(argc, argv); }
