@@ -37,11 +37,17 @@ out=$(cd "$out" && pwd)
 cc=${SP_FUZZ_CC:-clang}
 
 command -v "$cc" > /dev/null 2>&1 || { echo "skip: no $cc"; exit 77; }
-probe="$out/probe.c"
+# The probe's files are this caller's own: CTest runs the test_fuzz_*.sh
+# scripts in parallel, and one caller's compiler must not read the source
+# another is rewriting (a failed probe reads as "no libFuzzer": a skip).
+probe="$out/probe.$$"
 printf '%s\n' 'int LLVMFuzzerTestOneInput(const unsigned char *d, unsigned long n);' \
   'int LLVMFuzzerTestOneInput(const unsigned char *d, unsigned long n) { (void)d; (void)n; return 0; }' \
-  > "$probe"
-if ! "$cc" -fsanitize=fuzzer,address,undefined "$probe" -o "$out/probe" > /dev/null 2>&1; then
+  > "$probe.c"
+"$cc" -fsanitize=fuzzer,address,undefined "$probe.c" -o "$probe" > /dev/null 2>&1
+probe_rc=$?
+rm -f "$probe.c" "$probe"
+if [[ $probe_rc -ne 0 ]]; then
   echo "skip: $cc has no libFuzzer runtime (Debian: libclang-rt-14-dev)"
   exit 77
 fi
@@ -69,27 +75,34 @@ flock 9
 build || { echo "fuzz-all: build failed"; exit 1; }
 flock -u 9
 
+# put FILE: stdin becomes FILE by a rename. Every caller writes the
+# dictionaries and the suppressions while the fuzzers of the others run (a
+# forked reader child reads the suppressions at its start): each reads
+# either the old copy or the new one, never a half-written file.
+put() { cat > "$1.$$" && mv -f "$1.$$" "$1"; }
+
 # Dictionaries: tokens random mutation rarely invents. The environment
 # target gets every setting's variable name, the reader the names a profile's
 # groups, datasets and attributes have.
 # (the settings table's blocks: rows "  X(number, name, group, field, ...")
-sed -n 's/^  X([0-9]*, \([a-z0-9_]*\),.*/\1/p' "$root"/src/*/*_settings.h |
-  tr a-z A-Z | sed 's/.*/"&="/' > "$out/env.dict"
-printf '"%s"\n' SLURM_ ENABLE_TAGS= CONFIG= true false full minimal "," "*" >> "$out/env.dict"
+{
+  sed -n 's/^  X([0-9]*, \([a-z0-9_]*\),.*/\1/p' "$root"/src/*/*_settings.h | tr a-z A-Z | sed 's/.*/"&="/'
+  printf '"%s"\n' SLURM_ ENABLE_TAGS= CONFIG= true false full minimal "," "*"
+} | put "$out/env.dict"
 printf '"%s"\n' scope_profiler_schema storage_layout columnar aggregate metadata region_table \
   names rank_region_index region_ids ranks event_offsets event_counts source_lines \
   exclusive_totals source_files source_texts tags summary_statistics aggregate_counts events \
   start_times end_times call_ids parent_ids thread_ids task_ids threads regions rank0 \
   start_deltas durations thread_table task_table aggregate_totals aggregate_minimums \
   aggregate_maximums aggregate_exclusives aggregate_statistics index ident native_id daemon \
-  > "$out/reader.dict"
+  | put "$out/reader.dict"
 printf '"%s"\n' "scope-profiler memory capture\\x0a\\x01\\x00" HEAD CLCK EVNT STCK REGN THRD MAPS STAT \
-  > "$out/memcap.dict"
+  | put "$out/memcap.dict"
 printf '"%s"\n' SCOPEPRF '{' '}' '[' ']' ':' , '"format"' '"scope-profiler-profile"' '"format_version"' \
   '"regions"' '"name"' '"rank"' '"start_times_ns"' '"end_times_ns"' '"aggregate"' '"metadata"' \
   '"threads"' '"tasks"' '"call_ids"' '"parent_ids"' '"thread_ids"' '"task_ids"' '"tags"' \
   '"source_lineno"' '"event_data_available"' null true false '\\u0000' '\\ud800' 1e999 \
-  > "$out/native.dict"
+  | put "$out/native.dict"
 
 # Serial HDF5 1.10 crashes and loops forever on some corrupt files
 # (docs/reliability.md lists where), which no check of ours can prevent: the
@@ -110,7 +123,7 @@ declare -A timeout=([reader]=3 [native]=20 [spill]=20 [names]=20 [env]=20 [memca
 # suppressed; leaks of our own allocations still fail the run, and a missing
 # reclaim after a successful read is caught by the unit tests under ASan
 # (scripts/sanitize.sh), which run without this suppression.
-printf 'leak:H5T__conv_vlen\n' > "$out/lsan.supp"
+printf 'leak:H5T__conv_vlen\n' | put "$out/lsan.supp"
 export LSAN_OPTIONS=${LSAN_OPTIONS:-suppressions=$out/lsan.supp:print_suppressions=0}
 export ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=1:abort_on_error=1:allocator_may_return_null=1}
 export UBSAN_OPTIONS=${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1}
