@@ -605,6 +605,10 @@ static hid_t reader_fapl(void) {
   /* Reading needs no lock, and locks fail on some parallel file systems. */
   if (fapl >= 0) H5Pset_file_locking(fapl, 0, 1);
 #endif
+  /* Events are read in blocks of 64 KiB or more per column; through
+   * HDF5's data sieve (64 KiB by default) each such read went to the sieve
+   * buffer and was copied again, the rows' blocks taking turns in it. */
+  if (fapl >= 0) H5Pset_sieve_buf_size(fapl, 0);
   return fapl;
 }
 

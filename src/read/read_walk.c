@@ -6,23 +6,34 @@
  * rank's rows by (start, longer first, call id, region) is then exactly the
  * order read_tree.c sorts into, restricted to each lane; so the calls can be
  * nested as they stream past, with one stack of open calls per lane
- * (containment), or with the recorded ids. Memory is the rows' read buffers
- * plus, with ids, 8 bytes per call (the visited calls' tags by id), instead
+ * (containment), or with the recorded ids. Memory is the rows' read buffers,
+ * the lanes' stacks and, with ids, a bit per id (the repeat check), instead
  * of the 130-odd bytes per call of the sorted path.
  *
+ * With ids, only a call that is still open can be a parent in a file a
+ * profiler wrote (a child begins inside its parent), so the tags live in the
+ * lanes' stacks, each frame with its id, and a parent is looked up there:
+ * its own lane's stack from the top, then the lane's last parent from
+ * another lane, then the other lanes' stacks. A table of every call's tag by
+ * id (8 bytes per call) did the same, but its fresh pages cost more than the
+ * rest of the walk's memory traffic.
+ *
  * The walk accepts only what gives the sorted path's nesting exactly and
- * refuses the rest before the caller uses anything: a row out of order, ids
- * that are sparse, or a parent not yet seen when its child comes (dangling,
- * or one the sorted path also refuses, or the rare cross-thread parent with
- * the same start that sorts later). The caller then takes the sorted path
- * for that rank. Which of the two rules applies (ids or containment) is
- * decided as read_tree.c decides it: ids when the file has them, all
- * non-negative and unique, and every parent found.
+ * refuses the rest (the caller then takes the sorted path for that rank,
+ * which gives the same result at its own cost): a row out of order, a
+ * parent not found open when its child comes (dangling, one the order
+ * gives later, one that has already ended, or one too far to look up
+ * within the lookup budget), ids too sparse for the repeat check, and ids
+ * that turn out negative or repeated after the walk began (the sorted path
+ * then nests by containment). Which of the two rules applies (ids or
+ * containment) is decided as read_tree.c decides it: ids when the file has
+ * them, all non-negative and unique, and every parent found; a negative id
+ * among each row's first block of calls decides containment before any
+ * call is handed over.
  */
 #include <stdlib.h>
 #include <string.h>
 
-#include "common/bigmem.h"
 #include "common/error.h"
 #include "read/read_internal.h"
 
@@ -37,24 +48,35 @@ struct cursor {
   int64_t *start, *end, *call, *parent, *thread, *task;
   int64_t last_start, last_end, last_call; /* the previous event (the order check) */
   int any;
+  int done; /* no more calls (a padding leaf of the merge from the start) */
+  uint32_t region;
 };
 
-/* A row's next call in the merge, its key copied so that comparing two
- * touches nothing else; done: the row has no more (its start then
- * INT64_MAX, so that the common comparison of starts needs no test). */
-struct head {
-  int64_t start, end, call;
-  uint32_t region, done;
+/* A leaf's key in the merge: its next call's start, INT64_MAX when it is
+ * done (so that the common comparison of starts needs no test). */
+struct tkey {
+  int64_t start;
+  uint32_t row;
 };
 
 struct lane {
   int64_t thread, task;
   struct frame *stk;
   size_t sp, cap;
+  int active; /* ids: listed in walk.active */
 };
 struct frame {
   int64_t end;
   uint64_t tag;
+  int64_t id; /* ids only */
+};
+
+/* A bit per call id seen, in pages of 2^15 ids found by page number. */
+#define IDPAGE_BITS 15
+#define XCACHE 256
+struct idpage {
+  uint64_t no; /* id >> IDPAGE_BITS */
+  uint64_t *bits;
 };
 
 struct walk {
@@ -64,20 +86,31 @@ struct walk {
   size_t ncur, block;
   /* A loser tree over the rows (padded to a power of two with rows that
    * are done): node 0 holds the row whose call comes next, node i > 0 the
-   * loser of the match under it; taking a call replays one leaf-to-root
-   * path, log2(rows) comparisons where a heap's sift-down made twice as
-   * many and moved the keys. */
-  struct head *hd;
-  uint32_t *tree;
+   * loser of the match under it, each with its start; taking a call
+   * replays one leaf-to-root path, log2(rows) comparisons of starts where
+   * a heap's sift-down made twice as many and moved the keys. */
+  struct tkey *tree;
   size_t nleaf;
   int ids; /* nest by the recorded ids */
   int has_tasks; /* read the task column */
   int has_call; /* the file records call ids (the order's tie-break) */
-  /* ids: the tag of each visited call by id - id0, and a bit per visited id */
-  int64_t id0;
-  uint64_t idspan;
-  uint64_t *idtag;   /* sp__big_calloc'd: idspan of them */
-  uint64_t *visited; /* a bit per id */
+  /* ids: the pages of seen ids (open addressing by page number), the last
+   * page used, how many pages the rank may have */
+  struct idpage *pages;
+  size_t npages, pages_cap, max_pages;
+  uint64_t last_no;
+  uint64_t *last_bits;
+  /* ids: frames looked at beyond each lane's top, and how many the rank may
+   * take (so that a hostile file cannot make the lookups quadratic) */
+  uint64_t looked, budget;
+  /* ids: the lanes that may have frames (for parents on another lane), and
+   * the parents found there lately by id (an OpenMP team's calls share one) */
+  uint32_t *active;
+  size_t nactive, active_cap;
+  struct xcache {
+    int64_t id; /* -1: empty */
+    uint64_t tag;
+  } xc[XCACHE];
   /* lanes by (thread, task), open addressing */
   struct lane *lanes;
   size_t nlanes, lanes_cap;
@@ -90,40 +123,46 @@ static int oom(struct walk *w) {
   return -1;
 }
 
-/* Row a's next call comes before row b's: (start, longer first, call id,
- * region), then the row, for a strict order; a row that is done last. */
-static int beats_tie(const struct head *hd, uint32_t a, uint32_t b) {
-  const struct head *x = &hd[a], *y = &hd[b];
+/* Row a's next call comes before row b's when their starts tie: longer
+ * first, then call id, region and row, for a strict order; a row that is
+ * done last. */
+static int beats_tie(const struct walk *w, uint32_t a, uint32_t b) {
+  const struct cursor *x = &w->cur[a], *y = &w->cur[b];
   if (x->done | y->done) return x->done == y->done ? a < b : !x->done;
-  if (x->end != y->end) return x->end > y->end;
-  if (x->call != y->call) return x->call < y->call;
+  int64_t xe = x->end[x->at], ye = y->end[y->at], xc = x->call[x->at], yc = y->call[y->at];
+  if (xe != ye) return xe > ye;
+  if (xc != yc) return xc < yc;
   if (x->region != y->region) return x->region < y->region;
   return a < b;
 }
 
-static inline int beats(const struct head *hd, uint32_t a, uint32_t b) {
-  if (hd[a].start != hd[b].start) return hd[a].start < hd[b].start;
-  return beats_tie(hd, a, b);
+static inline int beats(const struct walk *w, struct tkey a, struct tkey b) {
+  if (a.start != b.start) return a.start < b.start;
+  return beats_tie(w, a.row, b.row);
+}
+
+static inline struct tkey key_of(const struct walk *w, uint32_t k) {
+  const struct cursor *c = &w->cur[k];
+  return (struct tkey){c->done ? INT64_MAX : c->start[c->at], k};
 }
 
 /* Row k's key changed: replay its path to the root. */
 static void replay(struct walk *w, uint32_t k) {
-  uint32_t *t = w->tree;
+  struct tkey *t = w->tree, cur = key_of(w, k);
   for (size_t node = (k + w->nleaf) >> 1; node; node >>= 1)
-    if (beats(w->hd, t[node], k)) {
-      uint32_t x = t[node];
-      t[node] = k;
-      k = x;
+    if (beats(w, t[node], cur)) {
+      struct tkey x = t[node];
+      t[node] = cur;
+      cur = x;
     }
-  t[0] = k;
+  t[0] = cur;
 }
 
-static inline void head_load(struct walk *w, uint32_t k) {
-  const struct cursor *c = &w->cur[k];
-  /* The rows' buffers are read a call at a time, 32-odd rows and six
-   * columns apart: too many streams for the hardware's prefetcher, so a
-   * call that enters a cache line asks for the lines two ahead in each
-   * column (the rank's walk spent a third of its time waiting for them). */
+/* The rows' buffers are read a call at a time, 32-odd rows and six columns
+ * apart: too many streams for the hardware's prefetcher, so a call that
+ * enters a cache line asks for the lines two ahead in each column (the
+ * rank's walk spent a third of its time waiting for them). */
+static inline void ahead(const struct cursor *c) {
   if ((c->at & 7) == 0 && c->at + 16 < c->have) {
     __builtin_prefetch(c->start + c->at + 16);
     __builtin_prefetch(c->end + c->at + 16);
@@ -132,7 +171,6 @@ static inline void head_load(struct walk *w, uint32_t k) {
     __builtin_prefetch(c->thread + c->at + 16);
     __builtin_prefetch(c->task + c->at + 16);
   }
-  w->hd[k] = (struct head){c->start[c->at], c->end[c->at], c->call[c->at], w->r->rows[c->row].region, 0};
 }
 
 /* Buffer the cursor's next block; 0 at the row's end, 1 read, -1 error, -2
@@ -220,70 +258,93 @@ static struct lane *lane_of(struct walk *w, int64_t thread, int64_t task, uint32
   return l;
 }
 
-/* Ids pass: 1 when the ids decide the nesting and fit a table indexed by id,
- * 0 when containment decides it (an id < 0 or repeated), -1 error, -2 ids
- * too sparse for the table (the caller sorts). */
-static int ids_check(struct walk *w, const size_t *rows, size_t nrows, uint64_t n) {
-  sp_results *r = w->r;
-  int64_t *buf = malloc(w->block * sizeof *buf);
-  if (!buf) return oom(w);
-  int64_t lo = INT64_MAX, hi = INT64_MIN;
-  uint64_t *seen = NULL; /* pass 1: a bit per id (an eighth of a byte per call, cached) */
-  int rc = 1;
-  for (int pass = 0; pass < 2 && rc == 1; pass++) {
-    for (size_t k = 0; k < nrows && rc == 1; k++) {
-      const struct sp__rrow *row = &r->rows[rows[k]];
-      for (uint64_t done = 0; done < row->count && rc == 1;) {
-        size_t m = row->count - done < w->block ? (size_t)(row->count - done) : w->block;
-        if ((w->err = sp__row_read(r, rows[k], done, m, NULL, NULL, buf, NULL, NULL)) != SP_OK) {
-          rc = -1;
-          break;
-        }
-        for (size_t i = 0; i < m && rc == 1; i++) {
-          if (pass == 0) {
-            if (buf[i] < 0) rc = 0;
-            if (buf[i] < lo) lo = buf[i];
-            if (buf[i] > hi) hi = buf[i];
-          } else {
-            uint64_t x = (uint64_t)(buf[i] - w->id0), bit = (uint64_t)1 << (x & 63);
-            if (seen[x >> 6] & bit) rc = 0; /* repeated */
-            seen[x >> 6] |= bit;
-          }
-        }
-        done += m;
+/* Marks id as seen: 1 new, 0 seen before (a repeat) or the rank's ids
+ * too sparse for the pages it may have, -1 out of memory. */
+static int id_mark(struct walk *w, uint64_t id) {
+  uint64_t no = id >> IDPAGE_BITS;
+  if (no != w->last_no || !w->last_bits) {
+    if ((w->npages + 1) * 2 > w->pages_cap) {
+      size_t cap = w->pages_cap ? w->pages_cap * 2 : 64;
+      struct idpage *v = calloc(cap, sizeof *v);
+      if (!v) return oom(w);
+      for (size_t i = 0; i < w->pages_cap; i++) {
+        if (!w->pages[i].bits) continue;
+        size_t h = (size_t)lane_hash((int64_t)w->pages[i].no, 0) & (cap - 1);
+        while (v[h].bits) h = (h + 1) & (cap - 1);
+        v[h] = w->pages[i];
       }
+      free(w->pages);
+      w->pages = v;
+      w->pages_cap = cap;
     }
-    if (pass == 0 && rc == 1 && n) {
-      uint64_t span = (uint64_t)hi - (uint64_t)lo + 1;
-      if (span > 2 * n + 1024) {
-        rc = -2;
-        break;
-      }
-      w->id0 = lo;
-      w->idspan = span;
-      w->idtag = sp__big_calloc((size_t)span * sizeof *w->idtag);
-      w->visited = calloc((size_t)(span / 64 + 1), sizeof *w->visited);
-      seen = calloc((size_t)(span / 64 + 1), sizeof *seen);
-      if (!w->idtag || !w->visited || !seen) {
-        w->err = sp__set_error(SP_ERR_NO_MEMORY, "out of memory for the call ids of %llu calls",
-                               (unsigned long long)n);
-        rc = -1;
-        break;
-      }
+    size_t h = (size_t)lane_hash((int64_t)no, 0) & (w->pages_cap - 1);
+    while (w->pages[h].bits && w->pages[h].no != no) h = (h + 1) & (w->pages_cap - 1);
+    if (!w->pages[h].bits) {
+      if (w->npages == w->max_pages) return 0;
+      if (!(w->pages[h].bits = calloc((size_t)1 << (IDPAGE_BITS - 6), sizeof(uint64_t))))
+        return oom(w);
+      w->pages[h].no = no;
+      w->npages++;
     }
+    w->last_no = no;
+    w->last_bits = w->pages[h].bits;
   }
-  free(seen);
-  free(buf);
-  return rc;
+  uint64_t *word = &w->last_bits[(id & (((uint64_t)1 << IDPAGE_BITS) - 1)) >> 6];
+  uint64_t bit = (uint64_t)1 << (id & 63);
+  if (*word & bit) return 0;
+  *word |= bit;
+  return 1;
+}
+
+/* The tag of the open call `pid`, the parent of a call of lane l starting
+ * at `start`, when it is not on top of l's stack: deeper in l's stack, a
+ * parent found lately on another lane, or the other lanes' stacks (whose
+ * ended tops go on the way: a call that ended before `start` cannot be
+ * the parent of a later call either). 1 found, 0 not (or past the lookup
+ * budget: the walk refuses the rank). */
+static int find_parent(struct walk *w, const struct lane *l, int64_t pid, int64_t start,
+                       uint64_t *tag) {
+  for (size_t i = l->sp; i-- > 0;) {
+    if (l->stk[i].id == pid) {
+      *tag = l->stk[i].tag;
+      return 1;
+    }
+    w->looked++;
+  }
+  struct xcache *x = &w->xc[(uint64_t)pid % XCACHE];
+  if (x->id == pid) {
+    *tag = x->tag;
+    return 1;
+  }
+  for (size_t k = 0; k < w->nactive && w->looked <= w->budget;) {
+    struct lane *o = &w->lanes[w->active[k]];
+    while (o->sp && o->stk[o->sp - 1].end < start) o->sp--;
+    if (!o->sp) { /* off the list until it has frames again */
+      o->active = 0;
+      w->active[k] = w->active[--w->nactive];
+      continue;
+    }
+    if (o != l)
+      for (size_t i = o->sp; i-- > 0;) {
+        w->looked++;
+        if (o->stk[i].id == pid) {
+          x->id = pid;
+          x->tag = *tag = o->stk[i].tag;
+          return 1;
+        }
+      }
+    k++;
+  }
+  return 0;
 }
 
 static void walk_free(struct walk *w) {
   for (size_t i = 0; i < w->ncur; i++) free(w->cur[i].start);
   free(w->cur);
-  free(w->hd);
   free(w->tree);
-  sp__big_free(w->idtag, (size_t)w->idspan * sizeof *w->idtag);
-  free(w->visited);
+  for (size_t i = 0; i < w->pages_cap; i++) free(w->pages[i].bits);
+  free(w->pages);
+  free(w->active);
   for (size_t i = 0; i < w->nlanes; i++) free(w->lanes[i].stk);
   free(w->lanes);
   free(w->lslot);
@@ -315,27 +376,24 @@ int sp__walk_calls(sp_results *r, int64_t rank, sp__walk_fn fn, void *ctx, sp_st
   sp__h5_quiet_begin(&q);
   if (r->ds_call >= 0) {
     w.ids = 1;
-    int ok = ids_check(&w, rows, nrows, total);
-    if (ok == 0) {
-      w.ids = 0;
-      sp__big_free(w.idtag, (size_t)w.idspan * sizeof *w.idtag);
-      free(w.visited);
-      w.idtag = NULL;
-      w.visited = NULL;
-    }
-    if (ok < 0) rc = ok == -1 ? -1 : 0;
+    /* at most a page of seen ids per 2048 calls (2 bits per call) beyond
+     * the first 64 pages; frames looked at: 16 per call beyond 2^16 */
+    w.max_pages = (size_t)(total / 2048) + 64;
+    w.budget = 16 * total + 65536;
+    w.last_no = UINT64_MAX;
+    for (size_t i = 0; i < XCACHE; i++) w.xc[i].id = -1;
   }
   sp__progress_begin(r, total);
-  w.cur = calloc(nrows ? nrows : 1, sizeof *w.cur);
   w.nleaf = 1;
   while (w.nleaf < nrows) w.nleaf *= 2;
-  w.hd = malloc(w.nleaf * sizeof *w.hd);
+  w.cur = calloc(w.nleaf, sizeof *w.cur);
   w.tree = malloc(3 * w.nleaf * sizeof *w.tree);
-  if (rc == 1 && (!w.cur || !w.hd || !w.tree)) rc = oom(&w);
-  for (size_t k = 0; w.hd && k < w.nleaf; k++) w.hd[k] = (struct head){INT64_MAX, 0, 0, 0, 1};
+  if (rc == 1 && (!w.cur || !w.tree)) rc = oom(&w);
+  for (size_t k = 0; w.cur && k < w.nleaf; k++) w.cur[k].done = 1;
   for (size_t k = 0; k < nrows && rc == 1; k++) {
     struct cursor *c = &w.cur[w.ncur++];
     c->row = rows[k];
+    c->region = r->rows[rows[k]].region;
     c->count = r->rows[rows[k]].count;
     c->start = malloc(6 * w.block * sizeof *c->start);
     if (!c->start) {
@@ -350,23 +408,27 @@ int sp__walk_calls(sp_results *r, int64_t rank, sp__walk_fn fn, void *ctx, sp_st
     for (size_t i = 0; i < w.block; i++) c->parent[i] = -1;
     int f = cursor_fill(&w, c);
     if (f < 0) rc = f == -1 ? -1 : 0;
-    if (f == 1) head_load(&w, (uint32_t)k);
+    if (f == 1) c->done = 0;
+    /* a negative id: the ids do not decide the nesting (read_tree.c's
+     * rule), known here before any call is handed over */
+    for (size_t i = 0; f == 1 && w.ids && i < c->have; i++)
+      if (c->call[i] < 0) w.ids = 0;
   }
   if (rc == 1) { /* the matches, bottom up; win[]: each node's winner (leaves from nleaf) */
-    uint32_t *t = w.tree, *win = w.tree + w.nleaf;
-    for (size_t k = 0; k < w.nleaf; k++) win[w.nleaf + k] = (uint32_t)k;
+    struct tkey *t = w.tree, *win = w.tree + w.nleaf;
+    for (size_t k = 0; k < w.nleaf; k++) win[w.nleaf + k] = key_of(&w, (uint32_t)k);
     for (size_t node = w.nleaf - 1; node >= 1; node--) {
-      uint32_t x = win[2 * node], y = win[2 * node + 1];
-      int xw = beats(w.hd, x, y);
+      struct tkey x = win[2 * node], y = win[2 * node + 1];
+      int xw = beats(&w, x, y);
       win[node] = xw ? x : y;
       t[node] = xw ? y : x;
     }
-    t[0] = w.nleaf > 1 ? win[1] : 0;
+    t[0] = w.nleaf > 1 ? win[1] : win[w.nleaf];
   }
   struct lane *last = NULL;
   uint32_t last_lane = 0;
-  while (rc == 1 && !w.hd[w.tree[0]].done) {
-    uint32_t k = w.tree[0];
+  while (rc == 1 && !w.cur[w.tree[0].row].done) {
+    uint32_t k = w.tree[0].row;
     struct cursor *c = &w.cur[k];
     struct sp__walk_call x = {c->start[c->at],
                               c->end[c->at],
@@ -374,7 +436,7 @@ int sp__walk_calls(sp_results *r, int64_t rank, sp__walk_fn fn, void *ctx, sp_st
                               c->task[c->at],
                               c->call[c->at],
                               INT64_MIN,
-                              r->rows[c->row].region,
+                              c->region,
                               0,
                               (uint32_t)w.ids,
                               c->row};
@@ -389,22 +451,41 @@ int sp__walk_calls(sp_results *r, int64_t rank, sp__walk_fn fn, void *ctx, sp_st
     last = l; /* lanes do not move until lane_of adds one */
     last_lane = li;
     x.lane = li;
-    uint64_t ptag = 0, *self;
+    uint64_t ptag = 0;
     int has_parent = 0;
     if (w.ids) {
+      /* the lane's ended calls go (a call that begins at a parent's end
+       * may still be its child here), then the parent is looked up */
+      while (l->sp && l->stk[l->sp - 1].end < x.start) l->sp--;
       int64_t pid = c->parent[c->at];
       if (pid >= 0) {
-        uint64_t px = (uint64_t)pid - (uint64_t)w.id0;
-        if (pid < w.id0 || px >= w.idspan || !(w.visited[px >> 6] >> (px & 63) & 1)) {
-          rc = 0; /* dangling, or a parent the order gives later */
+        if (l->sp && l->stk[l->sp - 1].id == pid) {
+          ptag = l->stk[l->sp - 1].tag;
+        } else if (!find_parent(&w, l, pid, x.start, &ptag) || w.looked > w.budget) {
+          rc = 0; /* dangling, later, ended, or too far: the sorted path decides */
           break;
         }
-        ptag = w.idtag[px];
         has_parent = 1;
       }
-      uint64_t me = (uint64_t)x.call - (uint64_t)w.id0;
-      w.visited[me >> 6] |= (uint64_t)1 << (me & 63);
-      self = &w.idtag[me];
+      int seen = x.call < 0 ? 0 : id_mark(&w, (uint64_t)x.call);
+      if (seen <= 0) {
+        rc = seen; /* negative, repeated or too sparse: the sorted path nests by containment */
+        break;
+      }
+      if (!l->active) {
+        if (w.nactive == w.active_cap) {
+          size_t cap = w.active_cap ? w.active_cap * 2 : 16;
+          uint32_t *v = realloc(w.active, cap * sizeof *v);
+          if (!v) {
+            rc = oom(&w);
+            break;
+          }
+          w.active = v;
+          w.active_cap = cap;
+        }
+        w.active[w.nactive++] = li;
+        l->active = 1;
+      }
     } else {
       while (l->sp && l->stk[l->sp - 1].end <= x.start) l->sp--;
       if (l->sp) {
@@ -412,21 +493,21 @@ int sp__walk_calls(sp_results *r, int64_t rank, sp__walk_fn fn, void *ctx, sp_st
         x.parent_end = l->stk[l->sp - 1].end;
         has_parent = 1;
       }
-      if (l->sp == l->cap) {
-        size_t cap = l->cap ? l->cap * 2 : 64;
-        struct frame *v = realloc(l->stk, cap * sizeof *v);
-        if (!v) {
-          rc = oom(&w);
-          break;
-        }
-        l->stk = v;
-        l->cap = cap;
-      }
-      l->stk[l->sp].end = x.end;
-      self = &l->stk[l->sp].tag;
-      l->sp++;
     }
-    if ((w.err = fn(ctx, &x, has_parent ? &ptag : NULL, self)) != SP_OK) {
+    if (l->sp == l->cap) {
+      size_t cap = l->cap ? l->cap * 2 : 64;
+      struct frame *v = realloc(l->stk, cap * sizeof *v);
+      if (!v) {
+        rc = oom(&w);
+        break;
+      }
+      l->stk = v;
+      l->cap = cap;
+    }
+    struct frame *self = &l->stk[l->sp++];
+    self->end = x.end;
+    self->id = x.call;
+    if ((w.err = fn(ctx, &x, has_parent ? &ptag : NULL, &self->tag)) != SP_OK) {
       rc = -1;
       break;
     }
@@ -436,13 +517,9 @@ int sp__walk_calls(sp_results *r, int64_t rank, sp__walk_fn fn, void *ctx, sp_st
         rc = f == -1 ? -1 : 0;
         break;
       }
-      if (f == 0) {
-        w.hd[k] = (struct head){INT64_MAX, 0, 0, 0, 1};
-        replay(&w, k);
-        continue;
-      }
+      c->done = f == 0;
     }
-    head_load(&w, k);
+    ahead(c);
     replay(&w, k);
   }
   sp__h5_quiet_end(&q);

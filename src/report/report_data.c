@@ -129,6 +129,26 @@ static inline int add_call(struct rp_marks *m, const struct rp_mark *k, int lod,
   return add_call_slow(m, k, lod, origin, bw);
 }
 
+/* add_call of one call of the walk (no device time): its mark is built
+ * only when it does not join the last one. */
+static inline int add_one(struct rp_marks *m, int64_t s, int64_t e, int64_t d, uint32_t region,
+                          int lod, int64_t origin, double bw) {
+  if (lod && m->n && m->lastb && s < m->colend && s >= m->v[m->n - 1].s) {
+    struct rp_mark *a = &m->v[m->n - 1]; /* merge_into with b one call, b->s >= a->s */
+    if (d > a->dmax) {
+      a->region = region;
+      a->dmax = d;
+    }
+    if (e > a->e) a->e = e;
+    a->sum += d;
+    if (d < a->dmin) a->dmin = d;
+    a->n++;
+    return 0;
+  }
+  struct rp_mark mk = {s, e, d, d, d, 1, region, 0, 0};
+  return add_call_slow(m, &mk, lod, origin, bw);
+}
+
 void rp_marks_fold(struct rp_marks *m, int64_t origin, int64_t span, size_t cols) {
   if (m->n <= cols || cols == 0) return;
   double bw = (double)(span > 0 ? span : 1) / (double)cols;
@@ -549,13 +569,13 @@ static int defer_gantt(struct rp_file *f, struct rp_defer *d, const struct sp__w
   }
   struct rp_lane *l = &f->lanes[rl->refs[q].lane];
   int64_t dur = c->end - c->start;
-  struct rp_mark mk = {c->start, c->end, dur, dur, dur, 1, c->region, 0, 0};
   l->calls++;
-  if (add_call(&l->m, &mk, ri->count > d->cols, f->origin, d->bw)) return -1;
+  if (add_one(&l->m, c->start, c->end, dur, c->region, ri->count > d->cols, f->origin, d->bw))
+    return -1;
   struct rp_series *ser = &f->series[ri->series];
-  mk.e = mk.s;
-  ser->calls++;
-  return add_call(&ser->m, &mk, ri->count > d->ts_cols, f->origin, d->ts_bw);
+  ser->calls++; /* a time-series mark spans the starts of its calls */
+  return add_one(&ser->m, c->start, c->start, dur, c->region, ri->count > d->ts_cols, f->origin,
+                 d->ts_bw);
 }
 
 /* After the walks: the deferred Gantt pass done apart when the walk could
@@ -583,11 +603,19 @@ static int defer_finish(struct rp_model *m, struct rp_file *f, const char *cmd) 
 
 /* ---- call stacks: flame chart rows and the merged tree --------------------------------- */
 
-/* A call-path tree being built: nodes keyed by (parent, region). */
+/* A call-path tree being built: nodes keyed by (parent, region), the keys
+ * kept in the slots so that a lookup touches one slot (it runs for every
+ * call of a walk). */
+struct tslot {
+  int64_t parent;
+  size_t node; /* SIZE_MAX: empty */
+  uint32_t region;
+};
 struct tbuild {
   struct rp_tnode *v;
   size_t n, cap;
-  size_t *slots, nslots;
+  struct tslot *slots;
+  size_t nslots;
 };
 
 static uint64_t mix(int64_t parent, uint32_t region) {
@@ -599,13 +627,13 @@ static uint64_t mix(int64_t parent, uint32_t region) {
 
 static int tmap_grow(struct tbuild *t) {
   size_t ns = t->nslots ? t->nslots * 2 : 256;
-  size_t *slots = malloc(ns * sizeof *slots);
+  struct tslot *slots = malloc(ns * sizeof *slots);
   if (!slots) return -1;
-  for (size_t i = 0; i < ns; i++) slots[i] = SIZE_MAX;
+  for (size_t i = 0; i < ns; i++) slots[i].node = SIZE_MAX;
   for (size_t i = 0; i < t->n; i++) {
     size_t s = mix(t->v[i].parent, t->v[i].region) & (ns - 1);
-    while (slots[s] != SIZE_MAX) s = (s + 1) & (ns - 1);
-    slots[s] = i;
+    while (slots[s].node != SIZE_MAX) s = (s + 1) & (ns - 1);
+    slots[s] = (struct tslot){t->v[i].parent, i, t->v[i].region};
   }
   free(t->slots);
   t->slots = slots;
@@ -613,17 +641,8 @@ static int tmap_grow(struct tbuild *t) {
   return 0;
 }
 
-static int tnode(struct tbuild *t, int64_t parent, uint32_t region, size_t *out) {
-  if ((t->n + 1) * 2 > t->nslots && tmap_grow(t)) return -1;
-  size_t s = mix(parent, region) & (t->nslots - 1);
-  while (t->slots[s] != SIZE_MAX) {
-    const struct rp_tnode *x = &t->v[t->slots[s]];
-    if (x->parent == parent && x->region == region) {
-      *out = t->slots[s];
-      return 0;
-    }
-    s = (s + 1) & (t->nslots - 1);
-  }
+/* A new node at the empty slot s (after a lookup that missed). */
+static int tnode_add(struct tbuild *t, size_t s, int64_t parent, uint32_t region, size_t *out) {
   if (t->n == t->cap) {
     size_t nc = t->cap ? t->cap * 2 : 64;
     struct rp_tnode *v = realloc(t->v, nc * sizeof *v);
@@ -635,9 +654,22 @@ static int tnode(struct tbuild *t, int64_t parent, uint32_t region, size_t *out)
   memset(x, 0, sizeof *x);
   x->region = region;
   x->parent = parent;
-  t->slots[s] = t->n;
+  t->slots[s] = (struct tslot){parent, t->n, region};
   *out = t->n++;
   return 0;
+}
+
+static inline int tnode(struct tbuild *t, int64_t parent, uint32_t region, size_t *out) {
+  if ((t->n + 1) * 2 > t->nslots && tmap_grow(t)) return -1;
+  size_t s = mix(parent, region) & (t->nslots - 1);
+  for (;; s = (s + 1) & (t->nslots - 1)) {
+    const struct tslot *x = &t->slots[s];
+    if (x->node == SIZE_MAX) return tnode_add(t, s, parent, region, out);
+    if (x->parent == parent && x->region == region) {
+      *out = x->node;
+      return 0;
+    }
+  }
 }
 
 /* A call of `ns` ns on node i (sums saturate: a hostile file's times, each
@@ -974,10 +1006,10 @@ static sp_status fw_draw(struct fwalk *w, const struct sp__walk_call *c, uint32_
     r->depth = x->depth;
   }
   struct rp_frow *r = &p->rows[x->row];
-  int64_t d = c->end - c->start;
-  struct rp_mark mk = {c->start, c->end, d, d, d, 1, c->region, 0, 0};
   r->calls++;
-  if (add_call(&r->m, &mk, r->calls > w->cols + 1, w->origin, w->bw)) return fw_oom(w);
+  if (add_one(&r->m, c->start, c->end, c->end - c->start, c->region, r->calls > w->cols + 1,
+              w->origin, w->bw))
+    return fw_oom(w);
   if (r->calls == w->cols + 1) rp_marks_fold(&r->m, w->origin, w->span, w->cols);
   return SP_OK;
 }
