@@ -208,6 +208,28 @@ sp_status sp__row_read(sp_results *r, size_t row, uint64_t first, size_t n, int6
                              r->names[w->region], (long long)w->rank, (long long)end[i],
                              (long long)start[i]);
     }
+  if (st == SP_OK && start && end && first <= w->checked && first + n > w->checked)
+    w->checked = first + n;
+  return st;
+}
+
+static int64_t sat_sub(int64_t a, int64_t b) {
+  int64_t x;
+  if (__builtin_sub_overflow(a, b, &x)) return b < 0 ? INT64_MAX : INT64_MIN;
+  return x;
+}
+
+sp_status sp__row_read_durations(sp_results *r, size_t row, uint64_t first, size_t n, int64_t *dur,
+                                 int64_t *scratch) {
+  struct sp__rrow *w = &r->rows[row];
+  /* A checked call's start and end lie within +-2^62 ns and end >= start:
+   * end - start is then exactly its stored duration (clock offsets cancel). */
+  if (r->delta && !w->group && !r->mem_start && w->checked == w->count && first <= w->count &&
+      n <= w->count - first)
+    return n ? read_slice(r, r->ds_end, w->offset + first, n, dur, sp__plan_path(SP_DS_DURATIONS))
+             : SP_OK;
+  sp_status st = sp__row_read(r, row, first, n, dur, scratch, NULL, NULL, NULL);
+  for (size_t i = 0; st == SP_OK && i < n; i++) dur[i] = sat_sub(scratch[i], dur[i]);
   return st;
 }
 

@@ -55,6 +55,9 @@ struct sp__rrow {
    * running start before it) */
   uint64_t start_next;
   int64_t start_acc;
+  /* events [0, checked) were read with their starts and ends and passed
+   * sp__row_read's checks (their durations can then be read alone) */
+  uint64_t checked;
 };
 
 /* A row of /thread_table or /task_table (reader.h), with its strings. */
@@ -186,6 +189,11 @@ void sp__lines_free(struct sp__lines *l);
 sp_status sp__row_summary(sp_results *r, size_t row, const struct sp__summary **out);
 sp_status sp__row_read(sp_results *r, size_t row, uint64_t first, size_t n, int64_t *start,
                        int64_t *end, int64_t *call, int64_t *parent, int64_t *thread);
+/* Durations (end - start) of a row's events; `scratch` holds n values.
+ * A schema-3 row whose times were all checked by an earlier read (the walk's)
+ * reads its durations column alone; any other reads starts and ends. */
+sp_status sp__row_read_durations(sp_results *r, size_t row, uint64_t first, size_t n, int64_t *dur,
+                                 int64_t *scratch);
 /* Task ids of a row's events (-1 where none: no track_async, or outside a task). */
 sp_status sp__row_read_tasks(sp_results *r, size_t row, uint64_t first, size_t n, int64_t *task);
 /* Await times (events/await_ns) of a row's events; -1 where the file has none. */
@@ -202,6 +210,9 @@ void sp__summary_from_durations(const int64_t *start, const int64_t *end, size_t
 void sp__summary_merge(struct sp__summary *a, const struct sp__summary *b);
 /* numpy's default (linear) percentile; reorders `v`. */
 double sp__percentile(int64_t *v, size_t n, double pct);
+/* k of them (best in increasing order: each selection then runs on the
+ * part of v above the previous one) into out; NaN each when n is 0. */
+void sp__percentiles(int64_t *v, size_t n, const double *pct, size_t k, double *out);
 sp_status sp__rank_own_times(sp_results *r, int64_t rank);
 
 /* Filters (read_filter.c). */

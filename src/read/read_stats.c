@@ -124,36 +124,75 @@ static void select_kth(int64_t *v, size_t n, size_t k) {
   }
 }
 
-double sp__percentile(int64_t *v, size_t n, double pct) {
-  if (n == 0) return NAN;
-  /* numpy's "linear" method, with its virtual index and lerp, so results
-   * agree with np.percentile to the last bit where possible */
+/* numpy's "linear" method: the virtual index of pct among n values, the
+ * two ranks around it and the weight of the upper, so that results agree
+ * with np.percentile to the last bit where possible. */
+static void linear_index(size_t n, double pct, size_t *lo, size_t *hi, double *gamma) {
   double q = pct / 100.0;
   double vi = (double)n * q + (1.0 + q * (1.0 - 1.0 - 1.0)) - 1.0;
   double fl = floor(vi);
-  size_t lo, hi;
-  double gamma;
   if (vi >= (double)(n - 1)) {
-    lo = hi = n - 1;
-    gamma = 0;
+    *lo = *hi = n - 1;
+    *gamma = 0;
   } else if (vi < 0) {
-    lo = hi = 0;
-    gamma = 0;
+    *lo = *hi = 0;
+    *gamma = 0;
   } else {
-    lo = (size_t)fl;
-    hi = lo + 1;
-    gamma = vi - fl;
+    *lo = (size_t)fl;
+    *hi = *lo + 1;
+    *gamma = vi - fl;
   }
-  select_kth(v, n, lo);
-  double a = (double)v[lo], b = a;
-  if (hi != lo) {
-    int64_t m = v[lo + 1];
-    for (size_t i = lo + 2; i < n; i++)
-      if (v[i] < m) m = v[i];
-    b = (double)m;
-  }
+}
+
+static double lerp(double a, double b, double gamma) {
   double diff = b - a;
   return gamma >= 0.5 ? b - diff * (1.0 - gamma) : a + diff * gamma;
+}
+
+/* The smallest of v[at, n) moved to v[at]. */
+static void min_to(int64_t *v, size_t n, size_t at) {
+  size_t m = at;
+  for (size_t i = at + 1; i < n; i++)
+    if (v[i] < v[m]) m = i;
+  swap64(&v[at], &v[m]);
+}
+
+void sp__percentiles(int64_t *v, size_t n, const double *pct, size_t k, double *out) {
+  /* v[0, base) holds the ranks below base and v[base - 1] (and v[placed])
+   * exactly its rank: each selection runs on v[base, n) only, the part
+   * above the previous percentile's */
+  size_t base = 0, placed = SIZE_MAX;
+  for (size_t j = 0; j < k; j++) {
+    if (n == 0) {
+      out[j] = NAN;
+      continue;
+    }
+    size_t lo, hi;
+    double gamma;
+    linear_index(n, pct[j], &lo, &hi, &gamma);
+    int lo_known = lo + 1 == base || lo == placed, hi_known = hi + 1 == base || hi == placed;
+    if ((lo < base && !lo_known) || (hi != lo && hi < base && !hi_known)) {
+      base = 0; /* below what was placed (percentiles out of order): from the start */
+      placed = SIZE_MAX;
+    }
+    if (lo >= base) {
+      select_kth(v + base, n - base, lo - base);
+      placed = SIZE_MAX;
+      base = lo + 1;
+    }
+    if (hi != lo && hi >= base) { /* hi == base: the smallest above */
+      min_to(v, n, hi);
+      placed = lo;
+      base = hi + 1;
+    }
+    out[j] = lerp((double)v[lo], (double)v[hi], gamma);
+  }
+}
+
+double sp__percentile(int64_t *v, size_t n, double pct) {
+  double x;
+  sp__percentiles(v, n, &pct, 1, &x);
+  return x;
 }
 
 /* Durations of the given rows, concatenated. */
@@ -182,8 +221,7 @@ static sp_status gather_durations(sp_results *r, const size_t *rows, size_t nrow
         st = sp__set_error(SP_ERR_FORMAT, "the event counts disagree with the summary rows");
         break;
       }
-      st = sp__row_read(r, rows[k], done, n, d + at, e, NULL, NULL, NULL);
-      for (size_t i = 0; st == SP_OK && i < n; i++) d[at + i] = sat_sub(e[i], d[at + i]);
+      st = sp__row_read_durations(r, rows[k], done, n, d + at, e);
       done += n;
       at += n;
       sp__progress(r, n);
@@ -319,9 +357,12 @@ static sp_status region_stats(sp_results *r, size_t region, const sp_filter *f, 
     int64_t *d;
     st = gather_durations(r, sel, nsel, acc.count, &d);
     if (st == SP_OK) {
-      out->p50_ns = sp__percentile(d, (size_t)acc.count, 50);
-      out->p95_ns = sp__percentile(d, (size_t)acc.count, 95);
-      out->p99_ns = sp__percentile(d, (size_t)acc.count, 99);
+      static const double pct[3] = {50, 95, 99};
+      double p[3];
+      sp__percentiles(d, (size_t)acc.count, pct, 3, p);
+      out->p50_ns = p[0];
+      out->p95_ns = p[1];
+      out->p99_ns = p[2];
       out->has_percentiles = 1;
       free(d);
     }

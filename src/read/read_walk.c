@@ -94,6 +94,11 @@ struct walk {
   int ids; /* nest by the recorded ids */
   int has_tasks; /* read the task column */
   int has_call; /* the file records call ids (the order's tie-break) */
+  int has_threads; /* read the thread column */
+  /* a block of -1: the column of every row that the file does not have
+   * (one buffer for all, kept in cache, instead of each row's copy) */
+  int64_t *none;
+  int64_t *bufs; /* the rows' column buffers, one after the other */
   /* ids: the pages of seen ids (open addressing by page number), the last
    * page used, how many pages the rank may have */
   struct idpage *pages;
@@ -179,17 +184,14 @@ static int cursor_fill(struct walk *w, struct cursor *c) {
   if (c->next >= c->count) return 0;
   size_t k = c->count - c->next < w->block ? (size_t)(c->count - c->next) : w->block;
   sp_status st = sp__row_read(w->r, c->row, c->next, k, c->start, c->end,
-                              w->has_call ? c->call : NULL, w->ids ? c->parent : NULL, c->thread);
+                              w->has_call ? c->call : NULL, w->ids ? c->parent : NULL,
+                              w->has_threads ? c->thread : NULL);
   if (st == SP_OK && w->has_tasks) st = sp__row_read_tasks(w->r, c->row, c->next, k, c->task);
   if (st != SP_OK) {
     w->err = st;
     return -1;
   }
-  if (!w->has_call)
-    for (size_t i = 0; i < k; i++) c->call[i] = -1;
-  if (!w->has_tasks)
-    for (size_t i = 0; i < k; i++) c->task[i] = -1;
-  else
+  if (w->has_tasks)
     for (size_t i = 0; i < k; i++)
       if (c->task[i] < 0) c->task[i] = -1;
   for (size_t i = 0; i < k; i++) {
@@ -339,7 +341,8 @@ static int find_parent(struct walk *w, const struct lane *l, int64_t pid, int64_
 }
 
 static void walk_free(struct walk *w) {
-  for (size_t i = 0; i < w->ncur; i++) free(w->cur[i].start);
+  free(w->bufs);
+  free(w->none);
   free(w->cur);
   free(w->tree);
   for (size_t i = 0; i < w->pages_cap; i++) free(w->pages[i].bits);
@@ -371,6 +374,7 @@ int sp__walk_calls(sp_results *r, int64_t rank, sp__walk_fn fn, void *ctx, sp_st
   if (w.block < 64) w.block = 64;
   w.has_call = r->ds_call >= 0 || r->mem_call;
   w.has_tasks = r->ds_task >= 0 || r->mem_task;
+  w.has_threads = r->ds_thread >= 0 || r->mem_thread;
   int rc = 1;
   struct sp__h5quiet q;
   sp__h5_quiet_begin(&q);
@@ -388,24 +392,26 @@ int sp__walk_calls(sp_results *r, int64_t rank, sp__walk_fn fn, void *ctx, sp_st
   while (w.nleaf < nrows) w.nleaf *= 2;
   w.cur = calloc(w.nleaf, sizeof *w.cur);
   w.tree = malloc(3 * w.nleaf * sizeof *w.tree);
-  if (rc == 1 && (!w.cur || !w.tree)) rc = oom(&w);
+  w.none = malloc(w.block * sizeof *w.none);
+  if (rc == 1 && (!w.cur || !w.tree || !w.none)) rc = oom(&w);
+  for (size_t i = 0; w.none && i < w.block; i++) w.none[i] = -1;
+  /* the columns each row reads: start, end, and those the file has */
+  size_t ncol = 2 + (size_t)w.has_call + (size_t)w.ids + (size_t)w.has_threads + (size_t)w.has_tasks;
+  if (rc == 1 && !(w.bufs = malloc((nrows ? nrows : 1) * ncol * w.block * sizeof *w.bufs)))
+    rc = oom(&w);
   for (size_t k = 0; w.cur && k < w.nleaf; k++) w.cur[k].done = 1;
   for (size_t k = 0; k < nrows && rc == 1; k++) {
     struct cursor *c = &w.cur[w.ncur++];
     c->row = rows[k];
     c->region = r->rows[rows[k]].region;
     c->count = r->rows[rows[k]].count;
-    c->start = malloc(6 * w.block * sizeof *c->start);
-    if (!c->start) {
-      rc = oom(&w);
-      break;
-    }
-    c->end = c->start + w.block;
-    c->call = c->end + w.block;
-    c->parent = c->call + w.block;
-    c->thread = c->parent + w.block;
-    c->task = c->thread + w.block;
-    for (size_t i = 0; i < w.block; i++) c->parent[i] = -1;
+    c->start = w.bufs + k * ncol * w.block;
+    int64_t *col = c->start + w.block;
+    c->end = col;
+    c->call = w.has_call ? (col += w.block) : w.none;
+    c->parent = w.ids ? (col += w.block) : w.none;
+    c->thread = w.has_threads ? (col += w.block) : w.none;
+    c->task = w.has_tasks ? (col += w.block) : w.none;
     int f = cursor_fill(&w, c);
     if (f < 0) rc = f == -1 ? -1 : 0;
     if (f == 1) c->done = 0;

@@ -158,6 +158,53 @@ SP_TEST(percentiles_match_numpy_linear) {
   ASSERT(isnan(sp__percentile(dup, 0, 50)));
 }
 
+static int cmp_v(const void *a, const void *b) {
+  int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
+  return (x > y) - (x < y);
+}
+
+/* numpy's linear percentile of a sorted copy: what each chained selection
+ * of sp__percentiles must give, whatever the order of the percentiles. */
+static double sorted_percentile(const int64_t *sorted, size_t n, double pct) {
+  double q = pct / 100.0, vi = (double)n * q + (1.0 + q * (1.0 - 1.0 - 1.0)) - 1.0;
+  if (vi >= (double)(n - 1)) return (double)sorted[n - 1];
+  if (vi < 0) return (double)sorted[0];
+  size_t lo = (size_t)floor(vi);
+  double a = (double)sorted[lo], b = (double)sorted[lo + 1], g = vi - floor(vi), d = b - a;
+  return g >= 0.5 ? b - d * (1.0 - g) : a + d * g;
+}
+
+SP_TEST(chained_percentiles_match_a_sort) {
+  static const double sets[][4] = {{50, 95, 99, 0}, {99, 50, 95, 0}, {0, 100, 50, 50},
+                                   {95, 95, 99, 1}, {99.9, 99.99, 100, 0}};
+  uint64_t rng = 3;
+  int64_t *v = malloc(3000 * sizeof *v), *copy = malloc(3000 * sizeof *copy);
+  ASSERT(v && copy);
+  for (int round = 0; round < 400; round++) {
+    size_t n = round < 40 ? (size_t)round : (size_t)(sp_test_splitmix(&rng) % 3000);
+    uint64_t spread = round % 3 == 0 ? 4 : round % 3 == 1 ? 1000 : UINT64_MAX; /* ties, or none */
+    for (size_t i = 0; i < n; i++)
+      v[i] = copy[i] = (int64_t)(sp_test_splitmix(&rng) % spread) - (round % 5 == 0 ? 500 : 0);
+    qsort(copy, n, sizeof *copy, cmp_v);
+    const double *pct = sets[round % 5];
+    double out[4];
+    sp__percentiles(v, n, pct, 4, out);
+    for (int j = 0; j < 4; j++) {
+      if (n == 0) {
+        ASSERT(isnan(out[j]));
+        continue;
+      }
+      double want = sorted_percentile(copy, n, pct[j]);
+      if (out[j] != want)
+        SP_FAIL_("n %zu, percentile %g: %.17g, a sort gives %.17g", n, pct[j], out[j], want);
+    }
+    qsort(v, n, sizeof *v, cmp_v); /* the values were only reordered */
+    for (size_t i = 0; i < n; i++) ASSERT_EQ(v[i], copy[i]);
+  }
+  free(v);
+  free(copy);
+}
+
 SP_TEST(imbalance_and_excess_from_summary_rows) {
   sp_results *r = open_fixture(FIX("multi.h5"));
   sp_region_stats s;
