@@ -15,10 +15,11 @@
 /* fn gets each call with the tag its parent's call was given (NULL for a
  * root of its lane without a parent on another lane) and sets the call's
  * own tag, which its children get. Returns 1 when every call was visited, 0
- * when the walk refused the rank (rows out of order, sparse or dangling ids,
- * a parent after its child: whatever fn built must be dropped and the
- * sorted path taken), -1 on an error (*err, with sp_last_error() set; fn's
- * own status when fn failed). */
+ * when the walk refused the rank (rows out of order; with ids: a parent not
+ * open when its child comes, ids too sparse, or negative or repeated ones
+ * found once the walk began: whatever fn built must be dropped and the
+ * sorted path taken, which gives the same result), -1 on an error (*err,
+ * with sp_last_error() set; fn's own status when fn failed). */
 struct sp__walk_call {
   int64_t start, end, thread, task, call;
   /* Nested by containment: the end of the lane parent (the stack's top),

@@ -334,6 +334,88 @@ SP_TEST(what_the_walk_cannot_take_goes_to_the_sorted_path) {
   }
 }
 
+/* Percentiles read each row's durations column alone once the walk has
+ * checked all its times (schema 3), and give what reading starts and ends
+ * gives on a fresh open. */
+SP_TEST(percentiles_after_the_walk_read_durations_alone) {
+  rng = 12;
+  synth("w.h5", 20000, 2, IDS | THREADS);
+  sp_results *r = NULL;
+  ASSERT_OK(sp_results_open("w.h5", &r));
+  ASSERT_EQ(sp_results_schema(r), 3);
+  size_t nreg = sp_results_num_regions(r);
+  sp_region_stats before[NREG];
+  ASSERT(nreg <= NREG);
+  for (size_t i = 0; i < nreg; i++)
+    ASSERT_OK(sp_results_region_stats(r, i, NULL, SP_STATS_PERCENTILES, &before[i]));
+  for (size_t i = 0; i < r->nrows; i++) r->rows[i].checked = 0; /* as if freshly opened */
+  sp_tree_node *nodes = NULL;
+  size_t n = 0;
+  sp__walk_last = -9;
+  ASSERT_OK(sp_results_call_tree(r, NULL, &nodes, &n));
+  ASSERT_EQ(sp__walk_last, 1);
+  free(nodes);
+  for (size_t i = 0; i < r->nrows; i++) ASSERT_EQ(r->rows[i].checked, r->rows[i].count);
+  for (size_t i = 0; i < nreg; i++) {
+    sp_region_stats after;
+    ASSERT_OK(sp_results_region_stats(r, i, NULL, SP_STATS_PERCENTILES, &after));
+    ASSERT(after.has_percentiles && before[i].has_percentiles);
+    ASSERT_EQ(after.p50_ns, before[i].p50_ns);
+    ASSERT_EQ(after.p95_ns, before[i].p95_ns);
+    ASSERT_EQ(after.p99_ns, before[i].p99_ns);
+  }
+  sp_results_free(r);
+}
+
+/* Parents on another thread looked up past the budget of the walk (here
+ * two, each at the bottom of a deep stack, taking turns under one slot of
+ * the lookup cache): the rank goes to the sorted path, with the same tree. */
+SP_TEST(parent_lookups_past_the_budget_go_to_the_sorted_path) {
+  enum { DEPTH = 3000, WORKER = 12000 };
+  size_t n = DEPTH + 256 + WORKER;
+  int64_t *start = malloc(n * 8), *end = malloc(n * 8), *cid = malloc(n * 8), *pid = malloc(n * 8);
+  int64_t *thr = malloc(n * 8);
+  ASSERT(start && end && cid && pid && thr);
+  /* thread 0: ids 0..255 roots side by side at the start... then one chain
+   * of DEPTH nested calls from id 256 (id 0 and id 256 share a cache slot),
+   * open over the whole run; thread 1: WORKER calls, children of 0 or 256 */
+  size_t k = 0;
+  for (int i = 0; i < 256; i++, k++)
+    start[k] = 1000 + i, end[k] = i == 0 ? 10000000 : 1000 + i, cid[k] = i, pid[k] = -1, thr[k] = 0;
+  for (int i = 0; i < DEPTH; i++, k++)
+    start[k] = 2000 + i, end[k] = 9000000 - i, cid[k] = 256 + i, pid[k] = i ? 256 + i - 1 : -1,
+    thr[k] = 0;
+  for (int i = 0; i < WORKER; i++, k++)
+    start[k] = 10000 + 2 * i, end[k] = 10001 + 2 * i, cid[k] = 256 + DEPTH + i,
+    pid[k] = i % 2 ? 256 : 0, thr[k] = 1;
+  /* one row per region: 0 the roots, 1 the chain, 2 the workers' calls */
+  struct sp_row rows[3];
+  static char *names[3] = {"roots", "chain", "work"};
+  size_t off[4] = {0, 256, 256 + DEPTH, n};
+  for (uint32_t g = 0; g < 3; g++)
+    rows[g] = (struct sp_row){.region = g,
+                              .offset = off[g],
+                              .count = off[g + 1] - off[g],
+                              .aggregate_count = (int64_t)(off[g + 1] - off[g]),
+                              .source_line = -1,
+                              .exclusive_total = -1,
+                              .source_file = "",
+                              .source_text = "",
+                              .tags_json = "[]"};
+  struct sp_column tcol = {SP_DS_THREAD_IDS, thr};
+  struct sp_run run = {.layout = "columnar", .names = names, .nnames = 3, .rows = rows, .nrows = 3,
+                       .start = start, .end = end, .nevents = n, .call_id = cid, .parent_id = pid,
+                       .extra = &tcol, .nextra = 1};
+  struct sp_config cfg;
+  unsetenv("SCOPE_PROFILER_CONFIG");
+  sp_setup_args a = {0};
+  ASSERT_OK(sp__config_resolve(&cfg, &a));
+  ASSERT_OK(sp__h5_write_file(&run, &cfg, "b.h5"));
+  sp__config_free(&cfg);
+  free(start), free(end), free(cid), free(pid), free(thr);
+  ASSERT_EQ(same_both_ways("b.h5", NULL), 0);
+}
+
 SP_TEST(streamed_run_walks_and_matches) {
   unsetenv("SCOPE_PROFILER_CONFIG");
   sp_manager *m = sp_manager_create();
