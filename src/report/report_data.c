@@ -288,13 +288,14 @@ static int cmp_lane(const void *pa, const void *pb) {
 #define RP_ROW_THREADS 64 /* lanes of one row; calls on further threads are dropped */
 
 /* What rp_load_events leaves to the walk of rp_load_flame when it can: the
- * Gantt lanes and time series of the Gantt ranks, and the durations of
- * every kept region for the percentiles, taken as the walk hands the calls
- * over (one pass over the events instead of three; the walk gives each
- * lane's calls in start order, as the rows do). Dropped, and the separate
- * passes made, when the walk refuses a rank (part way, perhaps) or a lane
- * would pass the lane cap (the separate pass decides which lanes to drop,
- * in row order). */
+ * Gantt lanes and time series of the Gantt ranks, taken as the walk hands
+ * the calls over (one pass over the events instead of two; the walk gives
+ * each lane's calls in start order, as the rows do). Dropped, and the
+ * separate pass made, when the walk refuses a rank (part way, perhaps), a
+ * row has more than RP_ROW_THREADS threads or a lane would pass the lane
+ * cap (the separate pass decides which lanes to drop, in row order). The
+ * percentiles are the reader's (rp_load_table), which then reads the
+ * durations of the rows the walk checked alone. */
 struct rp_rowinfo {       /* every row of the file (ranks x regions: 16 bytes each) */
   uint64_t count;          /* the row's calls */
   size_t series;           /* SIZE_MAX: the row draws nothing */
@@ -907,7 +908,7 @@ struct flane {
 struct fwalk {
   const unsigned char *keep; /* by file region */
   struct rp_file *f;
-  struct rp_defer *d;        /* Gantt lanes and durations taken on the way; NULL: none */
+  struct rp_defer *d;        /* Gantt lanes and time series taken on the way; NULL: none */
   struct tbuild t;           /* this rank's tree */
   struct rp_fpanel *p;       /* NULL: the rank is not drawn */
   size_t rcap, cols;

@@ -5,8 +5,9 @@
  * the SVG writer and the chart and page writers.
  *
  * Files: cmd_report.c (options, orchestration, output files), report_data.c
- * (reading: one walk of each rank's calls, in start order, for every chart
- * and the percentiles),
+ * (reading: one walk of each rank's calls, in start order, for the flame
+ * chart, the call-path tree and, when it can, the Gantt lanes and time
+ * series; the statistics and percentiles from the reader),
  * report_svg.c (XML escaping, numbers, axes, palettes, chart frames),
  * report_charts.c (Gantt, flame chart, flame graph, time series),
  * report_scaling.c (durations, speedup, efficiency, imbalance),
