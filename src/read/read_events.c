@@ -23,8 +23,160 @@ void sp__progress(sp_results *r, uint64_t add) {
   if (r->progress) r->progress(r->progress_ctx, r->progress_done, r->progress_total);
 }
 
+/* ---- virtual columns ---------------------------------------------------------
+ * A column that is a virtual dataset of this file (its sources checked at
+ * open, sp__check_storage) is read from its sources directly: HDF5 1.10
+ * walks every mapping on every read through it (0.3 ms per 4096 values at
+ * 768 mappings, BENCHMARKS "Round 3"), where a binary search finds the few
+ * a slice needs. A mapping list this cannot follow (not one block of
+ * values on each side, overlapping, gaps) leaves the column to HDF5. */
+struct sp__vmap {
+  uint64_t voff, n, soff;
+  size_t src;
+};
+struct sp__vcol {
+  hid_t ds;
+  struct sp__vmap *map; /* NULL: read through HDF5 */
+  size_t nmap;
+  hid_t *src;
+  size_t nsrc;
+};
+
+static int cmp_vmap(const void *a, const void *b) {
+  uint64_t x = ((const struct sp__vmap *)a)->voff, y = ((const struct sp__vmap *)b)->voff;
+  return (x > y) - (x < y);
+}
+
+/* One block of values selected in a 1-D space: its start and length. */
+static int one_block(hid_t space, uint64_t *start, uint64_t *n) {
+  hsize_t lo = 0, hi = 0;
+  hssize_t np = H5Sget_select_npoints(space);
+  if (H5Sget_simple_extent_ndims(space) != 1 || np <= 0 || H5Sget_select_bounds(space, &lo, &hi) < 0 ||
+      hi - lo + 1 != (hsize_t)np)
+    return 0;
+  *start = lo;
+  *n = (uint64_t)np;
+  return 1;
+}
+
+static void vcol_build(sp_results *r, struct sp__vcol *v) {
+  hid_t dcpl = H5Dget_create_plist(v->ds);
+  size_t count = 0;
+  char name[1024];
+  int ok = dcpl >= 0 && H5Pget_layout(dcpl) == H5D_VIRTUAL && H5Pget_virtual_count(dcpl, &count) >= 0 && count;
+  if (ok && !(v->map = calloc(count, sizeof *v->map))) ok = 0;
+  for (size_t i = 0; ok && i < count; i++) {
+    hid_t vs = H5Pget_virtual_vspace(dcpl, i), ss = H5Pget_virtual_srcspace(dcpl, i);
+    uint64_t vn = 0, sn = 0;
+    ssize_t dl = H5Pget_virtual_dsetname(dcpl, i, name, sizeof name);
+    ok = vs >= 0 && ss >= 0 && one_block(vs, &v->map[i].voff, &vn) && one_block(ss, &v->map[i].soff, &sn) &&
+         vn == sn && dl > 0 && (size_t)dl < sizeof name;
+    if (vs >= 0) H5Sclose(vs);
+    if (ss >= 0) H5Sclose(ss);
+    v->map[i].n = vn;
+    size_t k = v->nsrc;
+    /* a block's segments come together: the last source is the likely one */
+    if (ok && k) {
+      char have[1024];
+      ssize_t hl = H5Iget_name(v->src[k - 1], have, sizeof have);
+      if (hl > 0 && (size_t)hl < sizeof have && strcmp(have[0] == '/' ? have + 1 : have, name[0] == '/' ? name + 1 : name) == 0)
+        k--;
+    }
+    if (ok && k == v->nsrc) {
+      hid_t *grown = realloc(v->src, (v->nsrc + 1) * sizeof *grown);
+      hid_t d = grown ? H5Dopen2(r->file, name, H5P_DEFAULT) : H5I_INVALID_HID;
+      if (grown) v->src = grown;
+      ok = d >= 0;
+      if (ok) v->src[v->nsrc++] = d;
+    }
+    v->map[i].src = k;
+  }
+  if (ok) {
+    qsort(v->map, count, sizeof *v->map, cmp_vmap);
+    for (size_t i = 1; ok && i < count; i++) ok = v->map[i - 1].voff + v->map[i - 1].n == v->map[i].voff;
+    ok = ok && v->map[0].voff == 0;
+  }
+  v->nmap = ok ? count : 0;
+  if (!ok) {
+    free(v->map);
+    v->map = NULL;
+  }
+  if (dcpl >= 0) H5Pclose(dcpl);
+}
+
+/* Only the event columns r keeps open: a handle opened for one read (a
+ * hierarchical region's dataset) may be reused by another dataset later. */
+static const struct sp__vcol *vcol_of(sp_results *r, hid_t ds) {
+  if (ds != r->ds_start && ds != r->ds_end && ds != r->ds_call && ds != r->ds_parent && ds != r->ds_thread &&
+      ds != r->ds_task && ds != r->ds_gpu && ds != r->ds_await)
+    return NULL;
+  for (size_t i = 0; i < r->nvcols; i++)
+    if (r->vcols[i].ds == ds) return &r->vcols[i];
+  hid_t dcpl = H5Dget_create_plist(ds);
+  int virt = dcpl >= 0 && H5Pget_layout(dcpl) == H5D_VIRTUAL;
+  if (dcpl >= 0) H5Pclose(dcpl);
+  struct sp__vcol *grown = realloc(r->vcols, (r->nvcols + 1) * sizeof *grown);
+  if (!grown) return NULL;
+  r->vcols = grown;
+  struct sp__vcol *v = &r->vcols[r->nvcols++];
+  memset(v, 0, sizeof *v);
+  v->ds = ds;
+  if (virt) vcol_build(r, v);
+  return v;
+}
+
+void sp__vcols_free(sp_results *r) {
+  for (size_t i = 0; i < r->nvcols; i++) {
+    for (size_t k = 0; k < r->vcols[i].nsrc; k++) H5Dclose(r->vcols[i].src[k]);
+    free(r->vcols[i].src);
+    free(r->vcols[i].map);
+  }
+  free(r->vcols);
+  r->vcols = NULL;
+  r->nvcols = 0;
+}
+
+static herr_t read_plain(hid_t ds, hid_t memtype, uint64_t offset, size_t n, void *out) {
+  hid_t fs = H5Dget_space(ds);
+  hsize_t off[1] = {offset}, cnt[1] = {n};
+  hid_t ms = H5Screate_simple(1, cnt, NULL);
+  herr_t rc = -1;
+  if (fs >= 0 && ms >= 0 && H5Sselect_hyperslab(fs, H5S_SELECT_SET, off, NULL, cnt, NULL) >= 0)
+    rc = H5Dread(ds, memtype, ms, fs, H5P_DEFAULT, out);
+  if (fs >= 0) H5Sclose(fs);
+  if (ms >= 0) H5Sclose(ms);
+  return rc;
+}
+
+static herr_t read_virtual(const struct sp__vcol *v, hid_t memtype, uint64_t offset, size_t n, void *out) {
+  size_t lo = 0, hi = v->nmap, size = H5Tget_size(memtype);
+  while (hi - lo > 1) { /* the last mapping starting at or before offset */
+    size_t mid = lo + (hi - lo) / 2;
+    if (v->map[mid].voff <= offset) lo = mid;
+    else hi = mid;
+  }
+  char *dst = out;
+  for (size_t i = lo; n && i < v->nmap; i++) {
+    const struct sp__vmap *m = &v->map[i];
+    if (offset < m->voff || offset >= m->voff + m->n) return -1;
+    size_t k = m->voff + m->n - offset < n ? (size_t)(m->voff + m->n - offset) : n;
+    if (read_plain(v->src[m->src], memtype, m->soff + (offset - m->voff), k, dst) < 0) return -1;
+    dst += k * size;
+    offset += k;
+    n -= k;
+  }
+  return n ? -1 : 0;
+}
+
 static sp_status read_slice_as(sp_results *r, hid_t ds, hid_t memtype, uint64_t offset, size_t n,
                                void *out, const char *what) {
+  const struct sp__vcol *v = vcol_of(r, ds);
+  if (v && v->map) {
+    if (read_virtual(v, memtype, offset, n, out) < 0)
+      return sp__set_error(SP_ERR_FORMAT, "%s: cannot read %s [%llu, +%zu) through its virtual mappings",
+                           r->path ? r->path : "<image>", what, (unsigned long long)offset, n);
+    return SP_OK;
+  }
   hid_t fs = H5Dget_space(ds);
   hsize_t off[1] = {offset}, cnt[1] = {n};
   hid_t ms = H5Screate_simple(1, cnt, NULL);

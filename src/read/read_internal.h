@@ -134,7 +134,15 @@ struct sp_results {
   sp_progress_fn progress;
   void *progress_ctx;
   uint64_t progress_done, progress_total;
+
+  /* event columns that are virtual datasets of this file, their mappings
+   * read once (read_events.c) */
+  struct sp__vcol *vcols;
+  size_t nvcols;
 };
+
+/* The virtual columns' mappings and source datasets freed (read_events.c). */
+void sp__vcols_free(sp_results *r);
 
 /* HDF5 prints its error stack to stderr by default; the reader reports
  * problems through sp_last_error() instead. */

@@ -70,9 +70,38 @@ static const char *class_name(H5T_class_t c) {
   }
 }
 
+/* A virtual dataset whose every mapping reads a dataset of this same file
+ * (source file "."), itself stored in the file: 1, else 0. A streamed run
+ * publishes its event columns so, as the blocks it wrote (docs/file-format.md). */
+static int virtual_in_file(hid_t d, hid_t dcpl) {
+  size_t count = 0;
+  if (H5Pget_virtual_count(dcpl, &count) < 0) return 0;
+  hid_t fid = H5Iget_file_id(d);
+  if (fid < 0) return 0;
+  char name[1024], last[1024] = "";
+  int ok = 1;
+  for (size_t i = 0; i < count && ok; i++) {
+    char file[8];
+    ssize_t fl = H5Pget_virtual_filename(dcpl, i, file, sizeof file);
+    ssize_t dl = H5Pget_virtual_dsetname(dcpl, i, name, sizeof name);
+    ok = fl == 1 && file[0] == '.' && dl > 0 && (size_t)dl < sizeof name;
+    if (!ok || strcmp(name, last) == 0) continue;
+    /* the source: a dataset of this file, its values in it */
+    hid_t src = H5Lexists(fid, name, H5P_DEFAULT) > 0 ? H5Dopen2(fid, name, H5P_DEFAULT) : H5I_INVALID_HID;
+    hid_t sp = src >= 0 ? H5Dget_create_plist(src) : H5I_INVALID_HID;
+    ok = sp >= 0 && H5Pget_layout(sp) != H5D_VIRTUAL && H5Pget_external_count(sp) == 0;
+    if (sp >= 0) H5Pclose(sp);
+    if (src >= 0) H5Dclose(src);
+    memcpy(last, name, (size_t)dl + 1);
+  }
+  H5Fclose(fid);
+  return ok;
+}
+
 /* A dataset whose values live in another file (external storage, a virtual
- * dataset) would make us read, and print, whatever local file the profile
- * names: always a format error. With `written`, so is a dataset of n > 0
+ * dataset reading another file) would make us read, and print, whatever
+ * local file the profile names: always a format error; a virtual dataset of
+ * this file's own datasets is fine. With `written`, so is a dataset of n > 0
  * values whose storage was never fully written (chunks missing): it claims
  * sizes nothing on disk backs, and the tables read whole at open would cost
  * memory and time out of all proportion to the file. */
@@ -80,9 +109,9 @@ sp_status sp__check_storage(const sp_results *r, hid_t d, const char *what, hsiz
                             int written) {
   hid_t dcpl = H5Dget_create_plist(d);
   H5D_layout_t layout = dcpl >= 0 ? H5Pget_layout(dcpl) : H5D_LAYOUT_ERROR;
-  int outside = dcpl < 0 || H5Pget_external_count(dcpl) != 0 || layout == H5D_VIRTUAL;
+  int outside = dcpl < 0 || H5Pget_external_count(dcpl) != 0 || (layout == H5D_VIRTUAL && !virtual_in_file(d, dcpl));
   int complete = 1;
-  if (!outside && written && n > 0) {
+  if (!outside && written && n > 0 && layout != H5D_VIRTUAL) {
     if (layout == H5D_CHUNKED) {
       /* Edge chunks and compression make the byte count differ from n times
        * the value size, so count chunks: all of them must exist. */
@@ -801,6 +830,7 @@ void sp_results_free(sp_results *r) {
                  &r->ds_await};
   for (size_t i = 0; i < sizeof ds / sizeof ds[0]; i++)
     if (*ds[i] >= 0) H5Dclose(*ds[i]);
+  sp__vcols_free(r);
   if (r->file >= 0) H5Fclose(r->file);
   sp__h5_quiet_end(&q);
   free(r->mem_start);
