@@ -25,11 +25,18 @@
  * round not counted, the steady state of a long job that finalizes more
  * than once.
  *
+ * --pool T records the same calls on T threads at once instead, each
+ * taking N/T of them under a context captured inside one call of the main
+ * thread (as OpenMP's workers adopt the call that opened the parallel
+ * region): every row is fed by every thread, and the workers' outermost
+ * calls have their parent on another thread.
+ *
  *   finalize [--events N] [--in-memory] [--reps R] [--warm] [--file-only]
- *            [--out FILE] [--keep] [--json FILE]
+ *            [--pool T] [--out FILE] [--keep] [--json FILE]
  */
 #include <fcntl.h>
 #include <malloc.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -138,36 +145,77 @@ static double median(double *v, int n) {
   return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
 }
 
-enum { MAX_REPS = 15 };
+enum { MAX_REPS = 15, MAX_POOL = 64 };
+
+static struct {
+  sp_manager *m;
+  const sp_region *regs;
+  sp_context ctx;
+  long each;
+  long done[MAX_POOL];
+} pool;
+
+static void *pool_worker(void *arg) {
+  long k = (long)(intptr_t)arg;
+  sp_context_adopt(pool.m, pool.ctx);
+  pool.done[k] = ts_record(pool.m, pool.regs, pool.each);
+  return NULL;
+}
+
+/* --pool: `events` calls on `threads` threads under one call of this one. */
+static long pool_record(sp_manager *m, const sp_region *regs, sp_region outer, long events, int threads) {
+  pool.m = m;
+  pool.regs = regs;
+  pool.each = events / threads;
+  sp_region_begin(m, outer);
+  pool.ctx = sp_context_capture(m);
+  pthread_t th[MAX_POOL];
+  int started = 0;
+  for (int k = 0; k < threads; k++) started += pthread_create(&th[k], NULL, pool_worker, (void *)(intptr_t)k) == 0;
+  long done = 1;
+  for (int k = 0; k < started; k++) {
+    pthread_join(th[k], NULL);
+    done += pool.done[k];
+  }
+  sp_region_end(m, outer);
+  return done;
+}
 
 int main(int argc, char **argv) {
   long events = 10000000;
   const char *out = "bench_finalize.h5", *json = NULL;
-  int warm = 0, keep = 0, in_memory = 0, file_only = 0, reps = 3;
+  int warm = 0, keep = 0, in_memory = 0, file_only = 0, reps = 3, threads = 0;
   for (int i = 1; i < argc; i++) {
     if (!strcmp(argv[i], "--events") && i + 1 < argc) events = atol(argv[++i]);
     else if (!strcmp(argv[i], "--out") && i + 1 < argc) out = argv[++i];
     else if (!strcmp(argv[i], "--json") && i + 1 < argc) json = argv[++i];
     else if (!strcmp(argv[i], "--reps") && i + 1 < argc) reps = atoi(argv[++i]);
+    else if (!strcmp(argv[i], "--pool") && i + 1 < argc) threads = atoi(argv[++i]);
     else if (!strcmp(argv[i], "--warm")) warm = 1;
     else if (!strcmp(argv[i], "--keep")) keep = 1;
     else if (!strcmp(argv[i], "--in-memory")) in_memory = 1;
     else if (!strcmp(argv[i], "--file-only")) file_only = 1;
     else {
-      fprintf(stderr, "usage: finalize [--events N] [--in-memory] [--reps R] [--warm] [--file-only] [--out FILE] "
-                      "[--keep] [--json FILE]\n");
+      fprintf(stderr, "usage: finalize [--events N] [--in-memory] [--reps R] [--warm] [--file-only] [--pool T] "
+                      "[--out FILE] [--keep] [--json FILE]\n");
       return 2;
     }
   }
   if (reps < 1) reps = 1;
   if (reps > MAX_REPS) reps = MAX_REPS;
+  if (threads < 0 || threads > MAX_POOL) {
+    fprintf(stderr, "finalize: --pool takes 1 to %d threads\n", MAX_POOL);
+    return 2;
+  }
   sp_region regs[TS_NREG];
   ts_regions(regs);
+  sp_region outer = sp_region_intern("pool");
+#define RECORD() (threads ? pool_record(m, regs, outer, events, threads) : ts_record(m, regs, events))
   sp_manager *m = ts_manager_with("finalize", out, in_memory ? "max_buffer_bytes=1099511627776" : NULL);
   if (warm) {
     mallopt(M_MMAP_THRESHOLD, 1 << 30);
     mallopt(M_TRIM_THRESHOLD, -1);
-    ts_record(m, regs, events);
+    RECORD();
     sp_manager_finalize(m, NULL, NULL);
     printf("(warm: numbers below are after a first, identical round)\n");
   }
@@ -177,11 +225,13 @@ int main(int argc, char **argv) {
   long done = 0;
   double mem = 0;
   off_t size = 0;
-  printf("%ld events, %s, %d rounds\n", events, in_memory ? "kept in memory" : "default max_buffer_bytes", reps);
+  printf("%ld events, %s, %d rounds", events, in_memory ? "kept in memory" : "default max_buffer_bytes", reps);
+  if (threads) printf(", recorded by a pool of %d threads", threads);
+  printf("\n");
   printf("round  finalize wall/CPU(user) s   M ev/s   dd wall/CPU s   fresh memory wall/CPU s   finalize/dd wall, CPU\n");
   for (int r = 0; r < reps; r++) {
     long rss0 = maxrss_kib();
-    done = ts_record(m, regs, events);
+    done = RECORD();
     long rss1 = maxrss_kib();
     if (r == 0) mem = (double)(rss1 - rss0) * 1024.0 / (double)done;
     double t0 = now_s(), c0 = cpu_s(), u0 = user_s();
@@ -228,7 +278,7 @@ int main(int argc, char **argv) {
     const char *ov2[] = {"deactivate_file_output=1", "buffer_limit=1048576",
                          in_memory ? "max_buffer_bytes=1099511627776" : NULL, NULL};
     sp_manager_setup(m, &(sp_setup_args){.overrides = ov2});
-    ts_record(m, regs, events);
+    RECORD();
     double t2 = now_s(), c2 = cpu_s();
     sp_manager_finalize(m, NULL, NULL);
     double t3 = now_s(), c3 = cpu_s();

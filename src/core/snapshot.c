@@ -610,31 +610,69 @@ fail:
  * pass from what decides it in practice (starts out of order or tied, calls
  * open or carried over); when the passes disagree, the filler says so and
  * finalize writes the file again with the right answer
- * (sp__snapshot_fill_retry). Runs this cannot write the same way take
- * sp__snapshot_build: rows fed by several threads (their calls are sorted),
- * parents on other threads, calls cut short (named in the metadata, which
- * is made before the file), extensions' columns, skipped regions, chunked
- * or compressed event columns. */
+ * (sp__snapshot_fill_retry).
+ *
+ * A row fed by several threads (a region an OpenMP team shares), or with
+ * calls whose parent is on another thread (a worker's outermost calls), is
+ * held: buffered whole, and written once every pass has run, with its
+ * parents resolved and its threads' calls merged in start order (each
+ * thread's are in order already), as sp__snapshot_build sorts such rows.
+ * Runs this cannot write the same way take sp__snapshot_build: calls cut
+ * short (named in the metadata, which is made before the file),
+ * extensions' columns, task lanes, skipped regions, chunked or compressed
+ * event columns. */
 
 int sp__snapshot_fill_enabled = 1;
 /* atomic: two managers may finalize at once on two threads */
 _Atomic unsigned long sp__snapshot_fills;
 
 /* Buffered calls per row: enough that a write is large, few enough that the
- * buffers of many rows stay small and warm. */
+ * buffers of many rows stay small and warm. The budget is what the rows'
+ * buffers share, not a bound: each keeps at least min(its calls, 256), so
+ * past 1024 busy rows they take more (never more than the columns' way). */
 #define FILL_ROW_CALLS 8192
 #define FILL_BUDGET_BYTES ((size_t)8 << 20)
+/* Values between a row's columns: without them every column of every row
+ * starts at a multiple of 64 KiB (8192 values), so that the 4-5 store
+ * streams of all rows fall into the same cache sets of L1 and L2 and evict
+ * each other at every call (a fifth of finalize's CPU went there). One
+ * cache line apart, the streams spread over the sets. */
+#define FILL_SKEW 8
 
 /* A row's buffer and the statistics it gathers as its calls go by. */
 struct fill_row {
-  int64_t *buf;       /* ncols arrays of cap values */
+  int64_t *buf;       /* ncols arrays of cap values, stride apart */
   uint32_t n, cap;    /* calls buffered, room */
+  uint32_t stride;    /* cap + FILL_SKEW */
   uint64_t written;   /* the row's next event in the file */
   uint64_t end;       /* the event after the row's last */
   double m2;
   struct sp_summary *su; /* the run's row */
   uint32_t region;
+  /* Held: the whole row is buffered (its own allocation) and written at
+   * the end, sorted by start when several threads fed it, with parents on
+   * other threads resolved, as sp__snapshot_build writes such rows. */
+  int held;
+  uint32_t feeder;      /* a held row's current feeder (thread index) */
+  uint32_t *runs;       /* a held row's calls come one thread's after another's: where each begins */
+  uint32_t nruns, runs_cap;
+  int runs_lost;        /* out of memory noting them: sorted the slow way */
 };
+
+/* A held row's calls of another thread begin (each thread's pass comes
+ * once: a run per thread). */
+__attribute__((noinline, cold)) static void held_run(struct fill_row *w, uint32_t thread, uint32_t at) {
+  w->feeder = thread;
+  if (w->nruns == w->runs_cap) {
+    uint32_t cap = w->runs_cap ? w->runs_cap * 2 : 8;
+    uint32_t *nr = realloc(w->runs, cap * sizeof *nr);
+    if (nr) w->runs = nr, w->runs_cap = cap;
+  }
+  if (w->nruns < w->runs_cap)
+    w->runs[w->nruns++] = at;
+  else
+    w->runs_lost = 1;
+}
 
 struct snap_fill {
   struct sp_manager *m;
@@ -642,6 +680,8 @@ struct snap_fill {
   struct sp_clock_map cm;
   uint32_t maxid;
   struct fill_row *rows;   /* per row */
+  size_t nrows;
+  size_t nheld;            /* rows held whole */
   struct fill_row **of;    /* per region id: its row */
   int64_t *slab;
   int64_t *excl;      /* per region */
@@ -659,39 +699,157 @@ struct snap_fill {
   sp_thread_rec *t;
 };
 
-static void fill_flush(struct snap_fill *f, struct fill_row *w) {
+/* Out of line: once per buffer of calls, and inlined into fill_emit it
+ * makes every call save and restore six registers. */
+__attribute__((noinline)) static void fill_flush(struct snap_fill *f, struct fill_row *w) {
   if (!w->n) return;
-  size_t cap = w->cap;
-  const void *extra[1] = {w->buf + 4 * cap};
-  struct sp_event_batch batch = {w->buf, w->buf + cap, w->buf + 2 * cap, w->buf + 3 * cap, extra};
+  size_t st = w->stride;
+  const void *extra[1] = {w->buf + 4 * st};
+  struct sp_event_batch batch = {w->buf, w->buf + st, w->buf + 2 * st, w->buf + 3 * st, extra};
   if (f->sink && !f->failed && sp__sink_put(f->sink, w->written, w->n, &batch) != 0) f->failed = 1;
   w->written += w->n;
   w->n = 0;
 }
 
-/* thread_pass has the call's ns in f->lanes (s0, e0). */
-static void fill_emit(void *ctx, uint64_t i, int64_t id, int64_t parent_id, uint32_t region) {
-  (void)i;
-  struct snap_fill *f = ctx;
+/* thread_pass has the call's ns in f->lanes (s0, e0). `any`: rows may be
+ * held (two copies: the run without held rows, the common one, does not
+ * pay for their tests). */
+static inline __attribute__((always_inline)) void emit_to(struct snap_fill *f, int64_t id, int64_t parent_id,
+                                                          uint32_t region, const int any) {
   struct fill_row *w = f->of[region];
   /* a call that ended after the first pass (a thread still inside end
    * when a signal's finalize runs, docs/reliability.md) has no place */
   if (!w || w->written + w->n >= w->end) return;
   int64_t s0 = f->lanes.s0, e0 = f->lanes.e0, d = e0 - s0;
   struct sp_summary *su = w->su;
-  if (su->minimum == INT64_MAX) su->first = d; /* the row's first call: none has a smaller duration */
-  su->last = d;
-  double dv = (double)d - su->mean;
-  w->m2 += dv * dv;
+  int held = any && w->held;
+  if (!held) { /* first, last and m2 in row order: a held row's once it is sorted */
+    if (su->minimum == INT64_MAX) su->first = d; /* the row's first call: none has a smaller duration */
+    su->last = d;
+    double dv = (double)d - su->mean;
+    w->m2 += dv * dv;
+  }
   stats_add(su, s0, e0);
   int64_t *b = w->buf;
-  size_t cap = w->cap, k = w->n;
+  size_t st = w->stride, k = w->n;
   b[k] = s0;
-  b[cap + k] = e0;
-  b[2 * cap + k] = id;
-  b[3 * cap + k] = parent_id;
-  if (f->track_threads) b[4 * cap + k] = f->t->index;
-  if (++w->n == cap) fill_flush(f, w);
+  b[st + k] = e0;
+  b[2 * st + k] = id;
+  b[3 * st + k] = parent_id;
+  if (f->track_threads) b[4 * st + k] = f->t->index;
+  w->n = (uint32_t)k + 1;
+  /* what may follow is a tail call: nothing kept around it */
+  if (held) {
+    uint32_t ti = f->t->index;
+    if (__builtin_expect(k == 0 || w->feeder != ti, 0)) held_run(w, ti, (uint32_t)k);
+  } else if (k + 1 == w->cap) {
+    fill_flush(f, w);
+  }
+}
+
+static void fill_emit(void *ctx, uint64_t i, int64_t id, int64_t parent_id, uint32_t region) {
+  (void)i;
+  emit_to(ctx, id, parent_id, region, 0);
+}
+
+static void fill_emit_any(void *ctx, uint64_t i, int64_t id, int64_t parent_id, uint32_t region) {
+  (void)i;
+  emit_to(ctx, id, parent_id, region, 1);
+}
+
+/* The order of a held row's calls by (start, feeding order), as
+ * sort_slice's stable sort gives it, in perm. Each thread's calls are in
+ * its begin order, which is start order on one thread: the runs are merged
+ * pairwise (ties to the earlier run), O(n log threads); a run out of order
+ * (a clock that stepped back) takes the sort. -1 out of memory. */
+static int held_order(const struct fill_row *w, const int64_t *start, uint32_t *perm) {
+  uint32_t n = w->n, nr = w->nruns;
+  int sorted = !w->runs_lost && nr && w->runs[0] == 0;
+  for (uint32_t r = 0; sorted && r < nr; r++) {
+    uint32_t lo = w->runs[r], hi = r + 1 < nr ? w->runs[r + 1] : n;
+    for (uint32_t i = lo + 1; sorted && i < hi; i++) sorted = start[i - 1] <= start[i];
+  }
+  if (!sorted) {
+    struct placed *p = malloc((size_t)n * sizeof *p);
+    if (!p) return -1;
+    for (uint32_t i = 0; i < n; i++) p[i] = (struct placed){start[i], i};
+    qsort(p, n, sizeof *p, cmp_start);
+    for (uint32_t i = 0; i < n; i++) perm[i] = (uint32_t)p[i].pos;
+    free(p);
+    return 0;
+  }
+  uint32_t *other = malloc((size_t)n * sizeof *other), *bound = malloc(((size_t)nr + 1) * sizeof *bound);
+  if (!other || !bound) {
+    free(other);
+    free(bound);
+    return -1;
+  }
+  for (uint32_t i = 0; i < n; i++) perm[i] = i;
+  memcpy(bound, w->runs, nr * sizeof *bound);
+  bound[nr] = n;
+  uint32_t *src = perm, *dst = other;
+  while (nr > 1) {
+    uint32_t k = 0;
+    for (uint32_t r = 0; r < nr; r += 2) {
+      /* runs r and r + 1 (bound[nr] is n); an odd one out is copied */
+      uint32_t a = bound[r], am = bound[r + 1], bm = r + 1 < nr ? bound[r + 2] : am;
+      uint32_t x = a, y = am, o = a;
+      while (x < am && y < bm) dst[o++] = start[src[y]] < start[src[x]] ? src[y++] : src[x++];
+      while (x < am) dst[o++] = src[x++];
+      while (y < bm) dst[o++] = src[y++];
+      bound[k++] = a;
+    }
+    bound[k] = n;
+    nr = k;
+    uint32_t *t = src;
+    src = dst;
+    dst = t;
+  }
+  if (src != perm) memcpy(perm, src, (size_t)n * sizeof *perm);
+  free(other);
+  free(bound);
+  return 0;
+}
+
+/* A held row, complete: ordered by (start, feeding order) when several
+ * threads fed it (sort_slice's order), its parents on other threads
+ * resolved (every pass has run), then first, last and m2 in that order
+ * (row_stats), and written. -1 out of memory. */
+static int held_finish(struct snap_fill *f, struct fill_row *w) {
+  int64_t *b = w->buf;
+  size_t n = w->n, st = w->stride;
+  if (f->m->nxctx)
+    for (size_t i = 0; i < n; i++) b[3 * st + i] = sp__xctx_parent(f->m, b[3 * st + i]);
+  /* several threads fed it (sp__snapshot_build's MANY_THREADS) */
+  if ((w->nruns > 1 || w->runs_lost) && n > 1) {
+    uint32_t *perm = malloc(n * sizeof *perm);
+    int64_t *tmp = malloc(n * sizeof *tmp);
+    if (!perm || !tmp || held_order(w, b, perm) != 0) {
+      free(perm);
+      free(tmp);
+      return -1;
+    }
+    for (int c = 0; c < f->ncols; c++) {
+      int64_t *col = b + (size_t)c * st;
+      for (size_t i = 0; i < n; i++) tmp[i] = col[perm[i]];
+      memcpy(col, tmp, n * sizeof *tmp);
+    }
+    free(perm);
+    free(tmp);
+  }
+  struct sp_summary *su = w->su;
+  if (n) {
+    su->first = b[st] - b[0];
+    su->last = b[st + n - 1] - b[n - 1];
+  }
+  double m2 = 0;
+  for (size_t i = 0; i < n; i++) {
+    double dv = (double)(b[st + i] - b[i]) - su->mean;
+    m2 += dv * dv;
+  }
+  w->m2 = m2;
+  fill_flush(f, w);
+  return 0;
 }
 
 static sp_status snap_fill(void *ctx, struct sp_event_sink *sink) {
@@ -712,6 +870,8 @@ static sp_status snap_fill(void *ctx, struct sp_event_sink *sink) {
     rw->stats.mean = mean;
     f->rows[r].written = rw->offset;
     f->rows[r].n = 0;
+    f->rows[r].nruns = 0;
+    f->rows[r].runs_lost = 0;
     f->rows[r].m2 = 0;
   }
   memset(f->excl, 0, ((size_t)f->maxid + 1) * sizeof *f->excl);
@@ -722,12 +882,15 @@ static sp_status snap_fill(void *ctx, struct sp_event_sink *sink) {
     free(t->carry);
     t->carry = NULL;
     t->ncarry = 0;
-    sp_status st = sp__thread_pass(m, t, t->hot.ev, f->logged[k], &f->cm, &f->lanes, f->excl, fill_emit, f,
-                                   &t->carry, &t->ncarry);
+    sp_status st = sp__thread_pass(m, t, t->hot.ev, f->logged[k], &f->cm, &f->lanes, f->excl,
+                                   f->nheld ? fill_emit_any : fill_emit, f, &t->carry, &t->ncarry);
     if (st != SP_OK) return st;
   }
   for (uint32_t r = 0; r < run->nrows; r++) {
-    fill_flush(f, &f->rows[r]);
+    if (!f->rows[r].held)
+      fill_flush(f, &f->rows[r]);
+    else if (held_finish(f, &f->rows[r]) != 0)
+      return sp__set_error(SP_ERR_NO_MEMORY, "out of memory sorting a row of several threads");
     run->rows[r].exclusive_total = f->excl[f->rows[r].region];
     run->rows[r].stats.m2 = f->rows[r].m2;
   }
@@ -742,6 +905,11 @@ static sp_status snap_fill(void *ctx, struct sp_event_sink *sink) {
 static void fill_free(struct snap_fill *f) {
   if (!f) return;
   lanes_free(&f->lanes);
+  for (size_t r = 0; f->rows && r < f->nrows; r++)
+    if (f->rows[r].held) {
+      free(f->rows[r].buf);
+      free(f->rows[r].runs);
+    }
   free(f->rows);
   free(f->of);
   free(f->slab);
@@ -772,13 +940,13 @@ sp_status sp__snapshot_fill_build(struct sp_manager *m, const struct sp_clock_ma
   *open_calls = 0;
   /* Chunks (compressed or not) would be written a row's piece at a time,
    * read back and rewritten: the columns' way writes each chunk once. */
-  if (!sp__snapshot_fill_enabled || m->nxctx || m->ext_nout || m->lane_col >= 0 ||
+  if (!sp__snapshot_fill_enabled || m->ext_nout || m->lane_col >= 0 ||
       m->cfg.hdf5_compression != SP__COMPRESSION_NONE || m->cfg.hdf5_chunk_size != SP_INT_NONE)
     return SP_OK;
   uint32_t maxid = sp__region_max_id();
   uint64_t *count = calloc((size_t)maxid + 1, sizeof *count);
   int64_t *total = calloc((size_t)maxid + 1, sizeof *total);
-  uint32_t *owner = calloc((size_t)maxid + 1, sizeof *owner);
+  uint32_t *owner = calloc((size_t)maxid + 1, sizeof *owner); /* thread index + 1, UINT32_MAX: held */
   struct snap_fill *f = calloc(1, sizeof *f);
   sp_source_cache *cache = NULL;
   sp_status st = SP_ERR_NO_MEMORY;
@@ -807,14 +975,17 @@ sp_status sp__snapshot_fill_build(struct sp_manager *m, const struct sp_clock_ma
         continue;
       }
       uint32_t r = e->region;
-      /* a skipped call, a parent elsewhere, a row of several threads, a call
-       * cut short (the metadata, written first, names those) */
-      if (!r || (e->depth & (SP__DEPTH_TARGET | SP__DEPTH_XPARENT | SP__DEPTH_CUT)) ||
-          (owner[r] && owner[r] != t->index + 1)) {
+      /* a skipped call, a call cut short (the metadata, written first,
+       * names those) */
+      if (!r || (e->depth & SP__DEPTH_CUT)) {
         ok = 0;
         break;
       }
-      owner[r] = t->index + 1;
+      /* a row of several threads, or with a parent on another thread: held */
+      if ((e->depth & SP__DEPTH_XPARENT) || (owner[r] && owner[r] != t->index + 1))
+        owner[r] = UINT32_MAX;
+      else if (!owner[r])
+        owner[r] = t->index + 1;
       int64_t s0, e0;
       event_ns(cm, &hint, e, &s0, &e0);
       int64_t d = e0 - s0;
@@ -837,8 +1008,9 @@ sp_status sp__snapshot_fill_build(struct sp_manager *m, const struct sp_clock_ma
   }
   *open_calls = open;
   int track_threads = m->cfg.track_threads || busy_threads > 1;
-  /* as sp__snapshot_build decides whether intervals are checked at all */
-  f->known_ids = !(track_threads || busy <= 1);
+  /* as sp__snapshot_build decides whether intervals are checked at all, and
+   * a parent on another thread is a link the intervals cannot give */
+  f->known_ids = !(track_threads || busy <= 1) || m->nxctx;
 
   for (uint32_t id = 1; id <= maxid; id++) run->nrows += count[id] != 0;
   run->layout = "columnar";
@@ -847,6 +1019,7 @@ sp_status sp__snapshot_fill_build(struct sp_manager *m, const struct sp_clock_ma
   run->rows = calloc(run->nrows + 1, sizeof *run->rows);
   uint32_t *row_of = calloc((size_t)maxid + 1, sizeof *row_of);
   f->rows = calloc(run->nrows + 1, sizeof *f->rows);
+  f->nrows = f->rows ? run->nrows : 0;
   f->of = calloc((size_t)maxid + 1, sizeof *f->of);
   f->excl = calloc((size_t)maxid + 1, sizeof *f->excl);
   cache = sp__source_cache_new();
@@ -863,7 +1036,9 @@ sp_status sp__snapshot_fill_build(struct sp_manager *m, const struct sp_clock_ma
   }
   run->nevents = nev;
   f->ncols = 4 + track_threads;
-  size_t per = FILL_BUDGET_BYTES / (run->nrows * (size_t)f->ncols * 8), slots = 0;
+  size_t nown = 0;
+  for (uint32_t id = 1; id <= maxid; id++) nown += count[id] && owner[id] != UINT32_MAX;
+  size_t per = nown ? FILL_BUDGET_BYTES / (nown * (size_t)f->ncols * 8) : 0, slots = 0;
   if (per > FILL_ROW_CALLS) per = FILL_ROW_CALLS;
   if (per < 256) per = 256;
   for (uint32_t id = 1; id <= maxid; id++) {
@@ -871,15 +1046,28 @@ sp_status sp__snapshot_fill_build(struct sp_manager *m, const struct sp_clock_ma
     if (!w) continue;
     w->region = id;
     w->end = run->rows[w - f->rows].offset + count[id];
-    w->cap = (uint32_t)(count[id] < per ? count[id] : per);
     w->su = &run->rows[w - f->rows].stats;
     w->su->mean = (double)total[id] / (double)count[id];
-    slots += w->cap;
+    if (owner[id] == UINT32_MAX) { /* the whole row, at once */
+      w->held = 1;
+      f->nheld++;
+      w->cap = w->stride = (uint32_t)count[id];
+      if (count[id] > UINT32_MAX / 2) { /* too long to hold: the columns' way */
+        st = SP_OK;
+        goto out;
+      }
+      if (!(w->buf = malloc(count[id] * (size_t)f->ncols * sizeof *w->buf))) goto out;
+      continue;
+    }
+    w->cap = (uint32_t)(count[id] < per ? count[id] : per);
+    w->stride = w->cap + FILL_SKEW;
+    slots += w->stride;
   }
-  if (!(f->slab = malloc(slots * (size_t)f->ncols * sizeof *f->slab))) goto out;
+  if (!(f->slab = malloc((slots ? slots : 1) * (size_t)f->ncols * sizeof *f->slab))) goto out;
   for (size_t r = 0, at = 0; r < run->nrows; r++) {
+    if (f->rows[r].held) continue;
     f->rows[r].buf = f->slab + at;
-    at += (size_t)f->rows[r].cap * (size_t)f->ncols;
+    at += (size_t)f->rows[r].stride * (size_t)f->ncols;
   }
   if (lanes_init(&f->lanes, 1) != 0 || (!f->known_ids && !(f->lanes.iv = calloc(1, sizeof *f->lanes.iv)))) goto out;
   f->m = m;

@@ -32,8 +32,9 @@ struct writer {
 };
 
 /* The parts (one run, or the ranks of a merged job: import-native), each
- * at its place. A run streamed through a staging file (bounded memory) has
- * no event arrays: its filler writes the events through the sink, updating
+ * at its place. A run streamed through a staging file (bounded memory), or
+ * kept in memory and written as it is built (snapshot.c's filler), has no
+ * event arrays: its filler writes the events through the sink, updating
  * the rows' statistics as it goes, which is why it runs before the index is
  * written (one part only). */
 static void write_parts(struct writer *w, const struct sp_run *parts, int n) {

@@ -289,8 +289,8 @@ SP_TEST(many_rows_same_file) { many_rows("hdf5_schema=3"); }
 SP_TEST(many_rows_schema2_same_file) { many_rows("hdf5_schema=2"); }
 
 /* Threads, each with regions of its own: rows of one thread each, written
- * the filler's way, with thread ids (a region two threads share sends the
- * run the columns' way, which sorts its row: the same file either way). */
+ * the filler's way, with thread ids; a region the threads share is a row
+ * the filler holds whole and sorts as the columns' way does. */
 static sp_region own[4][2], shared;
 static int share;
 static void *worker(void *arg) {
@@ -333,7 +333,7 @@ static void threads_case(int with_shared) {
     ASSERT_EQ(pthread_create(&th, NULL, worker, (void *)(intptr_t)w), 0);
     ASSERT_EQ(pthread_join(th, NULL), 0);
   }
-  ASSERT_OK(finalize_both(with_shared ? 0 : 1));
+  ASSERT_OK(finalize_both(1));
   ASSERT_EQ(h5_len("fill.h5", "/events/thread_ids"), 4 * 2 * 20000 + (with_shared ? 4 : 0));
   same_files("cols.h5", "fill.h5");
   sp_manager_destroy(a);
@@ -343,6 +343,83 @@ static void threads_case(int with_shared) {
 SP_TEST(threads_own_rows_same_file) { threads_case(0); }
 
 SP_TEST(threads_sharing_a_row_same_file) { threads_case(1); }
+
+/* A pool: workers adopt a context captured inside the main thread's call,
+ * so that their depth-0 calls have a parent on another thread (as OpenMP's
+ * workers do, src/core/omp.c), in rows every worker feeds; the main thread
+ * has a row of its own and calls after the pool. The workers take turns,
+ * one iteration each (so that both managers see the same run, in the same
+ * thread order): their calls interleave in time, and starts tie across
+ * threads (an iteration that takes no time). The filler holds the pool's
+ * rows whole, resolves their parents and merges the threads' calls in start
+ * order; the file keeps its ids. */
+enum { POOL_WORKERS = 3, POOL_ITERS = 3000 };
+static sp_region pool_task, pool_sub, pool_submit, pool_main;
+static sp_context ctx_a, ctx_b;
+static pthread_mutex_t pool_mu = PTHREAD_MUTEX_INITIALIZER;
+static pthread_cond_t pool_cv = PTHREAD_COND_INITIALIZER;
+static int pool_turn;
+static void *pool_worker(void *arg) {
+  int w = (int)(intptr_t)arg;
+  pthread_mutex_lock(&pool_mu);
+  while (pool_turn != w) pthread_cond_wait(&pool_cv, &pool_mu);
+  sp_context_adopt(a, ctx_a);
+  sp_context_adopt(b, ctx_b);
+  for (int i = 0; i < POOL_ITERS; i++) {
+    while (pool_turn != w) pthread_cond_wait(&pool_cv, &pool_mu);
+    both_begin(pool_task);
+    if (i % 5) sp__clock_manual_advance(1 + (uint64_t)((i + w) % 3));
+    both_begin(pool_sub);
+    if (i % 3) sp__clock_manual_advance(1);
+    both_end(pool_sub);
+    both_end(pool_task);
+    pool_turn = (w + 1) % POOL_WORKERS;
+    pthread_cond_broadcast(&pool_cv);
+  }
+  pthread_mutex_unlock(&pool_mu);
+  return NULL;
+}
+
+SP_TEST(pool_parents_on_another_thread_same_file) {
+  pair(NULL, NULL);
+  pool_task = sp_region_intern("pool_task");
+  pool_sub = sp_region_intern("pool_sub");
+  pool_submit = sp_region_intern("pool_submit");
+  pool_main = sp_region_intern("pool_main");
+  for (int round = 0; round < 2; round++) {
+    both_begin(pool_submit);
+    ctx_a = sp_context_capture(a);
+    ctx_b = sp_context_capture(b);
+    ASSERT_NE(ctx_a.gen, 0);
+    pool_turn = 0;
+    pthread_t th[POOL_WORKERS];
+    for (int w = 0; w < POOL_WORKERS; w++)
+      ASSERT_EQ(pthread_create(&th[w], NULL, pool_worker, (void *)(intptr_t)w), 0);
+    for (int w = 0; w < POOL_WORKERS; w++) ASSERT_EQ(pthread_join(th[w], NULL), 0);
+    sp__clock_manual_advance(3);
+    both_end(pool_submit);
+    for (int i = 0; i < 1000; i++) {
+      both_begin(pool_main);
+      sp__clock_manual_advance(2);
+      both_end(pool_main);
+    }
+  }
+  ASSERT_OK(finalize_both(1));
+  ASSERT_EQ(h5_len("fill.h5", "/events/thread_ids"), 2 * (POOL_WORKERS * POOL_ITERS * 2 + 1 + 1000));
+  ASSERT_GT(h5_len("fill.h5", "/events/call_ids"), 0);
+  same_files("cols.h5", "fill.h5");
+  /* every worker call at depth 0 names its submit call as parent: no -1 but
+   * the main thread's roots (2 submits, 2000 main calls) */
+  long long n = 0;
+  int64_t *pid = h5_i64("fill.h5", "/events/parent_ids", &n);
+  ASSERT(pid != NULL);
+  long long roots = 0;
+  for (long long i = 0; i < n; i++) roots += pid[i] == -1;
+  free(pid);
+  ASSERT_EQ(roots, 2 + 2000);
+  sp_manager_destroy(a);
+  sp_manager_destroy(b);
+}
 
 /* A file larger than the in-memory image bound (HDF5 writes it directly;
  * lowered from 256 MiB here) gets the same datasets too. */
