@@ -4,7 +4,7 @@
  * any release. They are visible only so that sp_region_begin()/sp_region_end()
  * can be inlined into the caller, which is what keeps a begin/end pair close to
  * the cost of reading the clock twice. The slow-path symbols carry the layout
- * version (sp_i_begin_slow_v4), so a program compiled against a different layout
+ * version (sp_i_begin_slow_v5), so a program compiled against a different layout
  * fails to link instead of misbehaving. Callers that cannot inline (bindings,
  * other languages) use the out-of-line sp_region_begin_fn()/sp_region_end_fn().
  *
@@ -94,14 +94,39 @@ struct sp_i_event {
   uint32_t depth;
 };
 
-/* Aggregation mode: one accumulator per (thread, region), in raw ticks. The
- * sums are shifted by the first duration so the variance survives long runs
- * without cancellation; no division happens on the hot path. */
+/* Aggregation mode: one accumulator per (thread, region), in raw ticks.
+ * The sum of squares is kept exact in 128 bits (no shift, no division and
+ * no floating point on the hot path): the variance is derived from count,
+ * total and sq at finalize without cancellation. sq passes 2^128 only after
+ * a thread has spent about 2^64 ticks squared in one region (a year of
+ * calls 16384 deep at 3 GHz). first/last are the durations of the calls
+ * with the earliest and the latest start (start_min, last_start). */
+#if defined(__SIZEOF_INT128__)
+/* 128-bit integers (GCC, Clang) named by their machine mode, which ISO C
+ * and C++ pedantic modes accept; 8-byte aligned, so that the layout is the
+ * same as the fallback's. */
+typedef unsigned int sp_i_u128 __attribute__((mode(TI), aligned(8)));
+typedef int sp_i_i128 __attribute__((mode(TI)));
+#endif
+/* The fields every end writes alternate with those it rarely writes: GCC's
+ * vectorizer pairs adjacent updates into SSE code that costs more than the
+ * scalar updates it replaces. */
 struct sp_i_agg {
   uint64_t count;
-  int64_t total, excl, min, max, first, last, shift;
-  uint64_t start_min, last_start, end_max;
-  double s1, s2; /* sum of (d - shift) and of its square */
+  int64_t min;
+  int64_t total;
+  int64_t max;
+  int64_t excl;
+  int64_t first;
+  int64_t last;
+  uint64_t start_min;
+  uint64_t last_start;
+#if defined(__SIZEOF_INT128__)
+  sp_i_u128 sq; /* sum of the squared durations */
+#else
+  uint64_t sq[2]; /* the same, low word first */
+#endif
+  uint64_t end_max;
 };
 
 /* Per-thread, per-manager recording state, owned by the manager. */
@@ -119,11 +144,22 @@ struct sp_i_thread {
    * the end of its depth-0 call goes out of line to re-arm it, else 0. */
   uint32_t stack_lim;
   uint32_t end_floor;
-  /* aggregation mode: open calls (end = time of completed children; a
-   * ghost has region 0 and its region in depth), and the accumulators */
-  struct sp_i_event *open;
-  uint32_t nopen, open_cap;
+  /* Aggregation mode: the open calls, outermost at open[0], innermost at
+   * top[-1] (end = time of its completed children; a ghost has region 0 and
+   * its region in depth). open[-1] is a sentinel (region 0, depth
+   * UINT32_MAX) that no end's handle matches (sp_i_open_key): an end on an
+   * empty stack needs no test of its own, and a closing call adds its time
+   * to top[-2] whether or not it has a parent.
+   * top reaching open_end sends a begin out of line to grow the stack. */
+  struct sp_i_event *top;
+  struct sp_i_event *open_end;
+  /* Handles 1..acc_lim have an accumulator (acc_lim < acc_cap): the
+   * inlined begin takes no other, so every call on the open stack has its
+   * accumulator at its end, which then needs no test of its own. */
+  uint32_t acc_lim;
+  uint32_t open_cap;
   struct sp_i_agg *acc;
+  struct sp_i_event *open;
   uint32_t acc_cap;
 };
 
@@ -201,10 +237,10 @@ SP_API extern SP_I_TLS struct sp_i_tls_block sp_i_tls;
 SP_API extern int sp_i_clock_tsc; /* 1: invariant-TSC cycles, 0: CLOCK_MONOTONIC ns, 2: manual */
 SP_API extern uint64_t sp_i_manual_ticks; /* the manual clock (tests: deterministic time) */
 
-#define sp_i_begin_slow sp_i_begin_slow_v4
-#define sp_i_end_slow sp_i_end_slow_v4
-#define sp_i_begin_other sp_i_begin_other_v4
-#define sp_i_end_other sp_i_end_other_v4
+#define sp_i_begin_slow sp_i_begin_slow_v5
+#define sp_i_end_slow sp_i_end_slow_v5
+#define sp_i_begin_other sp_i_begin_other_v5
+#define sp_i_end_other sp_i_end_other_v5
 SP_API int sp_i_begin_slow(void *m, uint32_t r);
 SP_API int sp_i_end_slow(void *m, uint32_t r);
 /* The inlined dispatch's other cases (record.c): flags, opt-in handles. */
@@ -263,49 +299,106 @@ SP_I_INLINE uint64_t sp_i_ticks_k(const struct sp_i_hot *h, int tsc) {
   return sp_i_ticks_h(h);
 }
 
+/* An open call of aggregation mode is matched by its region and depth
+ * words read as one: a call has depth 0, so only its region matches a
+ * handle; a ghost (region 0, its region in depth) and the sentinel (region
+ * 0, depth UINT32_MAX) match none, not even the invalid handle 0. */
+SP_I_INLINE uint64_t sp_i_open_key(const struct sp_i_event *ev) {
+#if defined(__GNUC__) && defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+  uint64_t w;
+  __builtin_memcpy(&w, &ev->region, sizeof w);
+  return w;
+#else
+  return (uint64_t)ev->depth << 32 | ev->region;
+#endif
+}
+
+SP_I_INLINE void sp_i_open_set(struct sp_i_event *ev, uint32_t r) {
+#if defined(__GNUC__) && defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+  uint64_t w = r;
+  __builtin_memcpy(&ev->region, &w, sizeof w);
+#else
+  ev->region = r;
+  ev->depth = 0;
+#endif
+}
+
+/* For a live plain handle r (sp_i_plain_region): one test each for this
+ * manager's record, r's accumulator on this thread, room on the stack. */
 SP_I_INLINE int sp_i_agg_begin(void *m, const struct sp_i_hot *h, uint32_t r, int tsc) {
   struct sp_i_thread *t = sp_i_tls.t[h->slot];
-  if (SP_I_UNLIKELY(sp_i_tls.gen[h->slot] != h->gen || t->nopen == t->open_cap)) return sp_i_begin_slow(m, r);
-  struct sp_i_event *ev = &t->open[t->nopen++];
-  ev->region = r;
+  if (SP_I_UNLIKELY(sp_i_tls.gen[h->slot] != h->gen || r > t->acc_lim || t->top == t->open_end))
+    return sp_i_begin_slow(m, r);
+  struct sp_i_event *ev = t->top++;
   ev->end = 0;
+  sp_i_open_set(ev, r);
   ev->start = sp_i_ticks_k(h, tsc);
   return 0;
 }
 
 /* The accumulator update of a call of region r ending at `now`: the top of
- * t's open stack, already checked to be r, with r's accumulator allocated. */
-SP_I_INLINE void sp_i_agg_close(struct sp_i_thread *t, uint32_t r, uint64_t now) {
-  struct sp_i_event *ev = &t->open[--t->nopen];
-  int64_t d = (int64_t)(now - ev->start);
-  if (t->nopen) t->open[t->nopen - 1].end += (uint64_t)d;
+ * t's open stack, already checked to be r (so its accumulator exists). The
+ * parent (or the sentinel) takes the call's time as its children's. first
+ * needs no test of its own in the common case: the first call of a region
+ * is a new minimum, and a later call that started earlier than every
+ * closed one (an enclosing call of a recursion) started before last_start.
+ * `mono`: now is on the same clock as the thread's earlier ends, so it is
+ * the latest end (not so for a call cut at finalize by another thread). */
+SP_I_INLINE void sp_i_agg_close(struct sp_i_thread *t, uint32_t r, uint64_t now, int mono) {
+  struct sp_i_event *ev = --t->top;
+  uint64_t s = ev->start;
+  int64_t d = (int64_t)(now - s);
+  ev[-1].end += (uint64_t)d;
   struct sp_i_agg *a = &t->acc[r];
-  if (SP_I_UNLIKELY(a->count == 0)) a->shift = d;
   a->count++;
   a->total += d;
   a->excl += d - (int64_t)ev->end;
-  if (d < a->min) a->min = d;
-  if (d > a->max) a->max = d;
-  if (ev->start < a->start_min) {
-    a->start_min = ev->start;
+  if (SP_I_UNLIKELY(d < a->min)) {
+    a->min = d;
+    if (s < a->start_min) {
+      a->start_min = s;
+      a->first = d;
+    }
+  }
+  if (SP_I_UNLIKELY(d > a->max)) a->max = d;
+  if (SP_I_LIKELY(s >= a->last_start)) {
+    a->last_start = s;
+    a->last = d;
+  } else if (s < a->start_min) {
+    a->start_min = s;
     a->first = d;
   }
-  if (ev->start >= a->last_start) {
-    a->last_start = ev->start;
-    a->last = d;
+  if (mono || now > a->end_max) a->end_max = now;
+#if defined(__SIZEOF_INT128__)
+  a->sq += (sp_i_u128)((sp_i_i128)d * d);
+#else
+  {
+    uint64_t u = d < 0 ? 0u - (uint64_t)d : (uint64_t)d;
+    uint64_t lo = u & 0xffffffffu, hi = u >> 32, cross = lo * hi;
+    uint64_t sql = lo * lo, sqh = hi * hi + (cross >> 31);
+    uint64_t low = sql + (cross << 33);
+    sqh += low < sql;
+    a->sq[0] += low;
+    a->sq[1] += sqh + (a->sq[0] < low);
   }
-  if (now > a->end_max) a->end_max = now;
-  double x = (double)(d - a->shift);
-  a->s1 += x;
-  a->s2 += x * x;
+#endif
 }
 
+/* An end the inlined path does not take: a disabled opt-in handle returns
+ * at once, anything else goes out of line. */
+SP_I_INLINE int sp_i_agg_end_miss(void *m, const struct sp_i_hot *h, uint32_t r) {
+  if ((r & SP_I_REGION_SLOW_BIT) && sp_i_optin_off(h, r)) return 0;
+  return sp_i_end_slow(m, r);
+}
+
+/* The one test of the handle is the match with the innermost open call,
+ * whose region was checked at its begin. */
 SP_I_INLINE int sp_i_agg_end(void *m, const struct sp_i_hot *h, uint32_t r, int tsc) {
   uint64_t now = sp_i_ticks_k(h, tsc);
   struct sp_i_thread *t = sp_i_tls.t[h->slot];
-  if (SP_I_UNLIKELY(sp_i_tls.gen[h->slot] != h->gen || t->nopen == 0)) return sp_i_end_slow(m, r);
-  if (SP_I_UNLIKELY(t->open[t->nopen - 1].region != r || r >= t->acc_cap)) return sp_i_end_slow(m, r);
-  sp_i_agg_close(t, r, now);
+  if (SP_I_UNLIKELY(sp_i_tls.gen[h->slot] != h->gen || sp_i_open_key(t->top - 1) != r))
+    return sp_i_agg_end_miss(m, h, r);
+  sp_i_agg_close(t, r, now, 1);
   return 0;
 }
 
@@ -367,9 +460,7 @@ SP_I_INLINE int sp_i_begin(void *m, uint32_t r) {
   if (SP_I_LIKELY(sp_i_plain_region(h, r))) {
     if (SP_I_LIKELY(state == SP_I_STATE_TIMELINE)) return sp_i_tl_begin(m, h, r, 1);
     if (state == SP_I_STATE_AGGREGATE) return sp_i_agg_begin(m, h, r, 1);
-  } else if ((r & SP_I_REGION_SLOW_BIT) && sp_i_optin_off(h, r)) {
-    return 0;
-  }
+  } else if ((r & SP_I_REGION_SLOW_BIT) && sp_i_optin_off(h, r)) return 0;
   return sp_i_begin_other(m, r);
 }
 
@@ -381,7 +472,7 @@ SP_I_INLINE int sp_i_end(void *m, uint32_t r) {
   if (state == SP_I_STATE_OFF) return 0;
   if (SP_I_LIKELY(state == SP_I_STATE_TIMELINE) && SP_I_LIKELY(!(r & SP_I_REGION_SLOW_BIT)))
     return sp_i_tl_end(m, h, r, 1);
-  if (state == SP_I_STATE_AGGREGATE && r - 1u < SP_I_REGION_SLOW_BIT - 1u) return sp_i_agg_end(m, h, r, 1);
+  if (state == SP_I_STATE_AGGREGATE) return sp_i_agg_end(m, h, r, 1);
   if ((r & SP_I_REGION_SLOW_BIT) && sp_i_optin_off(h, r)) return 0;
   return sp_i_end_other(m, r);
 }

@@ -463,8 +463,22 @@ int sp__thread_grow_stack(sp_thread_rec *t);
 void sp__threads_free(struct sp_manager *m);
 /* Aggregation mode: open-call stack and accumulator growth (record.c). */
 int sp__thread_grow_open(sp_thread_rec *t);
+void sp__thread_free_open(struct sp_i_thread *h);
+/* need: the accumulators must reach id need - 1; also re-arms acc_lim. */
 int sp__thread_grow_acc(sp_thread_rec *t, uint32_t need);
 void sp__agg_reset(struct sp_i_agg *a, size_t n);
+/* m2 (the sum of squared deviations from the mean, in ticks squared) of
+ * an accumulator with count > 0, from its exact sums. */
+double sp__agg_m2(const struct sp_i_agg *a);
+
+/* The open-call stack of aggregation mode (detail.h): its depth, and
+ * popping it to a depth. */
+static inline uint32_t sp__agg_nopen(const struct sp_i_thread *h) {
+  return h->open ? (uint32_t)(h->top - h->open) : 0;
+}
+static inline void sp__agg_set_nopen(struct sp_i_thread *h, uint32_t n) {
+  if (h->open) h->top = h->open + n;
+}
 /* fork(): reset the process-wide locks in the child (record.c, regions.c). */
 void sp__record_after_fork_child(void);
 void sp__regions_after_fork_child(void);

@@ -459,7 +459,7 @@ static int64_t innermost_region(const struct sp_manager *m) {
   __atomic_signal_fence(__ATOMIC_SEQ_CST);
   uint32_t r = 0;
   if (m->cfg.aggregation_mode) {
-    uint32_t n = t->hot.nopen;
+    uint32_t n = sp__agg_nopen(&t->hot);
     if (n && n <= t->hot.open_cap) r = t->hot.open[n - 1].region; /* 0 for a paused call */
   } else {
     uint32_t d = t->hot.depth;

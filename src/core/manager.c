@@ -119,7 +119,7 @@ static void drop_inherited(struct sp_manager *m) {
     if (m->ext_stride) sp__ext_fill(m, t->cols, 0, t->hot.n);
     t->hot.n = 0;
     t->hot.depth = 0;
-    t->hot.nopen = 0;
+    sp__agg_set_nopen(&t->hot, 0);
     sp__agg_reset(t->hot.acc, t->hot.acc_cap);
   }
   if (m->calls_done) memset(m->calls_done, 0, m->calls_done_cap * sizeof *m->calls_done);
@@ -252,7 +252,7 @@ static double calibrate_cold(struct sp_manager *m, sp_thread_rec *priv, sp_regio
     flush_lines(h, sizeof *h);
     flush_lines(h->ev + h->n, sizeof *h->ev);
     flush_lines(h->stack + h->depth, sizeof *h->stack);
-    if (h->open) flush_lines(h->open + h->nopen, sizeof *h->open);
+    if (h->top) flush_lines(h->top - 1, 2 * sizeof *h->top);
     if (h->acc && r < h->acc_cap) flush_lines(h->acc + r, sizeof *h->acc);
     flush_lines(&m->hot, sizeof m->hot);
 #if defined(__x86_64__) || defined(__i386__)
@@ -346,7 +346,7 @@ static double calibrate_overhead(struct sp_manager *m) {
   sp__ext_thread_release(m, &priv); /* detaches what the calibration attached */
   free(priv.hot.ev);
   free(priv.hot.stack);
-  free(priv.hot.open);
+  sp__thread_free_open(&priv.hot);
   free(priv.hot.acc);
   free(priv.cols);
   free(priv.optin);
@@ -401,7 +401,7 @@ static sp_status setup_run(sp_manager *m, const sp_setup_args *args) {
     for (sp_thread_rec *t = m->threads; t; t = t->next) {
       t->hot.depth = 0;
       t->hot.n = 0;
-      t->hot.nopen = 0;
+      sp__agg_set_nopen(&t->hot, 0);
     }
   }
   sp__ext_teardown(m);

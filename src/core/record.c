@@ -154,7 +154,7 @@ sp_thread_rec *sp__thread_attach(struct sp_manager *m) {
       sp__thread_grow_acc(t, sp__region_max_id() + 1) != 0) {
     free(t->hot.ev);
     free(t->hot.stack);
-    free(t->hot.open);
+    sp__thread_free_open(&t->hot);
     free(t->open_cols);
     free(t->hot.acc);
     free(t->cols);
@@ -243,28 +243,65 @@ void sp__agg_reset(struct sp_i_agg *a, size_t n) {
   }
 }
 
+/* The open-call stack is allocated with its sentinel entry in front. */
 int sp__thread_grow_open(sp_thread_rec *t) {
   uint32_t ncap = t->hot.open_cap ? t->hot.open_cap * 2 : 64;
+  uint32_t n = sp__agg_nopen(&t->hot);
   BUSY_BEGIN(t);
-  struct sp_i_event *o = realloc(t->hot.open, (size_t)ncap * sizeof *o);
+  struct sp_i_event *o = realloc(t->hot.open ? t->hot.open - 1 : NULL, ((size_t)ncap + 1) * sizeof *o);
   if (o) {
-    t->hot.open = o;
+    if (!t->hot.open) { /* the sentinel: no end matches it (detail.h, sp_i_open_key) */
+      memset(o, 0, sizeof *o);
+      o->depth = UINT32_MAX;
+    }
+    t->hot.open = o + 1;
+    t->hot.top = t->hot.open + n;
+    t->hot.open_end = t->hot.open + ncap;
     t->hot.open_cap = ncap;
   }
   BUSY_END(t);
   return o ? 0 : -1;
 }
 
+void sp__thread_free_open(struct sp_i_thread *h) {
+  if (h->open) free(h->open - 1);
+  h->open = h->top = h->open_end = NULL;
+  h->open_cap = 0;
+}
+
+/* acc_lim: the handles the inlined begin takes, those with an accumulator
+ * that are live now (ids only grow: a live id stays live). */
+static void arm_acc(sp_thread_rec *t) {
+  uint32_t live = sp__region_max_id();
+  t->hot.acc_lim = t->hot.acc_cap ? (live < t->hot.acc_cap - 1 ? live : t->hot.acc_cap - 1) : 0;
+}
+
 int sp__thread_grow_acc(sp_thread_rec *t, uint32_t need) {
-  if (need <= t->hot.acc_cap) return 0;
-  uint32_t ncap = t->hot.acc_cap ? t->hot.acc_cap : 64;
-  while (ncap < need) ncap *= 2;
-  struct sp_i_agg *a = realloc(t->hot.acc, (size_t)ncap * sizeof *a);
-  if (!a) return -1;
-  sp__agg_reset(a + t->hot.acc_cap, ncap - t->hot.acc_cap);
-  t->hot.acc = a;
-  t->hot.acc_cap = ncap;
+  if (need > t->hot.acc_cap) {
+    uint32_t ncap = t->hot.acc_cap ? t->hot.acc_cap : 64;
+    while (ncap < need) ncap *= 2;
+    struct sp_i_agg *a = realloc(t->hot.acc, (size_t)ncap * sizeof *a);
+    if (!a) return -1;
+    sp__agg_reset(a + t->hot.acc_cap, ncap - t->hot.acc_cap);
+    t->hot.acc = a;
+    t->hot.acc_cap = ncap;
+  }
+  arm_acc(t);
   return 0;
+}
+
+double sp__agg_m2(const struct sp_i_agg *a) {
+#if defined(__SIZEOF_INT128__)
+  /* total = q n + rr: sq - total^2 / n = (sq - q^2 n - 2 q rr) - rr^2 / n,
+   * the first part exact in 128 bits (it lies in [0, sq]). */
+  sp_i_i128 n = (sp_i_i128)a->count, s1 = a->total, q = s1 / n, rr = s1 % n;
+  sp_i_i128 big = (sp_i_i128)a->sq - q * q * n - 2 * q * rr;
+  double m2 = (double)big - (double)rr * (double)rr / (double)a->count;
+#else
+  double n = (double)a->count, s1 = (double)a->total;
+  double m2 = (double)a->sq[1] * 18446744073709551616.0 + (double)a->sq[0] - s1 * s1 / n;
+#endif
+  return m2 > 0 ? m2 : 0;
 }
 
 int sp__thread_grow_stack(sp_thread_rec *t) {
@@ -288,7 +325,7 @@ void sp__threads_free(struct sp_manager *m) {
     free(t->hot.ev);
     free(t->hot.stack); /* a running task's stack lives here, its record holds NULL */
     free(t->ctx_stack);
-    free(t->hot.open);
+    sp__thread_free_open(&t->hot);
     free(t->hot.acc);
     free(t->cols);
     free(t->open_cols);
@@ -423,16 +460,19 @@ SP_API int sp_i_begin_slow(void *mv, uint32_t r) {
   t->ovh_slow_calls++;
   int stride = m->ext_stride;
   if (m->cfg.aggregation_mode) {
-    if (t->hot.nopen == t->hot.open_cap && (sp__thread_grow_open(t) != 0 || sp__ext_grow_open(m, t) != 0))
+    if (t->hot.top == t->hot.open_end && (sp__thread_grow_open(t) != 0 || sp__ext_grow_open(m, t) != 0))
       return no_memory(t);
-    uint32_t depth = t->hot.nopen;
-    struct sp_i_event *ev = &t->hot.open[t->hot.nopen++];
+    /* Every call on the stack has its accumulator (the inlined end relies
+     * on it); this also lets later begins of id go inline. */
+    if (!m->paused && sp__thread_grow_acc(t, id + 1) != 0) return no_memory(t);
+    uint32_t depth = sp__agg_nopen(&t->hot);
+    struct sp_i_event *ev = t->hot.top++;
     if (m->paused) {
       ev->region = 0; /* ghost: its end must still match */
       ev->depth = id;
       return 0;
     }
-    ev->region = id;
+    sp_i_open_set(ev, id);
     ev->end = 0;
     uint32_t mask = m->next ? sp__ext_decide(m, t, id) : 0;
     int64_t *cols = stride ? t->open_cols + (size_t)depth * (size_t)stride : NULL;
@@ -453,9 +493,9 @@ SP_API int sp_i_begin_slow(void *mv, uint32_t r) {
 
 /* Aggregation mode: the innermost open call (region id, accumulator
  * present) ends at `now`, extensions included. */
-static void agg_end_top(struct sp_manager *m, sp_thread_rec *t, uint32_t id, uint64_t now) {
+static void agg_end_top(struct sp_manager *m, sp_thread_rec *t, uint32_t id, uint64_t now, int mono) {
   int stride = m->ext_stride;
-  uint32_t depth = t->hot.nopen - 1;
+  uint32_t depth = sp__agg_nopen(&t->hot) - 1;
   /* A call the inlined path began wrote no scratch: only a region an
    * extension takes has a mask there. */
   int64_t *cols = stride ? t->open_cols + (size_t)depth * (size_t)stride : NULL;
@@ -465,7 +505,7 @@ static void agg_end_top(struct sp_manager *m, sp_thread_rec *t, uint32_t id, uin
     uint64_t later = sp_i_ticks();
     if (later > now) now = later;
   }
-  sp_i_agg_close(&t->hot, id, now);
+  sp_i_agg_close(&t->hot, id, now, mono);
   if (mask & ~m->ext_inside) sp__ext_exit(m, t, mask & ~m->ext_inside, id, depth, UINT64_MAX, cols);
   if (mask) sp__ext_fold_call(m, t, id, cols);
 }
@@ -505,18 +545,18 @@ SP_API int sp_i_end_slow(void *mv, uint32_t r) {
   if (!t) return rc;
   t->ovh_slow_calls++;
   if (m->cfg.aggregation_mode) {
-    if (t->hot.nopen == 0) return unmatched(t, id, 0);
-    struct sp_i_event *ev = &t->hot.open[t->hot.nopen - 1];
+    if (sp__agg_nopen(&t->hot) == 0) return unmatched(t, id, 0);
+    struct sp_i_event *ev = t->hot.top - 1;
     if (ev->region == 0 && ev->depth == id) { /* ghost */
-      t->hot.nopen--;
+      t->hot.top--;
       return 0;
     }
     if (ev->region != id) return unmatched(t, id, ev->region ? ev->region : ev->depth);
     if (sp__thread_grow_acc(t, id + 1) != 0) {
-      t->hot.nopen--;
+      t->hot.top--;
       return no_memory(t);
     }
-    agg_end_top(m, t, id, now);
+    agg_end_top(m, t, id, now, 1);
     return 0;
   }
   rc = end_timeline(m, t, id, now);
@@ -570,15 +610,16 @@ void sp__cut_note(struct sp_manager *m, int64_t id) {
   m->cut_ids[m->ncut++] = id;
 }
 
-/* Aggregation mode: the open call on top of t ends at `now`. */
-static void agg_close_top(struct sp_manager *m, sp_thread_rec *t, uint64_t now) {
-  struct sp_i_event *ev = &t->hot.open[t->hot.nopen - 1];
+/* Aggregation mode: the open call on top of t ends at `now` (`mono`: read
+ * on t's own thread). */
+static void agg_close_top(struct sp_manager *m, sp_thread_rec *t, uint64_t now, int mono) {
+  struct sp_i_event *ev = t->hot.top - 1;
   if (ev->region == 0 || sp__thread_grow_acc(t, ev->region + 1) != 0) { /* a ghost, or no memory */
-    t->hot.nopen--;
+    t->hot.top--;
     return;
   }
   if (now < ev->start) now = ev->start;
-  agg_end_top(m, t, ev->region, now);
+  agg_end_top(m, t, ev->region, now, mono);
 }
 
 int sp__end_closing(struct sp_manager *m, uint32_t r) {
@@ -590,12 +631,12 @@ int sp__end_closing(struct sp_manager *m, uint32_t r) {
   sp_thread_rec *t = (sp_thread_rec *)sp_i_tls.t[slot];
   uint64_t now = sp_i_ticks();
   if (m->cfg.aggregation_mode) {
-    uint32_t d = t->hot.nopen;
+    uint32_t d = sp__agg_nopen(&t->hot);
     while (d && t->hot.open[d - 1].region != id && !(t->hot.open[d - 1].region == 0 && t->hot.open[d - 1].depth == id)) d--;
-    if (d == 0 || d == t->hot.nopen) return sp_i_end(m, r);
-    while (t->hot.nopen > d) {
-      t->left_open += t->hot.open[t->hot.nopen - 1].region != 0;
-      agg_close_top(m, t, now);
+    if (d == 0 || d == sp__agg_nopen(&t->hot)) return sp_i_end(m, r);
+    while (sp__agg_nopen(&t->hot) > d) {
+      t->left_open += t->hot.top[-1].region != 0;
+      agg_close_top(m, t, now, 1);
     }
     return sp_i_end(m, r);
   }
@@ -624,9 +665,9 @@ int sp__end_closing(struct sp_manager *m, uint32_t r) {
 void sp__cut_open_calls(struct sp_manager *m, uint64_t tick1) {
   for (sp_thread_rec *t = m->threads; t; t = t->next) {
     if (m->have_cfg && m->cfg.aggregation_mode) {
-      while (t->hot.nopen) {
-        t->left_open += t->hot.open[t->hot.nopen - 1].region != 0;
-        agg_close_top(m, t, tick1);
+      while (sp__agg_nopen(&t->hot)) {
+        t->left_open += t->hot.top[-1].region != 0;
+        agg_close_top(m, t, tick1, 0);
       }
       continue;
     }

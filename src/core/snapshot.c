@@ -1190,7 +1190,7 @@ sp_status sp__snapshot_build_aggregate(struct sp_manager *m, const struct sp_clo
   run->layout = "aggregate";
   *open_calls = 0;
   for (sp_thread_rec *t = m->threads; t; t = t->next)
-    for (uint32_t i = 0; i < t->hot.nopen; i++)
+    for (uint32_t i = 0; i < sp__agg_nopen(&t->hot); i++)
       if (t->hot.open[i].region) (*open_calls)++;
   uint32_t maxid = sp__region_max_id();
   double scale = (double)cm->mult / 4294967296.0;
@@ -1220,9 +1220,8 @@ sp_status sp__snapshot_build_aggregate(struct sp_manager *m, const struct sp_clo
       if (id >= t->hot.acc_cap || !t->hot.acc[id].count) continue;
       const struct sp_i_agg *a = &t->hot.acc[id];
       double nb = (double)a->count;
-      double mean_b = (double)a->shift + a->s1 / nb;
-      double m2_b = a->s2 - a->s1 * a->s1 / nb;
-      if (m2_b < 0) m2_b = 0;
+      double mean_b = (double)a->total / nb;
+      double m2_b = sp__agg_m2(a);
       if (n == 0) {
         mean = mean_b;
         m2 = m2_b;

@@ -8,7 +8,7 @@
  * manager's threads and regions from the file and runs the same snapshot and
  * writer code as finalize, so a recovered file is a normal profile file.
  *
- * Layout (native endianness, version 1): "SPSPILL1", u32 version, u32 signal,
+ * Layout (native endianness, version 2): "SPSPILL1", u32 version, u32 signal,
  * the clock anchors of the run start and of the crash, u32 count + key=value
  * strings of the resolved settings, u32 region count + per region (name,
  * file, line, kind, tags), u32 thread count + per thread (index, tid, name,
@@ -16,6 +16,9 @@
  * 8-byte tags (the rank and job size, the cross-thread contexts), then
  * "SPILLEND". Strings are u32 length + bytes. A file that ends early (the
  * process died while writing) is recovered up to its last complete thread.
+ * Version 1 differs only in the aggregation accumulators (struct agg_v1:
+ * shifted floating-point sums where version 2 keeps an exact sum of
+ * squares); it is still read.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -41,7 +44,15 @@
  * idle, u32 n, n x (u32 thread index, u32 kept calls, kept x (i64 id, i64
  * child ns)): what recovery needs to read back the streamed calls. */
 #define SPILL_STAGE "SPSTAGE1"
-#define SPILL_VERSION 1u
+#define SPILL_VERSION 2u
+
+/* Version 1's accumulator: sums of d - shift and of its square. */
+struct agg_v1 {
+  uint64_t count;
+  int64_t total, excl, min, max, first, last, shift;
+  uint64_t start_min, last_start, end_max;
+  double s1, s2;
+};
 
 /*====== Writing (async-signal-safe) ======*/
 
@@ -231,14 +242,47 @@ static void check_agg(struct sp_i_agg *a, uint64_t tick0, uint64_t *spent, uint6
   uint64_t sum;
   int ok = a->min >= 0 && a->min <= a->max && a->max <= a->total && a->total < reach &&
            a->excl > -reach && a->excl < reach && a->first >= 0 && a->first <= a->max &&
-           a->last >= 0 && a->last <= a->max && a->shift > -reach && a->shift < reach &&
-           near_start(a->start_min, tick0) && near_start(a->last_start, tick0) &&
-           near_start(a->end_max, tick0) && isfinite(a->s1) && isfinite(a->s2) &&
-           fabs(a->s1) < 1e30 && a->s2 >= 0 && a->s2 < 1e60 &&
+           a->last >= 0 && a->last <= a->max && near_start(a->start_min, tick0) &&
+           near_start(a->last_start, tick0) && near_start(a->end_max, tick0) &&
            !__builtin_add_overflow(*calls, a->count, &sum) && sum < (UINT64_C(1) << 62) &&
            !__builtin_add_overflow(*spent, (uint64_t)a->total, spent);
+#if defined(__SIZEOF_INT128__)
+  /* the longest call's square is one of the terms, and the largest */
+  sp_i_u128 big = (sp_i_u128)a->max * (sp_i_u128)a->max;
+  ok = ok && a->sq >= big && a->sq / a->count <= big;
+#else
+  ok = ok && a->sq[1] < (UINT64_C(1) << 48);
+#endif
   if (ok) *calls = sum;
   else a->count = 0;
+}
+
+/* A version 1 accumulator in today's form (its sum of squares rebuilt from
+ * the shifted sums: as exact as they were); out of range: count 0. */
+static void agg_from_v1(struct sp_i_agg *a, const struct agg_v1 *o) {
+  memset(a, 0, sizeof *a);
+  a->count = o->count;
+  a->total = o->total;
+  a->excl = o->excl;
+  a->min = o->min;
+  a->max = o->max;
+  a->first = o->first;
+  a->last = o->last;
+  a->start_min = o->start_min;
+  a->last_start = o->last_start;
+  a->end_max = o->end_max;
+  double sh = (double)o->shift;
+  double sq = o->s2 + 2 * sh * o->s1 + (double)o->count * sh * sh;
+  if (!(isfinite(sq) && sq >= 0 && sq < 1e36)) {
+    a->count = 0;
+    return;
+  }
+#if defined(__SIZEOF_INT128__)
+  a->sq = (sp_i_u128)sq;
+#else
+  a->sq[1] = (uint64_t)(sq / 18446744073709551616.0);
+  a->sq[0] = (uint64_t)(sq - (double)a->sq[1] * 18446744073709551616.0);
+#endif
 }
 
 /* The whole of a spill file; NULL with the message set. */
@@ -303,8 +347,8 @@ static sp_status spill_load(const void *data, size_t len, const char *spill, con
   if (!buf || get(&in, magic, 8) != 0 || memcmp(magic, SPILL_MAGIC, 8) != 0)
     return sp__set_error(SP_ERR_FORMAT, "%s is not a scope-profiler spill file (bad magic)", spill);
   uint32_t version = get_u32(&in);
-  if (version != SPILL_VERSION) {
-    return sp__set_error(SP_ERR_FORMAT, "%s: spill version %u is not supported (this build reads %u)", spill,
+  if (version != SPILL_VERSION && version != 1) {
+    return sp__set_error(SP_ERR_FORMAT, "%s: spill version %u is not supported (this build reads 1 to %u)", spill,
                          version, SPILL_VERSION);
   }
   uint32_t sig = get_u32(&in);
@@ -400,9 +444,20 @@ static sp_status spill_load(const void *data, size_t len, const char *spill, con
       check_event(&t->hot.ev[e], tick0, &spent);
     }
     uint32_t acc_cap = get_u32(&in);
-    if (!in.bad && acc_cap <= (uint64_t)(in.end - in.p) / sizeof(struct sp_i_agg)) {
+    size_t rec = version == 1 ? sizeof(struct agg_v1) : sizeof(struct sp_i_agg);
+    if (!in.bad && acc_cap <= (uint64_t)(in.end - in.p) / rec) {
       struct sp_i_agg *acc = acc_cap ? malloc((size_t)acc_cap * sizeof *acc) : NULL;
-      if (acc_cap && acc) get(&in, acc, (size_t)acc_cap * sizeof *acc);
+      if (acc_cap && acc && version == 1) {
+        for (uint32_t j = 0; j < acc_cap; j++) {
+          struct agg_v1 o;
+          get(&in, &o, sizeof o);
+          agg_from_v1(&acc[j], &o);
+        }
+      } else if (acc_cap && acc) {
+        get(&in, acc, (size_t)acc_cap * sizeof *acc);
+      } else if (acc_cap) {
+        in.p += (size_t)acc_cap * rec; /* no memory: skip them */
+      }
       /* remap accumulator slots onto this process's region ids */
       uint32_t need = 1;
       for (uint32_t id = 1; id < acc_cap && id <= nreg; id++)

@@ -2,6 +2,7 @@
  * tracking, opt-in tags, region source capture and labels. */
 #include <math.h>
 #include <pthread.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -188,6 +189,122 @@ SP_TEST(aggregation_memory_is_constant) {
   ASSERT_EQ(t->hot.n, 0);         /* no timeline events */
   ASSERT_EQ(t->hot.cap, 1024);    /* the event buffer never grew */
   ASSERT_LE(t->hot.open_cap, 64); /* nor the open-call stack */
+  sp_manager_destroy(m);
+}
+
+/* The aggregation path keeps the timeline's guarantees: an invalid handle
+ * (0, or one past the live regions but inside the thread's accumulators) is
+ * refused and counted at begin, an end that does not match the innermost
+ * call is refused and leaves it open, and neither the invalid handle 0 nor
+ * another region closes a paused call (a ghost) or the empty stack. */
+SP_TEST(aggregation_refuses_invalid_handles_and_mismatched_ends) {
+  const char *ov[] = {"file_path=refuse.h5", "aggregation_mode=1", NULL};
+  sp_manager *m = sp_test_setup_with(ov);
+  sp_region a = sp_region_intern("agg.a"), b = sp_region_intern("agg.b");
+  ASSERT_EQ(sp_region_begin(m, a), SP_OK); /* the thread's record and accumulators */
+  ASSERT_EQ(sp_region_end(m, a), SP_OK);
+  ASSERT(sp__region_max_id() + 3 < 64); /* inside the accumulators the thread has */
+  ASSERT_EQ(sp_region_begin(m, 0), SP_ERR_INVALID_ARGUMENT);
+  ASSERT_EQ(sp_region_begin(m, (sp_region)(sp__region_max_id() + 3)), SP_ERR_INVALID_ARGUMENT);
+  ASSERT_EQ(sp_region_end(m, 0), SP_ERR_INVALID_ARGUMENT); /* empty stack: the sentinel matches nothing */
+  ASSERT_EQ(sp_region_end(m, a), SP_ERR_UNMATCHED_END);
+  ASSERT_EQ(sp_region_begin(m, a), SP_OK);
+  ASSERT_EQ(sp_region_end(m, b), SP_ERR_UNMATCHED_END);
+  ASSERT_EQ(sp_region_end(m, 0), SP_ERR_INVALID_ARGUMENT);
+  ASSERT_EQ(sp_region_end(m, a), SP_OK); /* still open after the refused ends */
+  sp_manager_pause(m);
+  ASSERT_EQ(sp_region_begin(m, b), SP_OK); /* a ghost */
+  sp_manager_resume(m);
+  ASSERT_EQ(sp_region_end(m, 0), SP_ERR_INVALID_ARGUMENT);
+  ASSERT_EQ(sp_region_end(m, a), SP_ERR_UNMATCHED_END);
+  ASSERT_EQ(sp_region_end(m, b), SP_OK); /* closes the ghost, records nothing */
+  ASSERT_EQ(sp_region_end(m, b), SP_ERR_UNMATCHED_END);
+  sp_problem_counts pc = sp_manager_problems(m);
+  ASSERT_EQ(pc.invalid_regions, 5);
+  ASSERT_EQ(pc.unmatched_ends, 4);
+  ASSERT_EQ(sp_manager_num_calls(m, a), 2);
+  ASSERT_EQ(sp_manager_num_calls(m, b), 0);
+  ASSERT_OK(sp_manager_finalize(m, NULL, NULL));
+  struct row ra, rb;
+  ASSERT_OK(read_row("refuse.h5", "agg.a", &ra));
+  ASSERT_EQ(ra.agg_count, 2);
+  ASSERT(read_row("refuse.h5", "agg.b", &rb) != 0 || rb.agg_count <= 0);
+  sp_manager_destroy(m);
+}
+
+/* Regions interned after the thread sized its accumulators, nested deeper
+ * than the open-call stack it started with: the statistics still equal the
+ * timeline's, and each level's exclusive time is its own. */
+SP_TEST(aggregation_equals_timeline_through_growth) {
+  setenv("SCOPE_PROFILER_CLOCK", "manual", 1);
+  const char *o1[] = {"file_path=tlg.h5", NULL};
+  const char *o2[] = {"file_path=agg.h5", "aggregation_mode=1", NULL};
+  tl = sp_test_setup_with(o1);
+  ag = sp_test_setup_with(o2);
+  sp_region first = sp_region_intern("grow.first");
+  both_begin(first);
+  tick(5);
+  both_end(first);
+  enum { D = 150 };
+  sp_region g[D];
+  char name[32];
+  for (int i = 0; i < D; i++) {
+    snprintf(name, sizeof name, "grow.%d", i);
+    g[i] = sp_region_intern(name);
+  }
+  ASSERT(g[D - 1] >= 64); /* past the accumulators the thread began with */
+  for (int i = 0; i < D; i++) {
+    both_begin(g[i]);
+    tick(1);
+  }
+  for (int i = D - 1; i >= 0; i--) {
+    tick(2);
+    both_end(g[i]);
+  }
+  ASSERT_EQ(sp_manager_problems(ag).unmatched_ends, 0);
+  ASSERT_OK(sp_manager_finalize(tl, NULL, NULL));
+  ASSERT_OK(sp_manager_finalize(ag, NULL, NULL));
+  for (int i = 0; i < D; i++) {
+    snprintf(name, sizeof name, "grow.%d", i);
+    struct row a, b;
+    ASSERT_OK(read_row("tlg.h5", name, &a));
+    ASSERT_OK(read_row("agg.h5", name, &b));
+    ASSERT_EQ(b.agg_count, 1);
+    ASSERT_EQ(b.total, a.total);
+    ASSERT_EQ(b.total, 3 * (D - i)); /* begun at i, ended at D + 2 (D - i) */
+    ASSERT_EQ(b.excl, a.excl);
+    ASSERT_EQ(b.excl, 3);
+    ASSERT_EQ(b.first, a.first);
+    ASSERT_EQ(b.last, a.last);
+    ASSERT_EQ(b.smin, a.smin);
+    ASSERT_EQ(b.emax, a.emax);
+  }
+  sp_manager_destroy(tl);
+  sp_manager_destroy(ag);
+}
+
+/* Long calls of nearly equal length: the variance comes from exact sums
+ * (a sum of squares in floating point would cancel: each square is 1e24,
+ * their spread 1e5). */
+SP_TEST(aggregation_variance_of_long_calls_is_exact) {
+  setenv("SCOPE_PROFILER_CLOCK", "manual", 1);
+  const char *ov[] = {"file_path=var.h5", "aggregation_mode=1", NULL};
+  sp_manager *m = sp_test_setup_with(ov);
+  sp_region r = sp_region_intern("long");
+  enum { N = 1000 };
+  for (int i = 0; i < N; i++) {
+    sp_region_begin(m, r);
+    tick(UINT64_C(1000000000000) + (uint64_t)i);
+    sp_region_end(m, r);
+    tick(10);
+  }
+  ASSERT_OK(sp_manager_finalize(m, NULL, NULL));
+  struct row w;
+  ASSERT_OK(read_row("var.h5", "long", &w));
+  ASSERT_EQ(w.agg_count, N);
+  double m2 = (double)N * ((double)N * N - 1) / 12; /* sum of (i - mean)^2 over 0..N-1 */
+  ASSERT_NEAR(w.mean, 1e12 + (N - 1) / 2.0, 1e-3);
+  ASSERT_NEAR(w.m2, m2, 1e-9 * m2);
   sp_manager_destroy(m);
 }
 
