@@ -44,6 +44,14 @@ static double now_s(void) {
   return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
 }
 
+/* The thread's CPU time: on a loaded machine, wall time also counts the
+ * time other processes held the core. */
+static double cpu_s(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+  return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
 static sp_manager *mgr;
 static sp_region reg, reg2, reg3;
 
@@ -200,6 +208,7 @@ static void stop_two_threads(void) {
 struct result {
   const char *name;
   double med, min, max; /* ns per pair */
+  double cpu;           /* median of the thread's CPU time, ns per pair */
 };
 
 static int cmp_d(const void *a, const void *b) {
@@ -211,18 +220,20 @@ static int cmp_d(const void *a, const void *b) {
  * every repetition starts from the same (already grown) buffers. */
 static struct result measure(const char *name, void (*fn)(long), long pairs, int reps, double per,
                              int reset) {
-  double *t = malloc((size_t)reps * sizeof *t);
+  double *t = malloc(2 * (size_t)reps * sizeof *t), *c = t + reps;
   fn(pairs / 10); /* warm-up: page in buffers, train branches */
   if (reset) sp_manager_finalize(mgr, NULL, NULL);
   for (int r = 0; r < reps; r++) {
-    double t0 = now_s();
+    double c0 = cpu_s(), t0 = now_s();
     fn(pairs);
-    double t1 = now_s();
+    double t1 = now_s(), c1 = cpu_s();
     t[r] = (t1 - t0) * 1e9 / (double)pairs / per;
+    c[r] = (c1 - c0) * 1e9 / (double)pairs / per;
     if (reset) sp_manager_finalize(mgr, NULL, NULL);
   }
   qsort(t, (size_t)reps, sizeof *t, cmp_d);
-  struct result res = {name, t[reps / 2], t[0], t[reps - 1]};
+  qsort(c, (size_t)reps, sizeof *c, cmp_d);
+  struct result res = {name, t[reps / 2], t[0], t[reps - 1], c[reps / 2]};
   free(t);
   return res;
 }
@@ -321,13 +332,14 @@ int main(int argc, char **argv) {
   res[n++] = measure("aggregation, nested 3 deep (per pair)", loop_nested3, pairs / 3, reps, 3, 1);
   sp_manager_destroy(mgr);
 
-  double empty = res[0].med, tsc = res[1].med, cg = res[2].med;
+  double empty = res[0].med, tsc = res[1].med, cg = res[2].med, tsc_cpu = res[1].cpu;
   printf("scope-profiler %s overhead: %ld pairs x %d reps, clock=%s; median [min, max] ns per begin/end pair\n",
          sp_version_string(), pairs, reps, getenv("SCOPE_PROFILER_CLOCK") ? getenv("SCOPE_PROFILER_CLOCK") : "auto");
-  printf("%-36s %9s %19s %9s %9s %9s\n", "case", "ns/pair", "[min, max]", "/ rdtsc", "/ cgt", "- empty");
+  printf("%-36s %9s %19s %9s %9s %9s %9s %9s\n", "case", "ns/pair", "[min, max]", "/ rdtsc", "/ cgt", "- empty",
+         "cpu ns", "cpu/rdtsc");
   for (int i = 0; i < n; i++)
-    printf("%-36s %9.2f [%7.2f, %7.2f] %9.2f %9.2f %9.2f\n", res[i].name, res[i].med, res[i].min,
-           res[i].max, res[i].med / tsc, res[i].med / cg, res[i].med - empty);
+    printf("%-36s %9.2f [%7.2f, %7.2f] %9.2f %9.2f %9.2f %9.2f %9.2f\n", res[i].name, res[i].med, res[i].min,
+           res[i].max, res[i].med / tsc, res[i].med / cg, res[i].med - empty, res[i].cpu, res[i].cpu / tsc_cpu);
   if (json) {
     FILE *f = fopen(json, "w");
     if (!f) {
@@ -338,9 +350,10 @@ int main(int argc, char **argv) {
     for (int i = 0; i < n; i++)
       fprintf(f,
               "    {\"case\": \"%s\", \"ns_per_pair\": %.3f, \"min\": %.3f, \"max\": %.3f, "
-              "\"ratio_rdtsc\": %.3f, \"ratio_clock_gettime\": %.3f, \"minus_empty\": %.3f}%s\n",
+              "\"ratio_rdtsc\": %.3f, \"ratio_clock_gettime\": %.3f, \"minus_empty\": %.3f, "
+              "\"cpu_ns_per_pair\": %.3f, \"cpu_ratio_rdtsc\": %.3f}%s\n",
               res[i].name, res[i].med, res[i].min, res[i].max, res[i].med / tsc, res[i].med / cg,
-              res[i].med - empty, i + 1 < n ? "," : "");
+              res[i].med - empty, res[i].cpu, res[i].cpu / tsc_cpu, i + 1 < n ? "," : "");
     fprintf(f, "  ]\n}\n");
     fclose(f);
   }
