@@ -443,6 +443,10 @@ static void emit_row(void *ctx, uint64_t i, int64_t id, int64_t parent_id, uint3
   struct sp_run *run = c->run;
   struct sp_manager *m = c->m;
   uint32_t row = c->row_of[region];
+  /* a call that ended after the count (a thread still inside end when a
+   * signal's finalize runs, docs/reliability.md) has no place: it would
+   * take the next row's, or one past the columns for the last row */
+  if (row == UINT32_MAX || c->cursor[row] >= run->rows[row].offset + run->rows[row].count) return;
   uint64_t pos = c->cursor[row]++;
   int64_t s0, e0;
   event_ns(c->cm, &c->hint, e, &s0, &e0);
@@ -531,6 +535,7 @@ sp_status sp__snapshot_build(struct sp_manager *m, const struct sp_clock_map *cm
   if (sp__run_event_columns(m, run, track_threads) != 0) goto fail;
 
   cache = sp__source_cache_new();
+  memset(row_of, 0xff, ((size_t)maxid + 1) * sizeof *row_of); /* UINT32_MAX: no row (emit_row) */
   if (!cache || rows_setup(m, run, rank, count, row_of, maxid, cache) != 0) goto fail;
   for (uint32_t r = 0; r < run->nrows; r++) {
     last_thread[r] = UINT32_MAX;
