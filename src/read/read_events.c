@@ -177,15 +177,7 @@ static sp_status read_slice_as(sp_results *r, hid_t ds, hid_t memtype, uint64_t 
                            r->path ? r->path : "<image>", what, (unsigned long long)offset, n);
     return SP_OK;
   }
-  hid_t fs = H5Dget_space(ds);
-  hsize_t off[1] = {offset}, cnt[1] = {n};
-  hid_t ms = H5Screate_simple(1, cnt, NULL);
-  herr_t rc = -1;
-  if (fs >= 0 && ms >= 0 && H5Sselect_hyperslab(fs, H5S_SELECT_SET, off, NULL, cnt, NULL) >= 0)
-    rc = H5Dread(ds, memtype, ms, fs, H5P_DEFAULT, out);
-  if (fs >= 0) H5Sclose(fs);
-  if (ms >= 0) H5Sclose(ms);
-  if (rc < 0)
+  if (read_plain(ds, memtype, offset, n, out) < 0)
     return sp__set_error(SP_ERR_FORMAT,
                          "%s: cannot read %s [%llu, +%zu) (truncated or corrupt file, or a "
                          "compression filter this HDF5 lacks)",
