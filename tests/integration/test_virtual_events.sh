@@ -9,7 +9,7 @@
 # leave a gap opens or fails cleanly.
 set -euo pipefail
 "$SP_PYTHON" -c 'import h5py' 2>/dev/null || { echo "python3-h5py missing"; exit 77; }
-work=$(mktemp -d "${TMPDIR:-/tmp}/sp-virtual-XXXXXX")  # mktemp fills in the X's; trap 'rm -rf "$work"' EXIT
+work=$(mktemp -d "${TMPDIR:-/tmp}/sp-virtual-XXXXXX"); trap 'rm -rf "$work"' EXIT  # mktemp fills in the X's
 cd "$work"
 unset SCOPE_PROFILER_CONFIG SCOPE_PROFILER_HDF5_COMPRESSION SCOPE_PROFILER_HDF5_SCHEMA
 sp="$SP_BUILD/scope-profiler"
