@@ -7,7 +7,8 @@
  * on the reconstruction stack. Call ids are unique per rank (thread by thread,
  * in begin order), exclusive time is each call's duration minus its direct
  * children's, and events are grouped into one row per region, ordered by
- * start time within the row. Calls still open are left out (they complete
+ * start time within the row (longer first, then call id, on a tie: the
+ * order readers nest by). Calls still open are left out (they complete
  * into the next run).
  */
 #include <stdlib.h>
@@ -318,18 +319,31 @@ int sp__row_source(struct sp_manager *m, struct sp_row *row, const struct sp_reg
   return row->source_file && row->source_text ? 0 : -1;
 }
 
+/* A row of several threads is stored in the order readers nest by (start,
+ * longer first, then call id: read_tree.c's sort and read_walk.c's merge),
+ * not by start alone with ties in thread order: an OpenMP team's calls
+ * that begin at the same instant were written shorter first when the
+ * shorter one's thread came first, and the reader's walk refused such a
+ * rank for the sorted path. */
 struct placed {
-  int64_t start;
+  int64_t start, end, id;
   uint64_t pos;
 };
 
+static inline int row_before(int64_t s1, int64_t e1, int64_t i1, int64_t s2, int64_t e2, int64_t i2) {
+  if (s1 != s2) return s1 < s2;
+  if (e1 != e2) return e1 > e2;
+  return i1 < i2;
+}
+
 static int cmp_start(const void *a, const void *b) {
   const struct placed *x = a, *y = b;
-  if (x->start != y->start) return x->start < y->start ? -1 : 1;
+  if (row_before(x->start, x->end, x->id, y->start, y->end, y->id)) return -1;
+  if (row_before(y->start, y->end, y->id, x->start, x->end, x->id)) return 1;
   return x->pos < y->pos ? -1 : x->pos > y->pos; /* stable: thread order */
 }
 
-/* Reorder the events of one row slice by start time. */
+/* Reorder the events of one row slice by (start, longer first, call id). */
 static int sort_slice(struct sp_run *run, uint64_t off, uint64_t n) {
   struct placed *p = malloc(n * sizeof *p);
   int64_t *tmp = malloc(n * sizeof *tmp);
@@ -338,7 +352,8 @@ static int sort_slice(struct sp_run *run, uint64_t off, uint64_t n) {
     free(tmp);
     return -1;
   }
-  for (uint64_t i = 0; i < n; i++) p[i] = (struct placed){run->start[off + i], off + i};
+  for (uint64_t i = 0; i < n; i++)
+    p[i] = (struct placed){run->start[off + i], run->end[off + i], run->call_id[off + i], off + i};
   qsort(p, n, sizeof *p, cmp_start);
   int64_t *cols[] = {run->start, run->end, run->call_id, run->parent_id};
   for (size_t c = 0; c < 4; c++) {
@@ -762,22 +777,27 @@ static void fill_emit_any(void *ctx, uint64_t i, int64_t id, int64_t parent_id, 
   emit_to(ctx, id, parent_id, region, 1);
 }
 
-/* The order of a held row's calls by (start, feeding order), as
- * sort_slice's stable sort gives it, in perm. Each thread's calls are in
- * its begin order, which is start order on one thread: the runs are merged
- * pairwise (ties to the earlier run), O(n log threads); a run out of order
- * (a clock that stepped back) takes the sort. -1 out of memory. */
-static int held_order(const struct fill_row *w, const int64_t *start, uint32_t *perm) {
+/* The order of a held row's calls by (start, longer first, call id, then
+ * feeding order), as sort_slice's stable sort gives it, in perm. Each
+ * thread's calls are in its begin order, which is that order on one thread
+ * (of two calls begun at the same instant the first encloses the second):
+ * the runs are merged pairwise (full ties to the earlier run), O(n log
+ * threads); a run out of order (a clock that stepped back) takes the sort.
+ * b holds the row's columns, st apart (start, end, call id). -1 out of
+ * memory. */
+#define HELD_BEFORE(i, j) row_before(start[i], end[i], id[i], start[j], end[j], id[j])
+static int held_order(const struct fill_row *w, const int64_t *b, size_t st, uint32_t *perm) {
+  const int64_t *start = b, *end = b + st, *id = b + 2 * st;
   uint32_t n = w->n, nr = w->nruns;
   int sorted = !w->runs_lost && nr && w->runs[0] == 0;
   for (uint32_t r = 0; sorted && r < nr; r++) {
     uint32_t lo = w->runs[r], hi = r + 1 < nr ? w->runs[r + 1] : n;
-    for (uint32_t i = lo + 1; sorted && i < hi; i++) sorted = start[i - 1] <= start[i];
+    for (uint32_t i = lo + 1; sorted && i < hi; i++) sorted = !HELD_BEFORE(i, i - 1);
   }
   if (!sorted) {
     struct placed *p = malloc((size_t)n * sizeof *p);
     if (!p) return -1;
-    for (uint32_t i = 0; i < n; i++) p[i] = (struct placed){start[i], i};
+    for (uint32_t i = 0; i < n; i++) p[i] = (struct placed){start[i], end[i], id[i], i};
     qsort(p, n, sizeof *p, cmp_start);
     for (uint32_t i = 0; i < n; i++) perm[i] = (uint32_t)p[i].pos;
     free(p);
@@ -799,7 +819,7 @@ static int held_order(const struct fill_row *w, const int64_t *start, uint32_t *
       /* runs r and r + 1 (bound[nr] is n); an odd one out is copied */
       uint32_t a = bound[r], am = bound[r + 1], bm = r + 1 < nr ? bound[r + 2] : am;
       uint32_t x = a, y = am, o = a;
-      while (x < am && y < bm) dst[o++] = start[src[y]] < start[src[x]] ? src[y++] : src[x++];
+      while (x < am && y < bm) dst[o++] = HELD_BEFORE(src[y], src[x]) ? src[y++] : src[x++];
       while (x < am) dst[o++] = src[x++];
       while (y < bm) dst[o++] = src[y++];
       bound[k++] = a;
@@ -815,9 +835,10 @@ static int held_order(const struct fill_row *w, const int64_t *start, uint32_t *
   free(bound);
   return 0;
 }
+#undef HELD_BEFORE
 
-/* A held row, complete: ordered by (start, feeding order) when several
- * threads fed it (sort_slice's order), its parents on other threads
+/* A held row, complete: ordered by (start, longer first, call id) when
+ * several threads fed it (sort_slice's order), its parents on other threads
  * resolved (every pass has run), then first, last and m2 in that order
  * (row_stats), and written. -1 out of memory. */
 static int held_finish(struct snap_fill *f, struct fill_row *w) {
@@ -829,7 +850,7 @@ static int held_finish(struct snap_fill *f, struct fill_row *w) {
   if ((w->nruns > 1 || w->runs_lost) && n > 1) {
     uint32_t *perm = malloc(n * sizeof *perm);
     int64_t *tmp = malloc(n * sizeof *tmp);
-    if (!perm || !tmp || held_order(w, b, perm) != 0) {
+    if (!perm || !tmp || held_order(w, b, st, perm) != 0) {
       free(perm);
       free(tmp);
       return -1;

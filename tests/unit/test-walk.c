@@ -10,11 +10,14 @@
  * sparse ids). Real runs come from the profiler: streamed through a small
  * budget and with OpenMP workers. Each file is read twice, walk on and off,
  * and every node and own time compared. */
+#include <pthread.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "config/config_internal.h"
 #include "core/core.h"
+#include "core/snapshot.h"
 #include "harness.h"
 #include "output/output.h"
 #include "output/plan.h"
@@ -447,6 +450,85 @@ SP_TEST(streamed_run_walks_and_matches) {
   ASSERT_EQ(same_both_ways("s.h5", NULL), 1);
   ASSERT_EQ(same_both_ways("s.h5", "^io$"), 1);
 }
+
+/* Two threads whose calls of one region begin at the same instant (the
+ * manual clock), the later-registered thread's call the longer, or as long
+ * with the later id, as an OpenMP team's first calls of a parallel region
+ * begin together: the writer must store the row by (start, longer first,
+ * call id), the walk's order, not by thread; the walk then takes the rank
+ * (before, it refused it and the sorted path gave the tree). Written the
+ * filler's way (held rows merged) and the columns' way (sorted slices). */
+enum { TIE_STEPS = 300 };
+static sp_manager *tie_m;
+static sp_region tie_k, tie_in;
+static pthread_mutex_t tie_mu = PTHREAD_MUTEX_INITIALIZER;
+static pthread_cond_t tie_cv = PTHREAD_COND_INITIALIZER;
+static int tie_turn; /* 4 turns per step: t0 begin, t1 begin, the two ends */
+static void tie_wait(int turn) {
+  while (tie_turn != turn) pthread_cond_wait(&tie_cv, &tie_mu);
+}
+static void tie_next(void) {
+  tie_turn++;
+  pthread_cond_broadcast(&tie_cv);
+}
+static void *tie_worker(void *arg) {
+  int w = (int)(intptr_t)arg;
+  pthread_mutex_lock(&tie_mu);
+  for (int s = 0; s < TIE_STEPS; s++) {
+    tie_wait(4 * s + w);
+    sp_region_begin(tie_m, tie_k);
+    if (w == 1 && s % 3 == 1) sp_region_begin(tie_m, tie_in); /* a child tied on start too */
+    tie_next();
+    /* the threads take turns ending first (the shorter call), but in
+     * every third step both end at the same instant */
+    int second = (s % 2) != w;
+    tie_wait(4 * s + 2 + second);
+    if (s % 3 != 2) sp__clock_manual_advance(1 + (uint64_t)second * 2);
+    if (w == 1 && s % 3 == 1) sp_region_end(tie_m, tie_in);
+    sp_region_end(tie_m, tie_k);
+    if (second) sp__clock_manual_advance(5);
+    tie_next();
+  }
+  pthread_mutex_unlock(&tie_mu);
+  return NULL;
+}
+
+static void ties_across_threads_case(int fill) {
+  unsetenv("SCOPE_PROFILER_CONFIG");
+  setenv("SCOPE_PROFILER_CLOCK", "manual", 1);
+  tie_m = sp_manager_create();
+  ASSERT(tie_m != NULL);
+  const char *ov[] = {"file_path=tie.h5", NULL};
+  ASSERT_OK(sp_manager_setup(tie_m, &(sp_setup_args){.overrides = ov}));
+  tie_k = sp_region_intern("kernel");
+  tie_in = sp_region_intern("inner");
+  sp_region top = sp_region_intern("top");
+  sp_region_begin(tie_m, top);
+  sp__clock_manual_advance(3);
+  pthread_t th[2];
+  /* thread 0 registers first (its pass, and its run of the held row, come first) */
+  for (int w = 0; w < 2; w++) {
+    ASSERT_EQ(pthread_create(&th[w], NULL, tie_worker, (void *)(intptr_t)w), 0);
+    if (w == 0) { /* registered once it began its first call */
+      pthread_mutex_lock(&tie_mu);
+      tie_wait(1);
+      pthread_mutex_unlock(&tie_mu);
+    }
+  }
+  for (int w = 0; w < 2; w++) ASSERT_EQ(pthread_join(th[w], NULL), 0);
+  sp__clock_manual_advance(3);
+  sp_region_end(tie_m, top);
+  sp__snapshot_fill_enabled = fill;
+  unsigned long f0 = sp__snapshot_fills;
+  ASSERT_OK(sp_manager_finalize(tie_m, NULL, NULL));
+  ASSERT_EQ(sp__snapshot_fills - f0, (unsigned long)(fill ? 1 : 0));
+  sp_manager_destroy(tie_m);
+  ASSERT_EQ(same_both_ways("tie.h5", NULL), 1);
+  ASSERT_EQ(same_both_ways("tie.h5", "^inner$"), 1);
+}
+
+SP_TEST(calls_tied_across_threads_walk_filler_way) { ties_across_threads_case(1); }
+SP_TEST(calls_tied_across_threads_walk_columns_way) { ties_across_threads_case(0); }
 
 #ifdef _OPENMP
 SP_TEST(openmp_workers_walk_and_match) {
