@@ -278,7 +278,17 @@ static void agg_from_v1(struct sp_i_agg *a, const struct agg_v1 *o) {
     return;
   }
 #if defined(__SIZEOF_INT128__)
-  a->sq = (sp_i_u128)sq;
+  /* Every exact sum of squares lies in [max^2, count max^2] (check_agg's
+   * test); the rebuild's rounding can leave it just outside (one call of
+   * 150000001 ticks: d^2 is not a double and rounds down), which would drop
+   * the region. Out-of-range fields are check_agg's to refuse. */
+  sp_i_u128 v = (sp_i_u128)sq;
+  if (o->count && o->max >= 0 && o->max < (INT64_C(1) << 56)) {
+    sp_i_u128 lo = (sp_i_u128)o->max * (sp_i_u128)o->max;
+    if (v < lo) v = lo;
+    if (v / o->count > lo) v = lo * o->count; /* <= v: no overflow */
+  }
+  a->sq = v;
 #else
   a->sq[1] = (uint64_t)(sq / 18446744073709551616.0);
   a->sq[0] = (uint64_t)(sq - (double)a->sq[1] * 18446744073709551616.0);

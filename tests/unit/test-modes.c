@@ -9,6 +9,7 @@
 
 #include "common/overhead.h"
 #include "core/core.h"
+#include "core/spill.h"
 #include "harness.h"
 #include "setup_util.h"
 #include "h5util.h"
@@ -307,6 +308,102 @@ SP_TEST(aggregation_variance_of_long_calls_is_exact) {
   ASSERT_NEAR(w.mean, 1e12 + (N - 1) / 2.0, 1e-3);
   ASSERT_NEAR(w.m2, m2, 1e-9 * m2);
   sp_manager_destroy(m);
+}
+
+/* A version 1 spill (before the exact sum of squares) of an aggregation
+ * run. Its accumulators hold sums shifted by the first duration, from
+ * which recovery rebuilds the sum of squares in floating point; the
+ * rebuilt sum must still pass recovery's consistency check (max^2 <= sq
+ * <= count max^2, true of every exact sum) or the region is dropped from
+ * the recovered file. "once": one call of 150000001 ns, whose square
+ * 22500000300000001 is not a double and rounded down below max^2; "thrice":
+ * three calls of 10^12 + 1 ns, 3 d^2 rounded up past count max^2. */
+struct spill_buf {
+  unsigned char b[4096];
+  size_t n;
+};
+static void sb_put(struct spill_buf *s, const void *p, size_t n) {
+  ASSERT(s->n + n <= sizeof s->b);
+  memcpy(s->b + s->n, p, n);
+  s->n += n;
+}
+static void sb_u32(struct spill_buf *s, uint32_t v) { sb_put(s, &v, sizeof v); }
+static void sb_u64(struct spill_buf *s, uint64_t v) { sb_put(s, &v, sizeof v); }
+static void sb_str(struct spill_buf *s, const char *str) {
+  sb_u32(s, (uint32_t)strlen(str));
+  sb_put(s, str, strlen(str));
+}
+struct agg_v1_rec {
+  uint64_t count;
+  int64_t total, excl, min, max, first, last, shift;
+  uint64_t start_min, last_start, end_max;
+  double s1, s2;
+};
+/* n calls of d, back to back from start (version 1's sums: shift d, s1 = s2 = 0) */
+static void agg_v1_equal(struct agg_v1_rec *a, uint64_t n, int64_t d, uint64_t start) {
+  memset(a, 0, sizeof *a);
+  a->count = n;
+  a->total = a->excl = (int64_t)n * d;
+  a->min = a->max = a->first = a->last = a->shift = d;
+  a->start_min = start;
+  a->last_start = start + (n - 1) * (uint64_t)d;
+  a->end_max = start + n * (uint64_t)d;
+}
+
+SP_TEST(spill_v1_long_calls_are_recovered) {
+  setenv("SCOPE_PROFILER_CLOCK", "manual", 1); /* ticks are ns, as the run's */
+  sp_manager_destroy(sp_test_setup_with((const char *[]){"file_path=unused.h5", NULL}));
+  const uint64_t tick0 = UINT64_C(1000000000), tick1 = tick0 + UINT64_C(4000000000000);
+  const int64_t d1 = 150000001, d3 = INT64_C(1000000000001);
+  struct agg_v1_rec acc[3];
+  memset(acc, 0, sizeof acc);
+  agg_v1_equal(&acc[1], 1, d1, tick0 + 10);
+  agg_v1_equal(&acc[2], 3, d3, tick0 + 10 + (uint64_t)d1);
+  static struct spill_buf s;
+  s.n = 0;
+  sb_put(&s, "SPSPILL1", 8);
+  sb_u32(&s, 1); /* version */
+  sb_u32(&s, 6); /* SIGABRT */
+  sb_u64(&s, tick0); /* run start: tick, ns */
+  sb_u64(&s, tick0);
+  sb_u64(&s, tick1); /* the crash: tick, ns */
+  sb_u64(&s, tick1);
+  sb_u64(&s, UINT64_C(1700000000000000000)); /* start_time_ns */
+  sb_u32(&s, 2); /* manual clock */
+  sb_u32(&s, 1); /* settings */
+  sb_str(&s, "aggregation_mode");
+  sb_str(&s, "1");
+  sb_u32(&s, 2); /* regions: name, file, line, kind, tags */
+  const char *names[2] = {"once", "thrice"};
+  for (int i = 0; i < 2; i++) {
+    sb_str(&s, names[i]);
+    sb_str(&s, "");
+    sb_u32(&s, 0);
+    sb_u32(&s, 0);
+    sb_u32(&s, 0);
+  }
+  sb_u32(&s, 1); /* threads: index, tid, name, events, accumulators */
+  sb_u32(&s, 0);
+  sb_u32(&s, 1234);
+  sb_str(&s, "main");
+  sb_u64(&s, 0);
+  sb_u32(&s, 3);
+  sb_put(&s, acc, sizeof acc);
+  sb_put(&s, "SPILLEND", 8);
+  char written[256] = "";
+  ASSERT_OK(sp__spill_recover_mem(s.b, s.n, "v1.spill", "v1.h5", written, sizeof written));
+  struct row w;
+  ASSERT_OK(read_row("v1.h5", "once", &w));
+  ASSERT_EQ(w.agg_count, 1);
+  ASSERT_EQ(w.total, d1);
+  ASSERT_EQ(w.max, d1);
+  ASSERT_NEAR(w.m2, 0, 0);
+  ASSERT_OK(read_row("v1.h5", "thrice", &w));
+  ASSERT_EQ(w.agg_count, 3);
+  ASSERT_EQ(w.total, 3 * d3);
+  ASSERT_EQ(w.min, d3);
+  ASSERT_EQ(w.max, d3);
+  ASSERT_NEAR(w.m2, 0, 0);
 }
 
 #define NT 8
