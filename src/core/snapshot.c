@@ -628,7 +628,7 @@ fail:
  * row_stats does) comes from a first pass that counts and totals the
  * calls. Whether the file needs call ids (struct ivl) is foretold by that
  * pass from what decides it in practice (starts out of order or tied, calls
- * open or carried over); when the passes disagree, the filler says so and
+ * carried over, an open call with a completed child); when the passes disagree, the filler says so and
  * finalize writes the file again with the right answer
  * (sp__snapshot_fill_retry).
  *
@@ -992,12 +992,22 @@ sp_status sp__snapshot_fill_build(struct sp_manager *m, const struct sp_clock_ma
     int any = 0;
     int64_t ls = 0, ld = 0;
     size_t hint = 0;
+    /* An open call needs the ids only when a completed call is its child
+     * (sp__thread_pass: the parent still open). The calls after an open
+     * one (depth od) are inside it; such a call is its direct child when
+     * no call since the open one had a smaller depth (mind). One that is
+     * not inside it (a log the pass may nest otherwise) foretells the ids. */
+    uint32_t od = UINT32_MAX, mind = UINT32_MAX;
     busy += n > 0;
     if (t->nkept) foretold = 1;
     for (uint64_t i = 0; i < n; i++) {
       const struct sp_i_event *e = &ev[i];
       if (!e->end) {
-        open += e->region != 0;
+        if (e->region) {
+          open++;
+          od = sp__ev_depth(e->depth);
+          mind = UINT32_MAX;
+        }
         continue;
       }
       uint32_t r = e->region;
@@ -1006,6 +1016,11 @@ sp_status sp__snapshot_fill_build(struct sp_manager *m, const struct sp_clock_ma
       if (!r || (e->depth & SP__DEPTH_CUT)) {
         ok = 0;
         break;
+      }
+      if (od != UINT32_MAX) {
+        uint32_t dj = sp__ev_depth(e->depth);
+        if (dj <= od || dj <= mind) foretold = 1;
+        if (dj < mind) mind = dj;
       }
       /* a row of several threads, or with a parent on another thread: held */
       if ((e->depth & SP__DEPTH_XPARENT) || (owner[r] && owner[r] != t->index + 1))
@@ -1103,7 +1118,7 @@ sp_status sp__snapshot_fill_build(struct sp_manager *m, const struct sp_clock_ma
   f->track_threads = track_threads;
   f->callid0 = m->next_callid;
   run->has_ids = 1;
-  run->ids_redundant = !(f->known_ids || foretold || open);
+  run->ids_redundant = !(f->known_ids || foretold);
   run->fill_events = snap_fill;
   run->fill_ctx = f;
   run->fill_any_size = 1;
