@@ -536,7 +536,8 @@ static int count_done_calls(struct sp_manager *m) {
   }
   for (sp_thread_rec *t = m->threads; t; t = t->next) {
     for (uint64_t i = 0; i < t->hot.n; i++)
-      if (t->hot.ev[i].end) m->calls_done[t->hot.ev[i].region]++;
+      /* a region interned since maxid was read has no count yet */
+      if (t->hot.ev[i].end && t->hot.ev[i].region <= maxid) m->calls_done[t->hot.ev[i].region]++;
     for (uint32_t id = 0; id < t->hot.acc_cap && id <= maxid; id++) m->calls_done[id] += t->hot.acc[id].count;
   }
   for (uint32_t id = 1; id <= maxid; id++) m->calls_done[id] += sp__stream_calls(m, id);

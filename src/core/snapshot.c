@@ -58,6 +58,10 @@ struct lanes {
   struct sp_gaps *gaps; /* the stream writer's tick gaps; NULL: none */
   const struct sp_i_event *ev;
   int64_t s0, e0; /* the call being emitted, in ns */
+  /* Regions past the count finalize read (interned later, while threads
+   * still record) have no row and no slot in the by-region arrays: their
+   * calls are passed over like region 0's. */
+  uint32_t maxid;
 };
 
 static inline void gap_note(struct sp_gaps *g, uint64_t lo, uint64_t hi) {
@@ -78,6 +82,7 @@ static inline void gap_pop(struct lanes *l, const struct frame *f) {
 static int lanes_init(struct lanes *l, uint32_t n) {
   memset(l, 0, sizeof *l);
   l->n = n;
+  l->maxid = UINT32_MAX;
   l->stk = calloc(n, sizeof *l->stk);
   l->sp = calloc(n, sizeof *l->sp);
   l->cap = calloc(n, sizeof *l->cap);
@@ -182,8 +187,9 @@ sp_status sp__thread_pass(struct sp_manager *m, sp_thread_rec *t, const struct s
   size_t hint = 0;
   for (uint64_t i = 0; i < n; i++) {
     /* Region 0 is no region: a spilled event recovery refused. Skipped, so
-     * the calls inside it nest under its parent. */
-    if (!ev[i].region) continue;
+     * the calls inside it nest under its parent; as are calls of a region
+     * interned after finalize's count (lanes->maxid). */
+    if (!ev[i].region || ev[i].region > lanes->maxid) continue;
 
     uint32_t depth = sp__ev_depth(ev[i].depth);
     struct frame *parent, *f = lane_push(lanes, sp__event_lane(m, t, i), depth, &parent);
@@ -516,6 +522,7 @@ sp_status sp__snapshot_build(struct sp_manager *m, const struct sp_clock_map *cm
     uint64_t done = 0;
     for (uint64_t i = 0; i < t->hot.n; i++) {
       const struct sp_i_event *e = &t->hot.ev[i];
+      if (e->region > maxid) continue; /* interned after the count began: no row (struct lanes) */
       if (e->end) {
         count[e->region]++;
         done++;
@@ -558,6 +565,7 @@ sp_status sp__snapshot_build(struct sp_manager *m, const struct sp_clock_map *cm
   }
 
   if (lanes_init(&lanes, m->lane_col >= 0 ? m->ntasks + 1 : 1) != 0) goto fail;
+  lanes.maxid = maxid;
   /* Without thread ids a reader sees every thread as one lane, and with
    * tasks a lane is a task (which may move between threads): the ids are
    * kept then. Otherwise each lane's intervals are checked. */
@@ -1002,6 +1010,7 @@ sp_status sp__snapshot_fill_build(struct sp_manager *m, const struct sp_clock_ma
     if (t->nkept) foretold = 1;
     for (uint64_t i = 0; i < n; i++) {
       const struct sp_i_event *e = &ev[i];
+      if (e->region > maxid) continue; /* interned after the count began: no row (struct lanes) */
       if (!e->end) {
         if (e->region) {
           open++;
@@ -1111,6 +1120,7 @@ sp_status sp__snapshot_fill_build(struct sp_manager *m, const struct sp_clock_ma
     at += (size_t)f->rows[r].stride * (size_t)f->ncols;
   }
   if (lanes_init(&f->lanes, 1) != 0 || (!f->known_ids && !(f->lanes.iv = calloc(1, sizeof *f->lanes.iv)))) goto out;
+  f->lanes.maxid = maxid;
   f->m = m;
   f->run = run;
   f->cm = *cm;
