@@ -247,9 +247,11 @@ static void check_agg(struct sp_i_agg *a, uint64_t tick0, uint64_t *spent, uint6
            !__builtin_add_overflow(*calls, a->count, &sum) && sum < (UINT64_C(1) << 62) &&
            !__builtin_add_overflow(*spent, (uint64_t)a->total, spent);
 #if defined(__SIZEOF_INT128__)
-  /* the longest call's square is one of the terms, and the largest */
-  sp_i_u128 big = (sp_i_u128)a->max * (sp_i_u128)a->max;
-  ok = ok && a->sq >= big && a->sq / a->count <= big;
+  /* The longest call's square is one of the terms, and each term is at
+   * most max times its call: max^2 <= sq <= max total (< 2^112, so that
+   * sp__agg_m2's 128-bit arithmetic cannot overflow). */
+  ok = ok && a->sq >= (sp_i_u128)a->max * (sp_i_u128)a->max &&
+       a->sq <= (sp_i_u128)a->max * (sp_i_u128)a->total;
 #else
   ok = ok && a->sq[1] < (UINT64_C(1) << 48);
 #endif
@@ -278,15 +280,15 @@ static void agg_from_v1(struct sp_i_agg *a, const struct agg_v1 *o) {
     return;
   }
 #if defined(__SIZEOF_INT128__)
-  /* Every exact sum of squares lies in [max^2, count max^2] (check_agg's
+  /* Every exact sum of squares lies in [max^2, max total] (check_agg's
    * test); the rebuild's rounding can leave it just outside (one call of
    * 150000001 ticks: d^2 is not a double and rounds down), which would drop
    * the region. Out-of-range fields are check_agg's to refuse. */
   sp_i_u128 v = (sp_i_u128)sq;
-  if (o->count && o->max >= 0 && o->max < (INT64_C(1) << 56)) {
-    sp_i_u128 lo = (sp_i_u128)o->max * (sp_i_u128)o->max;
+  if (o->max >= 0 && o->max <= o->total && o->total < (INT64_C(1) << 56)) {
+    sp_i_u128 lo = (sp_i_u128)o->max * (sp_i_u128)o->max, hi = (sp_i_u128)o->max * (sp_i_u128)o->total;
     if (v < lo) v = lo;
-    if (v / o->count > lo) v = lo * o->count; /* <= v: no overflow */
+    if (v > hi) v = hi;
   }
   a->sq = v;
 #else

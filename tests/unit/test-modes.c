@@ -406,6 +406,76 @@ SP_TEST(spill_v1_long_calls_are_recovered) {
   ASSERT_NEAR(w.m2, 0, 0);
 }
 
+/* A version 2 spill whose accumulator's sum of squares contradicts its
+ * total: 2^20 calls, the longest 2^54 ticks, 2^55 in all, and a sum of
+ * squares of 2^127. No calls can have it (it is at most max x total =
+ * 2^109); taken as it is, deriving m2 overflowed 128-bit signed arithmetic
+ * (2^127 read as -2^127, less total^2 / n) and wrote an m2 of about 1.7e38.
+ * Recovery must drop it as it drops every accumulator whose fields
+ * contradict each other. */
+SP_TEST(spill_v2_impossible_sum_of_squares_is_dropped) {
+  setenv("SCOPE_PROFILER_CLOCK", "manual", 1);
+  sp_manager_destroy(sp_test_setup_with((const char *[]){"file_path=unused.h5", NULL}));
+  const uint64_t tick0 = UINT64_C(1000000000), tick1 = tick0 + (UINT64_C(1) << 55) + UINT64_C(1000);
+  struct sp_i_agg acc[3];
+  memset(acc, 0, sizeof acc);
+  for (int k = 1; k <= 2; k++) {
+    struct sp_i_agg *a = &acc[k];
+    a->count = UINT64_C(1) << 20;
+    a->total = a->excl = INT64_C(1) << 55;
+    a->min = a->first = a->last = 1;
+    a->max = INT64_C(1) << 54;
+    a->start_min = tick0 + 10;
+    a->last_start = tick0 + 10 + (UINT64_C(1) << 54);
+    a->end_max = tick0 + 10 + (UINT64_C(1) << 55);
+    /* "bad": 2^127; "fine": a sum the calls can have (2^108 + the rest, 1 each) */
+    a->sq = k == 1 ? (sp_i_u128)1 << 127 : ((sp_i_u128)1 << 108) + (sp_i_u128)((UINT64_C(1) << 20) - 1);
+  }
+  acc[2].total = acc[2].excl = (INT64_C(1) << 54) + (INT64_C(1) << 20) - 1;
+  static struct spill_buf s;
+  s.n = 0;
+  sb_put(&s, "SPSPILL1", 8);
+  sb_u32(&s, 2);
+  sb_u32(&s, 6);
+  sb_u64(&s, tick0);
+  sb_u64(&s, tick0);
+  sb_u64(&s, tick1);
+  sb_u64(&s, tick1);
+  sb_u64(&s, UINT64_C(1700000000000000000));
+  sb_u32(&s, 2);
+  sb_u32(&s, 1);
+  sb_str(&s, "aggregation_mode");
+  sb_str(&s, "1");
+  sb_u32(&s, 2);
+  const char *names[2] = {"bad", "fine"};
+  for (int i = 0; i < 2; i++) {
+    sb_str(&s, names[i]);
+    sb_str(&s, "");
+    sb_u32(&s, 0);
+    sb_u32(&s, 0);
+    sb_u32(&s, 0);
+  }
+  sb_u32(&s, 2); /* threads: the bad accumulator on one, the fine one on the other */
+  for (int k = 1; k <= 2; k++) {
+    sb_u32(&s, (uint32_t)(k - 1));
+    sb_u32(&s, 1234);
+    sb_str(&s, "t");
+    sb_u64(&s, 0);
+    sb_u32(&s, 3);
+    struct sp_i_agg one[3];
+    memset(one, 0, sizeof one);
+    one[k] = acc[k];
+    sb_put(&s, one, sizeof one);
+  }
+  sb_put(&s, "SPILLEND", 8);
+  char written[256] = "";
+  ASSERT_OK(sp__spill_recover_mem(s.b, s.n, "v2.spill", "v2.h5", written, sizeof written));
+  struct row w;
+  ASSERT_OK(read_row("v2.h5", "fine", &w));
+  ASSERT_EQ(w.agg_count, 1 << 20);
+  ASSERT(read_row("v2.h5", "bad", &w) != 0 || w.agg_count == 0);
+}
+
 #define NT 8
 #define CALLS 20000
 static sp_manager *tm;
