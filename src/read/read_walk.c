@@ -40,12 +40,14 @@
 
 int sp__walk_enabled = 1;
 int sp__walk_last;
+size_t sp__walk_last_buffers;
 
 /* The column buffers of one row being merged. */
 struct cursor {
   size_t row;
   uint64_t next, count; /* next event of the row to read; the row's events */
   size_t at, have; /* position in the buffers, values buffered */
+  size_t block;    /* the buffers' room: the walk's block, or the row's calls when fewer */
   int64_t *start, *end, *call, *parent, *thread, *task;
   int64_t last_start, last_end, last_call; /* the previous event (the order check) */
   int any;
@@ -183,7 +185,7 @@ static inline void ahead(const struct cursor *c) {
  * the row is not in (start, longer first, call) order. */
 static int cursor_fill(struct walk *w, struct cursor *c) {
   if (c->next >= c->count) return 0;
-  size_t k = c->count - c->next < w->block ? (size_t)(c->count - c->next) : w->block;
+  size_t k = c->count - c->next < c->block ? (size_t)(c->count - c->next) : c->block;
   sp_status st = sp__row_read(w->r, c->row, c->next, k, c->start, c->end,
                               w->has_call ? c->call : NULL, w->ids ? c->parent : NULL,
                               w->has_threads ? c->thread : NULL);
@@ -370,10 +372,15 @@ int sp__walk_calls(sp_results *r, int64_t rank, sp__walk_fn fn, void *ctx, sp_st
   for (size_t i = 0; i < r->nrows; i++)
     if (r->rows[i].rank == rank && r->rows[i].count) rows[nrows++] = i;
   /* Buffers for about 2^18 calls in all (4-12 MiB: 2 to 6 columns), 64 to
-   * 16384 per row. */
+   * 16384 per row, and no more than the row has: a row of 2 calls took
+   * 16384 calls of buffers (768 KiB of 6 columns) before, and the rank's
+   * buffers were allocated and touched anew for every rank. */
   w.block = nrows ? ((size_t)1 << 18) / nrows : 1;
   if (w.block > 16384) w.block = 16384;
   if (w.block < 64) w.block = 64;
+  size_t room = 0; /* the rows' buffers, in calls */
+  for (size_t k = 0; k < nrows; k++)
+    room += r->rows[rows[k]].count < w.block ? (size_t)r->rows[rows[k]].count : w.block;
   w.has_call = r->ds_call >= 0 || r->mem_call;
   w.has_tasks = r->ds_task >= 0 || r->mem_task;
   w.has_threads = r->ds_thread >= 0 || r->mem_thread;
@@ -399,21 +406,23 @@ int sp__walk_calls(sp_results *r, int64_t rank, sp__walk_fn fn, void *ctx, sp_st
   for (size_t i = 0; w.none && i < w.block; i++) w.none[i] = -1;
   /* the columns each row reads: start, end, and those the file has */
   size_t ncol = 2 + (size_t)w.has_call + (size_t)w.ids + (size_t)w.has_threads + (size_t)w.has_tasks;
-  if (rc == 1 && !(w.bufs = malloc((nrows ? nrows : 1) * ncol * w.block * sizeof *w.bufs)))
-    rc = oom(&w);
+  sp__walk_last_buffers = room * ncol * sizeof *w.bufs;
+  if (rc == 1 && !(w.bufs = malloc((room ? room : 1) * ncol * sizeof *w.bufs))) rc = oom(&w);
   for (size_t k = 0; w.cur && k < w.nleaf; k++) w.cur[k].done = 1;
-  for (size_t k = 0; k < nrows && rc == 1; k++) {
+  for (size_t k = 0, at = 0; k < nrows && rc == 1; k++) {
     struct cursor *c = &w.cur[w.ncur++];
     c->row = rows[k];
     c->region = r->rows[rows[k]].region;
     c->count = r->rows[rows[k]].count;
-    c->start = w.bufs + k * ncol * w.block;
-    int64_t *col = c->start + w.block;
+    size_t b = c->block = c->count < w.block ? (size_t)c->count : w.block;
+    c->start = w.bufs + at;
+    at += ncol * b;
+    int64_t *col = c->start + b;
     c->end = col;
-    c->call = w.has_call ? (col += w.block) : w.none;
-    c->parent = w.ids ? (col += w.block) : w.none;
-    c->thread = w.has_threads ? (col += w.block) : w.none;
-    c->task = w.has_tasks ? (col += w.block) : w.none;
+    c->call = w.has_call ? (col += b) : w.none;
+    c->parent = w.ids ? (col += b) : w.none;
+    c->thread = w.has_threads ? (col += b) : w.none;
+    c->task = w.has_tasks ? (col += b) : w.none;
     int f = cursor_fill(&w, c);
     if (f < 0) rc = f == -1 ? -1 : 0;
     if (f == 1) c->done = 0;

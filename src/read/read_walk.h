@@ -36,5 +36,6 @@ int sp__walk_calls(sp_results *r, int64_t rank, sp__walk_fn fn, void *ctx, sp_st
 /* 0 sends every caller to the sorted path (tests and bench/ compare both). */
 extern int sp__walk_enabled;
 extern int sp__walk_last; /* the last walk's verdict (tests) */
+extern size_t sp__walk_last_buffers; /* bytes of the last walk's row buffers (tests) */
 
 #endif

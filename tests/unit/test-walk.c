@@ -451,6 +451,34 @@ SP_TEST(streamed_run_walks_and_matches) {
   ASSERT_EQ(same_both_ways("s.h5", "^io$"), 1);
 }
 
+/* Each row's walk buffers hold no more calls than the row has (before,
+ * every row got room for 16384 calls of every column read: 768 KiB of 6
+ * columns for a row of 2 calls). Three rows of 1, 2 and 3 calls, start and
+ * end read (no ids, threads or tasks in this file). */
+SP_TEST(walk_buffers_sized_to_rows) {
+  static char *names[3] = {"a", "b", "c"};
+  struct sp_row rows[3];
+  int64_t st[6], en[6];
+  size_t at = 0;
+  for (uint32_t g = 0; g < 3; g++) {
+    rows[g] = (struct sp_row){.region = g, .offset = at, .count = g + 1, .aggregate_count = g + 1,
+                              .source_line = -1, .exclusive_total = -1, .source_file = "",
+                              .source_text = "", .tags_json = "[]"};
+    for (uint32_t j = 0; j <= g; j++, at++) st[at] = 100 * g + 10 * j, en[at] = st[at] + 5;
+  }
+  struct sp_run run = {.layout = "columnar", .names = names, .nnames = 3, .rows = rows, .nrows = 3,
+                       .start = st, .end = en, .nevents = at};
+  struct sp_config cfg;
+  unsetenv("SCOPE_PROFILER_CONFIG");
+  sp_setup_args a = {0};
+  ASSERT_OK(sp__config_resolve(&cfg, &a));
+  ASSERT_OK(sp__h5_write_file(&run, &cfg, "small.h5"));
+  sp__config_free(&cfg);
+  sp__walk_last_buffers = 0;
+  ASSERT_EQ(same_both_ways("small.h5", NULL), 1);
+  ASSERT_EQ(sp__walk_last_buffers, (size_t)6 * 2 * sizeof(int64_t));
+}
+
 /* Two threads whose calls of one region begin at the same instant (the
  * manual clock), the later-registered thread's call the longer, or as long
  * with the later id, as an OpenMP team's first calls of a parallel region
