@@ -13,6 +13,7 @@
 
 #include "common/error.h"
 #include "read/read_internal.h"
+#include "read/read_walk.h"
 
 #define BLOCK ((size_t)1 << 20)
 
@@ -280,11 +281,13 @@ sp_status sp__rank_own_times(sp_results *r, int64_t rank) {
     }
     free(calls);
   }
+  /* each region's rows are ordered by rank: the rank's are found, not
+   * scanned for (a scan per rank was quadratic in the ranks) */
   for (size_t region = 0; region < r->nregions; region++) {
     int first = 1;
-    for (size_t k = r->region_row_start[region]; k < r->region_row_start[region + 1]; k++) {
+    for (size_t k = sp__region_rank_first(r, region, rank); k < r->region_row_start[region + 1]; k++) {
       struct sp__rrow *w = &r->rows[r->region_rows[k]];
-      if (w->rank != rank) continue;
+      if (w->rank != rank) break;
       w->own = first ? own[region] : 0;
       w->own_known = 1;
       first = 0;
@@ -305,11 +308,12 @@ static sp_status region_stats(sp_results *r, size_t region, const sp_filter *f, 
   size_t *sel = malloc((hi - lo + 1) * sizeof *sel);
   if (!sel) return sp__set_error(SP_ERR_NO_MEMORY, "out of memory");
   size_t nsel = 0;
-  for (size_t k = lo; k < hi; k++) {
-    int64_t rank = r->rows[r->region_rows[k]].rank;
-    if (one_rank >= 0 ? rank == one_rank : sp_filter_match_rank(f, rank))
+  if (one_rank >= 0) /* the rank's rows only (a scan per rank and region was quadratic) */
+    for (size_t k = sp__region_rank_first(r, region, one_rank); k < hi && r->rows[r->region_rows[k]].rank == one_rank; k++)
       sel[nsel++] = r->region_rows[k];
-  }
+  else
+    for (size_t k = lo; k < hi; k++)
+      if (sp_filter_match_rank(f, r->rows[r->region_rows[k]].rank)) sel[nsel++] = r->region_rows[k];
   struct sp__h5quiet q;
   sp__h5_quiet_begin(&q);
   sp_status st = SP_OK;

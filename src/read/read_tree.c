@@ -25,6 +25,7 @@
 
 #include "common/error.h"
 #include "read/read_internal.h"
+#include "read/read_walk.h"
 
 /* Tree sums of durations saturate: a hostile file's calls (each one's
  * times bounded by SP__TIME_LIMIT) can still add up past int64. */
@@ -273,8 +274,9 @@ static sp_status calls_visit(void *ctx, const struct sp__walk_call *c, const uin
 }
 
 /* The rank's calls by walking; 1 done, 0 refused (nothing kept), -1 error. */
-static int rank_calls_walked(sp_results *r, int64_t rank, sp_call **out, size_t *nout,
-                             size_t *overlaps, uint64_t total, sp_status *st) {
+static int rank_calls_walked(sp_results *r, int64_t rank, const size_t *rows, size_t nrows,
+                             sp_call **out, size_t *nout, size_t *overlaps, uint64_t total,
+                             sp_status *st) {
   if (!sp__walk_enabled) return 0;
   struct calls_walk w;
   memset(&w, 0, sizeof w);
@@ -284,9 +286,9 @@ static int rank_calls_walked(sp_results *r, int64_t rank, sp_call **out, size_t 
   w.lanes = malloc(cap * sizeof *w.lanes);
   int rc = buf && w.lanes ? 1 : -1;
   /* Calls per lane: the lanes in order, each one's first place. */
-  for (size_t i = 0; i < r->nrows && rc == 1; i++) {
+  for (size_t ri = 0; ri < nrows && rc == 1; ri++) {
+    size_t i = rows[ri];
     const struct sp__rrow *row = &r->rows[i];
-    if (row->rank != rank) continue;
     for (uint64_t done = 0; done < row->count && rc == 1;) {
       size_t k = row->count - done < BLOCK ? (size_t)(row->count - done) : BLOCK;
       *st = sp__row_read(r, i, done, k, NULL, NULL, NULL, NULL, buf);
@@ -375,22 +377,31 @@ sp_status sp__rank_calls(sp_results *r, int64_t rank, sp_call **out, size_t *nou
                          "%s was written in the aggregate layout, which stores no individual "
                          "calls; call trees, percentiles and traces need a columnar file",
                          r->path ? r->path : "the results");
+  /* the rank's rows (a scan of every row for each rank was quadratic in
+   * the ranks) */
+  size_t *rows = NULL, nrows = 0;
+  sp_status rst = sp__rank_rows(r, rank, &rows, &nrows);
+  if (rst != SP_OK) return rst;
   uint64_t total = 0;
-  for (size_t i = 0; i < r->nrows; i++)
-    if (r->rows[i].rank == rank) total += r->rows[i].count;
-  if (total > ((uint64_t)1 << 34))
+  for (size_t q = 0; q < nrows; q++) total += r->rows[rows[q]].count;
+  if (total > ((uint64_t)1 << 34)) {
+    free(rows);
     return sp__set_error(SP_ERR_LIMIT, "rank %lld has too many calls (%llu) to nest in memory",
                          (long long)rank, (unsigned long long)total);
+  }
   sp_status wst = SP_OK;
-  int walked = rank_calls_walked(r, rank, out, nout, overlaps, total, &wst);
-  if (walked < 0) return wst;
-  if (walked) return SP_OK;
+  int walked = rank_calls_walked(r, rank, rows, nrows, out, nout, overlaps, total, &wst);
+  if (walked) {
+    free(rows);
+    return walked < 0 ? wst : SP_OK;
+  }
   size_t n = (size_t)total;
   struct ev *e = malloc((n ? n : 1) * sizeof *e);
   int64_t *buf = malloc(6 * BLOCK * sizeof *buf);
   if (!e || !buf) {
     free(e);
     free(buf);
+    free(rows);
     return sp__set_error(SP_ERR_NO_MEMORY, "out of memory for the %zu calls of rank %lld", n,
                          (long long)rank);
   }
@@ -399,9 +410,9 @@ sp_status sp__rank_calls(sp_results *r, int64_t rank, sp_call **out, size_t *nou
   sp__progress_begin(r, total);
   sp_status st = SP_OK;
   size_t at = 0;
-  for (size_t i = 0; i < r->nrows && st == SP_OK; i++) {
+  for (size_t ri = 0; ri < nrows && st == SP_OK; ri++) {
+    size_t i = rows[ri];
     const struct sp__rrow *w = &r->rows[i];
-    if (w->rank != rank) continue;
     for (uint64_t done = 0; done < w->count && st == SP_OK;) {
       size_t k = w->count - done < BLOCK ? (size_t)(w->count - done) : BLOCK;
       st = sp__row_read(r, i, done, k, buf, buf + BLOCK, buf + 2 * BLOCK, buf + 3 * BLOCK,
@@ -424,6 +435,7 @@ sp_status sp__rank_calls(sp_results *r, int64_t rank, sp_call **out, size_t *nou
   }
   sp__h5_quiet_end(&q);
   free(buf);
+  free(rows);
   if (st != SP_OK) {
     free(e);
     return st;

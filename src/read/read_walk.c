@@ -356,21 +356,63 @@ static void walk_free(struct walk *w) {
   free(w->lslot);
 }
 
+size_t sp__region_rank_first(const sp_results *r, size_t region, int64_t rank) {
+  size_t lo = r->region_row_start[region], hi = r->region_row_start[region + 1];
+  while (lo < hi) {
+    size_t mid = lo + (hi - lo) / 2;
+    if (r->rows[r->region_rows[mid]].rank < rank) lo = mid + 1;
+    else hi = mid;
+  }
+  return lo;
+}
+
+static int cmp_size(const void *a, const void *b) {
+  size_t x = *(const size_t *)a, y = *(const size_t *)b;
+  return (x > y) - (x < y);
+}
+
+sp_status sp__rank_rows(const sp_results *r, int64_t rank, size_t **out, size_t *n) {
+  *out = NULL;
+  *n = 0;
+  size_t k = 0, cap = 0;
+  size_t *v = NULL;
+  for (size_t g = 0; g < r->nregions; g++) {
+    size_t end = r->region_row_start[g + 1];
+    for (size_t j = sp__region_rank_first(r, g, rank); j < end && r->rows[r->region_rows[j]].rank == rank; j++) {
+      if (k == cap) {
+        cap = cap ? cap * 2 : 16;
+        size_t *nv = realloc(v, cap * sizeof *nv);
+        if (!nv) {
+          free(v);
+          return sp__set_error(SP_ERR_NO_MEMORY, "out of memory");
+        }
+        v = nv;
+      }
+      v[k++] = r->region_rows[j];
+    }
+  }
+  if (k > 1) qsort(v, k, sizeof *v, cmp_size);
+  *out = v;
+  *n = k;
+  return SP_OK;
+}
+
 int sp__walk_calls(sp_results *r, int64_t rank, sp__walk_fn fn, void *ctx, sp_status *err) {
   if (!sp__walk_enabled || r->aggregate) return sp__walk_last = 0;
   struct walk w;
   memset(&w, 0, sizeof w);
   w.r = r;
   uint64_t total = 0;
-  size_t nrows = 0;
-  for (size_t i = 0; i < r->nrows; i++)
-    if (r->rows[i].rank == rank && r->rows[i].count) total += r->rows[i].count, nrows++;
-  if (total > ((uint64_t)1 << 34)) return sp__walk_last = 0;
-  size_t *rows = malloc((nrows ? nrows : 1) * sizeof *rows);
-  if (!rows) return *err = sp__set_error(SP_ERR_NO_MEMORY, "out of memory"), -1;
-  nrows = 0;
-  for (size_t i = 0; i < r->nrows; i++)
-    if (r->rows[i].rank == rank && r->rows[i].count) rows[nrows++] = i;
+  size_t nrows = 0, *rows = NULL;
+  if ((*err = sp__rank_rows(r, rank, &rows, &nrows)) != SP_OK) return -1;
+  size_t kept = 0;
+  for (size_t i = 0; i < nrows; i++)
+    if (r->rows[rows[i]].count) total += r->rows[rows[i]].count, rows[kept++] = rows[i];
+  nrows = kept;
+  if (total > ((uint64_t)1 << 34)) {
+    free(rows);
+    return sp__walk_last = 0;
+  }
   /* Buffers for about 2^18 calls in all (4-12 MiB: 2 to 6 columns), 64 to
    * 16384 per row, and no more than the row has: a row of 2 calls took
    * 16384 calls of buffers (768 KiB of 6 columns) before, and the rank's

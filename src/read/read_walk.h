@@ -33,6 +33,14 @@ struct sp__walk_call {
 typedef sp_status (*sp__walk_fn)(void *ctx, const struct sp__walk_call *c,
                                  const uint64_t *parent_tag, uint64_t *tag);
 int sp__walk_calls(sp_results *r, int64_t rank, sp__walk_fn fn, void *ctx, sp_status *err);
+/* The rank's rows in ascending row order, found through each region's rows
+ * (ordered by rank) rather than by a scan of every row: a scan per rank
+ * made reading a file of many ranks quadratic. *out is allocated (free it;
+ * NULL when the rank has none). SP_OK or SP_ERR_NO_MEMORY. */
+sp_status sp__rank_rows(const sp_results *r, int64_t rank, size_t **out, size_t *n);
+/* The first position k in region's rows (region_rows[k], read_internal.h)
+ * whose rank is >= rank; the rank's rows follow it while the rank matches. */
+size_t sp__region_rank_first(const sp_results *r, size_t region, int64_t rank);
 /* 0 sends every caller to the sorted path (tests and bench/ compare both). */
 extern int sp__walk_enabled;
 extern int sp__walk_last; /* the last walk's verdict (tests) */

@@ -770,13 +770,17 @@ static int flame_panel(struct rp_model *m, struct rp_file *f, int64_t rank, cons
 static int ids_tree(struct rp_model *m, struct rp_file *f, int64_t rank, struct tbuild *t) {
   sp_results *r = f->r;
   if (!sp_results_has_call_ids(r) || sp_results_has_tasks(r)) return 0;
-  size_t nrows = sp_results_num_rows(r);
+  size_t nrows = 0, *rows = NULL; /* the rank's */
+  if (sp__rank_rows(r, rank, &rows, &nrows) != SP_OK) return -1;
   uint64_t total = 0;
-  for (size_t w = 0; w < nrows; w++) {
+  for (size_t k = 0; k < nrows; k++) {
     sp_row_info info;
-    if (sp_results_row_info(r, w, &info) == SP_OK && info.rank == rank) total += info.count;
+    if (sp_results_row_info(r, rows[k], &info) == SP_OK) total += info.count;
   }
-  if (total > ((uint64_t)1 << 31)) return 0;
+  if (total > ((uint64_t)1 << 31)) {
+    free(rows);
+    return 0;
+  }
   size_t n = (size_t)total, ns = 16;
   while (ns < 2 * n) ns *= 2;
   int64_t *id = malloc((n ? n : 1) * sizeof *id), *pid = malloc((n ? n : 1) * sizeof *pid);
@@ -791,9 +795,10 @@ static int ids_tree(struct rp_model *m, struct rp_file *f, int64_t rank, struct 
     keep[i] = (unsigned char)sp_filter_match_region(m->f, sp_results_region_name(r, i));
   size_t at = 0;
   int threads = sp_results_has_threads(r);
-  for (size_t w = 0; w < nrows && rc == 1; w++) {
+  for (size_t q = 0; q < nrows && rc == 1; q++) {
+    size_t w = rows[q];
     sp_row_info info;
-    if (sp_results_row_info(r, w, &info) != SP_OK || info.rank != rank || !info.count) continue;
+    if (sp_results_row_info(r, w, &info) != SP_OK || !info.count) continue;
     for (uint64_t done = 0; done < info.count && rc == 1;) {
       size_t k = info.count - done < SLICE ? (size_t)(info.count - done) : SLICE;
       if (sp_results_row_read(r, w, done, k, st + at, en + at, id + at, pid + at,
@@ -874,6 +879,7 @@ static int ids_tree(struct rp_model *m, struct rp_file *f, int64_t rank, struct 
   }
   free(id), free(pid), free(st), free(en), free(th), free(reg), free(slot), free(node), free(stack);
   free(keep);
+  free(rows);
   return rc;
 }
 
@@ -1212,11 +1218,16 @@ int rp_load_flame(struct rp_model *m, struct rp_file *f, const char *cmd) {
     int64_t rank = f->ranks[i];
     int drawn = all ? 1 : want ? rank_in(want, nwant, rank) : i == 0;
     uint64_t rank_events = 0;
-    for (size_t w = 0; w < sp_results_num_rows(f->r); w++) {
-      sp_row_info info;
-      if (sp_results_row_info(f->r, w, &info) == SP_OK && info.rank == rank)
-        rank_events += info.count;
+    size_t *rows = NULL, nr = 0; /* the rank's rows (a scan of all rows per rank was quadratic) */
+    if (sp__rank_rows(f->r, rank, &rows, &nr) != SP_OK) {
+      rc = oom(cmd);
+      break;
     }
+    for (size_t k = 0; k < nr; k++) {
+      sp_row_info info;
+      if (sp_results_row_info(f->r, rows[k], &info) == SP_OK) rank_events += info.count;
+    }
+    free(rows);
     int walked = walk_rank(m, f, rank, drawn, keep, &t);
     if (walked == -1) rc = oom(cmd);
     if (walked == -2) rc = sp_cli_error(cmd, "%s", sp_last_error());

@@ -451,6 +451,83 @@ SP_TEST(streamed_run_walks_and_matches) {
   ASSERT_EQ(same_both_ways("s.h5", "^io$"), 1);
 }
 
+/* A file of ranks written out of order (2, 0, 1, as parts of one job; rank
+ * 2's rows in reverse region order), each with rows of a few calls: the rows of a rank are found through each
+ * region's rows (sp__rank_rows: every row of the rank, ascending, as a scan
+ * of all rows gives them; before, every walk and report pass scanned all
+ * rows for each rank), and the per-rank statistics are the rank's rows'
+ * sums. */
+SP_TEST(ranks_rows_found_through_regions) {
+  enum { NR = 3, NG = 4 };
+  static const uint32_t rank_of[NR] = {2, 0, 1};
+  static char *names[NG] = {"a", "b", "c", "d"};
+  struct sp_run parts[NR];
+  struct sp_row rows[NR][NG];
+  int64_t st[NR][2 * NG + 1], en[NR][2 * NG + 1];
+  for (int p = 0; p < NR; p++) {
+    /* region g has g % 2 + 1 calls (region 3 none on rank 1: a row fewer) */
+    size_t at = 0, nr = 0;
+    for (uint32_t q = 0; q < NG; q++) {
+      uint32_t g = p == 0 ? NG - 1 - q : q; /* rank 2's rows in reverse region order */
+      size_t k = g % 2 + 1;
+      if (rank_of[p] == 1 && g == 3) continue;
+      rows[p][nr] = (struct sp_row){.region = g, .rank = rank_of[p], .offset = at, .count = k,
+                                    .aggregate_count = (int64_t)k, .source_line = -1,
+                                    .exclusive_total = -1, .source_file = "", .source_text = "",
+                                    .tags_json = "[]"};
+      for (size_t j = 0; j < k; j++, at++) {
+        st[p][at] = 100 * (int64_t)g + 10 * (int64_t)j + rank_of[p];
+        en[p][at] = st[p][at] + 5 + (int64_t)g;
+        rows[p][nr].stats.total += en[p][at] - st[p][at];
+      }
+      nr++;
+    }
+    parts[p] = (struct sp_run){.layout = "columnar", .names = names, .nnames = NG, .rows = rows[p],
+                               .nrows = nr, .start = st[p], .end = en[p], .nevents = at};
+  }
+  struct sp_config cfg;
+  unsetenv("SCOPE_PROFILER_CONFIG");
+  sp_setup_args a = {0};
+  ASSERT_OK(sp__config_resolve(&cfg, &a));
+  ASSERT_OK(sp__h5_write_parts(parts, NR, &cfg, "ranks.h5"));
+  sp__config_free(&cfg);
+  sp_results *r = NULL;
+  ASSERT_OK(sp_results_open("ranks.h5", &r));
+  size_t nrows = sp_results_num_rows(r);
+  ASSERT_EQ(nrows, (size_t)(NR * NG - 1));
+  for (int64_t rank = 0; rank < NR + 1; rank++) {
+    size_t want[NR * NG], nw = 0, *got = NULL, ng = 0;
+    for (size_t w = 0; w < nrows; w++) {
+      sp_row_info info;
+      ASSERT_OK(sp_results_row_info(r, w, &info));
+      if (info.rank == rank) want[nw++] = w;
+    }
+    ASSERT_OK(sp__rank_rows(r, rank, &got, &ng));
+    ASSERT_EQ(ng, nw);
+    for (size_t k = 0; k < nw; k++) ASSERT_EQ(got[k], want[k]);
+    free(got);
+    for (size_t g = 0; g < NG; g++) {
+      sp_region_stats s;
+      ASSERT_OK(sp_results_region_rank_stats(r, g, rank, 0, &s));
+      int64_t total = 0;
+      uint64_t count = 0;
+      for (size_t k = 0; k < nw; k++) {
+        sp_row_info info;
+        ASSERT_OK(sp_results_row_info(r, want[k], &info));
+        if (info.region != g) continue;
+        count += info.count;
+        int64_t s0[2], e0[2];
+        ASSERT_OK(sp_results_row_read(r, want[k], 0, (size_t)info.count, s0, e0, NULL, NULL, NULL));
+        for (size_t j = 0; j < info.count; j++) total += e0[j] - s0[j];
+      }
+      ASSERT_EQ(s.count, count);
+      ASSERT_EQ(s.total_ns, total);
+    }
+  }
+  sp_results_free(r);
+  ASSERT_EQ(same_both_ways("ranks.h5", NULL), 1);
+}
+
 /* Each row's walk buffers hold no more calls than the row has (before,
  * every row got room for 16384 calls of every column read: 768 KiB of 6
  * columns for a row of 2 calls). Three rows of 1, 2 and 3 calls, start and
