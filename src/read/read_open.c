@@ -36,6 +36,46 @@ int sp__cmp_i64(const void *a, const void *b) {
 
 /* ---- small HDF5 helpers --------------------------------------------------- */
 
+/* Every link on the path `name` (from the file's root) is a hard link,
+ * each looked at without following it: a soft or external link could lead
+ * into another file (a FIFO would block), which even opening must not do. */
+static int hard_path(hid_t fid, const char *name) {
+  char path[1024];
+  size_t n = strlen(name);
+  if (n >= sizeof path) return 0;
+  memcpy(path, name, n + 1);
+  int any = 0;
+  for (size_t i = 0; i <= n; i++) {
+    if (path[i] != '/' && path[i] != 0) continue;
+    if (i == 0 || path[i - 1] == '/') continue; /* the root, or an empty component */
+    char keep = path[i];
+    path[i] = 0;
+    H5L_info_t li;
+    int hard = H5Lexists(fid, path, H5P_DEFAULT) > 0 && H5Lget_info(fid, path, &li, H5P_DEFAULT) >= 0 &&
+               li.type == H5L_TYPE_HARD;
+    path[i] = keep;
+    if (!hard) return 0;
+    any = 1;
+  }
+  return any;
+}
+
+/* A soft link whose target is an absolute path of hard links: following it
+ * stays in the file. A target through an external link (or another soft
+ * link, or relative) is not followed; no writer makes soft links. */
+static int soft_in_file(hid_t loc, const char *name, size_t size) {
+  char target[1024];
+  if (size == 0 || size > sizeof target || H5Lget_val(loc, name, target, sizeof target, H5P_DEFAULT) < 0)
+    return 0;
+  target[sizeof target - 1] = 0;
+  if (target[0] != '/') return 0;
+  hid_t fid = H5Iget_file_id(loc);
+  if (fid < 0) return 0;
+  int ok = hard_path(fid, target);
+  H5Fclose(fid);
+  return ok;
+}
+
 /* The kind of object `name` (one path component) names under loc, or
  * H5I_BADID when there is no such link or it dangles. */
 H5I_type_t sp__child_type(hid_t loc, const char *name) {
@@ -44,7 +84,7 @@ H5I_type_t sp__child_type(hid_t loc, const char *name) {
    * a profile is one self-contained file. */
   H5L_info_t li;
   if (H5Lget_info(loc, name, &li, H5P_DEFAULT) < 0 ||
-      (li.type != H5L_TYPE_HARD && li.type != H5L_TYPE_SOFT))
+      (li.type != H5L_TYPE_HARD && (li.type != H5L_TYPE_SOFT || !soft_in_file(loc, name, li.u.val_size))))
     return H5I_BADID;
   hid_t o = H5Oopen(loc, name, H5P_DEFAULT);
   if (o < 0) return H5I_BADID;
@@ -71,7 +111,8 @@ static const char *class_name(H5T_class_t c) {
 }
 
 /* A virtual dataset whose every mapping reads a dataset of this same file
- * (source file "."), itself stored in the file: 1, else 0; -1 when such a
+ * (source file ".", reached through hard links only), itself stored in the
+ * file: 1, else 0; -1 when such a
  * source is not a 1-D dataset (a mapping records the source's shape, which
  * a hand-made file can contradict: HDF5 1.10's own read of such a mapping
  * crashes, and ours would hand its 1-D selection to a space of another
@@ -91,7 +132,7 @@ static int virtual_in_file(hid_t d, hid_t dcpl) {
     ok = fl == 1 && file[0] == '.' && dl > 0 && (size_t)dl < sizeof name;
     if (!ok || strcmp(name, last) == 0) continue;
     /* the source: a dataset of this file, its values in it */
-    hid_t src = H5Lexists(fid, name, H5P_DEFAULT) > 0 ? H5Dopen2(fid, name, H5P_DEFAULT) : H5I_INVALID_HID;
+    hid_t src = hard_path(fid, name) ? H5Dopen2(fid, name, H5P_DEFAULT) : H5I_INVALID_HID;
     hid_t sp = src >= 0 ? H5Dget_create_plist(src) : H5I_INVALID_HID;
     ok = sp >= 0 && H5Pget_layout(sp) != H5D_VIRTUAL && H5Pget_external_count(sp) == 0;
     hid_t space = ok ? H5Dget_space(src) : H5I_INVALID_HID;

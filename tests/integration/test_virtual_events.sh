@@ -75,6 +75,22 @@ for src, dst in (("one_v.h5", "rank2_v.h5"), ("gap_v.h5", "rank2gap_v.h5")):
                 del g["staging"][b][c]
                 g["staging"][b].create_dataset(c, data=np.stack([col, col], axis=1))
         assert g["events/start_deltas"].is_virtual
+
+# sources named in this file (".") but reached through an external link
+# to another file: the other file's values, never to be read
+with h5py.File("one.h5", "r") as f, h5py.File("elink_v.h5", "w") as g, h5py.File("elsewhere.h5", "w") as o:
+    for k, v in f.attrs.items():
+        g.attrs[k] = v
+    for k in f:
+        if k != "events":
+            f.copy(f[k], g, name=k)
+    for c in f["events"]:
+        col = f["events"][c][:]
+        o.create_dataset("staging/" + c, data=col)
+        lay = h5py.VirtualLayout(shape=col.shape, dtype=col.dtype)
+        lay[:] = h5py.VirtualSource(".", "ext/" + c, shape=col.shape)
+        g.create_virtual_dataset("events/" + c, lay, fillvalue=-1)
+    g["ext"] = h5py.ExternalLink("elsewhere.h5", "/staging")
 print("virtual files written")
 PY
 for f in one threads; do
@@ -98,6 +114,10 @@ if "$sp" inspect outside_v.h5 > outside.out 2> outside.err; then
   echo "a virtual column reading another file was accepted"; exit 1
 fi
 grep -q "outside the file" outside.err || { cat outside.err; exit 1; }
+if "$sp" inspect --tree elink_v.h5 > elink.out 2> elink.err; then
+  echo "a virtual column whose source path leaves the file by an external link was accepted"; exit 1
+fi
+grep -q "outside the file" elink.err || { cat elink.err; exit 1; }
 # a source that is not 1-D, whatever its mappings: refused at open, saying why
 for f in rank2_v rank2gap_v; do
   set +e

@@ -148,6 +148,11 @@ def main():
     build("external_link_self.h5", {"region_table", "region_table/names"},
           lambda f: f.__setitem__("region_table",
                                   h5py.ExternalLink("external_link_self.h5", "/region_table")))
+    # A soft link (in the file) whose target crosses an external link: the
+    # other file must not be opened (a FIFO there would block the reader).
+    build("soft_to_external.h5", {"region_table", "region_table/names"},
+          lambda f: (f.__setitem__("away", h5py.ExternalLink("valid.h5", "/")),
+                     f.__setitem__("region_table", h5py.SoftLink("/away/region_table"))))
     # A dataset whose bytes live in another file: a profile must never make
     # the reader read (and print) a local file such as a private key.
     build("external_storage.h5", {"region_table/names"},
