@@ -186,6 +186,48 @@ struct sp_clock_seg *sp__clock_segments(struct sp_manager *m, uint64_t tick1, in
   return seg;
 }
 
+/* The pieces of the current run's map that no later anchor can change: the
+ * same walk over the anchors as sp__clock_segments (the same ones skipped),
+ * up to the last one kept, whose tick becomes *until. A tick before it maps
+ * to the nanoseconds the run's final map will give it, provided the final
+ * map keeps that anchor, which it does when the anchor was taken before
+ * finalize's end anchor (stream.c holds its writer for that). Without the
+ * TSC the map is the identity and final at once (*until = UINT64_MAX).
+ * Returns the malloc'd pieces (NULL with *until 0: none kept yet). */
+struct sp_clock_seg *sp__clock_final_map(struct sp_manager *m, struct sp_clock_map *out, uint64_t *until) {
+  *out = sp__clock_map(m->run_tick0, m->run_ns0, m->run_tick0, m->run_ns0);
+  *until = 0;
+  if (sp_i_clock_tsc != 1) {
+    *until = UINT64_MAX;
+    return NULL;
+  }
+  pthread_mutex_lock(&m->lock);
+  size_t na = m->nanchors;
+  struct sp_clock_seg *seg = na ? malloc(na * sizeof *seg) : NULL;
+  size_t k = 0;
+  if (seg) {
+    uint64_t pt = m->run_tick0;
+    int64_t pn = m->run_ns0;
+    for (size_t i = 0; i < na; i++) {
+      uint64_t t = m->anchors[i][0];
+      int64_t ns = (int64_t)m->anchors[i][1];
+      if (t <= pt || ns < pn) continue; /* out of order: skipped, as sp__clock_segments does */
+      seg[k++] = (struct sp_clock_seg){pt, pn, rate(pt, pn, t, ns)};
+      pt = t;
+      pn = ns;
+    }
+    if (k) *until = pt;
+  }
+  pthread_mutex_unlock(&m->lock);
+  if (!k) {
+    free(seg);
+    return NULL;
+  }
+  out->seg = seg;
+  out->nseg = k;
+  return seg;
+}
+
 void sp__clock_anchor(uint64_t *tick, int64_t *ns) {
 #if defined(__x86_64__) && defined(__GNUC__)
   if (sp_i_clock_tsc == 1) {

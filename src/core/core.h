@@ -95,6 +95,9 @@ void sp__clock_note(struct sp_manager *m);
 /* Remove the live managers' staging files at exit (registered once). */
 void sp__stage_cleanup_at_exit(void);
 struct sp_clock_seg *sp__clock_segments(struct sp_manager *m, uint64_t tick1, int64_t ns1, size_t *n);
+/* The part of the current run's map later anchors cannot change (clock.c):
+ * ticks before *until map as the final map will map them. */
+struct sp_clock_seg *sp__clock_final_map(struct sp_manager *m, struct sp_clock_map *out, uint64_t *until);
 
 /* A function from the running process (NULL if absent), without linking
  * its library: used for optional runtimes such as OpenMP. */

@@ -882,10 +882,12 @@ sp_status sp_manager_finalize(sp_manager *m, const sp_finalize_args *args, sp_re
   pthread_mutex_lock(&m->fin_lock);
   uint64_t tick1;
   int64_t ns1;
+  sp__stream_hold(m); /* a streamed block's map is final before the end anchor (stream.h) */
   sp__clock_anchor(&tick1, &ns1);
   /* Under `scope-profiler run` the file is written at exit; the program's
    * finalize gets the results so far. */
   sp_status st = finalize_run(m, args, results, tick1, ns1, 0, 1, NULL, sp__autorun_owns(m));
+  sp__stream_release(m);
   pthread_mutex_unlock(&m->fin_lock);
   return st;
 }
@@ -896,8 +898,10 @@ sp_status sp__finalize_cut(sp_manager *m, const char *why) {
   pthread_mutex_lock(&m->fin_lock);
   uint64_t tick1;
   int64_t ns1;
+  sp__stream_hold(m);
   sp__clock_anchor(&tick1, &ns1);
   sp_status st = finalize_run(m, &none, NULL, tick1, ns1, 0, 1, why, 0);
+  sp__stream_release(m);
   /* the process ends with the signal, without exit handlers */
   if (m->stage_path[0] && strcmp(why, "exit") != 0) unlink(m->stage_path);
   pthread_mutex_unlock(&m->fin_lock);

@@ -148,6 +148,7 @@ int sp__spill_write_to(struct sp_manager *m, int sig, const char *path) {
     put_u32(&o, c ? c->depth : 0);
     put_u64(&o, (uint64_t)(c ? c->id : -1));
   }
+  sp__stream_crash_unlink(m);
   if (m->stage_path[0]) {
     put(&o, SPILL_STAGE, 8);
     put_str(&o, m->stage_path);

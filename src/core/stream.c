@@ -14,6 +14,16 @@
  * row at a time (a k-way merge by start time across threads), so neither
  * side ever holds the run in memory.
  *
+ * The writer also stages each block in the run's own HDF5 file (h5stage.c,
+ * docs/file-format.md "Staged blocks"): its calls converted with the part
+ * of the clock map no later anchor changes (finalize holds the writer
+ * before its end anchor and hands it the final map for the rest, so every
+ * block's nanoseconds are final), coded as the file's rows (start deltas
+ * from the region's last staged start), the rows' statistics accumulated.
+ * Publishing then maps /events onto the blocks instead of copying the
+ * events again; where that cannot apply the assembly below is the
+ * fallback, and the raw staging file stays crash recovery's source.
+ *
  * If the writer cannot keep up, a handoff waits up to five seconds for it;
  * after that the buffer's completed calls are dropped and counted per
  * region, written as metadata (dropped_events, dropped_by_region), never
@@ -44,6 +54,17 @@ struct seg {
   uint32_t thread; /* thread index */
   uint64_t count;
   uint64_t off;    /* file offset: start[count], end[count], id[count], parent[count], cols */
+  uint32_t block;  /* staged: the block's datasets (h5stage.c) */
+  uint64_t boff;   /* and the segment's first call in them */
+};
+
+/* A region's row as the staged blocks code it (h5stage.c): the start its
+ * next delta is taken from, and its statistics, accumulated as the blocks
+ * are written in the order the row's segments have in the file. */
+struct racc {
+  uint64_t n;
+  int64_t prev, shift, total, min, max, first, first_start, last, last_start, smin, emax;
+  double s1, s2;
 };
 
 /* Each segment of the staging file starts with this header, so that a crash
@@ -115,6 +136,31 @@ struct sp_stream {
   pthread_t th;
   int adopted; /* recovery: the crashed run's staging file */
   uint64_t blocks;
+  /* The run's blocks staged in its own HDF5 file as well (h5stage.c), in
+   * nanoseconds already: each block's ticks are converted with the pieces of
+   * the clock map that no later anchor changes (sp__clock_final_map), the
+   * blocks drained at finalize with its final map. NULL: the copy way only
+   * (declined, failed, or a recovery). */
+  struct sp_stage *stage;
+  char stage_tmp[4096]; /* its name, for a crash to remove (async-signal safe) */
+  int stage_off; /* not staged in this run */
+  int stage_stale; /* a finalize ended without writing the run: the map the blocks used may change */
+  uint32_t sblocks; /* blocks staged in this run */
+  struct racc *acc; /* by region id */
+  struct xpatch {
+    uint32_t block;
+    uint64_t at;
+    int64_t pid;
+  } *xp; /* staged parents that are cross-thread links, resolved at finalize */
+  size_t nxp, xp_cap;
+  struct sp_clock_map bm; /* the block's map */
+  struct sp_clock_seg *bseg;
+  int64_t *sbuf; /* SP_STAGE_NCOLS x PART_CALLS */
+  /* finalize: no block is taken from the queue between its hold (before
+   * its end anchor) and the final map it hands over (under mu) */
+  int hold, have_final;
+  struct sp_clock_map fin;
+  struct sp_clock_seg *fin_seg;
   sp_status err;
   char errmsg[512];
 };
@@ -131,7 +177,10 @@ static int grow_regions(struct sp_stream *s, uint32_t need) {
   if (d) s->dropped = d;
   uint64_t *c = realloc(s->calls, cap * sizeof *c);
   if (c) s->calls = c;
-  if (!e || !d || !c) return -1;
+  struct racc *a = realloc(s->acc, cap * sizeof *a);
+  if (a) s->acc = a;
+  if (!e || !d || !c || !a) return -1;
+  memset(s->acc + s->nregions, 0, (cap - s->nregions) * sizeof *s->acc);
   memset(s->excl + s->nregions, 0, (cap - s->nregions) * sizeof *s->excl);
   memset(s->dropped + s->nregions, 0, (cap - s->nregions) * sizeof *s->dropped);
   memset(s->calls + s->nregions, 0, (cap - s->nregions) * sizeof *s->calls);
@@ -170,20 +219,81 @@ static int get_at(int fd, void *p, size_t n, uint64_t off) {
  * through a small buffer of `cap` calls at arena slot `base`, written out
  * each time it fills. */
 struct rpart {
-  uint64_t count, data, base, cap, fill, written;
+  uint64_t count, data, base, cap, fill, written, boff;
 };
 
 /* Calls a region buffers before its columns go out (32 KiB per column):
  * the values are still in cache when written, and the buffers of all
  * regions together stay small (at most this many calls per region). */
 #define PART_CALLS 4096u
+#define PART_CALLS_ ((uint64_t)PART_CALLS)
 
 struct emit_ctx {
   struct sp_stream *s;
   const struct block *b;
   int ncols;
   sp_status st;
+  int stage_err; /* staging this block failed: the run goes the copy way */
+  size_t hint;   /* piece of the block's map */
 };
+
+/* Region r's buffered calls, converted and coded as the file's rows have
+ * them, into the block's staged datasets. */
+static void stage_part(struct emit_ctx *e, uint32_t r, uint64_t n) {
+  struct sp_stream *s = e->s;
+  struct rpart *q = &s->part[r];
+  struct racc *a = &s->acc[r];
+  const int64_t *v = s->arena + 4 * q->base;
+  int64_t *sv = s->sbuf;
+  const uint64_t P = PART_CALLS_, at = q->boff + q->written;
+  int64_t thread = (int64_t)e->b->t->index;
+  for (uint64_t k = 0; k < n; k++) {
+    int64_t s0 = sp__ticks_to_ns_hint(&s->bm, &e->hint, (uint64_t)v[k]),
+            e0 = sp__ticks_to_ns_hint(&s->bm, &e->hint, (uint64_t)v[q->cap + k]);
+    if (e0 < s0) e0 = s0;
+    int64_t d = e0 - s0, pid = v[3 * q->cap + k];
+    sv[k] = a->n ? (int64_t)((uint64_t)s0 - (uint64_t)a->prev) : s0; /* a row's first start, then deltas */
+    a->prev = s0;
+    sv[P + k] = d;
+    sv[2 * P + k] = v[2 * q->cap + k];
+    sv[3 * P + k] = pid;
+    sv[4 * P + k] = thread;
+    if (pid <= -2) { /* a cross-thread parent: known at finalize */
+      if (s->nxp == s->xp_cap) {
+        size_t cap = s->xp_cap ? s->xp_cap * 2 : 64;
+        struct xpatch *x = realloc(s->xp, cap * sizeof *x);
+        if (!x) {
+          e->stage_err = 1;
+          return;
+        }
+        s->xp = x;
+        s->xp_cap = cap;
+      }
+      s->xp[s->nxp++] = (struct xpatch){s->sblocks, at + k, pid};
+    }
+    /* the statistics as the copy way's merge makes them (first: the earliest
+     * start; last: the latest; mean and m2 from sums shifted by a duration) */
+    if (!a->n) {
+      a->shift = a->first = a->min = a->max = a->last = d;
+      a->first_start = a->last_start = a->smin = s0;
+      a->emax = e0;
+    } else {
+      if (s0 < a->first_start) a->first = d, a->first_start = s0;
+      if (s0 >= a->last_start) a->last = d, a->last_start = s0;
+      if (d < a->min) a->min = d;
+      if (d > a->max) a->max = d;
+      if (s0 < a->smin) a->smin = s0;
+      if (e0 > a->emax) a->emax = e0;
+    }
+    a->n++;
+    a->total += d;
+    double x = (double)(d - a->shift);
+    a->s1 += x;
+    a->s2 += x * x;
+  }
+  for (int c = 0; c < SP_STAGE_NCOLS && !e->stage_err; c++)
+    if (sp__stage_put(s->stage, c, at, n, sv + (uint64_t)c * P) != 0) e->stage_err = 1;
+}
 
 /* Write region r's buffered calls to their place in its segment. */
 static void part_flush(struct emit_ctx *e, uint32_t r) {
@@ -192,6 +302,7 @@ static void part_flush(struct emit_ctx *e, uint32_t r) {
   uint64_t n = q->fill;
   q->fill = 0;
   if (!n || e->st != SP_OK) return;
+  if (s->stage && !e->stage_err) stage_part(e, r, n);
   const int64_t *v = s->arena + 4 * q->base;
   for (int c = 0; c < 4 && e->st == SP_OK; c++)
     if (put_at(s->fd, v + (uint64_t)c * q->cap, n * 8, q->data + ((uint64_t)c * q->count + q->written) * 8) != 0)
@@ -240,7 +351,8 @@ static int grow_threads(struct sp_stream *s, uint32_t i) {
 
 /* Per-region parts of a block (its completed calls counted, segments
  * placed after the file's end in region order, buffers in the arena). */
-static sp_status parts_plan(struct sp_stream *s, const struct block *b, uint32_t maxid, int ncols) {
+static sp_status parts_plan(struct sp_stream *s, const struct block *b, uint32_t maxid, int ncols,
+                            uint64_t *maxtick, uint64_t *ncalls) {
   if (maxid + 1 > s->part_cap) {
     struct rpart *p = realloc(s->part, ((size_t)maxid + 1) * sizeof *p);
     if (!p) return sp__set_error(SP_ERR_NO_MEMORY, "stream: out of memory");
@@ -248,12 +360,19 @@ static sp_status parts_plan(struct sp_stream *s, const struct block *b, uint32_t
     s->part_cap = maxid + 1;
   }
   memset(s->part, 0, ((size_t)maxid + 1) * sizeof *s->part);
+  uint64_t top = 0;
   for (uint64_t i = 0; i < b->n; i++)
-    if (b->ev[i].end && b->ev[i].region) s->part[b->ev[i].region].count++;
-  uint64_t off = s->file_end, slots = 0, nc = 4 + (uint64_t)ncols;
+    if (b->ev[i].end && b->ev[i].region) {
+      s->part[b->ev[i].region].count++;
+      if (b->ev[i].end > top) top = b->ev[i].end;
+    }
+  *maxtick = top;
+  uint64_t off = s->file_end, slots = 0, nc = 4 + (uint64_t)ncols, boff = 0;
   for (uint32_t r = 1; r <= maxid; r++) {
     struct rpart *q = &s->part[r];
     if (!q->count) continue;
+    q->boff = boff;
+    boff += q->count;
     q->data = off + SEG_HEAD;
     off = q->data + q->count * 8 * nc;
     q->base = slots;
@@ -274,7 +393,62 @@ static sp_status parts_plan(struct sp_stream *s, const struct block *b, uint32_t
   }
   if (ncols && !s->colbuf && !(s->colbuf = malloc(PART_CALLS * sizeof *s->colbuf)))
     return sp__set_error(SP_ERR_NO_MEMORY, "stream: out of memory");
+  *ncalls = boff;
   return SP_OK;
+}
+
+/* HDF5 1.10 holds about 8 KiB per mapping while it creates a virtual
+ * dataset (measured: 7039 segments x 4 columns grew the peak RSS by 220 MiB,
+ * the mappings freed only at exit): past an eighth of the memory budget in
+ * mappings, the run goes the copy way, whose memory does not grow with the
+ * blocks. The default budget (1 GiB) allows 3276 segments (e.g. 100 blocks
+ * of 32 regions). */
+#define STAGE_MAP_BYTES 8192u
+static int stage_too_many(const struct sp_stream *s) {
+  return (uint64_t)s->nsegs * SP_STAGE_NCOLS * STAGE_MAP_BYTES > (uint64_t)s->m->cfg.max_buffer_bytes / 8;
+}
+
+/* The run goes the copy way from here on (its staging file removed). */
+static void stage_stop(struct sp_stream *s) {
+  __atomic_store_n(&s->stage_tmp[0], 0, __ATOMIC_RELAXED);
+  sp__stage_discard(s->stage);
+  s->stage = NULL;
+  s->stage_off = 1;
+}
+
+/* The block's map (s->bm): finalize's final map once it has handed it over,
+ * else the pieces no later anchor changes, which must cover every tick of
+ * the block (the anchor the writer just noted comes after them; one noted
+ * out of order by another thread is skipped, so note again). -1: no map
+ * is final for this block yet. */
+static int block_map(struct sp_stream *s, uint64_t maxtick) {
+  pthread_mutex_lock(&s->mu);
+  int fin = s->have_final;
+  if (fin) s->bm = s->fin;
+  pthread_mutex_unlock(&s->mu);
+  if (fin) return 0;
+  for (int tries = 0; tries < 3; tries++) {
+    free(s->bseg);
+    uint64_t until = 0;
+    s->bseg = sp__clock_final_map(s->m, &s->bm, &until);
+    if (maxtick < until) return 0;
+    sp__clock_note(s->m);
+  }
+  return -1;
+}
+
+/* Whether this run can stage its blocks (the first block asks): h5stage.c
+ * declines what its file cannot be, the probe columns are not staged. */
+static void stage_begin(struct sp_stream *s) {
+  struct sp_manager *m = s->m;
+  const char *why = NULL;
+  if (s->adopted || m->ext_nout || m->cfg.aggregation_mode || m->cfg.deactivate_file_output)
+    s->stage_off = 1;
+  else if (!(s->sbuf || (s->sbuf = malloc((size_t)SP_STAGE_NCOLS * PART_CALLS * sizeof *s->sbuf))) ||
+           !(s->stage = sp__stage_open(&m->cfg, m->cfg.file_path, &why)))
+    s->stage_off = 1;
+  else if (strlen(sp__stage_path(s->stage)) < sizeof s->stage_tmp)
+    memcpy(s->stage_tmp, sp__stage_path(s->stage), strlen(sp__stage_path(s->stage)) + 1);
 }
 
 /* Append one block's completed calls as per-region segments. */
@@ -284,7 +458,8 @@ static sp_status process_block(struct sp_stream *s, struct block *b) {
   uint32_t maxid = sp__region_max_id();
   if (grow_regions(s, maxid + 1) != 0) return sp__set_error(SP_ERR_NO_MEMORY, "stream: out of memory");
   int ncols = m->ext_nout, nc = 4 + ncols;
-  sp_status st = parts_plan(s, b, maxid, ncols);
+  uint64_t maxtick = 0, ncalls = 0;
+  sp_status st = parts_plan(s, b, maxid, ncols, &maxtick, &ncalls);
   if (st != SP_OK) return st;
   pthread_mutex_lock(&s->mu); /* the hand-off side reads tg[] for spares */
   int grown = grow_threads(s, t->index);
@@ -297,7 +472,22 @@ static sp_status process_block(struct sp_stream *s, struct block *b) {
   sp__clock_anchor(&tick1, &ns1);
   struct sp_clock_map cm = sp__clock_map(m->run_tick0, m->run_ns0, tick1, ns1);
   sp__clock_note(m); /* and one for the run's final map, at every block */
-  struct emit_ctx ec = {s, b, ncols, SP_OK};
+  struct emit_ctx ec = {s, b, ncols, SP_OK, 0, 0};
+  if (!s->adopted) {
+    pthread_mutex_lock(&s->mu);
+    int stale = s->stage_stale;
+    s->stage_stale = 0;
+    pthread_mutex_unlock(&s->mu);
+    if (stale && s->stage) stage_stop(s);
+    if (!s->stage && !s->stage_off && s->blocks == 0) stage_begin(s);
+    /* The block's nanoseconds are final once its map is: its exclusive
+     * times then agree with the durations the file gets. */
+    if (block_map(s, maxtick) == 0) cm = s->bm;
+    else if (s->stage) stage_stop(s);
+    if (s->stage && sp__stage_block(s->stage, s->sblocks, ncalls) != 0) stage_stop(s);
+  } else if (s->stage) {
+    stage_stop(s);
+  }
   struct sp_carry *carry = NULL;
   size_t ncarry = 0;
   struct thread_gaps *tg = &s->tg[t->index];
@@ -344,6 +534,7 @@ static sp_status process_block(struct sp_stream *s, struct block *b) {
    * the staging file at its first segment without a header. */
   for (uint32_t r = 1; r <= maxid; r++) part_flush(&ec, r);
   st = ec.st;
+  if (s->stage && (ec.stage_err || sp__stage_end_block(s->stage) != 0)) stage_stop(s);
   for (uint32_t r = 1; r <= maxid && st == SP_OK; r++) {
     const struct rpart *q = &s->part[r];
     if (!q->count) continue;
@@ -362,10 +553,12 @@ static sp_status process_block(struct sp_stream *s, struct block *b) {
     struct seg_head h = {SEG_MAGIC, r, t->index, q->count, (uint32_t)ncols, 0};
     if (put_at(s->fd, &h, sizeof h, q->data - SEG_HEAD) != 0)
       return sp__set_error(SP_ERR_IO, "stream: writing the staging file failed: %s (disk full?)", strerror(errno));
-    s->segs[s->nsegs++] = (struct seg){r, t->index, q->count, q->data};
+    s->segs[s->nsegs++] = (struct seg){r, t->index, q->count, q->data, s->sblocks, q->boff};
     s->file_end = q->data + q->count * 8 * (uint64_t)nc;
   }
   s->blocks++;
+  if (s->stage) s->sblocks++;
+  if (s->stage && stage_too_many(s)) stage_stop(s);
   return st;
 }
 
@@ -384,7 +577,7 @@ static void *writer(void *arg) {
   struct sp_stream *s = arg;
   pthread_mutex_lock(&s->mu);
   for (;;) {
-    while (!s->head && !s->stop) pthread_cond_wait(&s->wake, &s->mu);
+    while ((!s->head || s->hold) && !s->stop) pthread_cond_wait(&s->wake, &s->mu);
     if (!s->head && s->stop) break;
     struct block *b = s->head;
     s->head = b->next;
@@ -608,6 +801,45 @@ int sp__stream_active(const struct sp_manager *m) {
   return active;
 }
 
+void sp__stream_hold(struct sp_manager *m) {
+  struct sp_stream *s = __atomic_load_n(&m->stream, __ATOMIC_ACQUIRE);
+  if (!s) return;
+  pthread_mutex_lock(&s->mu);
+  s->hold = 1;
+  while (s->busy) pthread_cond_wait(&s->idle, &s->mu);
+  pthread_mutex_unlock(&s->mu);
+}
+
+void sp__stream_release(struct sp_manager *m) {
+  struct sp_stream *s = __atomic_load_n(&m->stream, __ATOMIC_ACQUIRE);
+  if (!s) return;
+  pthread_mutex_lock(&s->mu);
+  s->hold = 0;
+  if (s->have_final) { /* handed over, but the run was not written: the next finalize has its own map */
+    s->have_final = 0;
+    s->stage_stale = 1;
+  }
+  pthread_cond_broadcast(&s->wake);
+  pthread_mutex_unlock(&s->mu);
+}
+
+/* The blocks still to come are converted with the run's final map. */
+static int hand_final_map(struct sp_stream *s, const struct sp_clock_map *cm) {
+  struct sp_clock_seg *seg = NULL;
+  if (cm->nseg && !(seg = malloc(cm->nseg * sizeof *seg))) return -1;
+  if (cm->nseg) memcpy(seg, cm->seg, cm->nseg * sizeof *seg);
+  pthread_mutex_lock(&s->mu);
+  free(s->fin_seg);
+  s->fin_seg = seg;
+  s->fin = *cm;
+  s->fin.seg = seg;
+  s->have_final = 1;
+  s->hold = 0;
+  pthread_cond_broadcast(&s->wake);
+  pthread_mutex_unlock(&s->mu);
+  return 0;
+}
+
 /* Hand over every thread's buffer and wait until the writer is idle. */
 static sp_status drain(struct sp_manager *m) {
   struct sp_stream *s = m->stream;
@@ -663,6 +895,8 @@ struct fill_ctx {
   struct sp_clock_map cm;
   uint32_t *row_region; /* region id of each row */
   int track_threads;
+  struct sp_staged staged; /* the staged blocks' mappings, when the run has them */
+  struct sp_stage_map *map;
 };
 
 #define FILL_BATCH 4096 /* calls written per HDF5 call when assembling */
@@ -844,14 +1078,53 @@ static int ids_redundant(const struct sp_manager *m, const struct sp_stream *s, 
   return (double)s->gap_min * ((double)mult / 4294967296.0) >= need;
 }
 
+/* The staged blocks as the file's events: cross-thread parents patched in
+ * place, one mapping per (row, block) segment in row order, the rows'
+ * statistics from what the writer accumulated. 0, or -1: the copy way. */
+static int build_staged(struct sp_manager *m, struct sp_stream *s, struct sp_run *run, struct fill_ctx *f) {
+  for (size_t k = 0; k < s->nxp; k++)
+    if (sp__stage_patch(s->stage, s->xp[k].block, 3, s->xp[k].at, sp__xctx_parent(m, s->xp[k].pid)) != 0) return -1;
+  if (!(f->map = malloc((s->nsegs + 1) * sizeof *f->map))) return -1;
+  size_t n = 0;
+  for (size_t r = 0; r < run->nrows; r++) {
+    struct sp_row *row = &run->rows[r];
+    uint32_t id = f->row_region[r];
+    uint64_t dst = row->offset;
+    for (size_t g = 0; g < s->nsegs; g++)
+      if (s->segs[g].region == id) {
+        f->map[n++] = (struct sp_stage_map){s->segs[g].block, s->segs[g].boff, dst, s->segs[g].count};
+        dst += s->segs[g].count;
+      }
+    const struct racc *a = &s->acc[id];
+    if (dst != row->offset + row->count || a->n != row->count) return -1;
+    struct sp_summary *su = &row->stats;
+    memset(su, 0, sizeof *su);
+    su->total = a->total;
+    su->minimum = a->min;
+    su->maximum = a->max;
+    su->first = a->first;
+    su->last = a->last;
+    su->start_minimum = a->smin;
+    su->end_maximum = a->emax;
+    double nd = (double)a->n;
+    su->mean = (double)a->shift + a->s1 / nd;
+    su->m2 = a->s2 - a->s1 * a->s1 / nd;
+    if (su->m2 < 0) su->m2 = 0;
+  }
+  f->staged = (struct sp_staged){s->stage, f->map, n};
+  run->staged = &f->staged;
+  return 0;
+}
+
 sp_status sp__stream_build(struct sp_manager *m, const struct sp_clock_map *cm, uint32_t rank, struct sp_run *run,
                            uint64_t *open_calls, void **fill_ctx) {
   memset(run, 0, sizeof *run);
   *fill_ctx = NULL;
   run->layout = "columnar";
+  struct sp_stream *s = m->stream;
+  if (hand_final_map(s, cm) != 0) return sp__set_error(SP_ERR_NO_MEMORY, "finalize: out of memory");
   sp_status st = drain(m);
   if (st != SP_OK) return st;
-  struct sp_stream *s = m->stream;
   *open_calls = 0;
   for (sp_thread_rec *t = m->threads; t; t = t->next) *open_calls += t->hot.n; /* only kept, open calls remain */
   uint32_t maxid = sp__region_max_id();
@@ -907,6 +1180,12 @@ sp_status sp__stream_build(struct sp_manager *m, const struct sp_clock_map *cm, 
   run->fill_events = fill;
   run->fill_ctx = f;
   *fill_ctx = f;
+  if (s->stage_stale && s->stage) stage_stop(s);
+  s->stage_stale = 0;
+  if (s->stage && build_staged(m, s, run, f) != 0) {
+    run->staged = NULL; /* the copy way; the file is removed when the run is reset */
+    for (size_t i = 0; i < run->nrows; i++) memset(&run->rows[i].stats, 0, sizeof run->rows[i].stats);
+  }
   sp__meta_i64(&run->meta, SP_META_STREAMED_BLOCKS, (int64_t)s->blocks);
   sp__meta_i64(&run->meta, SP_META_DROPPED_EVENTS, (int64_t)dropped);
   if (dropped) {
@@ -953,6 +1232,7 @@ oom:
 void sp__stream_fill_free(void *fill_ctx) {
   struct fill_ctx *f = fill_ctx;
   if (!f) return;
+  free(f->map);
   free(f->row_region);
   free(f);
 }
@@ -966,6 +1246,18 @@ void sp__stream_reset(struct sp_manager *m) {
   s->file_end = 0;
   s->nsegs = 0;
   s->blocks = 0;
+  /* published (its file renamed to the output) or not used: gone either way */
+  s->stage_tmp[0] = 0;
+  sp__stage_discard(s->stage);
+  s->stage = NULL;
+  s->stage_off = 0;
+  s->sblocks = 0;
+  s->nxp = 0;
+  if (s->acc) memset(s->acc, 0, s->nregions * sizeof *s->acc);
+  pthread_mutex_lock(&s->mu);
+  s->have_final = 0;
+  s->stage_stale = 0;
+  pthread_mutex_unlock(&s->mu);
   memset(s->excl, 0, s->nregions * sizeof *s->excl);
   memset(s->dropped, 0, s->nregions * sizeof *s->dropped);
   memset(s->calls, 0, s->nregions * sizeof *s->calls);
@@ -1031,6 +1323,12 @@ void sp__stream_close(struct sp_manager *m) {
   close(s->fd);
   if (m->stage_path[0]) unlink(m->stage_path);
   m->stage_path[0] = 0;
+  sp__stage_discard(s->stage);
+  free(s->acc);
+  free(s->xp);
+  free(s->bseg);
+  free(s->fin_seg);
+  free(s->sbuf);
   free(s->segs);
   free(s->excl);
   free(s->dropped);
@@ -1125,7 +1423,7 @@ int sp__stream_adopt(struct sp_manager *m, const char *path, const uint32_t *idm
         s->segs = g;
         s->segs_cap = cap;
       }
-      s->segs[s->nsegs++] = (struct seg){region, h.thread, h.count, off + SEG_HEAD};
+      s->segs[s->nsegs++] = (struct seg){region, h.thread, h.count, off + SEG_HEAD, 0, 0};
       s->calls[region] += h.count;
       n += h.count;
     }
@@ -1177,11 +1475,19 @@ int sp__stream_adopt(struct sp_manager *m, const char *path, const uint32_t *idm
     free(s->excl);
     free(s->dropped);
     free(s->calls);
+    free(s->acc);
     free(s);
     return -1;
   }
   m->stream = s;
   return clean ? 0 : 1;
+}
+
+void sp__stream_crash_unlink(const struct sp_manager *m) {
+  const struct sp_stream *s = __atomic_load_n(&m->stream, __ATOMIC_ACQUIRE);
+  /* the staged HDF5 file is no use to recovery, which reads the raw
+   * staging file: a crash leaves no half-written output beside the file */
+  if (s && __atomic_load_n(&s->stage_tmp[0], __ATOMIC_RELAXED)) unlink(s->stage_tmp);
 }
 
 uint64_t sp__stream_blocks_now(const struct sp_manager *m) {

@@ -14,6 +14,12 @@ uint64_t sp__stream_live_limit(const struct sp_manager *m);
 int sp__stream_handoff(struct sp_manager *m, sp_thread_rec *t);
 /* 1 once this run has streamed anything. */
 int sp__stream_active(const struct sp_manager *m);
+/* Finalize, before it takes its end anchor: the writer finishes the block
+ * in its hands and takes no other until sp__stream_build hands it the
+ * final map (so that every staged block's nanoseconds are final);
+ * release, after finalize, in every case. */
+void sp__stream_hold(struct sp_manager *m);
+void sp__stream_release(struct sp_manager *m);
 /* Finalize: hand over the rest, wait for the writer, and describe the run
  * (rows, statistics filled while writing) for the HDF5 writer. */
 sp_status sp__stream_build(struct sp_manager *m, const struct sp_clock_map *cm, uint32_t rank, struct sp_run *run,
@@ -30,6 +36,8 @@ uint64_t sp__stream_spare_bytes(const struct sp_manager *m);
 /* Blocks this run streamed or has on their way to the writer (async-signal
  * safe: the crash spill records it). */
 uint64_t sp__stream_blocks_now(const struct sp_manager *m);
+/* A crash: the staged HDF5 file of the run removed (async-signal safe). */
+void sp__stream_crash_unlink(const struct sp_manager *m);
 /* 1 when the writer had nothing in hand (async-signal safe). */
 int sp__stream_idle_now(const struct sp_manager *m);
 /* Recovery: the crashed run's staging file at `path` (its region ids mapped

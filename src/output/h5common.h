@@ -49,6 +49,8 @@ void sp__h5_write_attrs(hid_t obj, const struct sp_meta *meta, int *failed);
 #define SP_PW_ALL 15u
 struct sp_layout;
 struct sp_place;
+/* 1 when dataset `id` is in the file of layout L; *len its length. */
+int sp__plan_present(const struct sp_layout *L, int id, uint64_t *len);
 void sp__plan_write_head(hid_t file, const struct sp_layout *L, const struct sp_meta *meta, int *failed);
 void sp__plan_create(hid_t file, const struct sp_layout *L, const struct sp_config *cfg, unsigned what,
                      int *failed);
@@ -70,5 +72,10 @@ int sp__h5_fsync_path(const char *path);
 /* Publishes `tmp` as `path` (fsync, rename) or, when `failed`, removes it.
  * Frees tmp. SP_OK or SP_ERR_IO with a message. */
 sp_status sp__h5_publish(char *tmp, const char *path, int failed);
+/* A run whose blocks were staged (run->staged): published as `path` with
+ * virtual /events columns (h5stage.c). *declined: the staged way does not
+ * apply and nothing was touched; otherwise a failure removed the file.
+ * Either way the caller writes the run the copy way instead. */
+sp_status sp__stage_publish(const struct sp_run *run, const struct sp_config *cfg, const char *path, int *declined);
 
 #endif

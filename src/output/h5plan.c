@@ -72,6 +72,8 @@ static int present(const struct sp_layout *L, int id, uint64_t *len) {
   return 1;
 }
 
+int sp__plan_present(const struct sp_layout *L, int id, uint64_t *len) { return present(L, id, len); }
+
 static hid_t group_at(hid_t file, enum sp_group g) {
   const char *name = sp__plan_group_name(g);
   hid_t h = -1;

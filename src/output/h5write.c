@@ -131,6 +131,16 @@ sp_status sp__h5_write_parts(const struct sp_run *run, int n, const struct sp_co
   sp_status st = validate_filters(cfg);
   if (st != SP_OK) return st;
   if (n < 1) return sp__set_error(SP_ERR_INVALID_ARGUMENT, "no part to write to %s", path);
+  if (n == 1 && run->staged) {
+    int declined = 0;
+    if (sp__stage_publish(run, cfg, path, &declined) == SP_OK) {
+      if (!sp__h5_stage_copy_too) return SP_OK;
+      struct sp_run copy = *run;
+      copy.staged = NULL;
+      return sp__h5_write_parts(&copy, 1, cfg, sp__h5_stage_copy_too);
+    }
+    /* declined, or failed and removed: the same run the copy way */
+  }
   if ((!run->fill_events || run->fill_any_size) && estimated_size(run, n) <= sp__h5_image_max)
     return write_image_file(run, n, cfg, path);
   char *tmp = NULL;

@@ -113,6 +113,43 @@ struct sp_event_sink *sp__mem_sink_open(struct sp_run *dst, const struct sp_run 
 void sp__mem_sink_close(struct sp_event_sink *s);
 void sp__mem_sink_discard(struct sp_event_sink *s, struct sp_run *dst);
 
+/* A streamed run's blocks staged in the run's own HDF5 file as they stream
+ * (h5stage.c): each block's calls in their final form (start deltas of
+ * their rows, durations, ids, parents, threads), so that publishing writes
+ * the index and makes /events virtual over the blocks instead of copying
+ * the events again. The writer thread is the only one that touches the
+ * file until finalize publishes it. */
+#define SP_STAGE_NCOLS 5 /* start delta, duration, call id, parent id, thread */
+struct sp_stage;
+/* The staging file beside `path`, or NULL when the staged way cannot apply
+ * to this run (*why says why; the caller streams the copy way). */
+struct sp_stage *sp__stage_open(const struct sp_config *cfg, const char *path, const char **why);
+/* Block `block`'s datasets, n calls each; 0 or -1. */
+int sp__stage_block(struct sp_stage *g, uint32_t block, uint64_t n);
+/* Values [off, off+n) of staged column `col` of the current block. */
+int sp__stage_put(struct sp_stage *g, int col, uint64_t off, uint64_t n, const int64_t *v);
+/* The block is whole: its datasets closed, the file flushed. */
+int sp__stage_end_block(struct sp_stage *g);
+/* One value of an earlier block (cross-thread parents, known at finalize). */
+int sp__stage_patch(struct sp_stage *g, uint32_t block, int col, uint64_t at, int64_t v);
+/* The staging file's name (until it is published or removed). */
+const char *sp__stage_path(const struct sp_stage *g);
+/* Closes and removes the staging file (nothing when it was published). */
+void sp__stage_discard(struct sp_stage *g);
+/* One (row, block) segment: `count` calls at `src` of the block's datasets
+ * are events [dst, dst+count) of the file. */
+struct sp_stage_map {
+  uint32_t block;
+  uint64_t src, dst, count;
+};
+struct sp_staged {
+  struct sp_stage *stage;
+  const struct sp_stage_map *map; /* in event order, covering every event */
+  size_t nmap;
+};
+/* Tests: where a staged publish also writes the same run the copy way. */
+extern const char *sp__h5_stage_copy_too;
+
 struct sp_run {
   const char *layout; /* "columnar" or "aggregate" */
   char **names;
@@ -145,6 +182,9 @@ struct sp_run {
   /* the filler may run into an in-memory image as well (a run kept in
    * memory); small runs are then built in memory as the others are */
   int fill_any_size;
+  /* a streamed run whose blocks were staged in its own file: published by
+   * making /events virtual over them (the filler stays the fallback) */
+  const struct sp_staged *staged;
 };
 
 void sp__run_free(struct sp_run *run);

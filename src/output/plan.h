@@ -41,6 +41,10 @@
  * thread_table view). */
 #define SP_PLAN_THREAD_TABLE "thread_table"
 #define SP_PLAN_TASK_TABLE "task_table"
+/* The group of a streamed run's staged blocks (docs/file-format.md,
+ * "Staged blocks"): /staging/<block, 6 digits>/<event column name>, the
+ * sources of the virtual /events columns. */
+#define SP_PLAN_STAGING "staging"
 
 /* Value types as stored (little-endian, as h5py writes them on x86). */
 enum sp_dtype {

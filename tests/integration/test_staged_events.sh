@@ -1,0 +1,95 @@
+#!/usr/bin/env bash
+# A streamed run whose blocks are its file's data (docs/file-format.md,
+# "Staged blocks"): ended by SIGTERM, the file is published with /events
+# virtual over /staging and reads the way upstream's h5py reader reads
+# schema 3 (each column whole, a row by its offset and count), equal to the
+# same workload kept in memory; after a move it still reads. A SIGSEGV in the
+# middle of such a run is still recovered whole by `recover` (from the raw
+# staging file), and leaves no staged HDF5 file behind.
+set -u
+"$SP_PYTHON" -c 'import h5py' 2>/dev/null || { echo "python3-h5py missing"; exit 77; }
+work=$(mktemp -d "${TMPDIR:-/tmp}/sp-staged-XXXXXX"); trap 'rm -rf "$work"' EXIT
+cd "$work"
+unset SCOPE_PROFILER_CONFIG SCOPE_PROFILER_HDF5_COMPRESSION SCOPE_PROFILER_HDF5_SCHEMA
+app="$SP_BUILD/tests/app-killme" cli="$SP_BUILD/scope-profiler"
+fail=0
+N=2000000
+SCOPE_PROFILER_MAX_BUFFER_BYTES=67108864 SCOPE_PROFILER_FILE_PATH=term.h5 "$app" --ready $N --pause-ms 300 --raise 15 > /dev/null 2>&1
+SCOPE_PROFILER_FILE_PATH=mem.h5 "$app" --ready 1000 --pause-ms 0 --raise 15 > /dev/null 2>&1
+# (no check for leftovers here: killme returns after raising the signal, and
+# its exit hook's finalize races the watcher's, which the crash below has not)
+mkdir moved && mv term.h5 moved/renamed.h5
+"$SP_PYTHON" - "$N" <<'PY' || fail=1
+import sys
+import h5py
+import numpy as np
+n = int(sys.argv[1])
+f = h5py.File("moved/renamed.h5", "r")
+assert f["events/start_deltas"].is_virtual and f["events/durations"].is_virtual, "not staged"
+assert f.attrs["scope_profiler_schema"] == 3
+assert f["metadata"].attrs["streamed_blocks"] >= 2
+names = [x.decode() for x in f["region_table/names"][:]]
+rri = f["rank_region_index"]
+off, cnt = rri["event_offsets"][:], rri["event_counts"][:]
+# upstream's way: each column whole, then per row a slice and a cumsum
+d = f["events/start_deltas"][:]
+dur = f["events/durations"][:]
+assert len(d) == cnt.sum() and len(dur) == len(d)
+stats = rri["summary_statistics"][:]
+for r, rid in enumerate(rri["region_ids"][:]):
+    o, c = int(off[r]), int(cnt[r])
+    starts = np.cumsum(d[o:o + c])
+    ds = dur[o:o + c]
+    assert stats["total"][r] == ds.sum(), names[rid]
+    assert stats["minimum"][r] == ds.min() and stats["maximum"][r] == ds.max(), names[rid]
+    assert stats["start_minimum"][r] == starts.min(), names[rid]
+    assert stats["end_maximum"][r] == (starts + ds).max(), names[rid]
+    assert abs(stats["mean"][r] - ds.mean()) <= 1e-6 * max(1.0, abs(ds.mean())), names[rid]
+    if names[rid] == "work":
+        assert c == n, (c, n)
+        assert (np.diff(starts) >= 0).all() and (ds >= 0).all()
+# the layout is the one a run kept in memory writes: the same datasets
+m = h5py.File("mem.h5", "r")
+def walk(g, p=""):
+    out = set()
+    for k, v in g.items():
+        if k == "staging":
+            continue
+        out.add(p + k)
+        if isinstance(v, h5py.Group):
+            out |= walk(v, p + k + "/")
+    return out
+ids = {"events/call_ids", "events/parent_ids"}  # each run decides whether its ids are needed
+a, b = walk(f) - ids, walk(m) - ids
+assert a == b, (a ^ b)
+print("staged file: %d work calls, read as upstream reads schema 3, after a move" % n)
+PY
+"$cli" inspect moved/renamed.h5 > inspect.txt 2>&1 || { echo "FAIL: inspect of the staged file"; cat inspect.txt; fail=1; }
+grep -q "work" inspect.txt || { echo "FAIL: inspect does not show work"; fail=1; }
+# A crash mid-stream: recovered from the raw staging file, the staged file removed.
+whole=0
+for pause in 500 2000 8000; do
+  rm -f big.h5.spill .big.h5.stage.* big_rec.h5
+  SCOPE_PROFILER_MAX_BUFFER_BYTES=67108864 SCOPE_PROFILER_FILE_PATH=big.h5 "$app" --ready $N --pause-ms $pause --raise 11 > /dev/null 2>&1
+  ls .big.h5.tmp.* > /dev/null 2>&1 && { echo "FAIL: the crash left the staged file"; fail=1; }
+  ls .big.h5.stage.* > /dev/null 2>&1 || { echo "FAIL: the crash left no raw staging file"; fail=1; break; }
+  "$cli" recover big.h5.spill -o big_rec.h5 > /dev/null || { echo "FAIL: recover of a staged streamed run"; fail=1; break; }
+  "$SP_PYTHON" - "$N" <<'PY'
+import sys
+import h5py
+n = int(sys.argv[1])
+f = h5py.File("big_rec.h5", "r")
+names = [x.decode() for x in f["region_table/names"][:]]
+rri = f["rank_region_index"]
+got = sum(int(c) for i, c in zip(rri["region_ids"][:], rri["event_counts"][:]) if names[i] == "work")
+a = f["metadata"].attrs
+if a["recovery_complete"] == 1:
+    sys.exit(0 if got == n else "recovery_complete 1 with %d of %d work calls" % (got, n))
+sys.exit(3)
+PY
+  rc=$?
+  if [[ $rc == 0 ]]; then whole=1; break; fi
+  [[ $rc == 3 ]] || { fail=1; break; }
+done
+[[ $whole == 1 ]] && echo "crash mid-stream: all $N calls recovered" || { echo "FAIL: never recovered whole"; fail=1; }
+exit $fail

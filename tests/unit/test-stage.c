@@ -1,0 +1,277 @@
+/* test-stage.c - a streamed run whose blocks are the file's data (h5stage.c,
+ * docs/file-format.md "Staged blocks"): /events virtual over /staging, and
+ * the same run written the copy way (sp__h5_stage_copy_too) holding exactly
+ * the same calls, index and statistics; the file still reads after a rename;
+ * cross-thread parents patched in place; what declines to the copy way. */
+#include <hdf5.h>
+#include <math.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/core.h"
+#include "core/stream.h"
+#include "harness.h"
+#include "h5util.h"
+#include "output/output.h"
+#include "scope_profiler.h"
+#include "scope_profiler/reader.h"
+
+static sp_manager *setup_with(const char *const *overrides) {
+  sp_manager *m = sp_manager_create();
+  ASSERT(m != NULL);
+  ASSERT_OK(sp_manager_setup(m, &(sp_setup_args){.overrides = overrides}));
+  return m;
+}
+
+static int is_virtual(const char *file, const char *dset) {
+  hid_t f = H5Fopen(file, H5F_ACC_RDONLY, H5P_DEFAULT);
+  ASSERT(f >= 0);
+  hid_t d = H5Dopen2(f, dset, H5P_DEFAULT);
+  ASSERT(d >= 0);
+  hid_t p = H5Dget_create_plist(d);
+  int v = H5Pget_layout(p) == H5D_VIRTUAL;
+  H5Pclose(p);
+  H5Dclose(d);
+  H5Fclose(f);
+  return v;
+}
+
+/* One call as both files must hold it, for comparing rows as sets (the
+ * staged file keeps a row's segments in block order, the copy way merges
+ * them by start). */
+struct call {
+  int64_t start, dur, id, parent, thread;
+};
+static int cmp_call(const void *x, const void *y) {
+  const struct call *a = x, *b = y;
+  if (a->start != b->start) return a->start < b->start ? -1 : 1;
+  if (a->id != b->id) return a->id < b->id ? -1 : 1;
+  return (a->thread > b->thread) - (a->thread < b->thread);
+}
+
+/* The file's calls, row by row (each row sorted), the way upstream reads
+ * schema 3: each column whole, a row's starts the running sum of its
+ * deltas. */
+static struct call *calls_of(const char *file, long long *n, int64_t **off, int64_t **cnt, long long *nrows) {
+  long long nd = 0, ni = 0, nt = 0, k = 0;
+  int64_t *start = h5_schema3_events(file, 0, n);
+  int64_t *dur = h5_i64(file, "/events/durations", &nd);
+  int64_t *id = h5_i64(file, "/events/call_ids", &ni);
+  int64_t *par = h5_i64(file, "/events/parent_ids", &ni);
+  int64_t *thr = h5_i64(file, "/events/thread_ids", &nt);
+  *off = h5_i64(file, "/rank_region_index/event_offsets", nrows);
+  *cnt = h5_i64(file, "/rank_region_index/event_counts", &k);
+  ASSERT(start && dur && nd == *n && *off && *cnt && k == *nrows);
+  struct call *c = malloc(((size_t)*n + 1) * sizeof *c);
+  ASSERT(c);
+  for (long long i = 0; i < *n; i++)
+    c[i] = (struct call){start[i], dur[i], id ? id[i] : -1, par ? par[i] : -1, thr ? thr[i] : -1};
+  for (long long r = 0; r < *nrows; r++) qsort(c + (*off)[r], (size_t)(*cnt)[r], sizeof *c, cmp_call);
+  free(start), free(dur), free(id), free(par), free(thr);
+  return c;
+}
+
+/* The summary compound's fields by name (native doubles and int64s). */
+static double *summary_field(const char *file, const char *field, long long *n) {
+  hid_t f = H5Fopen(file, H5F_ACC_RDONLY, H5P_DEFAULT);
+  hid_t d = H5Dopen2(f, "/rank_region_index/summary_statistics", H5P_DEFAULT);
+  ASSERT(f >= 0 && d >= 0);
+  hid_t s = H5Dget_space(d);
+  *n = H5Sget_simple_extent_npoints(s);
+  hid_t ft = H5Dget_type(d);
+  int idx = H5Tget_member_index(ft, field);
+  ASSERT(idx >= 0);
+  hid_t mclass = H5Tget_member_class(ft, (unsigned)idx);
+  hid_t mt = H5Tcreate(H5T_COMPOUND, 8);
+  H5Tinsert(mt, field, 0, mclass == H5T_FLOAT ? H5T_NATIVE_DOUBLE : H5T_NATIVE_INT64);
+  int64_t *raw = malloc(((size_t)*n + 1) * 8);
+  ASSERT(H5Dread(d, mt, H5S_ALL, H5S_ALL, H5P_DEFAULT, raw) >= 0);
+  double *v = malloc(((size_t)*n + 1) * sizeof *v);
+  for (long long i = 0; i < *n; i++) {
+    if (mclass == H5T_FLOAT) memcpy(&v[i], &raw[i], 8);
+    else v[i] = (double)raw[i];
+  }
+  free(raw);
+  H5Tclose(mt), H5Tclose(ft), H5Sclose(s), H5Dclose(d), H5Fclose(f);
+  return v;
+}
+
+#define NT 3
+static sp_manager *tm;
+static sp_region reg[4];
+static sp_context ctx;
+static int per_thread = 600000;
+
+/* Shared regions, a region that recurses across hand-offs (rec: open at
+ * the block boundaries now and then), depth-0 calls under a parent on
+ * another thread (the context). */
+static void *worker(void *arg) {
+  (void)arg;
+  sp_context_adopt(tm, ctx);
+  for (int i = 0; i < per_thread; i += 4) {
+    sp_region_begin(tm, reg[0]);
+    sp_region_begin(tm, reg[1 + (i & 1)]);
+    sp_region_begin(tm, reg[3]);
+    if (i % 1024 == 0) { /* rec, recursing, open long */
+      for (int j = 0; j < 64; j++) {
+        sp_region_begin(tm, reg[3]);
+        sp_region_end(tm, reg[3]);
+      }
+    }
+    sp_region_end(tm, reg[3]);
+    sp_region_end(tm, reg[1 + (i & 1)]);
+    sp_region_end(tm, reg[0]);
+  }
+  return NULL;
+}
+
+static void run_threads(const char *file, const char *budget) {
+  char fp[256], mb[64];
+  snprintf(fp, sizeof fp, "file_path=%s", file);
+  snprintf(mb, sizeof mb, "max_buffer_bytes=%s", budget);
+  const char *ov[] = {fp, mb, NULL};
+  tm = setup_with(ov);
+  reg[0] = sp_region_intern("outer");
+  reg[1] = sp_region_intern("even");
+  reg[2] = sp_region_intern("odd");
+  reg[3] = sp_region_intern("rec");
+  sp_region main_r = sp_region_intern("main");
+  sp_region_begin(tm, main_r);
+  ctx = sp_context_capture(tm);
+  pthread_t th[NT];
+  for (int i = 0; i < NT; i++) ASSERT_EQ(pthread_create(&th[i], NULL, worker, NULL), 0);
+  for (int i = 0; i < NT; i++) pthread_join(th[i], NULL);
+  sp_region_end(tm, main_r);
+  ASSERT_OK(sp_manager_finalize(tm, NULL, NULL));
+  sp_manager_destroy(tm);
+}
+
+/* The same run published both ways: equal calls, index and statistics. */
+SP_TEST(staged_equals_copy_way_of_the_same_run) {
+  unsetenv("SCOPE_PROFILER_CLOCK"); /* the real clock: anchors at every block, a piecewise map */
+  sp__h5_stage_copy_too = "copy.h5";
+  run_threads("staged.h5", "67108864");
+  sp__h5_stage_copy_too = NULL;
+  ASSERT(is_virtual("staged.h5", "/events/start_deltas"));
+  ASSERT(is_virtual("staged.h5", "/events/durations"));
+  ASSERT(!is_virtual("copy.h5", "/events/durations"));
+  ASSERT_GE(h5_attr_i64("staged.h5", "/metadata", "streamed_blocks"), 2 * NT);
+  const char *same[] = {"/rank_region_index/region_ids", "/rank_region_index/event_offsets",
+                        "/rank_region_index/event_counts", "/rank_region_index/exclusive_totals"};
+  for (size_t c = 0; c < sizeof same / sizeof same[0]; c++) {
+    long long na, nb;
+    int64_t *va = h5_i64("staged.h5", same[c], &na), *vb = h5_i64("copy.h5", same[c], &nb);
+    ASSERT(va && vb && na == nb);
+    for (long long i = 0; i < na; i++)
+      if (va[i] != vb[i]) SP_FAIL_("%s[%lld]: staged %lld, copy %lld", same[c], i, (long long)va[i], (long long)vb[i]);
+    free(va), free(vb);
+  }
+  ASSERT_EQ(h5_len("staged.h5", "/events/call_ids") > 0, h5_len("copy.h5", "/events/call_ids") > 0);
+  ASSERT_GT(h5_len("staged.h5", "/events/thread_ids"), 0);
+  long long na, nb, ra, rb;
+  int64_t *oa, *ca, *ob, *cb;
+  struct call *a = calls_of("staged.h5", &na, &oa, &ca, &ra), *b = calls_of("copy.h5", &nb, &ob, &cb, &rb);
+  ASSERT_EQ(na, nb);
+  ASSERT_EQ(na, (long long)NT * (per_thread / 4) * 3 + NT * 64 * ((per_thread + 1023) / 1024) + 1);
+  for (long long i = 0; i < na; i++) {
+    if (memcmp(&a[i], &b[i], sizeof a[i]) != 0)
+      SP_FAIL_("call %lld: staged (%lld %lld id %lld parent %lld thread %lld), copy (%lld %lld id %lld parent %lld thread %lld)",
+               i, (long long)a[i].start, (long long)a[i].dur, (long long)a[i].id, (long long)a[i].parent,
+               (long long)a[i].thread, (long long)b[i].start, (long long)b[i].dur, (long long)b[i].id,
+               (long long)b[i].parent, (long long)b[i].thread);
+  }
+  /* the workers' outer calls hang under main's call, on another thread */
+  long long main_row = h5_region_index("staged.h5", "main"), outer_row = h5_region_index("staged.h5", "outer");
+  ASSERT(main_row >= 0 && outer_row >= 0);
+  ASSERT_EQ(ca[main_row], 1);
+  int64_t main_id = a[oa[main_row]].id;
+  if (h5_len("staged.h5", "/events/parent_ids") > 0) {
+    ASSERT(main_id >= 0);
+    for (int64_t i = oa[outer_row]; i < oa[outer_row] + ca[outer_row]; i++) ASSERT_EQ(a[i].parent, main_id);
+  }
+  /* statistics: exact sums and extremes; first and last the durations of a
+   * call with the row's earliest and latest start; mean and m2 up to the
+   * rounding of sums taken in another order */
+  const char *exact[] = {"total", "minimum", "maximum", "start_minimum", "end_maximum"};
+  for (size_t k = 0; k < sizeof exact / sizeof exact[0]; k++) {
+    long long n1, n2;
+    double *x = summary_field("staged.h5", exact[k], &n1), *y = summary_field("copy.h5", exact[k], &n2);
+    ASSERT_EQ(n1, n2);
+    for (long long r = 0; r < n1; r++)
+      if (x[r] != y[r]) SP_FAIL_("%s of row %lld: staged %.17g, copy %.17g", exact[k], r, x[r], y[r]);
+    free(x), free(y);
+  }
+  long long n1, n2;
+  double *first = summary_field("staged.h5", "first", &n1), *last = summary_field("staged.h5", "last", &n1);
+  for (long long r = 0; r < n1; r++) {
+    int ok_first = 0, ok_last = 0;
+    int64_t lo = a[oa[r]].start, hi = a[oa[r] + ca[r] - 1].start;
+    for (int64_t i = oa[r]; i < oa[r] + ca[r]; i++) {
+      ok_first |= a[i].start == lo && (double)a[i].dur == first[r];
+      ok_last |= a[i].start == hi && (double)a[i].dur == last[r];
+    }
+    ASSERT(ok_first && ok_last);
+  }
+  free(first), free(last);
+  const char *approx[] = {"mean", "m2"};
+  for (size_t k = 0; k < 2; k++) {
+    double *x = summary_field("staged.h5", approx[k], &n1), *y = summary_field("copy.h5", approx[k], &n2);
+    for (long long r = 0; r < n1; r++)
+      if (fabs(x[r] - y[r]) > 1e-9 * fabs(y[r]) + 1e-6) SP_FAIL_("%s of row %lld: staged %.17g, copy %.17g", approx[k], r, x[r], y[r]);
+    free(x), free(y);
+  }
+  /* our reader: the same call tree */
+  sp_results *ra_ = NULL, *rb_ = NULL;
+  ASSERT_OK(sp_results_open("staged.h5", &ra_));
+  ASSERT_OK(sp_results_open("copy.h5", &rb_));
+  sp_call *ka = NULL, *kb = NULL;
+  size_t nka = 0, nkb = 0;
+  ASSERT_OK(sp_results_call_stack(ra_, 0, NULL, &ka, &nka, NULL));
+  ASSERT_OK(sp_results_call_stack(rb_, 0, NULL, &kb, &nkb, NULL));
+  ASSERT_EQ(nka, nkb);
+  ASSERT_EQ((long long)nka, na);
+  for (size_t i = 0; i < nka; i++) {
+    ASSERT_EQ(ka[i].start_ns, kb[i].start_ns);
+    ASSERT_EQ(ka[i].depth, kb[i].depth);
+  }
+  free(ka), free(kb);
+  sp_results_free(ra_);
+  sp_results_free(rb_);
+  free(a), free(b), free(oa), free(ob), free(ca), free(cb);
+  /* one file: it reads after a rename (its sources are ".", this file) */
+  ASSERT(rename("staged.h5", "moved.h5") == 0);
+  ASSERT_EQ(h5_region_events("moved.h5", "outer"), (long long)NT * (per_thread / 4));
+  sp_results *rm = NULL;
+  ASSERT_OK(sp_results_open("moved.h5", &rm));
+  sp_results_free(rm);
+}
+
+/* A small budget makes too many segments for the mappings' memory: the run
+ * goes the copy way (contiguous /events, no /staging), with the same calls. */
+SP_TEST(many_blocks_in_a_small_budget_go_the_copy_way) {
+  per_thread = 200000;
+  run_threads("small.h5", "2097152");
+  ASSERT_GT(h5_attr_i64("small.h5", "/metadata", "streamed_blocks"), 3 * NT);
+  ASSERT(!is_virtual("small.h5", "/events/durations"));
+  ASSERT_EQ(h5_region_events("small.h5", "outer"), (long long)NT * (per_thread / 4));
+}
+
+/* Schema 2 is not staged (absolute starts and ends: the copy way). */
+SP_TEST(schema_2_goes_the_copy_way) {
+  const char *ov[] = {"file_path=s2.h5", "max_buffer_bytes=67108864", "hdf5_schema=2", NULL};
+  sp_manager *m = setup_with(ov);
+  sp_region r = sp_region_intern("leaf");
+  for (int i = 0; i < 3000000; i++) {
+    sp_region_begin(m, r);
+    sp_region_end(m, r);
+  }
+  ASSERT_OK(sp_manager_finalize(m, NULL, NULL));
+  sp_manager_destroy(m);
+  ASSERT_GT(h5_attr_i64("s2.h5", "/metadata", "streamed_blocks"), 2);
+  ASSERT(!is_virtual("s2.h5", "/events/start_times"));
+  ASSERT_EQ(h5_region_events("s2.h5", "leaf"), 3000000);
+}
+
+int main(int argc, char **argv) { return sp_test_main(argc, argv); }
