@@ -136,6 +136,8 @@ int main(int argc, char **argv) {
   uint64_t n = sp_results_num_events(r);
   const sp_metadata_entry *blocks = sp_results_metadata(r, "streamed_blocks");
   long long nb = blocks && blocks->kind == SP_VALUE_INT ? (long long)blocks->i : -1;
+  const sp_metadata_entry *dropped = sp_results_metadata(r, "dropped_events");
+  long long nd = dropped && dropped->kind == SP_VALUE_INT ? (long long)dropped->i : -1;
   sp_results_free(r);
   struct stat sb;
   stat(out, &sb);
@@ -149,8 +151,8 @@ int main(int argc, char **argv) {
   }
   if (f >= 0) H5Fclose(f);
   double copy = copy_once(out);
-  printf("events in the file      %llu (recorded %ld; streamed blocks %lld)\n", (unsigned long long)n,
-         events, nb);
+  printf("events in the file      %llu (recorded %ld; streamed blocks %lld; dropped_events %lld)\n",
+         (unsigned long long)n, events, nb, nd);
   printf("file                    %.1f MiB\n", (double)sb.st_size / 1048576.0);
   printf("events staged (virtual) %s\n", staged == 1 ? "yes" : staged == 0 ? "no (the copy way)" : "?");
   printf("SIGTERM to published    %.3f s, %.1f M events/s (process gone after %.3f s; CPU %.3f s)\n", t_out,

@@ -16,9 +16,9 @@
  *
  * The writer also stages each block in the run's own HDF5 file (h5stage.c,
  * docs/file-format.md "Staged blocks"): its calls converted with the part
- * of the clock map no later anchor changes (finalize holds the writer
- * before its end anchor and hands it the final map for the rest, so every
- * block's nanoseconds are final), coded as the file's rows (start deltas
+ * of the clock map no later anchor changes (finalize lets the writer
+ * finish its block before it takes its end anchor and hands it the final
+ * map for the rest, so every block's nanoseconds are final), coded as the file's rows (start deltas
  * from the region's last staged start), the rows' statistics accumulated.
  * Publishing then maps /events onto the blocks instead of copying the
  * events again; where that cannot apply the assembly below is the
@@ -156,9 +156,11 @@ struct sp_stream {
   struct sp_clock_map bm; /* the block's map */
   struct sp_clock_seg *bseg;
   int64_t *sbuf; /* SP_STAGE_NCOLS x PART_CALLS */
-  /* finalize: no block is taken from the queue between its hold (before
-   * its end anchor) and the final map it hands over (under mu) */
+  /* finalize: between its hold (before its end anchor) and the final map
+   * it hands over, a block has no map known final: the run is then not
+   * staged (under mu) */
   int hold, have_final;
+  uint64_t ntaken, ndone; /* blocks the writer took from the queue, and finished */
   struct sp_clock_map fin;
   struct sp_clock_seg *fin_seg;
   sp_status err;
@@ -477,12 +479,15 @@ static sp_status process_block(struct sp_stream *s, struct block *b) {
     pthread_mutex_lock(&s->mu);
     int stale = s->stage_stale;
     s->stage_stale = 0;
+    /* handed over while a finalize is between its hold and its final map
+     * (another thread still recording): no map is known final for it */
+    int held = s->hold && !s->have_final;
     pthread_mutex_unlock(&s->mu);
-    if (stale && s->stage) stage_stop(s);
-    if (!s->stage && !s->stage_off && s->blocks == 0) stage_begin(s);
+    if ((stale || held) && s->stage) stage_stop(s);
+    if (!s->stage && !s->stage_off && s->blocks == 0 && !held) stage_begin(s);
     /* The block's nanoseconds are final once its map is: its exclusive
      * times then agree with the durations the file gets. */
-    if (block_map(s, maxtick) == 0) cm = s->bm;
+    if (!held && block_map(s, maxtick) == 0) cm = s->bm;
     else if (s->stage) stage_stop(s);
     if (s->stage && sp__stage_block(s->stage, s->sblocks, ncalls) != 0) stage_stop(s);
   } else if (s->stage) {
@@ -557,6 +562,11 @@ static sp_status process_block(struct sp_stream *s, struct block *b) {
     s->file_end = q->data + q->count * 8 * (uint64_t)nc;
   }
   s->blocks++;
+#ifdef SYNC_FILE_RANGE_WRITE
+  /* the raw staging file's pages on their way to the disk too, so that
+   * they do not crowd the staged file's fsync at publish */
+  if (s->stage) (void)sync_file_range(s->fd, 0, 0, SYNC_FILE_RANGE_WRITE);
+#endif
   if (s->stage) s->sblocks++;
   if (s->stage && stage_too_many(s)) stage_stop(s);
   return st;
@@ -577,12 +587,13 @@ static void *writer(void *arg) {
   struct sp_stream *s = arg;
   pthread_mutex_lock(&s->mu);
   for (;;) {
-    while ((!s->head || s->hold) && !s->stop) pthread_cond_wait(&s->wake, &s->mu);
+    while (!s->head && !s->stop) pthread_cond_wait(&s->wake, &s->mu);
     if (!s->head && s->stop) break;
     struct block *b = s->head;
     s->head = b->next;
     if (!s->head) s->tail = NULL;
     s->busy = 1;
+    s->ntaken++;
     s->current = b;
     pthread_mutex_unlock(&s->mu);
     size_t seg0 = s->nsegs;
@@ -598,6 +609,7 @@ static void *writer(void *arg) {
     int kept = recycle(s, b);
     s->queued_bytes -= bytes;
     s->busy = 0;
+    s->ndone++;
     pthread_cond_broadcast(&s->idle);
     if (!kept) {
       pthread_mutex_unlock(&s->mu);
@@ -805,8 +817,13 @@ void sp__stream_hold(struct sp_manager *m) {
   struct sp_stream *s = __atomic_load_n(&m->stream, __ATOMIC_ACQUIRE);
   if (!s) return;
   pthread_mutex_lock(&s->mu);
+  /* the block in hand and those queued now: handed over before the end
+   * anchor, so their own anchors come before it too (blocks queued later
+   * are not waited for: a thread still recording cannot hold finalize) */
+  uint64_t want = s->ntaken;
+  for (const struct block *b = s->head; b; b = b->next) want++;
+  while (s->ndone < want) pthread_cond_wait(&s->idle, &s->mu);
   s->hold = 1;
-  while (s->busy) pthread_cond_wait(&s->idle, &s->mu);
   pthread_mutex_unlock(&s->mu);
 }
 

@@ -14,10 +14,11 @@ uint64_t sp__stream_live_limit(const struct sp_manager *m);
 int sp__stream_handoff(struct sp_manager *m, sp_thread_rec *t);
 /* 1 once this run has streamed anything. */
 int sp__stream_active(const struct sp_manager *m);
-/* Finalize, before it takes its end anchor: the writer finishes the block
- * in its hands and takes no other until sp__stream_build hands it the
- * final map (so that every staged block's nanoseconds are final);
- * release, after finalize, in every case. */
+/* Finalize, before it takes its end anchor: wait for the writer to finish
+ * the block in its hands (its nanoseconds are then final); a block it
+ * takes before sp__stream_build hands it the final map makes the run go
+ * the copy way (no map is known final for it). Release after finalize, in
+ * every case. */
 void sp__stream_hold(struct sp_manager *m);
 void sp__stream_release(struct sp_manager *m);
 /* Finalize: hand over the rest, wait for the writer, and describe the run

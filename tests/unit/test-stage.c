@@ -148,33 +148,24 @@ static void run_threads(const char *file, const char *budget) {
   sp_manager_destroy(tm);
 }
 
-/* The same run published both ways: equal calls, index and statistics. */
-SP_TEST(staged_equals_copy_way_of_the_same_run) {
-  unsetenv("SCOPE_PROFILER_CLOCK"); /* the real clock: anchors at every block, a piecewise map */
-  sp__h5_stage_copy_too = "copy.h5";
-  run_threads("staged.h5", "67108864");
-  sp__h5_stage_copy_too = NULL;
-  ASSERT(is_virtual("staged.h5", "/events/start_deltas"));
-  ASSERT(is_virtual("staged.h5", "/events/durations"));
-  ASSERT(!is_virtual("copy.h5", "/events/durations"));
-  ASSERT_GE(h5_attr_i64("staged.h5", "/metadata", "streamed_blocks"), 2 * NT);
+/* Both files of one run hold the same index, calls and statistics. */
+static void same_run(const char *staged, const char *copy) {
   const char *same[] = {"/rank_region_index/region_ids", "/rank_region_index/event_offsets",
                         "/rank_region_index/event_counts", "/rank_region_index/exclusive_totals"};
   for (size_t c = 0; c < sizeof same / sizeof same[0]; c++) {
     long long na, nb;
-    int64_t *va = h5_i64("staged.h5", same[c], &na), *vb = h5_i64("copy.h5", same[c], &nb);
+    int64_t *va = h5_i64(staged, same[c], &na), *vb = h5_i64(copy, same[c], &nb);
     ASSERT(va && vb && na == nb);
     for (long long i = 0; i < na; i++)
       if (va[i] != vb[i]) SP_FAIL_("%s[%lld]: staged %lld, copy %lld", same[c], i, (long long)va[i], (long long)vb[i]);
     free(va), free(vb);
   }
-  ASSERT_EQ(h5_len("staged.h5", "/events/call_ids") > 0, h5_len("copy.h5", "/events/call_ids") > 0);
-  ASSERT_GT(h5_len("staged.h5", "/events/thread_ids"), 0);
+  ASSERT_EQ(h5_len(staged, "/events/call_ids") > 0, h5_len(copy, "/events/call_ids") > 0);
+  ASSERT_EQ(h5_len(staged, "/events/thread_ids") > 0, h5_len(copy, "/events/thread_ids") > 0);
   long long na, nb, ra, rb;
   int64_t *oa, *ca, *ob, *cb;
-  struct call *a = calls_of("staged.h5", &na, &oa, &ca, &ra), *b = calls_of("copy.h5", &nb, &ob, &cb, &rb);
+  struct call *a = calls_of(staged, &na, &oa, &ca, &ra), *b = calls_of(copy, &nb, &ob, &cb, &rb);
   ASSERT_EQ(na, nb);
-  ASSERT_EQ(na, (long long)NT * (per_thread / 4) * 3 + NT * 64 * ((per_thread + 1023) / 1024) + 1);
   for (long long i = 0; i < na; i++) {
     if (memcmp(&a[i], &b[i], sizeof a[i]) != 0)
       SP_FAIL_("call %lld: staged (%lld %lld id %lld parent %lld thread %lld), copy (%lld %lld id %lld parent %lld thread %lld)",
@@ -182,29 +173,20 @@ SP_TEST(staged_equals_copy_way_of_the_same_run) {
                (long long)a[i].thread, (long long)b[i].start, (long long)b[i].dur, (long long)b[i].id,
                (long long)b[i].parent, (long long)b[i].thread);
   }
-  /* the workers' outer calls hang under main's call, on another thread */
-  long long main_row = h5_region_index("staged.h5", "main"), outer_row = h5_region_index("staged.h5", "outer");
-  ASSERT(main_row >= 0 && outer_row >= 0);
-  ASSERT_EQ(ca[main_row], 1);
-  int64_t main_id = a[oa[main_row]].id;
-  if (h5_len("staged.h5", "/events/parent_ids") > 0) {
-    ASSERT(main_id >= 0);
-    for (int64_t i = oa[outer_row]; i < oa[outer_row] + ca[outer_row]; i++) ASSERT_EQ(a[i].parent, main_id);
-  }
   /* statistics: exact sums and extremes; first and last the durations of a
    * call with the row's earliest and latest start; mean and m2 up to the
    * rounding of sums taken in another order */
   const char *exact[] = {"total", "minimum", "maximum", "start_minimum", "end_maximum"};
   for (size_t k = 0; k < sizeof exact / sizeof exact[0]; k++) {
     long long n1, n2;
-    double *x = summary_field("staged.h5", exact[k], &n1), *y = summary_field("copy.h5", exact[k], &n2);
+    double *x = summary_field(staged, exact[k], &n1), *y = summary_field(copy, exact[k], &n2);
     ASSERT_EQ(n1, n2);
     for (long long r = 0; r < n1; r++)
       if (x[r] != y[r]) SP_FAIL_("%s of row %lld: staged %.17g, copy %.17g", exact[k], r, x[r], y[r]);
     free(x), free(y);
   }
   long long n1, n2;
-  double *first = summary_field("staged.h5", "first", &n1), *last = summary_field("staged.h5", "last", &n1);
+  double *first = summary_field(staged, "first", &n1), *last = summary_field(staged, "last", &n1);
   for (long long r = 0; r < n1; r++) {
     int ok_first = 0, ok_last = 0;
     int64_t lo = a[oa[r]].start, hi = a[oa[r] + ca[r] - 1].start;
@@ -217,10 +199,38 @@ SP_TEST(staged_equals_copy_way_of_the_same_run) {
   free(first), free(last);
   const char *approx[] = {"mean", "m2"};
   for (size_t k = 0; k < 2; k++) {
-    double *x = summary_field("staged.h5", approx[k], &n1), *y = summary_field("copy.h5", approx[k], &n2);
+    double *x = summary_field(staged, approx[k], &n1), *y = summary_field(copy, approx[k], &n2);
     for (long long r = 0; r < n1; r++)
       if (fabs(x[r] - y[r]) > 1e-9 * fabs(y[r]) + 1e-6) SP_FAIL_("%s of row %lld: staged %.17g, copy %.17g", approx[k], r, x[r], y[r]);
     free(x), free(y);
+  }
+  free(a), free(b), free(oa), free(ob), free(ca), free(cb);
+}
+
+/* The same run published both ways: equal calls, index and statistics. */
+SP_TEST(staged_equals_copy_way_of_the_same_run) {
+  unsetenv("SCOPE_PROFILER_CLOCK"); /* the real clock: anchors at every block, a piecewise map */
+  sp__h5_stage_copy_too = "copy.h5";
+  run_threads("staged.h5", "67108864");
+  sp__h5_stage_copy_too = NULL;
+  ASSERT(is_virtual("staged.h5", "/events/start_deltas"));
+  ASSERT(is_virtual("staged.h5", "/events/durations"));
+  ASSERT(!is_virtual("copy.h5", "/events/durations"));
+  ASSERT_GE(h5_attr_i64("staged.h5", "/metadata", "streamed_blocks"), 2 * NT);
+  same_run("staged.h5", "copy.h5");
+  ASSERT_GT(h5_len("staged.h5", "/events/thread_ids"), 0);
+  long long na, ra;
+  int64_t *oa, *ca;
+  struct call *a = calls_of("staged.h5", &na, &oa, &ca, &ra);
+  ASSERT_EQ(na, (long long)NT * (per_thread / 4) * 3 + NT * 64 * ((per_thread + 1023) / 1024) + 1);
+  /* the workers' outer calls hang under main's call, on another thread */
+  long long main_row = h5_region_index("staged.h5", "main"), outer_row = h5_region_index("staged.h5", "outer");
+  ASSERT(main_row >= 0 && outer_row >= 0);
+  ASSERT_EQ(ca[main_row], 1);
+  int64_t main_id = a[oa[main_row]].id;
+  if (h5_len("staged.h5", "/events/parent_ids") > 0) {
+    ASSERT(main_id >= 0);
+    for (int64_t i = oa[outer_row]; i < oa[outer_row] + ca[outer_row]; i++) ASSERT_EQ(a[i].parent, main_id);
   }
   /* our reader: the same call tree */
   sp_results *ra_ = NULL, *rb_ = NULL;
@@ -239,7 +249,7 @@ SP_TEST(staged_equals_copy_way_of_the_same_run) {
   free(ka), free(kb);
   sp_results_free(ra_);
   sp_results_free(rb_);
-  free(a), free(b), free(oa), free(ob), free(ca), free(cb);
+  free(a), free(oa), free(ca);
   /* one file: it reads after a rename (its sources are ".", this file) */
   ASSERT(rename("staged.h5", "moved.h5") == 0);
   ASSERT_EQ(h5_region_events("moved.h5", "outer"), (long long)NT * (per_thread / 4));
@@ -272,6 +282,35 @@ SP_TEST(schema_2_goes_the_copy_way) {
   ASSERT_GT(h5_attr_i64("s2.h5", "/metadata", "streamed_blocks"), 2);
   ASSERT(!is_virtual("s2.h5", "/events/start_times"));
   ASSERT_EQ(h5_region_events("s2.h5", "leaf"), 3000000);
+}
+
+/* A manager's second run stages too, with a call kept open across the
+ * first finalize (its start ticks are before the second run's start). */
+SP_TEST(second_run_of_a_manager_staged_too) {
+  unsetenv("SCOPE_PROFILER_CLOCK");
+  const char *ov[] = {"file_path=two.h5", "max_buffer_bytes=67108864", NULL};
+  sp_manager *m = setup_with(ov);
+  sp_region session = sp_region_intern("session"), leaf = sp_region_intern("leaf"), mid = sp_region_intern("mid");
+  sp_region_begin(m, session);
+  for (int run = 0; run < 2; run++) {
+    for (int i = 0; i < 1500000; i++) {
+      sp_region_begin(m, mid);
+      sp_region_begin(m, leaf);
+      sp_region_end(m, leaf);
+      sp_region_end(m, mid);
+    }
+    if (run == 1) sp_region_end(m, session);
+    sp__h5_stage_copy_too = run == 1 ? "two_copy.h5" : NULL;
+    sp_status st = sp_manager_finalize(m, NULL, NULL);
+    sp__h5_stage_copy_too = NULL;
+    ASSERT(run == 1 ? st == SP_OK : st == SP_ERR_OPEN_SCOPES);
+  }
+  sp_manager_destroy(m);
+  ASSERT(is_virtual("two.h5", "/events/durations"));
+  ASSERT_GE(h5_attr_i64("two.h5", "/metadata", "streamed_blocks"), 2);
+  same_run("two.h5", "two_copy.h5");
+  ASSERT_EQ(h5_region_events("two.h5", "session"), 1);
+  ASSERT_EQ(h5_region_events("two.h5", "leaf"), 1500000);
 }
 
 int main(int argc, char **argv) { return sp_test_main(argc, argv); }
