@@ -165,10 +165,10 @@ int sp_cmd_report(int argc, char **argv) {
   memset(charts, 0, sizeof charts);
   struct sp_cli_progress prog;
   sp_filter *f = NULL;
-  char *html = NULL, *json = NULL;
+  char *json = NULL;
   struct rp_view_out *views = NULL;
   size_t nviews = 0;
-  size_t html_len = 0, json_len = 0;
+  size_t json_len = 0;
   int rc = sp_cli_parse(&spec, argc, argv, &o);
   if (rc) {
     rc = rc == SP_CLI_HELP ? 0 : rc;
@@ -294,11 +294,6 @@ drawn:
     rc = crc == 2 ? 2 : sp_cli_error(CMD, "out of memory");
     goto out_prog;
   }
-  FILE *ho = open_memstream(&html, &html_len);
-  if (!ho || rp_write_html(ho, &m, order, n, views, nviews) || fclose(ho) != 0) {
-    rc = sp_cli_error(CMD, "out of memory");
-    goto out_prog;
-  }
   FILE *jo = open_memstream(&json, &json_len);
   if (!jo) {
     rc = sp_cli_error(CMD, "out of memory");
@@ -329,7 +324,25 @@ drawn:
     rc = sp_cli_error(CMD, "cannot create the output directory %s: %s", o.out, strerror(errno));
     goto out;
   }
-  if ((rc = write_file(o.out, "report.html", html, html_len, &written))) goto out;
+  /* the page goes straight to its file: held whole in memory as well, it
+   * was the largest buffer of the run (the charts' text once more) */
+  {
+    char *path = join(o.out, "report.html");
+    if (!path) {
+      rc = sp_cli_error(CMD, "out of memory");
+      goto out;
+    }
+    FILE *ho = fopen(path, "w");
+    int bad = !ho || rp_write_html(ho, &m, order, n, views, nviews) != 0;
+    if (ho && fclose(ho) != 0) bad = 1;
+    if (bad) {
+      rc = sp_cli_error(CMD, "cannot write %s: %s", path, strerror(errno));
+      free(path);
+      goto out;
+    }
+    sp_cli_strs_push(&written, path);
+    free(path);
+  }
   for (size_t k = 0; k < n; k++)
     if (order[k].svg && (rc = write_file(o.out, order[k].file, order[k].svg, order[k].len, &written)))
       goto out;
@@ -359,7 +372,6 @@ out:
   for (size_t i = 0; i < m.nregions; i++) free(m.regions[i].name);
   free(m.regions);
   free(m.all_ranks);
-  free(html);
   free(json);
   sp_filter_free(f);
   sp_cli_strs_free(&files);

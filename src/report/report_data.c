@@ -258,10 +258,16 @@ int rp_assign_regions(struct rp_model *m, const char *cmd) {
   m->nall_ranks = u;
   for (size_t i = 0; i < m->nfiles; i++) {
     struct rp_file *f = &m->files[i];
+    /* the charts look a file's row up by global region: an index, not a
+     * scan of the file's regions per lookup (quadratic in the regions) */
+    f->reg_of_g = malloc((m->nregions ? m->nregions : 1) * sizeof *f->reg_of_g);
+    if (!f->reg_of_g) return oom(cmd);
+    for (size_t g = 0; g < m->nregions; g++) f->reg_of_g[g] = SIZE_MAX;
     for (size_t k = 0; k < f->nregs; k++) {
       size_t reg = f->regs[k].region;
       f->gidx[reg] = rp_global_region(m, sp_results_region_name(f->r, reg));
       f->regs[k].g = f->gidx[reg];
+      if (f->reg_of_g[f->regs[k].g] == SIZE_MAX) f->reg_of_g[f->regs[k].g] = k;
     }
   }
   return 0;
@@ -1300,6 +1306,7 @@ void rp_free_file(struct rp_file *f) {
   free(f->ranks);
   free(f->gantt_ranks);
   free(f->regs);
+  free(f->reg_of_g);
   free(f->gidx);
   free(f->abs);
   free(f->label);

@@ -122,6 +122,7 @@ struct rp_file {
   size_t *gidx;           /* file region -> global region, SIZE_MAX when filtered out */
   struct rp_region_row *regs; /* kept regions with calls, in order of first call */
   size_t nregs;
+  size_t *reg_of_g; /* global region -> its index in regs, SIZE_MAX: none (rp_assign_regions) */
   /* Gantt and time series */
   struct rp_lane *lanes;
   size_t nlanes;

@@ -37,9 +37,8 @@ static double metric_value(const sp_region_stats *s, int metric) {
 }
 
 static const struct rp_region_row *find_row(const struct rp_file *f, size_t g) {
-  for (size_t k = 0; k < f->nregs; k++)
-    if (f->regs[k].g == g) return &f->regs[k];
-  return NULL;
+  size_t k = f->reg_of_g ? f->reg_of_g[g] : SIZE_MAX;
+  return k == SIZE_MAX ? NULL : &f->regs[k];
 }
 
 /* Global indices of the regions every file has, in the first file's order. */

@@ -493,43 +493,44 @@ static void legend(struct rp_chart *c, const struct rp_model *m) {
   size_t any = 0;
   for (size_t i = 0; c->used && i < c->nused; i++) any += c->used[i];
   if (!any) return;
-  double x = 10, y = 0, rowh = 18, maxw = c->width - 10;
-  FILE *lo;
-  char *tb = NULL;
-  size_t tl = 0;
-  lo = open_memstream(&tb, &tl);
-  if (!lo) return;
-  for (size_t i = 0; i < c->nused; i++) {
-    if (!c->used[i]) continue;
-    size_t w = sp_cli_width(m->regions[i].name);
-    double iw = 16 + 6.2 * (double)(w > 40 ? 40 : w) + 16;
-    if (x + iw > maxw && x > 10) {
-      x = 10;
-      y += rowh;
+  /* two passes over the same flow: the rows' height first (the block's
+   * header needs it), then the entries straight into the body (a buffer
+   * of their own, copied in, held a chart of 40000 regions' legend twice) */
+  double rowh = 18, maxw = c->width - 10, h = 0;
+  for (int pass = 0; pass < 2; pass++) {
+    double x = 10, y = 0;
+    FILE *lo = c->body;
+    if (pass == 1) rp_block_begin(c, h, -1, "legend");
+    for (size_t i = 0; i < c->nused; i++) {
+      if (!c->used[i]) continue;
+      size_t w = sp_cli_width(m->regions[i].name);
+      double iw = 16 + 6.2 * (double)(w > 40 ? 40 : w) + 16;
+      if (x + iw > maxw && x > 10) {
+        x = 10;
+        y += rowh;
+      }
+      if (pass == 1) {
+        fprintf(lo, "<g class=\"li\" data-ri=\"%zu\" data-region=\"", i);
+        rp_xml(lo, m->regions[i].name);
+        fprintf(lo, "\"><rect class=\"sw r%zu\" x=\"", i);
+        rp_px(lo, x);
+        fputs("\" y=\"", lo);
+        rp_px(lo, y + 4);
+        fputs("\" width=\"11\" height=\"11\"/><text x=\"", lo);
+        rp_px(lo, x + 15);
+        fputs("\" y=\"", lo);
+        rp_px(lo, y + 13.5);
+        fputs("\">", lo);
+        rp_xml_clip(lo, m->regions[i].name, 40);
+        fputs("</text><title>", lo);
+        rp_xml(lo, m->regions[i].name);
+        fputs(" (click to highlight everywhere)</title></g>", lo);
+      }
+      x += iw;
     }
-    fprintf(lo, "<g class=\"li\" data-ri=\"%zu\" data-region=\"", i);
-    rp_xml(lo, m->regions[i].name);
-    fprintf(lo, "\"><rect class=\"sw r%zu\" x=\"", i);
-    rp_px(lo, x);
-    fputs("\" y=\"", lo);
-    rp_px(lo, y + 4);
-    fputs("\" width=\"11\" height=\"11\"/><text x=\"", lo);
-    rp_px(lo, x + 15);
-    fputs("\" y=\"", lo);
-    rp_px(lo, y + 13.5);
-    fputs("\">", lo);
-    rp_xml_clip(lo, m->regions[i].name, 40);
-    fputs("</text><title>", lo);
-    rp_xml(lo, m->regions[i].name);
-    fputs(" (click to highlight everywhere)</title></g>", lo);
-    x += iw;
+    h = y + rowh + 8;
   }
-  fclose(lo);
-  double h = y + rowh + 8;
-  rp_block_begin(c, h, -1, "legend");
-  if (tb) fwrite(tb, 1, tl, c->body);
   rp_block_end(c, h);
-  free(tb);
 }
 
 int rp_chart_end(struct rp_chart *c, const struct rp_model *m, char **svg, size_t *len) {
@@ -578,16 +579,23 @@ int rp_chart_end(struct rp_chart *c, const struct rp_model *m, char **svg, size_
   fputs("\" transform=\"translate(0,", o);
   rp_px(o, hdr);
   fputs(")\">\n", o);
-  fwrite(c->buf, 1, c->len, o);
-  fputs("</g>\n</svg>\n", o);
   int bad = ferror(o);
-  fclose(o);
-  rp_chart_discard(c);
-  if (bad) {
-    free(out);
-    return -1;
+  if (fclose(o) != 0) bad = 1;
+  /* the header, the body and the tail in one allocation of the exact size:
+   * the body copied through a growing stream took up to twice its size
+   * again (the largest allocation of a report of many regions) */
+  static const char tail[] = "</g>\n</svg>\n";
+  char *all = bad ? NULL : malloc(olen + c->len + sizeof tail);
+  if (all) {
+    memcpy(all, out, olen);
+    if (c->len) memcpy(all + olen, c->buf, c->len);
+    memcpy(all + olen + c->len, tail, sizeof tail); /* with its NUL, as a stream leaves it */
+    olen += c->len + sizeof tail - 1;
   }
-  *svg = out;
+  free(out);
+  rp_chart_discard(c);
+  if (!all) return -1;
+  *svg = all;
   *len = olen;
   return 0;
 }
