@@ -65,7 +65,7 @@ static sp_status read_group(sp_results *r, hid_t rg, const char *name, const cha
   }
   /* values */
   if (st == SP_OK) {
-    hid_t d = H5Lexists(rg, "values", H5P_DEFAULT) > 0 ? H5Dopen2(rg, "values", H5P_DEFAULT) : -1;
+    hid_t d = sp__hard_path(rg, "values") ? H5Dopen2(rg, "values", H5P_DEFAULT) : -1;
     sp = d >= 0 ? H5Dget_space(d) : -1;
     hid_t dt = d >= 0 ? H5Dget_type(d) : -1;
     hssize_t nv = sp >= 0 && H5Sget_simple_extent_ndims(sp) == 1 ? H5Sget_simple_extent_npoints(sp) : -1;

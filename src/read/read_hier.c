@@ -34,7 +34,7 @@ static sp_status intern(struct hier *h, const char *name, uint32_t *id) {
 /* Length of a 1-D integer dataset, or an error naming it. */
 static sp_status check_times(sp_results *r, hid_t g, const char *name, const char *path,
                              hsize_t *len) {
-  hid_t d = H5Dopen2(g, name, H5P_DEFAULT);
+  hid_t d = sp__hard_path(g, name) ? H5Dopen2(g, name, H5P_DEFAULT) : H5I_INVALID_HID;
   if (d < 0)
     return sp__set_error(SP_ERR_FORMAT, "%s: %s/%s is missing or not a dataset",
                          r->path ? r->path : "image", path, name);

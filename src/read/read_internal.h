@@ -170,6 +170,9 @@ sp_status sp__open_columnar(sp_results *r, hid_t root);
 /* The kind of object `name` (one component) names under loc; H5I_BADID
  * when there is no such link, it dangles or leaves the file. */
 H5I_type_t sp__child_type(hid_t loc, const char *name);
+/* 1 when every link on `path` below loc exists and is a hard link (looked
+ * at without following any): what may be opened without leaving the file. */
+int sp__hard_path(hid_t loc, const char *path);
 /* Open the 1-D dataset <gname>/<name> under grp and check its type class;
  * a missing optional one gives *ds = H5I_INVALID_HID and SP_OK. */
 sp_status sp__open_column(sp_results *r, hid_t grp, const char *gname, const char *name, int required,

@@ -39,7 +39,7 @@ static char *str_attr(hid_t g, const char *name, const char *dflt) {
 static sp_status read_f64(const sp_results *r, hid_t rg, const char *name, const char *path, hsize_t rows,
                           hsize_t cols, double **out) {
   *out = NULL;
-  hid_t d = H5Lexists(rg, name, H5P_DEFAULT) > 0 ? H5Dopen2(rg, name, H5P_DEFAULT) : -1;
+  hid_t d = sp__hard_path(rg, name) ? H5Dopen2(rg, name, H5P_DEFAULT) : -1;
   hid_t s = d >= 0 ? H5Dget_space(d) : -1, t = d >= 0 ? H5Dget_type(d) : -1;
   hsize_t dims[2] = {0, 0};
   int nd = s >= 0 ? H5Sget_simple_extent_ndims(s) : -1;
@@ -90,7 +90,7 @@ static sp_status read_region(sp_results *r, hid_t rg, const char *name, const ch
   row->source = str_attr(rg, "source", "");
   if (!row->region || !row->group_name || !row->source) return bad(path, "a string attribute cannot be read");
   /* threads: the length of call_counts */
-  hid_t d = H5Lexists(rg, "call_counts", H5P_DEFAULT) > 0 ? H5Dopen2(rg, "call_counts", H5P_DEFAULT) : -1;
+  hid_t d = sp__hard_path(rg, "call_counts") ? H5Dopen2(rg, "call_counts", H5P_DEFAULT) : -1;
   hid_t s = d >= 0 ? H5Dget_space(d) : -1;
   hssize_t nt = s >= 0 && H5Sget_simple_extent_ndims(s) == 1 ? H5Sget_simple_extent_npoints(s) : -1;
   if (s >= 0) H5Sclose(s);

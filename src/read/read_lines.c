@@ -96,7 +96,7 @@ static sp_status num_attr(hid_t g, const char *name, const char *where, hid_t me
 static sp_status num_dset(const sp_results *r, hid_t g, const char *name, const char *where, hid_t mem, void **out, size_t *n,
                           int required) {
   *out = NULL;
-  if (H5Lexists(g, name, H5P_DEFAULT) <= 0) {
+  if (!sp__hard_path(g, name)) { /* missing, or a link that could leave the file */
     if (!required) return SP_OK;
     return sp__set_error(SP_ERR_FORMAT, "%s has no dataset %s; a line-profile record needs line_numbers, "
                          "hits and times", where, name);
@@ -217,8 +217,8 @@ static int cmp_record(const void *a, const void *b) {
 }
 
 static herr_t each_record(hid_t grp, const char *name, const H5L_info_t *info, void *data) {
-  (void)info;
   struct walk *w = data;
+  if (info->type != H5L_TYPE_HARD) return 0; /* could lead anywhere: not a record */
   int64_t idx = digits(name, 0);
   if (idx < 0) return 0; /* not a record */
   if (w->l->n >= MAX_RECORDS) {
@@ -254,7 +254,7 @@ static herr_t each_rank(hid_t root, const char *name, const H5L_info_t *info, vo
   if (rank < 0) return 0;
   char path[64];
   snprintf(path, sizeof path, "%s/line_profile", name);
-  if (H5Lexists(root, name, H5P_DEFAULT) <= 0 || H5Lexists(root, path, H5P_DEFAULT) <= 0) return 0;
+  if (!sp__hard_path(root, path)) return 0; /* absent, or behind a link that could leave the file */
   hid_t g = H5Gopen2(root, path, H5P_DEFAULT);
   if (g < 0) {
     w->st = sp__set_error(SP_ERR_FORMAT, "%s is not a group of line-profile records", path);

@@ -16,7 +16,7 @@
 
 static sp_status read_i64(hid_t g, const char *name, const char *where, size_t *n, int64_t **out) {
   *out = NULL;
-  hid_t d = H5Dopen2(g, name, H5P_DEFAULT);
+  hid_t d = sp__hard_path(g, name) ? H5Dopen2(g, name, H5P_DEFAULT) : H5I_INVALID_HID;
   if (d < 0) return sp__set_error(SP_ERR_FORMAT, "%s/%s is missing", where, name);
   hid_t sp = H5Dget_space(d), t = H5Dget_type(d);
   hsize_t dims[2] = {0, 0};
@@ -48,11 +48,9 @@ static sp_status read_i64(hid_t g, const char *name, const char *where, size_t *
 
 static sp_status read_rank(sp_results *r, int64_t rank, struct sp_memory_table *t) {
   char where[64], label[4200];
-  snprintf(where, sizeof where, "rank%lld", (long long)rank);
-  /* H5Lexists on a path needs every component: the rank group first. */
-  if (H5Lexists(r->file, where, H5P_DEFAULT) <= 0) return SP_OK;
+  /* every link on the path hard: absent otherwise (another file is never opened) */
   snprintf(where, sizeof where, "rank%lld/memory", (long long)rank);
-  if (H5Lexists(r->file, where, H5P_DEFAULT) <= 0) return SP_OK;
+  if (!sp__hard_path(r->file, where)) return SP_OK;
   snprintf(label, sizeof label, "%s: %s", r->path ? r->path : "(image)", where);
   hid_t g = H5Gopen2(r->file, where, H5P_DEFAULT);
   if (g < 0) return sp__set_error(SP_ERR_FORMAT, "%s is not a group", label);
@@ -64,7 +62,7 @@ static sp_status read_rank(sp_results *r, int64_t rank, struct sp_memory_table *
   sp_status st = SP_OK;
   for (int k = 0; k < 5 && !st; k++) st = read_i64(g, cols[k], label, &n, &v[k]);
   if (!st) {
-    hid_t d = H5Dopen2(g, "regions", H5P_DEFAULT);
+    hid_t d = sp__hard_path(g, "regions") ? H5Dopen2(g, "regions", H5P_DEFAULT) : H5I_INVALID_HID;
     hid_t sp = d >= 0 ? H5Dget_space(d) : -1;
     hsize_t dims[1] = {0};
     if (d < 0 || sp < 0 || H5Sget_simple_extent_ndims(sp) != 1 ||

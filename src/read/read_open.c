@@ -36,10 +36,10 @@ int sp__cmp_i64(const void *a, const void *b) {
 
 /* ---- small HDF5 helpers --------------------------------------------------- */
 
-/* Every link on the path `name` (from the file's root) is a hard link,
- * each looked at without following it: a soft or external link could lead
- * into another file (a FIFO would block), which even opening must not do. */
-static int hard_path(hid_t fid, const char *name) {
+/* Every link on the path `name` (from loc) is a hard link, each looked at
+ * without following it: a soft or external link could lead into another
+ * file (a FIFO would block), which even opening must not do. */
+int sp__hard_path(hid_t fid, const char *name) {
   char path[1024];
   size_t n = strlen(name);
   if (n >= sizeof path) return 0;
@@ -71,7 +71,7 @@ static int soft_in_file(hid_t loc, const char *name, size_t size) {
   if (target[0] != '/') return 0;
   hid_t fid = H5Iget_file_id(loc);
   if (fid < 0) return 0;
-  int ok = hard_path(fid, target);
+  int ok = sp__hard_path(fid, target);
   H5Fclose(fid);
   return ok;
 }
@@ -132,7 +132,7 @@ static int virtual_in_file(hid_t d, hid_t dcpl) {
     ok = fl == 1 && file[0] == '.' && dl > 0 && (size_t)dl < sizeof name;
     if (!ok || strcmp(name, last) == 0) continue;
     /* the source: a dataset of this file, its values in it */
-    hid_t src = hard_path(fid, name) ? H5Dopen2(fid, name, H5P_DEFAULT) : H5I_INVALID_HID;
+    hid_t src = sp__hard_path(fid, name) ? H5Dopen2(fid, name, H5P_DEFAULT) : H5I_INVALID_HID;
     hid_t sp = src >= 0 ? H5Dget_create_plist(src) : H5I_INVALID_HID;
     ok = sp >= 0 && H5Pget_layout(sp) != H5D_VIRTUAL && H5Pget_external_count(sp) == 0;
     hid_t space = ok ? H5Dget_space(src) : H5I_INVALID_HID;

@@ -84,7 +84,7 @@ static herr_t rank_cb(hid_t root, const char *name, const H5L_info_t *info, void
   }
   char path[64];
   snprintf(path, sizeof path, "%s/%s", name, w->spec->sub);
-  if (H5Lexists(root, path, H5P_DEFAULT) <= 0) return 0; /* nothing of this kind on this rank */
+  if (!sp__hard_path(root, path)) return 0; /* nothing of this kind on this rank (or behind a link that could leave the file) */
   hid_t g = H5Gopen2(root, path, H5P_DEFAULT);
   if (g < 0) {
     w->st = sp__rank_group_bad(w->spec->kind, path, "is not a group");

@@ -153,6 +153,15 @@ def main():
     build("soft_to_external.h5", {"region_table", "region_table/names"},
           lambda f: (f.__setitem__("away", h5py.ExternalLink("valid.h5", "/")),
                      f.__setitem__("region_table", h5py.SoftLink("/away/region_table"))))
+    # The per-rank groups (rank<N>/memory, line_profile, likwid), or a rank
+    # group itself, behind an external link.
+    for name, where, sub in (("external_rank.h5", "rank0", None),
+                             ("external_memory.h5", "rank0", "memory"),
+                             ("external_line_profile.h5", "rank0", "line_profile"),
+                             ("external_likwid.h5", "rank0", "likwid")):
+        build(name, (), lambda f, where=where, sub=sub: (
+            f.__setitem__(where, h5py.ExternalLink("valid.h5", "/")) if sub is None else
+            f.create_group(where).__setitem__(sub, h5py.ExternalLink("valid.h5", "/"))))
     # A dataset whose bytes live in another file: a profile must never make
     # the reader read (and print) a local file such as a private key.
     build("external_storage.h5", {"region_table/names"},
