@@ -14,7 +14,8 @@
 
 #define MAX_ROWS (1u << 24)
 
-static sp_status read_i64(hid_t g, const char *name, const char *where, size_t *n, int64_t **out) {
+static sp_status read_i64(const sp_results *r, hid_t g, const char *name, const char *where, size_t *n,
+                          int64_t **out) {
   *out = NULL;
   hid_t d = sp__hard_path(g, name) ? H5Dopen2(g, name, H5P_DEFAULT) : H5I_INVALID_HID;
   if (d < 0) return sp__set_error(SP_ERR_FORMAT, "%s/%s is missing", where, name);
@@ -28,6 +29,8 @@ static sp_status read_i64(hid_t g, const char *name, const char *where, size_t *
   else if (dims[0] > MAX_ROWS || (*n != SIZE_MAX && dims[0] != *n))
     st = sp__set_error(SP_ERR_FORMAT, "%s/%s has %llu rows, expected %zu", where, name,
                        (unsigned long long)dims[0], *n == SIZE_MAX ? (size_t)MAX_ROWS : *n);
+  else /* its values must be the file's own (external storage would read a local file) */
+    st = sp__check_storage(r, d, name, dims[0], 0);
   if (!st) {
     *n = (size_t)dims[0];
     *out = malloc((*n ? *n : 1) * sizeof **out);
@@ -60,7 +63,7 @@ static sp_status read_rank(sp_results *r, int64_t rank, struct sp_memory_table *
   char **names = NULL;
   size_t n = SIZE_MAX;
   sp_status st = SP_OK;
-  for (int k = 0; k < 5 && !st; k++) st = read_i64(g, cols[k], label, &n, &v[k]);
+  for (int k = 0; k < 5 && !st; k++) st = read_i64(r, g, cols[k], label, &n, &v[k]);
   if (!st) {
     hid_t d = sp__hard_path(g, "regions") ? H5Dopen2(g, "regions", H5P_DEFAULT) : H5I_INVALID_HID;
     hid_t sp = d >= 0 ? H5Dget_space(d) : -1;
@@ -68,7 +71,7 @@ static sp_status read_rank(sp_results *r, int64_t rank, struct sp_memory_table *
     if (d < 0 || sp < 0 || H5Sget_simple_extent_ndims(sp) != 1 ||
         H5Sget_simple_extent_dims(sp, dims, NULL) < 0 || dims[0] != n)
       st = sp__set_error(SP_ERR_FORMAT, "%s/regions is missing or not %zu names", label, n);
-    else
+    else if ((st = sp__check_storage(r, d, "regions", n, 0)) == SP_OK)
       st = sp__read_strings(d, 0, n, &names, "memory region names");
     if (sp >= 0) H5Sclose(sp);
     if (d >= 0) H5Dclose(d);
@@ -86,8 +89,8 @@ static sp_status read_rank(sp_results *r, int64_t rank, struct sp_memory_table *
   if (!st && H5Lexists(g, "timeline_end_ns", H5P_DEFAULT) > 0) {
     size_t m = SIZE_MAX;
     int64_t *ns = NULL, *bytes = NULL;
-    st = read_i64(g, "timeline_end_ns", label, &m, &ns);
-    if (!st) st = read_i64(g, "timeline_net_bytes", label, &m, &bytes);
+    st = read_i64(r, g, "timeline_end_ns", label, &m, &ns);
+    if (!st) st = read_i64(r, g, "timeline_net_bytes", label, &m, &bytes);
     struct sp_memory_timeline *tl =
         st ? NULL : realloc(t->timelines, (t->ntimelines + 1) * sizeof *tl);
     if (!st && !tl) st = sp__set_error(SP_ERR_NO_MEMORY, "out of memory");

@@ -167,6 +167,14 @@ def main():
     build("external_storage.h5", {"region_table/names"},
           lambda f: f.create_dataset("region_table/names", shape=(1,), dtype="S64",
                                      external=[("secret.txt", 0, 64)]))
+    # The same in a per-rank memory table (its peak_bytes column).
+    def memory_external(f):
+        g = f.create_group("rank0/memory")
+        for c in ("calls", "alloc_bytes", "freed_bytes", "alloc_count"):
+            g.create_dataset(c, data=np.array([5], np.int64))
+        g.create_dataset("peak_bytes", shape=(1,), dtype="<i8", external=[("secret.txt", 0, 8)])
+        g.create_dataset("regions", data=["solve"], dtype=STR)
+    build("external_storage_memory.h5", (), memory_external)
     # Hierarchical layout (schema 1): a group holding two hard links to
     # itself, so every level doubles the paths a naive walk visits.
     for name, with_events in (("cycle_hard.h5", False), ("cycle_hard_region.h5", True)):

@@ -6,7 +6,7 @@
 source "$SP_SRC/tests/cli/hostile/common.bash"
 cp "$HOSTILE"/external_*.h5 "$HOSTILE/valid.h5" .
 echo "PRIVATE KEY MATERIAL" > secret.txt
-probe external_link.h5 external_link_self.h5 external_storage.h5
+probe external_link.h5 external_link_self.h5 external_storage.h5 external_storage_memory.h5
 # a soft link into an external link, the other file a FIFO: opening it
 # would block (a hang shows as exit 124)
 mkdir fifo
