@@ -144,6 +144,8 @@ struct sp_stream {
   struct sp_stage *stage;
   char stage_tmp[4096]; /* its name, for a crash to remove (async-signal safe) */
   int stage_off; /* not staged in this run */
+  int staging;    /* stage is open (atomic: the hand-offs read it) */
+  int stage_shed; /* a hand-off waited for the writer: stop staging (under mu) */
   int stage_stale; /* a finalize ended without writing the run: the map the blocks used may change */
   uint32_t sblocks; /* blocks staged in this run */
   struct racc *acc; /* by region id */
@@ -166,6 +168,9 @@ struct sp_stream {
   sp_status err;
   char errmsg[512];
 };
+
+/* Tests: the writer sleeps this long before each block (a slow disk). */
+int sp__stream_test_block_delay_ms;
 
 /*====== Writer ======*/
 
@@ -412,6 +417,7 @@ static int stage_too_many(const struct sp_stream *s) {
 
 /* The run goes the copy way from here on (its staging file removed). */
 static void stage_stop(struct sp_stream *s) {
+  __atomic_store_n(&s->staging, 0, __ATOMIC_RELAXED);
   __atomic_store_n(&s->stage_tmp[0], 0, __ATOMIC_RELAXED);
   sp__stage_discard(s->stage);
   s->stage = NULL;
@@ -451,6 +457,7 @@ static void stage_begin(struct sp_stream *s) {
     s->stage_off = 1;
   else if (strlen(sp__stage_path(s->stage)) < sizeof s->stage_tmp)
     memcpy(s->stage_tmp, sp__stage_path(s->stage), strlen(sp__stage_path(s->stage)) + 1);
+  if (s->stage) __atomic_store_n(&s->staging, 1, __ATOMIC_RELAXED);
 }
 
 /* Append one block's completed calls as per-region segments. */
@@ -481,9 +488,14 @@ static sp_status process_block(struct sp_stream *s, struct block *b) {
     s->stage_stale = 0;
     /* handed over while a finalize is between its hold and its final map
      * (another thread still recording): no map is known final for it */
-    int held = s->hold && !s->have_final;
+    int held = s->hold && !s->have_final, shed = s->stage_shed;
     pthread_mutex_unlock(&s->mu);
-    if ((stale || held) && s->stage) stage_stop(s);
+    if (sp__stream_test_block_delay_ms) {
+      struct timespec d = {sp__stream_test_block_delay_ms / 1000, (long)(sp__stream_test_block_delay_ms % 1000) * 1000000};
+      nanosleep(&d, NULL);
+    }
+    if ((stale || held || shed) && s->stage) stage_stop(s);
+    if (shed) s->stage_off = 1;
     if (!s->stage && !s->stage_off && s->blocks == 0 && !held) stage_begin(s);
     /* The block's nanoseconds are final once its map is: its exclusive
      * times then agree with the durations the file gets. */
@@ -702,11 +714,21 @@ static int handoff(struct sp_manager *m, sp_thread_rec *t, int recording) {
   struct sp_i_event *fresh = NULL;
   int64_t *fresh_cols = NULL;
   pthread_mutex_lock(&s->mu);
-  struct timespec until;
+  struct timespec until, shed_at;
   clock_gettime(CLOCK_REALTIME, &until);
+  shed_at = until;
+  shed_at.tv_sec += 1;
   until.tv_sec += 5;
-  while (s->queued_bytes >= 2 * cap * sizeof *t->hot.ev && !drop)
+  /* A writer that keeps a thread waiting a second while it stages writes
+   * each call twice (the staged file and the raw staging file): it sheds
+   * the staging, so that it catches up before any block is dropped. */
+  while (s->queued_bytes >= 2 * cap * sizeof *t->hot.ev && !drop) {
+    if (__atomic_load_n(&s->staging, __ATOMIC_RELAXED) && !s->stage_shed) {
+      if (pthread_cond_timedwait(&s->idle, &s->mu, &shed_at) == ETIMEDOUT) s->stage_shed = 1;
+      continue;
+    }
     if (pthread_cond_timedwait(&s->idle, &s->mu, &until) == ETIMEDOUT) drop = 1;
+  }
   struct thread_gaps *tg = t->index < s->ntg ? &s->tg[t->index] : NULL;
   while (tg && tg->nspare && !fresh) {
     struct spare sp = tg->spare[--tg->nspare];
@@ -1267,6 +1289,7 @@ void sp__stream_reset(struct sp_manager *m) {
   s->stage_tmp[0] = 0;
   sp__stage_discard(s->stage);
   s->stage = NULL;
+  __atomic_store_n(&s->staging, 0, __ATOMIC_RELAXED);
   s->stage_off = 0;
   s->sblocks = 0;
   s->nxp = 0;
@@ -1274,6 +1297,7 @@ void sp__stream_reset(struct sp_manager *m) {
   pthread_mutex_lock(&s->mu);
   s->have_final = 0;
   s->stage_stale = 0;
+  s->stage_shed = 0;
   pthread_mutex_unlock(&s->mu);
   memset(s->excl, 0, s->nregions * sizeof *s->excl);
   memset(s->dropped, 0, s->nregions * sizeof *s->dropped);

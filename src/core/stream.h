@@ -48,5 +48,7 @@ int sp__stream_idle_now(const struct sp_manager *m);
 int sp__stream_adopt(struct sp_manager *m, const char *path, const uint32_t *idmap, uint32_t nreg,
                      const struct sp_clock_map *cm);
 void sp__stream_close(struct sp_manager *m);
+/* Tests: the writer sleeps this long before each block (a slow disk). */
+extern int sp__stream_test_block_delay_ms;
 
 #endif

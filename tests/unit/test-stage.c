@@ -313,4 +313,27 @@ SP_TEST(second_run_of_a_manager_staged_too) {
   ASSERT_EQ(h5_region_events("two.h5", "leaf"), 1500000);
 }
 
+/* A writer that keeps a recording thread waiting a second sheds the
+ * staging (it writes each call twice while it stages), and catches up with
+ * the copy way alone before any block is dropped. */
+SP_TEST(a_slow_writer_sheds_the_staging_instead_of_dropping) {
+  unsetenv("SCOPE_PROFILER_CLOCK");
+  sp__stream_test_block_delay_ms = 1300;
+  const char *ov[] = {"file_path=slow.h5", "max_buffer_bytes=16777216", NULL};
+  sp_manager *m = setup_with(ov);
+  sp_region leaf = sp_region_intern("leaf");
+  const int n = 800000;
+  for (int i = 0; i < n; i++) {
+    sp_region_begin(m, leaf);
+    sp_region_end(m, leaf);
+  }
+  ASSERT_OK(sp_manager_finalize(m, NULL, NULL));
+  sp_manager_destroy(m);
+  sp__stream_test_block_delay_ms = 0;
+  ASSERT_GE(h5_attr_i64("slow.h5", "/metadata", "streamed_blocks"), 4);
+  ASSERT_EQ(h5_attr_i64("slow.h5", "/metadata", "dropped_events"), 0);
+  ASSERT(!is_virtual("slow.h5", "/events/durations"));
+  ASSERT_EQ(h5_region_events("slow.h5", "leaf"), n);
+}
+
 int main(int argc, char **argv) { return sp_test_main(argc, argv); }
