@@ -1327,11 +1327,14 @@ void sp__stream_reset(struct sp_manager *m) {
       free(gone[k].cols);
     }
   } while (ngone);
+  /* under mu: a thread's first hand-off may grow s->tg meanwhile (review8 F7) */
+  pthread_mutex_lock(&s->mu);
   for (sp_thread_rec *t = m->threads; t; t = t->next)
     if (t->index < s->ntg) {
       t->ovh_fresh_bytes += s->tg[t->index].fresh_at_drain;
       s->tg[t->index].fresh_at_drain = 0;
     }
+  pthread_mutex_unlock(&s->mu);
 }
 
 uint64_t sp__stream_spare_bytes(const struct sp_manager *m) {
