@@ -281,7 +281,9 @@ int main(int argc, char **argv) {
   unsetenv("SCOPE_PROFILER_HDF5_SCHEMA");
   unsetenv("SCOPE_PROFILER_CONFIG");
 
-  char dir[] = "/tmp/sp-file-size-XXXXXX";
+  char dir[1024];
+  const char *tmp = getenv("TMPDIR");
+  snprintf(dir, sizeof dir, "%s/sp-file-size-XXXXXX", tmp && *tmp ? tmp : "/tmp");
   const char *outdir = keep;
   if (!outdir && !(outdir = mkdtemp(dir))) {
     perror("file_size: mkdtemp");

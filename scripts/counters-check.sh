@@ -23,7 +23,7 @@ fail=0
 echo "== kernel: perf_event_paranoid $(cat /proc/sys/kernel/perf_event_paranoid), rdpmc $(cat /sys/bus/event_source/devices/cpu/rdpmc 2>/dev/null || echo '?')"
 echo "== 1. perf_events unit tests"
 "$build/tests/test-perf" || fail=1
-work=$(mktemp -d /tmp/sp-counters-XXXXXX); trap 'rm -rf "$work"' EXIT
+work=$(mktemp -d "${TMPDIR:-/tmp}/sp-counters-XXXXXX"); trap 'rm -rf "$work"' EXIT
 ( cd "$work" && OMP_NUM_THREADS=2 SCOPE_PROFILER_PERF_EVENTS=cycles,instructions,task-clock \
     SCOPE_PROFILER_FILE_PATH=hw.h5 "$build/examples/sim" --steps 5 --quiet ) || { echo "hardware counters: setup failed"; fail=1; }
 if [ -f "$work/hw.h5" ]; then

@@ -47,7 +47,7 @@ sed_script() {
     esac
   done
 }
-sedf=$(mktemp /tmp/sp-rename-XXXXXX.sed)
+sedf=$(mktemp "${TMPDIR:-/tmp}/sp-rename-XXXXXX.sed")
 trap 'rm -f "$sedf"' EXIT
 sed_script > "$sedf"
 
@@ -72,7 +72,7 @@ rebase)
     git rebase "$R^" || { echo "resolve, 'git rebase --continue', then run this again" >&2; exit 1; }
   fi
   if git merge-base --is-ancestor "$R" HEAD; then echo "already on top of $R"; exit 0; fi
-  mbox=$(mktemp /tmp/"$br"-renamed-XXXXXX.mbox)
+  mbox=$(mktemp "${TMPDIR:-/tmp}/$br-renamed-XXXXXX.mbox")
   git format-patch --stdout "$R^..HEAD" | sed -f "$sedf" > "$mbox"
   git reset -q --hard "$R"
   [ -s "$mbox" ] && git am -q "$mbox"

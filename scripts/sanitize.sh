@@ -188,7 +188,7 @@ run_valgrind() {
   local b=${SP_VALGRIND_BUILD:-$root/build} work fail=0
   [[ -x "$b/examples/sim" ]] || { echo "valgrind: $b/examples/sim is not built"; return 1; }
   b=$(cd "$b" && pwd)
-  work=$(mktemp -d /tmp/sp-valgrind-XXXXXX)
+  work=$(mktemp -d "${TMPDIR:-/tmp}/sp-valgrind-XXXXXX")
   cd "$work" || return 1
   # The demo: setup, OpenMP threads, nested and recursive regions, finalize
   # to a file; no leak once finalize has run.

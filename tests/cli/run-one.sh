@@ -7,7 +7,7 @@
 set -u
 script=$1
 base=${script%.sh}
-work=$(mktemp -d /tmp/sp-cli-XXXXXX)
+work=$(mktemp -d "${TMPDIR:-/tmp}/sp-cli-XXXXXX")
 trap 'rm -rf "$work"' EXIT
 export SP="$SP_BUILD/scope-profiler"
 cd "$work"

@@ -9,7 +9,7 @@
 #   run.sh mixed    C++ -> Fortran -> C -> C++ in one process and one file
 set -euo pipefail
 "$SP_PYTHON" -c 'import h5py' 2>/dev/null || { echo "python3-h5py missing"; exit 77; }
-work=$(mktemp -d /tmp/sp-frontends-XXXXXX); trap 'rm -rf "$work"' EXIT
+work=$(mktemp -d "${TMPDIR:-/tmp}/sp-frontends-XXXXXX"); trap 'rm -rf "$work"' EXIT
 cd "$work"
 check() { "$SP_PYTHON" "$SP_SRC/tests/frontends/check_frontends.py" "$@"; }
 structure() { "$SP_PYTHON" "$SP_SRC/tests/integration/check_profile.py" "$@"; }

@@ -22,13 +22,14 @@
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
-static char path[64];
+static char path[1024];
 
 static void cleanup(void) { unlink(path); }
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   if (!path[0]) {
-    snprintf(path, sizeof path, "/tmp/fuzz-memcap-%d.bin", (int)getpid());
+    const char *tmp = getenv("TMPDIR");
+    snprintf(path, sizeof path, "%s/fuzz-memcap-%d.bin", tmp && *tmp ? tmp : "/tmp", (int)getpid());
     atexit(cleanup);
   }
   FILE *f = fopen(path, "wb");

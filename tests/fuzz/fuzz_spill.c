@@ -25,7 +25,7 @@
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
-static char dir[64], out[96];
+static char dir[1024], out[1056];
 
 static void cleanup(void) {
   char path[128];
@@ -47,7 +47,8 @@ static void walk(sp_results *r) {
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   if (!dir[0]) {
-    snprintf(dir, sizeof dir, "/tmp/sp-fuzz-spill-XXXXXX");
+    const char *tmp = getenv("TMPDIR");
+    snprintf(dir, sizeof dir, "%s/sp-fuzz-spill-XXXXXX", tmp && *tmp ? tmp : "/tmp");
     if (!mkdtemp(dir)) abort();
     snprintf(out, sizeof out, "%s/out.h5", dir);
     atexit(cleanup);

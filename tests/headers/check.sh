@@ -18,7 +18,7 @@
 set -euo pipefail
 inc="$SP_SRC/include"
 lib="$SP_BUILD"
-work=$(mktemp -d /tmp/sp-headers-XXXXXX); trap 'rm -rf "$work"' EXIT
+work=$(mktemp -d "${TMPDIR:-/tmp}/sp-headers-XXXXXX"); trap 'rm -rf "$work"' EXIT
 cd "$work"
 headers=$(cd "$inc" && find . -name '*.h' -o -name '*.hpp' | sed 's|^\./||' | sort)
 warn=(-Wall -Wextra -Wpedantic -Werror)

@@ -13,7 +13,7 @@ set -euo pipefail
 plugins="$SP_BUILD/hdf5-plugins"
 [ -f "$plugins/libsp_h5zstd.so" ] && [ -f "$plugins/libsp_h5lzf.so" ] || {
   echo "plugins not built in $plugins"; exit 1; }
-work=$(mktemp -d /tmp/sp-compression-XXXXXX); trap 'rm -rf "$work"' EXIT
+work=$(mktemp -d "${TMPDIR:-/tmp}/sp-compression-XXXXXX"); trap 'rm -rf "$work"' EXIT
 cd "$work"
 unset HDF5_PLUGIN_PATH SCOPE_PROFILER_HDF5_COMPRESSION_LEVEL SCOPE_PROFILER_CONFIG
 export OMP_NUM_THREADS=1

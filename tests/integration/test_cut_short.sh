@@ -7,7 +7,7 @@
 # row and exclusive total passes.
 set -euo pipefail
 "$SP_PYTHON" -c 'import h5py' 2>/dev/null || { echo "python3-h5py missing"; exit 77; }
-work=$(mktemp -d /tmp/sp-cut-XXXXXX); trap 'rm -rf "$work"' EXIT
+work=$(mktemp -d "${TMPDIR:-/tmp}/sp-cut-XXXXXX"); trap 'rm -rf "$work"' EXIT
 cd "$work"
 # The signal goes once the run is under way: the sim prints (line-buffered)
 # its first step's line from inside that step, after setup. A fixed sleep

@@ -8,7 +8,7 @@
 # build, which must write nothing.
 set -euo pipefail
 "$SP_PYTHON" -c 'import h5py' 2>/dev/null || { echo "python3-h5py missing"; exit 77; }
-work=$(mktemp -d /tmp/sp-demo-XXXXXX); trap 'rm -rf "$work"' EXIT
+work=$(mktemp -d "${TMPDIR:-/tmp}/sp-demo-XXXXXX"); trap 'rm -rf "$work"' EXIT
 cd "$work"
 OMP_NUM_THREADS=3 "$SP_BUILD/examples/sim" --steps 12 --quiet
 "$SP_PYTHON" "$SP_SRC/tests/integration/check_profile.py" profiling_data.h5 \

@@ -5,7 +5,7 @@
 # device node stays one (a rename over it, as root, makes it a regular file):
 # as root the test makes its own null device and never touches /dev/null.
 set -u
-work=$(mktemp -d /tmp/sp-dest-XXXXXX); trap 'rm -rf "$work"' EXIT
+work=$(mktemp -d "${TMPDIR:-/tmp}/sp-dest-XXXXXX"); trap 'rm -rf "$work"' EXIT
 cd "$work"
 sim="$SP_BUILD/examples/sim" cli="$SP_BUILD/scope-profiler"
 fail=0

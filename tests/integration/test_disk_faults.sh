@@ -20,7 +20,7 @@ app="$SP_BUILD/tests/faults/app-faults"
 shim="$SP_BUILD/tests/faults/failwrite.so"
 cli="$SP_BUILD/scope-profiler"
 [[ -x "$app" && -f "$shim" ]] || { echo "skip: app-faults or failwrite.so not built"; exit 77; }
-work=$(mktemp -d /tmp/sp-faults-XXXXXX)
+work=$(mktemp -d "${TMPDIR:-/tmp}/sp-faults-XXXXXX")
 trap 'chmod -R u+rwx "$work" 2>/dev/null; rm -rf "$work"' EXIT
 chmod 755 "$work" # nobody must reach the directories below
 cd "$work" || exit 1

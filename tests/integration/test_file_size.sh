@@ -7,7 +7,7 @@
 set -euo pipefail
 bench="$SP_BUILD/bench/file_size"
 [ -x "$bench" ] || { echo "bench/file_size not built (SP_BUILD_BENCH=OFF)"; exit 77; }
-work=$(mktemp -d /tmp/sp-file-size-XXXXXX); trap 'rm -rf "$work"' EXIT
+work=$(mktemp -d "${TMPDIR:-/tmp}/sp-file-size-XXXXXX"); trap 'rm -rf "$work"' EXIT
 "$bench" --events 300000 --reps 1 --json "$work/sizes.json" > "$work/table.txt"
 # one configuration per line of the JSON: "configuration": "...", "bytes_per_event": N
 bpe() { sed -n "s/.*\"configuration\": \"$1\", \"bytes_per_event\": \([0-9.]*\).*/\1/p" "$work/sizes.json"; }

@@ -8,7 +8,7 @@ if ! command -v clang >/dev/null 2>&1; then
   echo "skip: no clang"
   exit 77
 fi
-probe=$(mktemp -d /tmp/sp-fuzz-probe-XXXXXX)
+probe=$(mktemp -d "${TMPDIR:-/tmp}/sp-fuzz-probe-XXXXXX")
 trap 'rm -rf "$probe"' EXIT
 printf 'int LLVMFuzzerTestOneInput(const unsigned char *d, unsigned long n);\n%s\n' \
   'int LLVMFuzzerTestOneInput(const unsigned char *d, unsigned long n) { (void)d; (void)n; return 0; }' \

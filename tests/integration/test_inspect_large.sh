@@ -16,7 +16,7 @@ SP="$SP_BUILD/scope-profiler"
 PY="${SP_PYTHON:-/usr/bin/python3}"
 [[ -x "$SP" ]] || { echo "skip: $SP not built"; exit 77; }
 "$PY" -c "import h5py, numpy" 2>/dev/null || { echo "skip: needs h5py and numpy"; exit 77; }
-work=$(mktemp -d /tmp/sp-large-XXXXXX)
+work=$(mktemp -d "${TMPDIR:-/tmp}/sp-large-XXXXXX")
 trap 'rm -rf "$work"' EXIT
 cd "$work"
 

@@ -4,7 +4,7 @@
 # static imported targets) and through pkg-config; run each and check that it
 # wrote its profile.
 set -euo pipefail
-work=$(mktemp -d /tmp/sp-install-XXXXXX); trap 'rm -rf "$work"' EXIT
+work=$(mktemp -d "${TMPDIR:-/tmp}/sp-install-XXXXXX"); trap 'rm -rf "$work"' EXIT
 cmake --install "$SP_BUILD" --prefix "$work/prefix" >/dev/null
 test -f "$work/prefix/include/scope_profiler.h"
 test -x "$work/prefix/bin/scope-profiler"

@@ -14,7 +14,7 @@
 # Each serial program runs and its file must hold its 3 calls (h5py).
 set -euo pipefail
 "$SP_PYTHON" -c 'import h5py' 2>/dev/null || { echo "python3-h5py missing"; exit 77; }
-work=$(mktemp -d /tmp/sp-install-fe-XXXXXX); trap 'rm -rf "$work"' EXIT
+work=$(mktemp -d "${TMPDIR:-/tmp}/sp-install-fe-XXXXXX"); trap 'rm -rf "$work"' EXIT
 cmake --install "$SP_BUILD" --prefix "$work/prefix" >/dev/null
 prefix="$work/prefix"
 libdir=$(ls -d "$prefix"/lib*/ | head -1); libdir=${libdir%/}

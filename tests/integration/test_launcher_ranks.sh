@@ -5,7 +5,7 @@
 # warns, once. The launchers' environments are those of Open MPI, MPICH/Hydra
 # and Slurm's srun; a real mpirun of the non-MPI demo too, when there is one.
 set -u
-work=$(mktemp -d /tmp/sp-ranks-XXXXXX); trap 'rm -rf "$work"' EXIT
+work=$(mktemp -d "${TMPDIR:-/tmp}/sp-ranks-XXXXXX"); trap 'rm -rf "$work"' EXIT
 cd "$work"
 sim="$SP_BUILD/examples/sim"
 fail=0

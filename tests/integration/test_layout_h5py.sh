@@ -10,7 +10,7 @@
 # pass the same check in tests/mpi/check_mpi.py.
 set -euo pipefail
 "$SP_PYTHON" -c 'import h5py' 2>/dev/null || { echo "python3-h5py missing"; exit 77; }
-work=$(mktemp -d /tmp/sp-layout-XXXXXX); trap 'rm -rf "$work"' EXIT
+work=$(mktemp -d "${TMPDIR:-/tmp}/sp-layout-XXXXXX"); trap 'rm -rf "$work"' EXIT
 cd "$work"
 unset SCOPE_PROFILER_CONFIG SCOPE_PROFILER_HDF5_COMPRESSION SCOPE_PROFILER_HDF5_SCHEMA
 sim="$SP_BUILD/examples/sim"

@@ -15,7 +15,7 @@ if ! echo "$ev" | grep -q "counters\." || echo "$ev" | grep -qE "has 0 counters|
 fi
 group=$(likwid-perfctr -a 2>/dev/null | awk 'NR > 2 && $1 ~ /^[A-Z_0-9]+$/ {print $1; exit}')
 [ -n "$group" ] || { echo "skip: likwid-perfctr -a lists no performance group"; exit 77; }
-work=$(mktemp -d /tmp/sp-likwid-XXXXXX); trap 'rm -rf "$work"' EXIT
+work=$(mktemp -d "${TMPDIR:-/tmp}/sp-likwid-XXXXXX"); trap 'rm -rf "$work"' EXIT
 cd "$work" || exit 1
 OMP_NUM_THREADS=1 SCOPE_PROFILER_USE_LIKWID=1 SCOPE_PROFILER_FILE_PATH=lk.h5 \
   likwid-perfctr -C 0 -g "$group" -m "$SP_BUILD/examples/sim" --steps 3 --quiet > perfctr.out 2>&1 ||

@@ -21,7 +21,7 @@ ev=$(likwid-perfctr -e 2>&1)
 if ! echo "$ev" | grep -q "counters\." || echo "$ev" | grep -qE "has 0 counters|Unsupported|not initialized"; then
   counts=0
 fi
-work=$(mktemp -d /tmp/sp-likwid-real-XXXXXX); trap 'rm -rf "$work"' EXIT
+work=$(mktemp -d "${TMPDIR:-/tmp}/sp-likwid-real-XXXXXX"); trap 'rm -rf "$work"' EXIT
 cd "$work" || exit 1
 fail=0
 for group in FLOPS_DP NO_SUCH_GROUP; do

@@ -12,7 +12,7 @@
 set -uo pipefail
 app="$SP_BUILD/tests/app-line_hot"
 cli="$SP_BUILD/scope-profiler"
-work=$(mktemp -d /tmp/sp-lines-XXXXXX); trap 'rm -rf "$work"' EXIT
+work=$(mktemp -d "${TMPDIR:-/tmp}/sp-lines-XXXXXX"); trap 'rm -rf "$work"' EXIT
 cd "$work" || exit 1
 fail=0
 for sampler in perf timer; do

@@ -9,7 +9,7 @@ set -uo pipefail
 sim="$SP_BUILD/examples/sim"
 cli="$SP_BUILD/scope-profiler"
 [[ -x "$sim" && -x "$cli" ]] || { echo "skip: examples/sim or the CLI not built"; exit 77; }
-work=$(mktemp -d /tmp/sp-privacy-XXXXXX)
+work=$(mktemp -d "${TMPDIR:-/tmp}/sp-privacy-XXXXXX")
 trap 'rm -rf "$work"' EXIT
 cd "$work" || exit 1
 fail=0

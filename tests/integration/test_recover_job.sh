@@ -10,7 +10,7 @@
 # blocks that went with it.
 set -u
 "$SP_PYTHON" -c 'import h5py' 2>/dev/null || { echo "python3-h5py missing"; exit 77; }
-work=$(mktemp -d /tmp/sp-rjob-XXXXXX); trap 'rm -rf "$work"' EXIT
+work=$(mktemp -d "${TMPDIR:-/tmp}/sp-rjob-XXXXXX"); trap 'rm -rf "$work"' EXIT
 cd "$work"
 app="$SP_BUILD/tests/app-killme" cli="$SP_BUILD/scope-profiler"
 fail=0

@@ -26,7 +26,7 @@ done
 "$PY" -c "import h5py, numpy" 2>/dev/null || { echo "skip: needs h5py and numpy"; exit 77; }
 art="$SP_BUILD/test-artifacts"
 mkdir -p "$art"
-work=$(mktemp -d /tmp/sp-report-browser-XXXXXX)
+work=$(mktemp -d "${TMPDIR:-/tmp}/sp-report-browser-XXXXXX")
 trap 'rm -rf "$work"' EXIT
 
 # The counts each chart must show, read from the SVG files report wrote (the

@@ -13,7 +13,7 @@ set -uo pipefail
 sp="$SP_BUILD/scope-profiler"
 prog="$SP_BUILD/tests/run-prog"
 instr="$SP_BUILD/tests/run-prog-instr"
-work=$(mktemp -d /tmp/sp-run-XXXXXX); trap 'rm -rf "$work"' EXIT
+work=$(mktemp -d "${TMPDIR:-/tmp}/sp-run-XXXXXX"); trap 'rm -rf "$work"' EXIT
 cd "$work" || exit 1
 fail=0
 bad() { echo "FAIL: $*"; fail=1; }

@@ -8,7 +8,7 @@
 set -uo pipefail
 app="$SP_BUILD/tests/app-killme"
 cli="$SP_BUILD/scope-profiler"
-work=$(mktemp -d /tmp/sp-signals-XXXXXX); trap 'rm -rf "$work"' EXIT
+work=$(mktemp -d "${TMPDIR:-/tmp}/sp-signals-XXXXXX"); trap 'rm -rf "$work"' EXIT
 cd "$work"
 fail=0
 calls() { # events of region "work" in a file, through our reader

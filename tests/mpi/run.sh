@@ -65,7 +65,7 @@ compare)
   ;;
 calls)
   np=$2
-  work=$(mktemp -d /tmp/sp-mpi-XXXXXX); trap 'rm -rf "$work"' EXIT
+  work=$(mktemp -d "${TMPDIR:-/tmp}/sp-mpi-XXXXXX"); trap 'rm -rf "$work"' EXIT
   cd "$work"
   for mode in direct parallel; do
     SCOPE_PROFILER_PROFILE_MPI_CALLS=1 SCOPE_PROFILER_OUTPUT_MODE=$mode SCOPE_PROFILER_FILE_PATH=calls.h5 \
@@ -85,7 +85,7 @@ EOF
   ;;
 counters)
   np=$2
-  work=$(mktemp -d /tmp/sp-mpi-XXXXXX); trap 'rm -rf "$work"' EXIT
+  work=$(mktemp -d "${TMPDIR:-/tmp}/sp-mpi-XXXXXX"); trap 'rm -rf "$work"' EXIT
   cd "$work"
   for mode in direct parallel; do
     SCOPE_PROFILER_PERF_EVENTS=task-clock,page-faults SCOPE_PROFILER_OUTPUT_MODE=$mode SCOPE_PROFILER_QUIET=1 \
@@ -118,7 +118,7 @@ EOF
   ;;
 gpu)
   np=$2
-  work=$(mktemp -d /tmp/sp-mpi-XXXXXX); trap 'rm -rf "$work"' EXIT
+  work=$(mktemp -d "${TMPDIR:-/tmp}/sp-mpi-XXXXXX"); trap 'rm -rf "$work"' EXIT
   cd "$work"
   for mode in direct parallel; do
     SCOPE_PROFILER_OUTPUT_MODE=$mode SCOPE_PROFILER_FILE_PATH=gpu.h5 "${mpirun[@]}" -np "$np" "$SP_MPI_BIN/mpi_gpu"
@@ -129,7 +129,7 @@ gpu)
   ;;
 rank0)
   np=$2
-  work=$(mktemp -d /tmp/sp-mpi-XXXXXX); trap 'rm -rf "$work"' EXIT
+  work=$(mktemp -d "${TMPDIR:-/tmp}/sp-mpi-XXXXXX"); trap 'rm -rf "$work"' EXIT
   cd "$work"
   # The shim must see every call the profiler makes that can move data.
   used=$(grep -oh 'PMPI_[A-Za-z_]*' "$SP_SRC"/src/mpi/mpi_{ops,layout,write}.c | sort -u)
@@ -167,7 +167,7 @@ EOF
   ;;
 stream)
   np=$2
-  work=$(mktemp -d /tmp/sp-mpi-XXXXXX); trap 'rm -rf "$work"' EXIT
+  work=$(mktemp -d "${TMPDIR:-/tmp}/sp-mpi-XXXXXX"); trap 'rm -rf "$work"' EXIT
   cd "$work" && mkdir direct parallel
   SCOPE_PROFILER_CLOCK=manual "${mpirun[@]}" -np "$np" "$SP_MPI_BIN/mpi_stream"
   check direct/stream.h5 --ranks "$np" --per-rank streamed=1000
@@ -175,7 +175,7 @@ stream)
   check --compare direct/stream.h5 parallel/stream.h5
   ;;
 install)
-  work=$(mktemp -d /tmp/sp-mpi-XXXXXX); trap 'rm -rf "$work"' EXIT
+  work=$(mktemp -d "${TMPDIR:-/tmp}/sp-mpi-XXXXXX"); trap 'rm -rf "$work"' EXIT
   cmake --install "$SP_BUILD" --prefix "$work/prefix" >/dev/null
   test -f "$work/prefix/include/scope_profiler/mpi.h"
   libdir=$(ls -d "$work"/prefix/lib*/ | head -1)
@@ -198,7 +198,7 @@ install)
   ;;
 fortran)
   np=$2
-  work=$(mktemp -d /tmp/sp-mpi-XXXXXX); trap 'rm -rf "$work"' EXIT
+  work=$(mktemp -d "${TMPDIR:-/tmp}/sp-mpi-XXXXXX"); trap 'rm -rf "$work"' EXIT
   cd "$work"
   rank_env OMP_NUM_THREADS 2
   "${mpirun[@]}" "${envargs[@]}" -np "$np" "$SP_MPI_BIN/fortran_job" job.h5
@@ -206,7 +206,7 @@ fortran)
     --parent exchange=step
   ;;
 detect)
-  work=$(mktemp -d /tmp/sp-mpi-XXXXXX); trap 'rm -rf "$work"' EXIT
+  work=$(mktemp -d "${TMPDIR:-/tmp}/sp-mpi-XXXXXX"); trap 'rm -rf "$work"' EXIT
   cd "$work"
   # No launcher, no MPI_Init: MPI is never touched.
   SCOPE_PROFILER_FILE_PATH=plain.h5 "$SP_MPI_BIN/mpi_detect" --expect-mpi 0
@@ -231,7 +231,7 @@ detect)
   ;;
 demo)
   np=$2
-  work=$(mktemp -d /tmp/sp-mpi-XXXXXX); trap 'rm -rf "$work"' EXIT
+  work=$(mktemp -d "${TMPDIR:-/tmp}/sp-mpi-XXXXXX"); trap 'rm -rf "$work"' EXIT
   cd "$work"
   OMP_NUM_THREADS=1 SCOPE_PROFILER_PROFILE_MPI_CALLS=1 SCOPE_PROFILER_FILE_PATH=sim.h5 \
     "${mpirun[@]}" -np "$np" "$SP_BUILD/examples/sim_mpi" --steps 6
