@@ -323,15 +323,27 @@ SP_I_INLINE void sp_i_open_set(struct sp_i_event *ev, uint32_t r) {
 #endif
 }
 
+/* Orders the stores of a push before the one that publishes it (the stack
+ * pointer or depth), for a signal handler on the same thread (the line
+ * sampler's sp_ext_current_region reads the innermost open call): no
+ * instruction, only the compiler's order. */
+#if defined(__GNUC__)
+#  define SP_I_SIGNAL_FENCE() __atomic_signal_fence(__ATOMIC_RELEASE)
+#else
+#  define SP_I_SIGNAL_FENCE() ((void)0)
+#endif
+
 /* For a live plain handle r (sp_i_plain_region): one test each for this
  * manager's record, r's accumulator on this thread, room on the stack. */
 SP_I_INLINE int sp_i_agg_begin(void *m, const struct sp_i_hot *h, uint32_t r, int tsc) {
   struct sp_i_thread *t = sp_i_tls.t[h->slot];
   if (SP_I_UNLIKELY(sp_i_tls.gen[h->slot] != h->gen || r > t->acc_lim || t->top == t->open_end))
     return sp_i_begin_slow(m, r);
-  struct sp_i_event *ev = t->top++;
+  struct sp_i_event *ev = t->top;
   ev->end = 0;
   sp_i_open_set(ev, r);
+  SP_I_SIGNAL_FENCE(); /* a signal between the two sees the parent, not the entry's last call */
+  t->top = ev + 1;
   ev->start = sp_i_ticks_k(h, tsc);
   return 0;
 }
@@ -421,10 +433,13 @@ SP_I_INLINE int sp_i_tl_begin(void *m, const struct sp_i_hot *h, uint32_t r, int
     return sp_i_begin_slow(m, r);
   uint64_t i = t->n++;
   struct sp_i_event *ev = &t->ev[i];
-  t->stack[t->depth] = i;
+  uint32_t d = t->depth;
+  t->stack[d] = i;
   ev->region = r;
-  ev->depth = t->depth++;
+  ev->depth = d;
   ev->end = 0;
+  SP_I_SIGNAL_FENCE(); /* the entry before the depth that publishes it */
+  t->depth = d + 1;
   ev->start = sp_i_ticks_k(h, tsc);
   return 0;
 }

@@ -420,14 +420,22 @@ static sp_status unmatched(sp_thread_rec *t, uint32_t id, uint32_t open_id) {
                        "this thread; ignored (counted as an unmatched end)", ri ? ri->name : "?", oi->name);
 }
 
+/* A call that is not recorded, pushed so that its end still matches: the
+ * entry before the depth that publishes it (a signal handler reads them). */
+static void push_ghost(sp_thread_rec *t, uint32_t id) {
+  t->hot.stack[t->hot.depth] = SP_I_GHOST_BIT | id;
+  SP_I_SIGNAL_FENCE();
+  t->hot.depth++;
+}
+
 static int begin_timeline(struct sp_manager *m, sp_thread_rec *t, uint32_t id) {
   if (t->hot.depth == t->hot.stack_cap && sp__thread_grow_stack(t) != 0) return no_memory(t);
   if (m->paused) {
-    t->hot.stack[t->hot.depth++] = SP_I_GHOST_BIT | id;
+    push_ghost(t, id);
     return 0;
   }
   if (t->hot.n == t->hot.cap && make_room(m, t) != 0) {
-    t->hot.stack[t->hot.depth++] = SP_I_GHOST_BIT | id; /* its end must still match */
+    push_ghost(t, id); /* its end must still match */
     return no_memory(t);
   }
   int stride = m->ext_stride;
@@ -440,8 +448,9 @@ static int begin_timeline(struct sp_manager *m, sp_thread_rec *t, uint32_t id) {
   /* A depth-0 call of a thread that adopted a context: its parent is the
    * context's call, on another thread. */
   ev->depth = depth ? depth : sp__xparent_depth(m);
-  t->hot.depth++;
   ev->end = 0;
+  SP_I_SIGNAL_FENCE(); /* as the inlined push: the entry, then the depth */
+  t->hot.depth++;
   int64_t *cols = stride ? t->cols + i * (uint64_t)stride : NULL;
   if (cols) cols[0] = mask; /* the slot is fresh: its columns hold their fills */
   /* Outside extensions before the timestamp: their cost is not the call's. */
@@ -466,14 +475,18 @@ SP_API int sp_i_begin_slow(void *mv, uint32_t r) {
      * on it); this also lets later begins of id go inline. */
     if (!m->paused && sp__thread_grow_acc(t, id + 1) != 0) return no_memory(t);
     uint32_t depth = sp__agg_nopen(&t->hot);
-    struct sp_i_event *ev = t->hot.top++;
+    struct sp_i_event *ev = t->hot.top;
     if (m->paused) {
       ev->region = 0; /* ghost: its end must still match */
       ev->depth = id;
+      SP_I_SIGNAL_FENCE(); /* the entry before the pointer that publishes it */
+      t->hot.top = ev + 1;
       return 0;
     }
     sp_i_open_set(ev, id);
     ev->end = 0;
+    SP_I_SIGNAL_FENCE();
+    t->hot.top = ev + 1;
     uint32_t mask = m->next ? sp__ext_decide(m, t, id) : 0;
     int64_t *cols = stride ? t->open_cols + (size_t)depth * (size_t)stride : NULL;
     if (cols) { /* scratch for this call: no earlier call may show through */

@@ -671,4 +671,67 @@ SP_TEST(streamed_run_keeps_columns_and_fills) {
   sp_manager_destroy(m);
 }
 
+/*====== The innermost region seen from a signal at every instruction ======*/
+
+/* A line sample's signal may land on any instruction of an inlined begin:
+ * sp_ext_current_region() must then answer the call's parent (nothing, here)
+ * or the call, never the region an earlier call left in the entry the push
+ * takes. The begin runs under the trap flag (x86-64), so a SIGTRAP follows
+ * every instruction, and the handler asks at each. Before the push stored
+ * the region ahead of the pointer or depth that publishes it, the
+ * aggregation begin answered the earlier call's region between the two. */
+#if defined(__x86_64__) && defined(__GNUC__) && defined(__linux__)
+#include <ucontext.h>
+static sp_manager *step_m;
+static sp_region step_ok;
+static volatile sig_atomic_t step_on;
+static volatile uint32_t step_n, step_bad, step_bad_r;
+static void step_trap(int sig, siginfo_t *si, void *ucv) {
+  (void)sig;
+  (void)si;
+  ucontext_t *uc = ucv;
+  uint32_t r = sp_ext_current_region(step_m);
+  step_n++;
+  if (r != 0 && r != step_ok) {
+    step_bad++;
+    step_bad_r = r;
+  }
+  if (!step_on) uc->uc_mcontext.gregs[REG_EFL] &= ~(greg_t)0x100; /* the trap flag: stepping ends */
+}
+static void step_case(const char *mode) {
+  const char *const ov[] = {mode, NULL};
+  step_m = setup_with(ov);
+  sp_region a = sp_region_intern("step_earlier"), b = sp_region_intern("step_stepped");
+  ASSERT_OK(sp_region_begin(step_m, b)); /* b's handle goes inline from now on */
+  ASSERT_OK(sp_region_end(step_m, b));
+  /* the entry the next push takes holds a's call, ended */
+  ASSERT_OK(sp_region_begin(step_m, a));
+  ASSERT_OK(sp_region_end(step_m, a));
+  ASSERT_EQ(sp_ext_current_region(step_m), 0);
+  struct sigaction sa, old;
+  memset(&sa, 0, sizeof sa);
+  sa.sa_sigaction = step_trap;
+  sa.sa_flags = SA_SIGINFO;
+  sigemptyset(&sa.sa_mask);
+  ASSERT_EQ(sigaction(SIGTRAP, &sa, &old), 0);
+  step_ok = b;
+  step_n = step_bad = 0;
+  step_on = 1;
+  __asm__ volatile("pushfq\n\torq $0x100, (%%rsp)\n\tpopfq" ::: "memory", "cc");
+  int rc = sp_region_begin(step_m, b);
+  step_on = 0;
+  __asm__ volatile("nop\n\tnop" ::: "memory"); /* the trap after which the flag goes */
+  sigaction(SIGTRAP, &old, NULL);
+  ASSERT_OK(rc);
+  if (step_n == 0) SKIP("no single-step traps delivered here (valgrind?)");
+  ASSERT_EQ(sp_ext_current_region(step_m), b);
+  ASSERT_OK(sp_region_end(step_m, b));
+  fprintf(stderr, "# %u of %u steps answered region %u (the earlier call's)\n", step_bad, step_n, step_bad_r);
+  ASSERT_EQ(step_bad, 0);
+  sp_manager_destroy(step_m);
+}
+SP_TEST(current_region_at_every_step_of_a_timeline_begin) { step_case("file_path=step.h5"); }
+SP_TEST(current_region_at_every_step_of_an_aggregation_begin) { step_case("aggregation_mode=1"); }
+#endif
+
 int main(int argc, char **argv) { return sp_test_main(argc, argv); }
