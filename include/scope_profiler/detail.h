@@ -4,7 +4,7 @@
  * any release. They are visible only so that sp_region_begin()/sp_region_end()
  * can be inlined into the caller, which is what keeps a begin/end pair close to
  * the cost of reading the clock twice. The slow-path symbols carry the layout
- * version (sp_i_begin_slow_v5), so a program compiled against a different layout
+ * version (sp_i_begin_slow_v6), so a program compiled against a different layout
  * fails to link instead of misbehaving. Callers that cannot inline (bindings,
  * other languages) use the out-of-line sp_region_begin_fn()/sp_region_end_fn().
  *
@@ -129,19 +129,32 @@ struct sp_i_agg {
   uint64_t end_max;
 };
 
-/* Per-thread, per-manager recording state, owned by the manager. */
+/* Per-thread, per-manager recording state, owned by the manager. A
+ * thread's TLS slot always points at one (detail.h, sp_i_tls_block), so the
+ * inlined path tests no generation: a record is armed for its manager's
+ * recording only. */
 struct sp_i_thread {
   struct sp_i_event *ev; /* events of the current run, in begin order */
   uint64_t n;           /* events used */
   uint64_t cap;         /* events allocated */
+  /* Timeline begins the inlined path may take before it must go out of
+   * line: at most cap - n and stack_lim - depth when the slow path armed it
+   * (sp__thread_rearm), one less per inlined begin, so the one test at
+   * begin stands for "buffer has room, stack has room, no adopted parent
+   * to take, the record is its manager's". Ends do not give it back, and
+   * whatever frees buffer or stack (a hand-off, a reset) leaves it lower
+   * than the room there is; what takes room (a slow begin, a ghost, a
+   * task's stack) re-arms it. 0: disarmed. */
+  uint64_t room;
   uint64_t *stack;      /* indices into ev of the open calls (or ghosts) */
   uint32_t depth;       /* open calls */
   uint32_t stack_cap;
-  /* What the inlined path compares depth with. stack_lim is stack_cap, or 0
-   * while a thread that adopted a context from another thread (an OpenMP
-   * worker, sp_context_adopt) is at depth 0, so its depth-0 begin goes out of
-   * line to take its cross-thread parent; end_floor is 1 on such a thread, so
-   * the end of its depth-0 call goes out of line to re-arm it, else 0. */
+  /* What the room and the inlined end compare depth with. stack_lim is
+   * stack_cap, or 0 while a thread that adopted a context from another
+   * thread (an OpenMP worker, sp_context_adopt) is at depth 0, so its depth-0
+   * begin goes out of line to take its cross-thread parent; end_floor is 1
+   * on such a thread, so the end of its depth-0 call goes out of line to
+   * re-arm it, UINT32_MAX on a disarmed record (no end inline), else 0. */
   uint32_t stack_lim;
   uint32_t end_floor;
   /* Aggregation mode: the open calls, outermost at open[0], innermost at
@@ -225,9 +238,14 @@ SP_I_INLINE int sp_i_optin_off(const struct sp_i_hot *h, uint32_t r) {
 #endif
 }
 
-/* A thread's record on manager slot s is t[s], valid while gen[s] equals the
- * manager's generation (a destroyed manager's records are freed, so the
- * generation, not the pointer, is what is checked). 192 bytes. */
+/* A thread's record on manager slot s is t[s], that manager's while gen[s]
+ * equals its generation. t[s] is never NULL nor freed memory: it starts at a
+ * static disarmed record (room 0, no end matches), and a record whose
+ * manager is destroyed while its thread lives stays allocated, disarmed,
+ * until the thread attaches again or exits (record.c). So the inlined path
+ * reads t[s] without testing gen[s]: a record not armed for the manager
+ * called sends the call out of line, where the generation is checked.
+ * 192 bytes. */
 struct sp_i_tls_block {
   struct sp_i_thread *t[SP_I_MAX_MANAGERS];
   uint32_t gen[SP_I_MAX_MANAGERS];
@@ -237,10 +255,10 @@ SP_API extern SP_I_TLS struct sp_i_tls_block sp_i_tls;
 SP_API extern int sp_i_clock_tsc; /* 1: invariant-TSC cycles, 0: CLOCK_MONOTONIC ns, 2: manual */
 SP_API extern uint64_t sp_i_manual_ticks; /* the manual clock (tests: deterministic time) */
 
-#define sp_i_begin_slow sp_i_begin_slow_v5
-#define sp_i_end_slow sp_i_end_slow_v5
-#define sp_i_begin_other sp_i_begin_other_v5
-#define sp_i_end_other sp_i_end_other_v5
+#define sp_i_begin_slow sp_i_begin_slow_v6
+#define sp_i_end_slow sp_i_end_slow_v6
+#define sp_i_begin_other sp_i_begin_other_v6
+#define sp_i_end_other sp_i_end_other_v6
 SP_API int sp_i_begin_slow(void *m, uint32_t r);
 SP_API int sp_i_end_slow(void *m, uint32_t r);
 /* The inlined dispatch's other cases (record.c): flags, opt-in handles. */
@@ -337,8 +355,7 @@ SP_I_INLINE void sp_i_open_set(struct sp_i_event *ev, uint32_t r) {
  * manager's record, r's accumulator on this thread, room on the stack. */
 SP_I_INLINE int sp_i_agg_begin(void *m, const struct sp_i_hot *h, uint32_t r, int tsc) {
   struct sp_i_thread *t = sp_i_tls.t[h->slot];
-  if (SP_I_UNLIKELY(sp_i_tls.gen[h->slot] != h->gen || r > t->acc_lim || t->top == t->open_end))
-    return sp_i_begin_slow(m, r);
+  if (SP_I_UNLIKELY(r > t->acc_lim || t->top == t->open_end)) return sp_i_begin_slow(m, r);
   struct sp_i_event *ev = t->top;
   ev->end = 0;
   sp_i_open_set(ev, r);
@@ -408,8 +425,7 @@ SP_I_INLINE int sp_i_agg_end_miss(void *m, const struct sp_i_hot *h, uint32_t r)
 SP_I_INLINE int sp_i_agg_end(void *m, const struct sp_i_hot *h, uint32_t r, int tsc) {
   uint64_t now = sp_i_ticks_k(h, tsc);
   struct sp_i_thread *t = sp_i_tls.t[h->slot];
-  if (SP_I_UNLIKELY(sp_i_tls.gen[h->slot] != h->gen || sp_i_open_key(t->top - 1) != r))
-    return sp_i_agg_end_miss(m, h, r);
+  if (SP_I_UNLIKELY(sp_i_open_key(t->top - 1) != r)) return sp_i_agg_end_miss(m, h, r);
   sp_i_agg_close(t, r, now, 1);
   return 0;
 }
@@ -425,18 +441,30 @@ SP_I_INLINE int sp_i_plain_region(const struct sp_i_hot *h, uint32_t r) {
 #endif
 }
 
-/* The timeline begin proper: an event in the thread's log, unless the thread
- * is new, its buffer is full or it is armed (then out of line). */
+/* An event's region and depth as one store: GCC's vectorizer otherwise
+ * pairs the two through SSE registers (4 instructions for 2 stores). */
+SP_I_INLINE void sp_i_ev_set(struct sp_i_event *ev, uint32_t r, uint32_t d) {
+#if defined(__GNUC__) && defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+  uint64_t w = (uint64_t)d << 32 | r;
+  __builtin_memcpy(&ev->region, &w, sizeof w);
+#else
+  ev->region = r;
+  ev->depth = d;
+#endif
+}
+
+/* The timeline begin proper: an event in the thread's log while the record's
+ * room lasts (out of line when it is out: a new thread, a full buffer or
+ * stack, an adopted parent to take, a record of another manager). */
 SP_I_INLINE int sp_i_tl_begin(void *m, const struct sp_i_hot *h, uint32_t r, int tsc) {
   struct sp_i_thread *t = sp_i_tls.t[h->slot];
-  if (SP_I_UNLIKELY(sp_i_tls.gen[h->slot] != h->gen || t->n == t->cap || t->depth >= t->stack_lim))
-    return sp_i_begin_slow(m, r);
+  if (SP_I_UNLIKELY(t->room == 0)) return sp_i_begin_slow(m, r);
+  t->room--;
   uint64_t i = t->n++;
   struct sp_i_event *ev = &t->ev[i];
   uint32_t d = t->depth;
   t->stack[d] = i;
-  ev->region = r;
-  ev->depth = d;
+  sp_i_ev_set(ev, r, d);
   ev->end = 0;
   SP_I_SIGNAL_FENCE(); /* the entry before the depth that publishes it */
   t->depth = d + 1;
@@ -447,7 +475,8 @@ SP_I_INLINE int sp_i_tl_begin(void *m, const struct sp_i_hot *h, uint32_t r, int
 SP_I_INLINE int sp_i_tl_end(void *m, const struct sp_i_hot *h, uint32_t r, int tsc) {
   uint64_t now = sp_i_ticks_k(h, tsc);
   struct sp_i_thread *t = sp_i_tls.t[h->slot];
-  if (SP_I_UNLIKELY(sp_i_tls.gen[h->slot] != h->gen || t->depth <= t->end_floor)) return sp_i_end_slow(m, r);
+  /* end_floor is UINT32_MAX on a disarmed record */
+  if (SP_I_UNLIKELY(t->depth <= t->end_floor)) return sp_i_end_slow(m, r);
   uint64_t i = t->stack[t->depth - 1];
   if (SP_I_UNLIKELY(i & SP_I_GHOST_BIT)) return sp_i_end_slow(m, r);
   struct sp_i_event *ev = &t->ev[i];

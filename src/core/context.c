@@ -54,6 +54,8 @@ void sp__thread_rearm(struct sp_manager *m, sp_thread_rec *t) {
   int on = adopted_ctx(m) != 0 && !t->cur_task;
   t->hot.end_floor = on ? 1u : 0u;
   t->hot.stack_lim = on && t->hot.depth == 0 ? 0u : t->hot.stack_cap;
+  uint64_t buf = t->hot.cap - t->hot.n, stk = t->hot.stack_lim > t->hot.depth ? t->hot.stack_lim - t->hot.depth : 0;
+  t->hot.room = buf < stk ? buf : stk;
 }
 
 uint32_t sp__xparent_depth(struct sp_manager *m) {

@@ -4,7 +4,10 @@
  * Ownership: a manager owns one sp_thread_rec per thread that ever recorded on
  * it; the thread reaches its record through the TLS slot of the manager
  * (sp_i_tls in detail.h). Records outlive their threads until the manager is
- * destroyed, so a thread that exits before finalize loses nothing.
+ * destroyed, so a thread that exits before finalize loses nothing; a record
+ * whose thread still lives outlives the manager, disarmed (its buffers
+ * freed), until that thread attaches to the slot again or ends (record.c),
+ * because the inlined path reads the TLS slot without a generation test.
  */
 #ifndef SP_CORE_H
 #define SP_CORE_H
@@ -141,6 +144,10 @@ char *sp__region_tags_json(uint32_t id);
  * A snapshot pass that meets a target gives its call id to the contexts taken
  * of it; calls with a cross-thread parent are emitted with parent id
  * SP__XPARENT_ID(k) and resolved once every thread's pass is done. */
+/* A timeline begin out of line grows a stack with fewer free entries than
+ * this (when the buffer has more room), so that a shallow loop's inlined
+ * begins do not run out of room every few calls (detail.h, room). */
+#define SP__STACK_AHEAD 1024u
 #define SP__DEPTH_XPARENT 0x80000000u
 #define SP__DEPTH_TARGET 0x40000000u
 /* A call that never ended: closed at the instant the run was cut short (a
@@ -238,6 +245,10 @@ typedef struct sp_thread_rec {
   int64_t first_ns, last_ns;
   int64_t cpu_ns;        /* CPU time read on the thread at exit (or finalize) */
   int exited;
+  /* Guarded by record.c's slot lock: in_tls while the owning thread's TLS
+   * slot points here; zombie once the manager is destroyed with in_tls up
+   * (the record is then the thread's to free, sp__thread_attach). */
+  int in_tls, zombie;
   int64_t *cols;         /* extension columns: hot.cap x m->ext_stride (ext.c) */
   /* The first nkept events of the log are calls carried over open from an
    * earlier finalize or streamed block: their call ids, and the time (ns) of

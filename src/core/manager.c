@@ -229,6 +229,17 @@ static void flush_lines(const void *p, size_t len) {
 #endif
 }
 
+/* The calibration record armed for its whole buffer at depth 0, as a
+ * thread's own record is when the slow path arms it (sp__thread_rearm),
+ * whatever context the calling thread adopted: a pair in the calibration
+ * loops then never leaves the inlined path. */
+static void calib_arm(sp_thread_rec *priv) {
+  priv->hot.stack_lim = priv->hot.stack_cap;
+  priv->hot.end_floor = 0;
+  uint64_t buf = priv->hot.cap - priv->hot.n, stk = priv->hot.stack_cap - priv->hot.depth;
+  priv->hot.room = buf < stk ? buf : stk;
+}
+
 /* One pair when none of the lines it touches is cached: what a call costs
  * after program work that evicted them (a memory-bound loop between calls),
  * beside the warm pair measured back to back. Each of 31 pairs follows the
@@ -248,7 +259,6 @@ static double calibrate_cold(struct sp_manager *m, sp_thread_rec *priv, sp_regio
   for (int k = 0; k < K; k++) {
     struct sp_i_thread *h = &priv->hot;
     flush_lines(&sp_i_tls.t[m->hot.slot], sizeof sp_i_tls.t[0]);
-    flush_lines(&sp_i_tls.gen[m->hot.slot], sizeof sp_i_tls.gen[0]);
     flush_lines(h, sizeof *h);
     flush_lines(h->ev + h->n, sizeof *h->ev);
     flush_lines(h->stack + h->depth, sizeof *h->stack);
@@ -267,6 +277,7 @@ static double calibrate_cold(struct sp_manager *m, sp_thread_rec *priv, sp_regio
   }
   if (priv->cols) sp__ext_fill(m, priv->cols, 0, priv->hot.n);
   priv->hot.n = 0;
+  calib_arm(priv);
   for (int i = 1; i < K; i++) /* insertion sort: 31 values */
     for (int j = i; j > 0 && per[j] < per[j - 1]; j--) {
       double t = per[j];
@@ -297,8 +308,9 @@ static double calibrate_overhead(struct sp_manager *m) {
    * region of the run's. */
   priv.busy = 1;
   priv.hot.cap = N + 1;
-  priv.hot.stack_cap = 64;
-  priv.hot.stack_lim = 64;
+  priv.hot.stack_cap = N + 1; /* room for every pair of a loop (calib_arm) */
+  priv.hot.stack_lim = N + 1;
+  calib_arm(&priv);
   priv.hot.ev = malloc(priv.hot.cap * sizeof *priv.hot.ev);
   priv.hot.stack = malloc(priv.hot.stack_cap * sizeof *priv.hot.stack);
   priv.cols = m->ext_stride ? malloc(priv.hot.cap * (size_t)m->ext_stride * sizeof *priv.cols) : NULL;
@@ -321,6 +333,7 @@ static double calibrate_overhead(struct sp_manager *m) {
       if (best < 0 || per < best) best = per;
       if (priv.cols) sp__ext_fill(m, priv.cols, 0, priv.hot.n);
       priv.hot.n = 0;
+      calib_arm(&priv);
     }
     /* The same pairs forced out of line: what a call costs that the inlined
      * path hands over (a new thread, a full buffer, pause, an extension's
@@ -337,6 +350,7 @@ static double calibrate_overhead(struct sp_manager *m) {
       if (priv.cols) sp__ext_fill(m, priv.cols, 0, priv.hot.n);
       priv.hot.n = 0;
     }
+    calib_arm(&priv); /* the slow path re-armed it as the calling thread's */
     m->overhead_slow_ns = slow > best ? (slow - best) / 2 : 0;
     m->overhead_cold_ns = calibrate_cold(m, &priv, r);
     if (m->overhead_cold_ns >= 0 && m->overhead_cold_ns < best) m->overhead_cold_ns = best; /* noise */

@@ -21,7 +21,30 @@
 #include "core/core.h"
 #include "core/stream.h"
 
-SP_API SP_I_TLS struct sp_i_tls_block sp_i_tls;
+/* What a TLS slot points at while its thread has no record of that slot's
+ * manager: room 0 and end_floor UINT32_MAX send every timeline call out of
+ * line, acc_lim 0 every aggregation begin, and the open stack's top is a
+ * sentinel no end matches (detail.h, sp_i_open_key). Read-only: the inlined
+ * path writes a record only after these tests passed. */
+static const struct sp_i_event disarmed_open[1] = {{0, 0, 0, UINT32_MAX}};
+static const struct sp_i_thread disarmed = {
+    .end_floor = UINT32_MAX,
+    .top = (struct sp_i_event *)&disarmed_open[1],
+    .open_end = (struct sp_i_event *)&disarmed_open[1],
+};
+#define DISARMED ((struct sp_i_thread *)&disarmed)
+#define DISARMED4 DISARMED, DISARMED, DISARMED, DISARMED
+
+SP_API SP_I_TLS struct sp_i_tls_block sp_i_tls = {{DISARMED4, DISARMED4, DISARMED4, DISARMED4}, {0}};
+
+/* The inlined path's view of a record that is no longer armed (its manager
+ * destroyed, its thread ended): as the static one. */
+static void disarm(struct sp_i_thread *h) {
+  h->room = 0;
+  h->end_floor = UINT32_MAX;
+  h->acc_lim = 0;
+  h->top = h->open_end = DISARMED->top;
+}
 
 /*====== TLS slots ======*/
 
@@ -61,6 +84,13 @@ int sp__slot_acquire(struct sp_manager *m) {
 
 void sp__slot_release(struct sp_manager *m) {
   pthread_mutex_lock(&slot_lock);
+  /* Before the slot can go to another manager: a thread whose TLS still
+   * points at one of these records must take that manager's calls out of
+   * line (the inlined path tests no generation). The open stacks stay
+   * reachable through `open` until sp__threads_free. */
+  pthread_mutex_lock(&m->lock);
+  for (sp_thread_rec *t = m->threads; t; t = t->next) disarm(&t->hot);
+  pthread_mutex_unlock(&m->lock);
   if (slots[m->hot.slot].m == m) {
     slots[m->hot.slot].m = NULL;
     slots[m->hot.slot].gen = 0;
@@ -86,13 +116,23 @@ static int64_t thread_cpu_ns(void) {
 void sp_thread_end(void) {
   pthread_mutex_lock(&slot_lock);
   for (int s = 0; s < SP_I_MAX_MANAGERS; s++) {
-    if (!slots[s].m || sp_i_tls.gen[s] != slots[s].gen || !sp_i_tls.t[s]) continue;
     sp_thread_rec *t = (sp_thread_rec *)sp_i_tls.t[s];
+    if (sp_i_tls.t[s] == DISARMED) continue;
+    if (t->zombie) { /* its manager was destroyed: the record was left to us */
+      free(t);
+      sp_i_tls.t[s] = DISARMED;
+      continue;
+    }
+    if (!slots[s].m || sp_i_tls.gen[s] != slots[s].gen) continue;
     t->exited = 1;
     t->last_ns = sp__clock_now_ns();
     t->cpu_ns = thread_cpu_ns();
     sp__ext_thread_exit(slots[s].m, t);
     sp_i_tls.gen[s] = 0;
+    /* later calls on this thread take a new record (the inlined path tests
+     * no generation); the manager keeps this one */
+    t->in_tls = 0;
+    sp_i_tls.t[s] = DISARMED;
   }
   pthread_mutex_unlock(&slot_lock);
 }
@@ -131,7 +171,7 @@ static int omp_thread_num(void) {
 
 sp_thread_rec *sp__thread_attach(struct sp_manager *m) {
   uint32_t slot = m->hot.slot;
-  if (sp_i_tls.gen[slot] == m->hot.gen && sp_i_tls.t[slot]) return (sp_thread_rec *)sp_i_tls.t[slot];
+  if (sp_i_tls.gen[slot] == m->hot.gen && sp_i_tls.t[slot] != DISARMED) return (sp_thread_rec *)sp_i_tls.t[slot];
   uint64_t tick0 = sp_i_ticks();
   sp_thread_rec *t = calloc(1, sizeof *t);
   if (!t) return NULL;
@@ -179,8 +219,20 @@ sp_thread_rec *sp__thread_attach(struct sp_manager *m) {
   *tail = t; /* registration order = index order */
   pthread_mutex_unlock(&m->lock);
 
+  /* The slot's previous record: a destroyed manager's, left to this thread
+   * (freed now), or one its manager keeps (no longer this thread's). */
+  pthread_mutex_lock(&slot_lock);
+  if (sp_i_tls.t[slot] != DISARMED) {
+    sp_thread_rec *old = (sp_thread_rec *)sp_i_tls.t[slot];
+    if (old->zombie)
+      free(old);
+    else
+      old->in_tls = 0;
+  }
+  t->in_tls = 1;
   sp_i_tls.t[slot] = &t->hot;
   sp_i_tls.gen[slot] = m->hot.gen;
+  pthread_mutex_unlock(&slot_lock);
   t->ovh_fresh_bytes += cap * (sizeof *t->hot.ev + (size_t)m->ext_stride * 8);
   t->ovh_ticks += sp_i_ticks() - tick0;
   return t;
@@ -325,7 +377,9 @@ void sp__threads_free(struct sp_manager *m) {
     free(t->hot.ev);
     free(t->hot.stack); /* a running task's stack lives here, its record holds NULL */
     free(t->ctx_stack);
-    sp__thread_free_open(&t->hot);
+    /* top and open_end stay as sp__slot_release disarmed them: a thread may
+     * still read them */
+    if (t->hot.open) free(t->hot.open - 1);
     free(t->hot.acc);
     free(t->cols);
     free(t->open_cols);
@@ -333,7 +387,14 @@ void sp__threads_free(struct sp_manager *m) {
     free(t->kept_ids);
     free(t->kept_child);
     free(t->carry);
-    free(t);
+    /* A live thread's TLS still pointing here: the record stays, disarmed,
+     * until that thread attaches to this slot again or ends (both decide
+     * under the same lock). */
+    pthread_mutex_lock(&slot_lock);
+    int keep = t->in_tls;
+    if (keep) t->zombie = 1; /* disarmed by sp__slot_release */
+    pthread_mutex_unlock(&slot_lock);
+    if (!keep) free(t);
     t = n;
   }
   m->threads = NULL;
@@ -498,9 +559,16 @@ SP_API int sp_i_begin_slow(void *mv, uint32_t r) {
     if (mask & m->ext_inside) sp__ext_enter(m, t, mask & m->ext_inside, id, depth, UINT64_MAX, cols);
     return 0;
   }
-  uint32_t depth0 = t->hot.depth;
   rc = begin_timeline(m, t, id);
-  if (depth0 == 0 || t->hot.end_floor || t->hot.stack_lim != t->hot.stack_cap) sp__thread_rearm(m, t);
+  /* A stack nearly full would end the room every few begins of a shallow
+   * loop (ends do not give room back): grown ahead, once, where the inlined
+   * path records every call (with extensions, a slow begin's allocation
+   * would be the call's to use_memray). */
+  if ((__atomic_load_n(&m->hot.state, __ATOMIC_RELAXED) & ~SP_I_STATE_CLOCK) == SP_I_STATE_TIMELINE &&
+      t->hot.stack_lim == t->hot.stack_cap && t->hot.stack_cap - t->hot.depth < SP__STACK_AHEAD &&
+      t->hot.cap - t->hot.n > t->hot.stack_cap - t->hot.depth)
+    (void)sp__thread_grow_stack(t); /* out of memory: only slower */
+  sp__thread_rearm(m, t);
   return rc;
 }
 

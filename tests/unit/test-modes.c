@@ -919,4 +919,176 @@ SP_TEST(overhead_counts_slow_calls_and_fresh_buffers) {
   sp_manager_destroy(m);
 }
 
+/*====== The armed record: what the inlined path no longer tests ======*/
+
+/* A thread's TLS slot keeps pointing at its record after the manager is
+ * destroyed; the inlined path reads it without a generation test. The
+ * record stays allocated and disarmed until the thread attaches again, so
+ * a call on the next manager of that slot goes out of line: an end of the
+ * call left open on the destroyed manager is unmatched there (not a write
+ * into freed buffers, which ASan reports), and the next calls are that
+ * manager's. */
+static sp_manager *arm_m;
+static sp_region arm_a, arm_b;
+static int arm_stage, arm_rc_end, arm_rc_pair;
+static pthread_mutex_t arm_mu = PTHREAD_MUTEX_INITIALIZER;
+static pthread_cond_t arm_cv = PTHREAD_COND_INITIALIZER;
+static void arm_set(int s) {
+  pthread_mutex_lock(&arm_mu);
+  arm_stage = s;
+  pthread_cond_broadcast(&arm_cv);
+  pthread_mutex_unlock(&arm_mu);
+}
+static void arm_wait(int s) {
+  pthread_mutex_lock(&arm_mu);
+  while (arm_stage < s) pthread_cond_wait(&arm_cv, &arm_mu);
+  pthread_mutex_unlock(&arm_mu);
+}
+static void *arm_worker(void *arg) {
+  (void)arg;
+  for (int i = 0; i < 100; i++) { /* armed: these go inline */
+    sp_region_begin(arm_m, arm_b);
+    sp_region_end(arm_m, arm_b);
+  }
+  sp_region_begin(arm_m, arm_a); /* left open */
+  arm_set(1);
+  arm_wait(2); /* the manager destroyed, another made in its slot */
+  arm_rc_end = sp_region_end(arm_m, arm_a);
+  arm_rc_pair = sp_region_begin(arm_m, arm_b);
+  if (arm_rc_pair == SP_OK) arm_rc_pair = sp_region_end(arm_m, arm_b);
+  return NULL;
+}
+static void slot_reuse_case(const char *mode) {
+  const char *ov[] = {"file_path=arm1.h5", mode, NULL};
+  const char *ov2[] = {"file_path=arm2.h5", mode, NULL};
+  arm_stage = 0;
+  arm_m = sp_test_setup_with(ov);
+  arm_a = sp_region_intern("arm.open");
+  arm_b = sp_region_intern("arm.pair");
+  uint32_t slot = arm_m->hot.slot;
+  pthread_t w;
+  ASSERT_EQ(pthread_create(&w, NULL, arm_worker, NULL), 0);
+  arm_wait(1);
+  sp_manager_destroy(arm_m);
+  arm_m = sp_test_setup_with(ov2);
+  ASSERT_EQ(arm_m->hot.slot, slot); /* the case: the same TLS slot */
+  arm_set(2);
+  ASSERT_EQ(pthread_join(w, NULL), 0);
+  ASSERT_EQ(arm_rc_end, SP_ERR_UNMATCHED_END);
+  ASSERT_EQ(arm_rc_pair, SP_OK);
+  ASSERT_EQ(sp_manager_problems(arm_m).unmatched_ends, 1);
+  ASSERT_EQ(sp_manager_num_calls(arm_m, arm_b), 1);
+  ASSERT_EQ(sp_manager_num_calls(arm_m, arm_a), 0);
+  ASSERT_OK(sp_manager_finalize(arm_m, NULL, NULL));
+  sp_manager_destroy(arm_m);
+}
+SP_TEST(a_destroyed_managers_slot_reused_timeline) { slot_reuse_case("aggregation_mode=0"); }
+SP_TEST(a_destroyed_managers_slot_reused_aggregation) { slot_reuse_case("aggregation_mode=1"); }
+
+/* The same on the thread that destroys the manager: its own record is kept
+ * for it, and its next call on the slot's new manager frees it. */
+static void slot_reuse_here_case(const char *mode) {
+  const char *ov[] = {"file_path=arm3.h5", mode, NULL};
+  sp_manager *m = sp_test_setup_with(ov);
+  sp_region a = sp_region_intern("arm.here");
+  for (int i = 0; i < 10; i++) {
+    ASSERT_OK(sp_region_begin(m, a));
+    ASSERT_OK(sp_region_end(m, a));
+  }
+  ASSERT_OK(sp_region_begin(m, a));
+  uint32_t slot = m->hot.slot;
+  sp_manager_destroy(m);
+  m = sp_test_setup_with(ov);
+  ASSERT_EQ(m->hot.slot, slot);
+  ASSERT_EQ(sp_region_end(m, a), SP_ERR_UNMATCHED_END);
+  ASSERT_OK(sp_region_begin(m, a));
+  ASSERT_OK(sp_region_end(m, a));
+  ASSERT_EQ(sp_manager_num_calls(m, a), 1);
+  ASSERT_EQ(sp_manager_problems(m).unmatched_ends, 1);
+  sp_manager_destroy(m);
+}
+SP_TEST(a_destroyed_managers_slot_reused_on_its_thread_timeline) { slot_reuse_here_case("aggregation_mode=0"); }
+SP_TEST(a_destroyed_managers_slot_reused_on_its_thread_aggregation) { slot_reuse_here_case("aggregation_mode=1"); }
+
+/* A thread that said it ended (sp_thread_end, as Python's threading does)
+ * and records again gets a new record: the one its manager keeps, stamped
+ * with the end, takes no more calls (the inlined path would write into it
+ * were it still armed in the thread's slot). */
+static void *ended_worker(void *arg) {
+  sp_manager *m = arg;
+  sp_region r = sp_region_intern("arm.ended");
+  for (int i = 0; i < 3; i++) {
+    sp_region_begin(m, r);
+    sp_region_end(m, r);
+  }
+  sp_thread_end();
+  for (int i = 0; i < 5; i++) {
+    sp_region_begin(m, r);
+    sp_region_end(m, r);
+  }
+  return NULL;
+}
+SP_TEST(a_thread_that_ended_records_on_a_new_record) {
+  const char *ov[] = {"file_path=arm4.h5", NULL};
+  sp_manager *m = sp_test_setup_with(ov);
+  pthread_t w;
+  ASSERT_EQ(pthread_create(&w, NULL, ended_worker, m), 0);
+  ASSERT_EQ(pthread_join(w, NULL), 0);
+  ASSERT_EQ(m->nthreads, 2);
+  ASSERT_EQ(m->threads->hot.n, 3); /* the ended record took no call after its end */
+  ASSERT_EQ(sp_manager_num_calls(m, sp_region_intern("arm.ended")), 8);
+  ASSERT_OK(sp_manager_finalize(m, NULL, NULL));
+  sp_manager_destroy(m);
+}
+
+/* The room runs out at the buffer (one event to start with), at the stack
+ * (calls 3000 deep once the buffer has grown past it) and, in a shallow
+ * loop, at the stack's entries ahead:
+ * every call is recorded with its exact nesting (each level's exclusive
+ * time is its own 2 ns). */
+static void nest(sp_manager *m, sp_region r, int d) {
+  sp_region_begin(m, r);
+  tick(1);
+  if (d > 1) nest(m, r, d - 1);
+  tick(1);
+  sp_region_end(m, r);
+}
+SP_TEST(room_runs_out_at_the_buffer_and_the_stack) {
+  setenv("SCOPE_PROFILER_CLOCK", "manual", 1);
+  const char *ov[] = {"file_path=room.h5", "buffer_limit=1", NULL};
+  sp_manager *m = sp_test_setup_with(ov);
+  sp_region deep = sp_region_intern("room.deep"), flat = sp_region_intern("room.flat"),
+            outer = sp_region_intern("room.outer");
+  for (int i = 0; i < 5000; i++) { /* the buffer grows past the stack */
+    sp_region_begin(m, flat);
+    tick(3);
+    sp_region_end(m, flat);
+  }
+  nest(m, deep, 3000); /* more room in the buffer than on the stack */
+  sp_region_begin(m, outer);
+  for (int i = 0; i < 3000; i++) {
+    sp_region_begin(m, flat);
+    tick(3);
+    sp_region_end(m, flat);
+  }
+  tick(1);
+  sp_region_end(m, outer);
+  nest(m, deep, 100);
+  sp_problem_counts pc = sp_manager_problems(m);
+  ASSERT_EQ(pc.unmatched_ends, 0);
+  ASSERT_OK(sp_manager_finalize(m, NULL, NULL));
+  struct row rd, rf, ro;
+  ASSERT_OK(read_row("room.h5", "room.deep", &rd));
+  ASSERT_OK(read_row("room.h5", "room.flat", &rf));
+  ASSERT_OK(read_row("room.h5", "room.outer", &ro));
+  ASSERT_EQ(rd.count, 3100);
+  ASSERT_EQ(rd.excl, 2 * 3100);
+  ASSERT_EQ(rd.max, 2 * 3000);
+  ASSERT_EQ(rf.count, 8000);
+  ASSERT_EQ(rf.excl, 3 * 8000);
+  ASSERT_EQ(ro.count, 1);
+  ASSERT_EQ(ro.excl, 1);
+  sp_manager_destroy(m);
+}
+
 int main(int argc, char **argv) { return sp_test_main(argc, argv); }
