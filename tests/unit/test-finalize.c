@@ -774,26 +774,55 @@ static void *late_opener(void *arg) {
   return NULL;
 }
 
+/* The held finalize's set-up: manual clock, two regions whose source files
+ * are FIFOs (finalize blocks reading each until late_opener opens it), a
+ * third region for the worker's row, and one call of each source region
+ * (3 and 4 ticks). */
+static void late_start(const char *file, const char *const name[3]) {
+  char path[64];
+  snprintf(path, sizeof path, "file_path=%s", file);
+  setenv("SCOPE_PROFILER_CLOCK", "manual", 1);
+  late_stage = 0;
+  ASSERT_EQ(mkfifo("src1.fifo", 0600), 0);
+  ASSERT_EQ(mkfifo("src2.fifo", 0600), 0);
+  late_m = setup_with((const char *const[]){path, "capture_region_source=1", NULL});
+  late_r[0] = sp_region_intern_ex(name[0], "src1.fifo", 1, NULL, NULL);
+  late_r[1] = sp_region_intern_ex(name[1], "src2.fifo", 1, NULL, NULL);
+  late_r[2] = sp_region_intern(name[2]);
+  for (int k = 0; k < 2; k++) {
+    sp_region_begin(late_m, late_r[k]);
+    sp__clock_manual_advance(3 + k);
+    sp_region_end(late_m, late_r[k]);
+    sp__clock_manual_advance(1);
+  }
+}
+
+/* The file keeps the rows the count saw: one call each, of 3, 4 and 5 ticks. */
+static void late_check(const char *file, const char *const name[3]) {
+  sp_results *res = NULL;
+  ASSERT_OK(sp_results_open(file, &res));
+  ASSERT_EQ(sp_results_num_rows(res), 3);
+  static const int64_t dur[3] = {3, 4, 5};
+  for (size_t k = 0; k < 3; k++) {
+    sp_row_info info;
+    ASSERT_OK(sp_results_row_info(res, k, &info));
+    ASSERT_STR_EQ(sp_results_region_name(res, info.region), name[k]);
+    ASSERT_EQ(info.count, 1);
+    int64_t s = 0, e = 0;
+    ASSERT_OK(sp_results_row_read(res, k, 0, 1, &s, &e, NULL, NULL, NULL));
+    ASSERT_EQ(e - s, dur[k]);
+  }
+  sp_results_free(res);
+  sp_manager_destroy(late_m);
+}
+
 static void late_case(int fill) {
 #ifdef UNDER_TSAN
   SKIP("TSan: the store the watcher's finalize races with is the point");
 #endif
-  setenv("SCOPE_PROFILER_CLOCK", "manual", 1);
-  ASSERT_EQ(mkfifo("src1.fifo", 0600), 0);
-  ASSERT_EQ(mkfifo("src2.fifo", 0600), 0);
-  late_m = setup_with((const char *const[]){"file_path=late.h5", "capture_region_source=1", NULL});
-  late_r[0] = sp_region_intern_ex("src_one", "src1.fifo", 1, NULL, NULL);
-  late_r[1] = sp_region_intern_ex("src_two", "src2.fifo", 1, NULL, NULL);
-  late_r[2] = sp_region_intern("late_last_row");
+  static const char *const name[3] = {"src_one", "src_two", "late_last_row"};
+  late_start("late.h5", name);
   late_r[3] = sp_region_intern("late_no_row");
-  sp_region_begin(late_m, late_r[0]);
-  sp__clock_manual_advance(3);
-  sp_region_end(late_m, late_r[0]);
-  sp__clock_manual_advance(1);
-  sp_region_begin(late_m, late_r[1]);
-  sp__clock_manual_advance(4);
-  sp_region_end(late_m, late_r[1]);
-  sp__clock_manual_advance(1);
   pthread_t w, o;
   ASSERT_EQ(pthread_create(&w, NULL, late_worker, NULL), 0);
   late_wait(1);
@@ -807,22 +836,7 @@ static void late_case(int fill) {
   ASSERT_EQ(sp__snapshot_fills - f0, (unsigned long)(2 * fill));
   ASSERT_EQ(pthread_join(o, NULL), 0);
   ASSERT_EQ(pthread_join(w, NULL), 0);
-  sp_results *res = NULL;
-  ASSERT_OK(sp_results_open("late.h5", &res));
-  ASSERT_EQ(sp_results_num_rows(res), 3);
-  static const char *const name[3] = {"src_one", "src_two", "late_last_row"};
-  static const int64_t dur[3] = {3, 4, 5};
-  for (size_t k = 0; k < 3; k++) {
-    sp_row_info info;
-    ASSERT_OK(sp_results_row_info(res, k, &info));
-    ASSERT_STR_EQ(sp_results_region_name(res, info.region), name[k]);
-    ASSERT_EQ(info.count, 1);
-    int64_t s = 0, e = 0;
-    ASSERT_OK(sp_results_row_read(res, k, 0, 1, &s, &e, NULL, NULL, NULL));
-    ASSERT_EQ(e - s, dur[k]);
-  }
-  sp_results_free(res);
-  sp_manager_destroy(late_m);
+  late_check("late.h5", name);
 }
 
 SP_TEST(call_ended_after_the_count_columns_way) { late_case(0); }
@@ -856,22 +870,8 @@ static void born_case(int fill) {
 #ifdef UNDER_TSAN
   SKIP("TSan: the log finalize reads while a thread appends is the race the watcher accepts");
 #endif
-  setenv("SCOPE_PROFILER_CLOCK", "manual", 1);
-  late_stage = 0;
-  ASSERT_EQ(mkfifo("src1.fifo", 0600), 0);
-  ASSERT_EQ(mkfifo("src2.fifo", 0600), 0);
-  late_m = setup_with((const char *const[]){"file_path=born.h5", "capture_region_source=1", NULL});
-  late_r[0] = sp_region_intern_ex("born_src_one", "src1.fifo", 1, NULL, NULL);
-  late_r[1] = sp_region_intern_ex("born_src_two", "src2.fifo", 1, NULL, NULL);
-  late_r[2] = sp_region_intern("born_worker_row");
-  sp_region_begin(late_m, late_r[0]);
-  sp__clock_manual_advance(3);
-  sp_region_end(late_m, late_r[0]);
-  sp__clock_manual_advance(1);
-  sp_region_begin(late_m, late_r[1]);
-  sp__clock_manual_advance(4);
-  sp_region_end(late_m, late_r[1]);
-  sp__clock_manual_advance(1);
+  static const char *const name[3] = {"born_src_one", "born_src_two", "born_worker_row"};
+  late_start("born.h5", name);
   pthread_t w, o;
   ASSERT_EQ(pthread_create(&w, NULL, born_worker, NULL), 0);
   late_wait(1);
@@ -882,22 +882,7 @@ static void born_case(int fill) {
   ASSERT_EQ(pthread_join(o, NULL), 0);
   ASSERT_EQ(pthread_join(w, NULL), 0);
   ASSERT_EQ(born_r, maxid + 1); /* interned after the count, as the case needs */
-  sp_results *res = NULL;
-  ASSERT_OK(sp_results_open("born.h5", &res));
-  ASSERT_EQ(sp_results_num_rows(res), 3);
-  static const char *const name[3] = {"born_src_one", "born_src_two", "born_worker_row"};
-  static const int64_t dur[3] = {3, 4, 5};
-  for (size_t k = 0; k < 3; k++) {
-    sp_row_info info;
-    ASSERT_OK(sp_results_row_info(res, k, &info));
-    ASSERT_STR_EQ(sp_results_region_name(res, info.region), name[k]);
-    ASSERT_EQ(info.count, 1);
-    int64_t s = 0, e = 0;
-    ASSERT_OK(sp_results_row_read(res, k, 0, 1, &s, &e, NULL, NULL, NULL));
-    ASSERT_EQ(e - s, dur[k]);
-  }
-  sp_results_free(res);
-  sp_manager_destroy(late_m);
+  late_check("born.h5", name);
 }
 
 SP_TEST(region_interned_after_the_count_columns_way) { born_case(0); }
