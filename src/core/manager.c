@@ -910,6 +910,14 @@ sp_status sp__finalize_cut(sp_manager *m, const char *why) {
   if (!m || !m->configured || m->forked_child || m->cfg.deactivate_profiling) return SP_OK;
   sp_finalize_args none = {0};
   pthread_mutex_lock(&m->fin_lock);
+  /* Both callers saw the run active before they took the lock: a signal's
+   * watcher and the exit hook of a program that returned meanwhile, or the
+   * program's own finalize. Whoever came second would write the few calls
+   * recorded since over the file the first one published. */
+  if (!m->run_active) {
+    pthread_mutex_unlock(&m->fin_lock);
+    return SP_OK;
+  }
   uint64_t tick1;
   int64_t ns1;
   sp__stream_hold(m);

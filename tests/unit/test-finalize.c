@@ -20,6 +20,7 @@
 #include "config/config_internal.h"
 #include "core/core.h"
 #include "core/snapshot.h"
+#include "core/spill.h"
 #include "output/output.h"
 #include "harness.h"
 #include "h5util.h"
@@ -888,5 +889,23 @@ static void born_case(int fill) {
 SP_TEST(region_interned_after_the_count_columns_way) { born_case(0); }
 
 SP_TEST(region_interned_after_the_count_filler_way) { born_case(1); }
+
+/* A signal's watcher and the exit hook of a program that returned meanwhile
+ * both see the run active and queue on the finalize lock: the second one,
+ * finding the run finalized, must leave the first one's file alone (it wrote
+ * a file of the calls recorded since, none here, over it). */
+SP_TEST(a_second_cut_of_a_finalized_run_keeps_its_file) {
+  sp_manager *m = setup_with((const char *const[]){"file_path=cut.h5", NULL});
+  sp_region r = sp_region_intern("cut_work");
+  for (int i = 0; i < 3; i++) {
+    sp_region_begin(m, r);
+    sp_region_end(m, r);
+  }
+  ASSERT_OK(sp__finalize_cut(m, "SIGTERM"));
+  ASSERT_EQ(h5_region_events("cut.h5", "cut_work"), 3);
+  ASSERT_OK(sp__finalize_cut(m, "exit"));
+  ASSERT_EQ(h5_region_events("cut.h5", "cut_work"), 3);
+  sp_manager_destroy(m);
+}
 
 int main(int argc, char **argv) { return sp_test_main(argc, argv); }
