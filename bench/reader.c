@@ -12,8 +12,15 @@
  * ratios walk / sorted. Each step runs in a child process of its own (its
  * peak RSS over what opening the file took is the step's).
  *
- *   reader [--events N] [--file F] [--keep] [--reps R]
+ * With --threads T the loop runs on T threads at once (N/T events each,
+ * the same regions), and with --budget B under max_buffer_bytes=B: the run
+ * streams, and a streamed run's file is its staged blocks (docs/file-format.md
+ * "Staged blocks"), whose rows of regions shared by the threads are out of
+ * start order (each (row, block) segment in it).
+ *
+ *   reader [--events N] [--file F] [--keep] [--reps R] [--threads T] [--budget B]
  */
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -40,11 +47,38 @@ static double clock_s(clockid_t id) {
   return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
 }
 
-static long record(const char *out, long events) {
+struct rec_arg {
+  sp_manager *m;
+  const sp_region *regs;
+  long events, done;
+};
+static void *rec_thread(void *p) {
+  struct rec_arg *a = p;
+  a->done = ts_record(a->m, a->regs, a->events);
+  return NULL;
+}
+
+static long record(const char *out, long events, int threads, const char *budget) {
   sp_region regs[TS_NREG];
   ts_regions(regs);
-  sp_manager *m = ts_manager("reader", out);
-  long done = ts_record(m, regs, events);
+  char mb[64];
+  if (budget) snprintf(mb, sizeof mb, "max_buffer_bytes=%s", budget);
+  sp_manager *m = ts_manager_with("reader", out, budget ? mb : NULL);
+  long done = 0;
+  if (threads <= 1) {
+    done = ts_record(m, regs, events);
+  } else {
+    pthread_t th[64];
+    struct rec_arg a[64];
+    for (int t = 0; t < threads; t++) {
+      a[t] = (struct rec_arg){m, regs, events / threads, 0};
+      if (pthread_create(&th[t], NULL, rec_thread, &a[t]) != 0) exit(1);
+    }
+    for (int t = 0; t < threads; t++) {
+      pthread_join(th[t], NULL);
+      done += a[t].done;
+    }
+  }
   if (sp_manager_finalize(m, NULL, NULL) != SP_OK) {
     fprintf(stderr, "reader: finalize: %s\n", sp_last_error());
     exit(1);
@@ -132,7 +166,8 @@ static int cmp_d(const void *a, const void *b) {
 int main(int argc, char **argv) {
   long events = 10000000;
   const char *file = NULL;
-  int keep = 0, reps = 3;
+  int keep = 0, reps = 3, threads = 1;
+  const char *budget = NULL;
   for (int i = 1; i < argc; i++) {
     if (!strcmp(argv[i], "--events") && i + 1 < argc)
       events = atol(argv[++i]);
@@ -142,14 +177,19 @@ int main(int argc, char **argv) {
       keep = 1;
     else if (!strcmp(argv[i], "--reps") && i + 1 < argc)
       reps = atoi(argv[++i]);
+    else if (!strcmp(argv[i], "--threads") && i + 1 < argc)
+      threads = atoi(argv[++i]);
+    else if (!strcmp(argv[i], "--budget") && i + 1 < argc)
+      budget = argv[++i];
     else {
-      fprintf(stderr, "usage: reader [--events N] [--file F] [--keep] [--reps R]\n");
+      fprintf(stderr, "usage: reader [--events N] [--file F] [--keep] [--reps R] [--threads T] [--budget B]\n");
       return 2;
     }
   }
   if (reps < 1 || reps > 99) reps = 3;
+  if (threads < 1 || threads > 64) threads = 1;
   const char *path = file ? file : "bench_reader.h5";
-  if (!file) record(path, events);
+  if (!file) record(path, events, threads, budget);
   static const char *what[2] = {"call-path tree", "call stack, rank 0"};
   printf("%-20s %-7s %9s %9s %11s %9s\n", "step", "path", "wall [s]", "cpu [s]", "peak B/ev",
          "cpu ratio");

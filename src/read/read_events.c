@@ -168,6 +168,28 @@ static herr_t read_virtual(const struct sp__vcol *v, hid_t memtype, uint64_t off
   return n ? -1 : 0;
 }
 
+sp_status sp__row_cuts(sp_results *r, size_t row, uint64_t **cuts, size_t *n) {
+  *cuts = NULL;
+  *n = 0;
+  const struct sp__rrow *w = &r->rows[row];
+  if (w->group || r->mem_start || w->count < 2 || r->ds_start < 0) return SP_OK;
+  const struct sp__vcol *v = vcol_of(r, r->ds_start);
+  if (!v || !v->map) return SP_OK;
+  size_t lo = 0, hi = v->nmap; /* the first mapping beginning after the row's first event */
+  while (lo < hi) {
+    size_t mid = lo + (hi - lo) / 2;
+    if (v->map[mid].voff <= w->offset) lo = mid + 1;
+    else hi = mid;
+  }
+  size_t k = 0;
+  while (lo + k < v->nmap && v->map[lo + k].voff < w->offset + w->count) k++;
+  if (!k) return SP_OK;
+  if (!(*cuts = malloc(k * sizeof **cuts))) return sp__set_error(SP_ERR_NO_MEMORY, "out of memory");
+  for (size_t i = 0; i < k; i++) (*cuts)[i] = v->map[lo + i].voff - w->offset;
+  *n = k;
+  return SP_OK;
+}
+
 static sp_status read_slice_as(sp_results *r, hid_t ds, hid_t memtype, uint64_t offset, size_t n,
                                void *out, const char *what) {
   const struct sp__vcol *v = vcol_of(r, ds);

@@ -200,6 +200,13 @@ void sp__lines_free(struct sp__lines *l);
 sp_status sp__row_summary(sp_results *r, size_t row, const struct sp__summary **out);
 sp_status sp__row_read(sp_results *r, size_t row, uint64_t first, size_t n, int64_t *start,
                        int64_t *end, int64_t *call, int64_t *parent, int64_t *thread);
+/* Where the row's events are stored as several pieces that each may be in
+ * start order on their own: the row-relative offsets (0 < cut < count, in
+ * ascending order) at which a mapping of the virtual start column begins
+ * (a staged file's (row, block) segments, docs/file-format.md "Staged
+ * blocks"). *cuts is allocated (free it; NULL and 0 for a row stored in
+ * one piece, or read through HDF5). SP_OK or SP_ERR_NO_MEMORY. */
+sp_status sp__row_cuts(sp_results *r, size_t row, uint64_t **cuts, size_t *n);
 /* Durations (end - start) of a row's events; `scratch` holds n values.
  * A schema-3 row whose times were all checked by an earlier read (the walk's)
  * reads its durations column alone; any other reads starts and ends. */

@@ -2,8 +2,12 @@
  * holding or sorting them.
  *
  * Our writers store each (rank, region) row in start order (a thread's log
- * is in begin order; threads are merged by start). A k-way merge of the
- * rank's rows by (start, longer first, call id, region) is then exactly the
+ * is in begin order; threads are merged by start), or, in a streamed run's
+ * staged file, as (row, block) segments each in start order (the row is
+ * not: threads sharing a region interleave by block); each segment is then
+ * a piece of the merge, found from the virtual column's mappings
+ * (sp__row_cuts). A k-way merge of the rank's rows (or pieces) by (start,
+ * longer first, call id, region) is then exactly the
  * order read_tree.c sorts into, restricted to each lane; so the calls can be
  * nested as they stream past, with one stack of open calls per lane
  * (containment), or with the recorded ids. Memory is the rows' read buffers,
@@ -53,6 +57,11 @@ struct cursor {
   int any;
   int done; /* no more calls (a padding leaf of the merge from the start) */
   uint32_t region;
+  /* schema 3: where this piece's start deltas stand (the row's decoding
+   * state, swapped in around each read: a row's pieces are read in turn) */
+  int own_state;
+  uint64_t snext;
+  int64_t sacc;
 };
 
 /* A leaf's key in the merge: its next call's start, INT64_MAX when it is
@@ -186,9 +195,17 @@ static inline void ahead(const struct cursor *c) {
 static int cursor_fill(struct walk *w, struct cursor *c) {
   if (c->next >= c->count) return 0;
   size_t k = c->count - c->next < c->block ? (size_t)(c->count - c->next) : c->block;
+  struct sp__rrow *rw = &w->r->rows[c->row];
+  if (c->own_state) {
+    rw->start_next = c->snext;
+    rw->start_acc = c->sacc;
+  }
   sp_status st = sp__row_read(w->r, c->row, c->next, k, c->start, c->end,
                               w->has_call ? c->call : NULL, w->ids ? c->parent : NULL,
                               w->has_threads ? c->thread : NULL);
+  c->own_state = 1;
+  c->snext = rw->start_next;
+  c->sacc = rw->start_acc;
   if (st == SP_OK && w->has_tasks) st = sp__row_read_tasks(w->r, c->row, c->next, k, c->task);
   if (st != SP_OK) {
     w->err = st;
@@ -413,16 +430,60 @@ int sp__walk_calls(sp_results *r, int64_t rank, sp__walk_fn fn, void *ctx, sp_st
     free(rows);
     return sp__walk_last = 0;
   }
+  /* The merge's pieces: each row, or each stored piece of a row that the
+   * file keeps in several (a staged file's (row, block) segments: each in
+   * start order, the row not), so that such a row is merged from its
+   * pieces instead of refused (the sorted path: 130-odd B per call). More
+   * pieces than a 256th of the calls (each a leaf and 64 calls of buffers
+   * at least) are not worth it: the row is taken whole, and refused if it
+   * is out of order. */
+  struct piece {
+    size_t row;
+    uint64_t lo, hi;
+  } *pieces = NULL;
+  size_t npieces = 0, pieces_cap = 0;
+  uint64_t max_pieces = total / 256 > 4096 ? total / 256 : 4096;
+  for (size_t i = 0; i < nrows; i++) {
+    uint64_t *cuts = NULL;
+    size_t ncuts = 0;
+    if (npieces < max_pieces && (*err = sp__row_cuts(r, rows[i], &cuts, &ncuts)) != SP_OK) {
+      free(pieces);
+      free(rows);
+      return -1;
+    }
+    if (npieces + ncuts + 1 > max_pieces) ncuts = 0;
+    if (npieces + ncuts + 1 > pieces_cap) {
+      size_t cap = pieces_cap ? pieces_cap : 64;
+      while (cap < npieces + ncuts + 1) cap *= 2;
+      struct piece *v = realloc(pieces, cap * sizeof *v);
+      if (!v) {
+        free(cuts);
+        free(pieces);
+        free(rows);
+        *err = sp__set_error(SP_ERR_NO_MEMORY, "out of memory walking a rank's calls");
+        return -1;
+      }
+      pieces = v;
+      pieces_cap = cap;
+    }
+    uint64_t lo = 0;
+    for (size_t k = 0; k <= ncuts; k++) {
+      uint64_t hi = k < ncuts ? cuts[k] : r->rows[rows[i]].count;
+      if (hi > lo) pieces[npieces++] = (struct piece){rows[i], lo, hi};
+      lo = hi;
+    }
+    free(cuts);
+  }
   /* Buffers for about 2^18 calls in all (4-12 MiB: 2 to 6 columns), 64 to
    * 16384 per row, and no more than the row has: a row of 2 calls took
    * 16384 calls of buffers (768 KiB of 6 columns) before, and the rank's
    * buffers were allocated and touched anew for every rank. */
-  w.block = nrows ? ((size_t)1 << 18) / nrows : 1;
+  w.block = npieces ? ((size_t)1 << 18) / npieces : 1;
   if (w.block > 16384) w.block = 16384;
   if (w.block < 64) w.block = 64;
   size_t room = 0; /* the rows' buffers, in calls */
-  for (size_t k = 0; k < nrows; k++)
-    room += r->rows[rows[k]].count < w.block ? (size_t)r->rows[rows[k]].count : w.block;
+  for (size_t k = 0; k < npieces; k++)
+    room += pieces[k].hi - pieces[k].lo < w.block ? (size_t)(pieces[k].hi - pieces[k].lo) : w.block;
   w.has_call = r->ds_call >= 0 || r->mem_call;
   w.has_tasks = r->ds_task >= 0 || r->mem_task;
   w.has_threads = r->ds_thread >= 0 || r->mem_thread;
@@ -440,7 +501,7 @@ int sp__walk_calls(sp_results *r, int64_t rank, sp__walk_fn fn, void *ctx, sp_st
   }
   sp__progress_begin(r, total);
   w.nleaf = 1;
-  while (w.nleaf < nrows) w.nleaf *= 2;
+  while (w.nleaf < npieces) w.nleaf *= 2;
   w.cur = calloc(w.nleaf, sizeof *w.cur);
   w.tree = malloc(3 * w.nleaf * sizeof *w.tree);
   w.none = malloc(w.block * sizeof *w.none);
@@ -451,12 +512,13 @@ int sp__walk_calls(sp_results *r, int64_t rank, sp__walk_fn fn, void *ctx, sp_st
   sp__walk_last_buffers = room * ncol * sizeof *w.bufs;
   if (rc == 1 && !(w.bufs = malloc((room ? room : 1) * ncol * sizeof *w.bufs))) rc = oom(&w);
   for (size_t k = 0; w.cur && k < w.nleaf; k++) w.cur[k].done = 1;
-  for (size_t k = 0, at = 0; k < nrows && rc == 1; k++) {
+  for (size_t k = 0, at = 0; k < npieces && rc == 1; k++) {
     struct cursor *c = &w.cur[w.ncur++];
-    c->row = rows[k];
-    c->region = r->rows[rows[k]].region;
-    c->count = r->rows[rows[k]].count;
-    size_t b = c->block = c->count < w.block ? (size_t)c->count : w.block;
+    c->row = pieces[k].row;
+    c->region = r->rows[c->row].region;
+    c->next = pieces[k].lo;
+    c->count = pieces[k].hi;
+    size_t b = c->block = c->count - c->next < w.block ? (size_t)(c->count - c->next) : w.block;
     c->start = w.bufs + at;
     at += ncol * b;
     int64_t *col = c->start + b;
@@ -582,7 +644,11 @@ int sp__walk_calls(sp_results *r, int64_t rank, sp__walk_fn fn, void *ctx, sp_st
     replay(&w, k);
   }
   sp__h5_quiet_end(&q);
+  /* every call was read with its start and end and passed the checks,
+   * whatever order the pieces were read in (the durations alone then do) */
+  for (size_t k = 0; rc == 1 && k < nrows; k++) r->rows[rows[k]].checked = r->rows[rows[k]].count;
   walk_free(&w);
+  free(pieces);
   free(rows);
   if (rc < 0) *err = w.err;
   sp__walk_last = rc;
