@@ -10,6 +10,7 @@
 #include "common/error.h"
 #include "output/plan.h"
 #include "read/read_internal.h"
+#include "read/read_walk.h"
 
 #define BLOCK ((size_t)1 << 20)
 
@@ -531,9 +532,12 @@ sp_status sp_results_events(sp_results *r, size_t region, int64_t rank, sp_event
   if (!r || !out || region >= r->nregions)
     return sp__set_error(SP_ERR_INVALID_ARGUMENT, "sp_results_events: no region %zu", region);
   memset(out, 0, sizeof *out);
-  size_t total = 0;
-  for (size_t k = r->region_row_start[region]; k < r->region_row_start[region + 1]; k++)
-    if (r->rows[r->region_rows[k]].rank == rank) total += (size_t)r->rows[r->region_rows[k]].count;
+  /* the rank's rows of the region, found by binary search (region_rows are
+   * ordered by rank): a scan of the region's rows for every rank made
+   * reading each rank's events quadratic in the ranks */
+  size_t first = sp__region_rank_first(r, region, rank), last = first, total = 0;
+  while (last < r->region_row_start[region + 1] && r->rows[r->region_rows[last]].rank == rank)
+    total += (size_t)r->rows[r->region_rows[last++]].count;
   size_t bytes = (total ? total : 1) * sizeof(int64_t);
   int64_t *cols[5];
   for (int i = 0; i < 5; i++) cols[i] = malloc(bytes);
@@ -544,10 +548,8 @@ sp_status sp_results_events(sp_results *r, size_t region, int64_t rank, sp_event
   sp__h5_quiet_begin(&q);
   sp__progress_begin(r, total);
   size_t at = 0;
-  for (size_t k = r->region_row_start[region]; st == SP_OK && k < r->region_row_start[region + 1];
-       k++) {
+  for (size_t k = first; st == SP_OK && k < last; k++) {
     size_t row = r->region_rows[k];
-    if (r->rows[row].rank != rank) continue;
     for (uint64_t done = 0; st == SP_OK && done < r->rows[row].count;) {
       size_t n = r->rows[row].count - done < BLOCK ? (size_t)(r->rows[row].count - done) : BLOCK;
       st = sp__row_read(r, row, done, n, cols[0] + at, cols[1] + at, cols[2] + at, cols[3] + at,
@@ -606,13 +608,20 @@ sp_status sp_results_threads(sp_results *r, int64_t rank, int64_t **ids, size_t 
   *ids = NULL;
   *n = 0;
   if (!sp_results_has_threads(r)) return SP_OK;
-  size_t cap = 16, len = 0;
-  int64_t *set = malloc(cap * sizeof *set), *buf = malloc(BLOCK * sizeof *buf);
-  sp_status st = set && buf ? SP_OK : sp__set_error(SP_ERR_NO_MEMORY, "out of memory");
+  size_t cap = 16, len = 0, nrows = 0, *rows = NULL;
+  /* the rank's rows through each region's rows (sp__rank_rows): a scan of
+   * every row for every rank was quadratic in the ranks; the buffer no
+   * larger than the rank's largest row (it was 8 MiB for every rank) */
+  sp_status st = sp__rank_rows(r, rank, &rows, &nrows);
+  size_t most = 1;
+  for (size_t k = 0; st == SP_OK && k < nrows; k++)
+    if (r->rows[rows[k]].count > most) most = r->rows[rows[k]].count < BLOCK ? (size_t)r->rows[rows[k]].count : BLOCK;
+  int64_t *set = malloc(cap * sizeof *set), *buf = malloc(most * sizeof *buf);
+  if (st == SP_OK && (!set || !buf)) st = sp__set_error(SP_ERR_NO_MEMORY, "out of memory");
   struct sp__h5quiet q;
   sp__h5_quiet_begin(&q);
-  for (size_t i = 0; i < r->nrows && st == SP_OK; i++) {
-    if (r->rows[i].rank != rank) continue;
+  for (size_t ri = 0; ri < nrows && st == SP_OK; ri++) {
+    size_t i = rows[ri];
     for (uint64_t done = 0; done < r->rows[i].count && st == SP_OK;) {
       size_t k = r->rows[i].count - done < BLOCK ? (size_t)(r->rows[i].count - done) : BLOCK;
       st = sp__row_read(r, i, done, k, NULL, NULL, NULL, NULL, buf);
@@ -638,6 +647,7 @@ sp_status sp_results_threads(sp_results *r, int64_t rank, int64_t **ids, size_t 
   }
   sp__h5_quiet_end(&q);
   free(buf);
+  free(rows);
   if (st != SP_OK) {
     free(set);
     return st;

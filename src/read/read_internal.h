@@ -109,6 +109,10 @@ struct sp_results {
   size_t nregions;
   size_t *region_row_start; /* rows of region i: region_rows[start[i] .. start[i+1]) */
   size_t *region_rows;
+  /* region i's row that gives its source (the first with any) and its tags
+   * (the first not "[]"), SIZE_MAX for none: found once at open, where a
+   * scan of the region's rows per question made per-rank passes quadratic */
+  size_t *region_source_row, *region_tags_row;
 
   struct sp__rrow *rows;
   size_t nrows;

@@ -588,6 +588,29 @@ sp_status sp__finish_open(sp_results *r) {
   sort_ctx = NULL;
   for (size_t i = 0; i < r->nrows; i++) r->region_row_start[r->rows[i].region + 1]++;
   for (size_t i = 0; i < r->nregions; i++) r->region_row_start[i + 1] += r->region_row_start[i];
+  r->region_source_row = malloc((r->nregions ? r->nregions : 1) * sizeof *r->region_source_row);
+  r->region_tags_row = malloc((r->nregions ? r->nregions : 1) * sizeof *r->region_tags_row);
+  if (!r->region_source_row || !r->region_tags_row) {
+    free(rk);
+    return sp__set_error(SP_ERR_NO_MEMORY, "out of memory");
+  }
+  for (size_t g = 0; g < r->nregions; g++) {
+    size_t lo = r->region_row_start[g], hi = r->region_row_start[g + 1];
+    r->region_source_row[g] = r->region_tags_row[g] = SIZE_MAX;
+    for (size_t k = lo; k < hi; k++) {
+      const struct sp__rrow *w = &r->rows[r->region_rows[k]];
+      if (w->source_file[0] || w->source_text[0] || w->source_line >= 0) {
+        r->region_source_row[g] = r->region_rows[k];
+        break;
+      }
+    }
+    if (r->region_source_row[g] == SIZE_MAX && lo < hi) r->region_source_row[g] = r->region_rows[lo];
+    for (size_t k = lo; k < hi; k++)
+      if (strcmp(r->rows[r->region_rows[k]].tags, "[]") != 0) {
+        r->region_tags_row[g] = r->region_rows[k];
+        break;
+      }
+  }
   for (size_t i = 0; i < r->nrows; i++) rk[i] = r->rows[i].rank;
   qsort(rk, r->nrows, sizeof *rk, sp__cmp_i64);
   size_t k = 0;
@@ -919,6 +942,8 @@ void sp_results_free(sp_results *r) {
   }
   free(r->rows);
   free(r->region_row_start);
+  free(r->region_source_row);
+  free(r->region_tags_row);
   free(r->region_rows);
   free(r->ranks);
   free(r->path);
@@ -1019,15 +1044,7 @@ sp_status sp_results_region_source(const sp_results *r, size_t region, const cha
                                    int64_t *line, const char **text) {
   if (!r || region >= r->nregions)
     return sp__set_error(SP_ERR_INVALID_ARGUMENT, "sp_results_region_source: no region %zu", region);
-  const struct sp__rrow *best = NULL;
-  for (size_t k = r->region_row_start[region]; k < r->region_row_start[region + 1]; k++) {
-    const struct sp__rrow *w = &r->rows[r->region_rows[k]];
-    if (!best) best = w;
-    if (w->source_file[0] || w->source_text[0] || w->source_line >= 0) {
-      best = w;
-      break;
-    }
-  }
+  const struct sp__rrow *best = r->region_source_row[region] == SIZE_MAX ? NULL : &r->rows[r->region_source_row[region]];
   if (file) *file = best ? best->source_file : "";
   if (line) *line = best ? best->source_line : -1;
   if (text) *text = best ? best->source_text : "";
@@ -1036,11 +1053,7 @@ sp_status sp_results_region_source(const sp_results *r, size_t region, const cha
 
 const char *sp_results_region_tags(const sp_results *r, size_t region) {
   if (!r || region >= r->nregions) return "[]";
-  for (size_t k = r->region_row_start[region]; k < r->region_row_start[region + 1]; k++) {
-    const struct sp__rrow *w = &r->rows[r->region_rows[k]];
-    if (strcmp(w->tags, "[]") != 0) return w->tags;
-  }
-  return "[]";
+  return r->region_tags_row[region] == SIZE_MAX ? "[]" : r->rows[r->region_tags_row[region]].tags;
 }
 
 size_t sp_results_num_rows(const sp_results *r) { return r ? r->nrows : 0; }

@@ -587,6 +587,9 @@ SP_TEST(ranks_rows_found_through_regions) {
                                     .aggregate_count = (int64_t)k, .source_line = -1,
                                     .exclusive_total = -1, .source_file = "", .source_text = "",
                                     .tags_json = "[]"};
+      /* a region's source and tags on a row other than its first (rank 0's) */
+      if (rank_of[p] == 1 && g == 1) rows[p][nr].source_file = "x.c", rows[p][nr].source_line = 7;
+      if (rank_of[p] == 2 && g == 2) rows[p][nr].tags_json = "[\"io\"]";
       for (size_t j = 0; j < k; j++, at++) {
         st[p][at] = 100 * (int64_t)g + 10 * (int64_t)j + rank_of[p];
         en[p][at] = st[p][at] + 5 + (int64_t)g;
@@ -607,6 +610,16 @@ SP_TEST(ranks_rows_found_through_regions) {
   ASSERT_OK(sp_results_open("ranks.h5", &r));
   size_t nrows = sp_results_num_rows(r);
   ASSERT_EQ(nrows, (size_t)(NR * NG - 1));
+  const char *file = NULL, *text = NULL;
+  int64_t line = 0;
+  ASSERT_OK(sp_results_region_source(r, 1, &file, &line, &text));
+  ASSERT_STR_EQ(file, "x.c");
+  ASSERT_EQ(line, 7);
+  ASSERT_OK(sp_results_region_source(r, 0, &file, &line, &text));
+  ASSERT_STR_EQ(file, "");
+  ASSERT_EQ(line, -1);
+  ASSERT_STR_EQ(sp_results_region_tags(r, 2), "[\"io\"]");
+  ASSERT_STR_EQ(sp_results_region_tags(r, 1), "[]");
   for (int64_t rank = 0; rank < NR + 1; rank++) {
     size_t want[NR * NG], nw = 0, *got = NULL, ng = 0;
     for (size_t w = 0; w < nrows; w++) {
@@ -634,6 +647,18 @@ SP_TEST(ranks_rows_found_through_regions) {
       }
       ASSERT_EQ(s.count, count);
       ASSERT_EQ(s.total_ns, total);
+      /* the rank's events of the region: its rows' calls, not another rank's */
+      sp_events ev;
+      ASSERT_OK(sp_results_events(r, g, rank, &ev));
+      ASSERT_EQ((uint64_t)ev.count, count);
+      int64_t evtotal = 0;
+      for (size_t j = 0; j < ev.count; j++) {
+        ASSERT_EQ(ev.start_ns[j] % 10, rank);
+        ASSERT_EQ(ev.start_ns[j] / 100, (int64_t)g);
+        evtotal += ev.end_ns[j] - ev.start_ns[j];
+      }
+      ASSERT_EQ(evtotal, total);
+      sp_events_free(&ev);
     }
   }
   sp_results_free(r);
