@@ -156,7 +156,7 @@ static void write_toolbar(FILE *o, const struct rp_model *m, const struct rp_svg
         o);
 }
 
-static void write_main(FILE *o, const struct rp_model *m, const struct rp_svg *charts, size_t n,
+static int write_main(FILE *o, const struct rp_model *m, const struct rp_svg *charts, size_t n,
                        const struct rp_view_out *views, size_t nviews) {
   files_section(o, m);
   fputs("<section id=\"legend\"><h2>Regions</h2>", o);
@@ -172,16 +172,16 @@ static void write_main(FILE *o, const struct rp_model *m, const struct rp_svg *c
   summary_table(o, m);
   for (size_t i = 0; i < n; i++) {
     fprintf(o, "<section class=\"chart-section\" id=\"sec-%s\">", charts[i].id);
-    if (!charts[i].svg) { /* a drawn chart carries its title */
+    if (!rp_svg_drawn(&charts[i])) { /* a drawn chart carries its title */
       fputs("<h2>", o);
       rp_xml(o, charts[i].title);
       fputs("</h2>\n", o);
     }
-    if (charts[i].svg) {
+    if (rp_svg_drawn(&charts[i])) {
       fprintf(o, "<div class=\"chart-wrap\">\n");
       /* the standalone SVG documents are inlined as they are: they are
        * well-formed XML, which HTML parses the same way */
-      fwrite(charts[i].svg, 1, charts[i].len, o);
+      if (rp_svg_put(&charts[i], o) != 0) return -1; /* a spill that cannot be read back */
       fprintf(o, "</div><p class=\"notes\"><a href=\"%s\">%s</a></p>\n", charts[i].file,
               charts[i].file);
     } else {
@@ -205,6 +205,7 @@ static void write_main(FILE *o, const struct rp_model *m, const struct rp_svg *c
     }
     fputs("<div class=\"view-body\"></div></section>\n", o);
   }
+  return 0;
 }
 
 /* The JSON blob: what the script needs that the SVG does not carry. */
@@ -236,9 +237,9 @@ static void write_data(FILE *o, const struct rp_model *m, const struct rp_svg *c
   fputs("],\"charts\":[", o);
   for (size_t i = 0; i < n; i++) {
     fprintf(o, "%s{\"id\":\"%s\",\"file\":\"%s\",\"drawn\":%s,\"title\":", i ? "," : "",
-            charts[i].id, charts[i].file, charts[i].svg ? "true" : "false");
+            charts[i].id, charts[i].file, rp_svg_drawn(&charts[i]) ? "true" : "false");
     rp_json_str(o, charts[i].title);
-    if (!charts[i].svg) {
+    if (!rp_svg_drawn(&charts[i])) {
       fputs(",\"why\":", o);
       rp_json_str(o, charts[i].why);
     }
@@ -278,7 +279,9 @@ int rp_write_html(FILE *o, const struct rp_model *m, const struct rp_svg *charts
     else if (SLOT("js")) write_asset(o, rp_asset_report_js, rp_asset_report_js_len);
     else if (SLOT("subtitle")) write_subtitle(o, m);
     else if (SLOT("toolbar")) write_toolbar(o, m, charts, n, views, nviews);
-    else if (SLOT("main")) write_main(o, m, charts, n, views, nviews);
+    else if (SLOT("main")) {
+      if (write_main(o, m, charts, n, views, nviews) != 0) return -1;
+    }
     else if (SLOT("data")) write_data(o, m, charts, n, views, nviews);
     else {
       fputc('@', o); /* not a slot */

@@ -287,7 +287,21 @@ struct rp_svg {
   char *svg;
   size_t len;
   char *why;              /* why it was not drawn */
+  /* drawn and moved out of memory (rp_svg_spill): its len bytes at
+   * spill_off in spill (svg NULL) */
+  FILE *spill;
+  long long spill_off;
 };
+
+/* Whether c was drawn (its text in memory or spilled). */
+int rp_svg_drawn(const struct rp_svg *c);
+/* Moves a drawn chart's text to the end of `to` (an unlinked scratch file
+ * the caller owns) and frees it, so that a report holds one chart's text at
+ * a time rather than all of them until the page is written; 0 or -1 (write
+ * failed, the text kept). */
+int rp_svg_spill(struct rp_svg *c, FILE *to);
+/* Writes the chart's text to o, from memory or its spill; 0 or -1. */
+int rp_svg_put(const struct rp_svg *c, FILE *o);
 
 /* Finish chart c as out (id, file name, title, SVG); 0 or -1 (no memory,
  * the chart is freed either way). */

@@ -533,6 +533,32 @@ static void legend(struct rp_chart *c, const struct rp_model *m) {
   rp_block_end(c, h);
 }
 
+int rp_svg_drawn(const struct rp_svg *c) { return c->svg || c->spill; }
+
+int rp_svg_spill(struct rp_svg *c, FILE *to) {
+  if (!c->svg) return 0;
+  if (fseeko(to, 0, SEEK_END) != 0) return -1;
+  off_t at = ftello(to);
+  if (at < 0 || fwrite(c->svg, 1, c->len, to) != c->len || fflush(to) != 0) return -1;
+  free(c->svg);
+  c->svg = NULL;
+  c->spill = to;
+  c->spill_off = (long long)at;
+  return 0;
+}
+
+int rp_svg_put(const struct rp_svg *c, FILE *o) {
+  if (c->svg) return fwrite(c->svg, 1, c->len, o) == c->len ? 0 : -1;
+  if (!c->spill || fseeko(c->spill, (off_t)c->spill_off, SEEK_SET) != 0) return -1;
+  char buf[65536];
+  for (size_t left = c->len; left;) {
+    size_t k = left < sizeof buf ? left : sizeof buf;
+    if (fread(buf, 1, k, c->spill) != k || fwrite(buf, 1, k, o) != k) return -1;
+    left -= k;
+  }
+  return 0;
+}
+
 int rp_chart_end(struct rp_chart *c, const struct rp_model *m, char **svg, size_t *len) {
   *svg = NULL;
   *len = 0;
