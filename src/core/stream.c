@@ -11,7 +11,8 @@
  * kept while the run lasts so that a crash spill can name it and recovery
  * read the streamed calls back: sp__stream_adopt). Finalize hands over what is left,
  * waits for the writer, and assembles the file from the segments a
- * row at a time (a k-way merge by start time across threads), so neither
+ * row at a time (a k-way merge across threads by start, longer first, then
+ * call id: the in-memory writers' row order), so neither
  * side ever holds the run in memory.
  *
  * The writer also stages each block in the run's own HDF5 file (h5stage.c,
@@ -904,7 +905,25 @@ struct cursor {
   int64_t *cols; /* CURSOR_N x ncols */
   uint32_t thread;
   size_t piece; /* of the clock map, where this thread's calls are now */
+  int64_t hs, he; /* the next call's start and end, ns on the final map */
 };
+
+/* The next call's nanoseconds, which the merge orders by (start, longer
+ * first, call id: the order the in-memory writers store a row in and the
+ * readers nest by, snapshot.c row_before), not by ticks with ties in
+ * thread order. */
+static void cursor_head(const struct sp_clock_map *cm, struct cursor *c) {
+  if (c->at >= c->have) return;
+  c->hs = sp__ticks_to_ns_hint(cm, &c->piece, (uint64_t)c->start[c->at]);
+  c->he = sp__ticks_to_ns_hint(cm, &c->piece, (uint64_t)c->end[c->at]);
+  if (c->he < c->hs) c->he = c->hs;
+}
+
+static int cursor_before(const struct cursor *a, const struct cursor *b) {
+  if (a->hs != b->hs) return a->hs < b->hs;
+  if (a->he != b->he) return a->he > b->he;
+  return a->id[a->at] < b->id[b->at];
+}
 
 static int cursor_fill(struct sp_stream *s, struct cursor *c, int ncols) {
   while (c->si < c->nsegs && c->pos >= c->segs[c->si]->count) {
@@ -960,7 +979,7 @@ static int flush_out(const struct fill_ctx *f, struct sp_event_sink *sink, uint6
 }
 
 /* Writes every row: the row's segments, one cursor per thread, merged by
- * start time, converted with the run's final clock map, CURSOR_N at a time;
+ * (start, longer first, call id), converted with the run's final clock map, CURSOR_N at a time;
  * the statistics come out of the same pass. */
 static sp_status fill(void *ctx, struct sp_event_sink *sink) {
   struct fill_ctx *f = ctx;
@@ -1010,6 +1029,7 @@ static sp_status fill(void *ctx, struct sp_event_sink *sink) {
       cur[c].nsegs = (size_t)(&sorted[w] - cur[c].segs);
       if (ncols && !(cur[c].cols = malloc(CURSOR_N * (size_t)ncols * sizeof *cur[c].cols))) goto oom;
       if (cursor_fill(s, &cur[c], ncols) < 0) st = SP_ERR_IO;
+      cursor_head(&f->cm, &cur[c]);
     }
     struct sp_summary *su = &row->stats;
     memset(su, 0, sizeof *su);
@@ -1022,16 +1042,14 @@ static sp_status fill(void *ctx, struct sp_event_sink *sink) {
     uint64_t done = 0, nout = 0;
     int64_t last_start = INT64_MIN;
     while (st == SP_OK) {
-      /* the cursor with the earliest start (few threads: a scan is fine) */
+      /* the cursor whose next call comes first (few threads: a scan is
+       * fine; full ties go to the earlier thread) */
       size_t best = ncur;
       for (size_t c = 0; c < ncur; c++)
-        if (cur[c].at < cur[c].have && (best == ncur || cur[c].start[cur[c].at] < cur[best].start[cur[best].at]))
-          best = c;
+        if (cur[c].at < cur[c].have && (best == ncur || cursor_before(&cur[c], &cur[best]))) best = c;
       if (best == ncur) break;
       struct cursor *c = &cur[best];
-      int64_t s0 = sp__ticks_to_ns_hint(&f->cm, &c->piece, (uint64_t)c->start[c->at]),
-              e0 = sp__ticks_to_ns_hint(&f->cm, &c->piece, (uint64_t)c->end[c->at]);
-      if (e0 < s0) e0 = s0;
+      int64_t s0 = c->hs, e0 = c->he;
       int64_t d = e0 - s0, pid = c->pid[c->at];
       o[0][nout] = s0;
       o[1][nout] = e0;
@@ -1059,6 +1077,7 @@ static sp_status fill(void *ctx, struct sp_event_sink *sink) {
       s1 += x;
       s2 += x * x;
       if (++c->at == c->have && cursor_fill(s, c, ncols) < 0) st = SP_ERR_IO;
+      cursor_head(&f->cm, c);
       if (nout == FILL_BATCH && flush_out(f, sink, row->offset + done - nout, nout, o, othr, ocols, pcols) != 0)
         st = SP_ERR_IO;
       if (nout == FILL_BATCH) nout = 0;

@@ -700,7 +700,7 @@ SP_TEST(walk_buffers_sized_to_rows) {
  * call id), the walk's order, not by thread; the walk then takes the rank
  * (before, it refused it and the sorted path gave the tree). Written the
  * filler's way (held rows merged) and the columns' way (sorted slices). */
-enum { TIE_STEPS = 300 };
+static int tie_steps;
 static sp_manager *tie_m;
 static sp_region tie_k, tie_in;
 static pthread_mutex_t tie_mu = PTHREAD_MUTEX_INITIALIZER;
@@ -716,7 +716,7 @@ static void tie_next(void) {
 static void *tie_worker(void *arg) {
   int w = (int)(intptr_t)arg;
   pthread_mutex_lock(&tie_mu);
-  for (int s = 0; s < TIE_STEPS; s++) {
+  for (int s = 0; s < tie_steps; s++) {
     tie_wait(4 * s + w);
     sp_region_begin(tie_m, tie_k);
     if (w == 1 && s % 3 == 1) sp_region_begin(tie_m, tie_in); /* a child tied on start too */
@@ -735,13 +735,19 @@ static void *tie_worker(void *arg) {
   return NULL;
 }
 
-static void ties_across_threads_case(int fill) {
+/* fill: the in-memory filler (1) or the columns' way (0); streamed: the
+ * run streams (the smallest budget, enough steps to pass it) and is
+ * assembled the copy way from the staging file (compression keeps it off
+ * the staged blocks, whose rows are not merged across threads). */
+static void ties_across_threads_case(int fill, int streamed) {
   unsetenv("SCOPE_PROFILER_CONFIG");
   setenv("SCOPE_PROFILER_CLOCK", "manual", 1);
+  tie_steps = streamed ? 20000 : 300;
   tie_m = sp_manager_create();
   ASSERT(tie_m != NULL);
   const char *ov[] = {"file_path=tie.h5", NULL};
-  ASSERT_OK(sp_manager_setup(tie_m, &(sp_setup_args){.overrides = ov}));
+  const char *ovs[] = {"file_path=tie.h5", "max_buffer_bytes=1048576", "hdf5_compression=gzip", NULL};
+  ASSERT_OK(sp_manager_setup(tie_m, &(sp_setup_args){.overrides = streamed ? ovs : ov}));
   tie_k = sp_region_intern("kernel");
   tie_in = sp_region_intern("inner");
   sp_region top = sp_region_intern("top");
@@ -763,14 +769,31 @@ static void ties_across_threads_case(int fill) {
   sp__snapshot_fill_enabled = fill;
   unsigned long f0 = sp__snapshot_fills;
   ASSERT_OK(sp_manager_finalize(tie_m, NULL, NULL));
-  ASSERT_EQ(sp__snapshot_fills - f0, (unsigned long)(fill ? 1 : 0));
+  if (!streamed) ASSERT_EQ(sp__snapshot_fills - f0, (unsigned long)(fill ? 1 : 0));
   sp_manager_destroy(tie_m);
+  sp__snapshot_fill_enabled = 1;
+  if (streamed) {
+    sp_results *r = NULL;
+    ASSERT_OK(sp_results_open("tie.h5", &r));
+    ASSERT(sp_results_metadata(r, "streamed_blocks") != NULL);
+    sp_results_free(r);
+    hid_t f = H5Fopen("tie.h5", H5F_ACC_RDONLY, H5P_DEFAULT);
+    ASSERT(f >= 0);
+    hid_t d = H5Dopen2(f, "/events/durations", H5P_DEFAULT);
+    ASSERT(d >= 0);
+    hid_t p = H5Dget_create_plist(d);
+    ASSERT(H5Pget_layout(p) != H5D_VIRTUAL); /* assembled, not the staged blocks */
+    H5Pclose(p);
+    H5Dclose(d);
+    H5Fclose(f);
+  }
   ASSERT_EQ(same_both_ways("tie.h5", NULL), 1);
   ASSERT_EQ(same_both_ways("tie.h5", "^inner$"), 1);
 }
 
-SP_TEST(calls_tied_across_threads_walk_filler_way) { ties_across_threads_case(1); }
-SP_TEST(calls_tied_across_threads_walk_columns_way) { ties_across_threads_case(0); }
+SP_TEST(calls_tied_across_threads_walk_filler_way) { ties_across_threads_case(1, 0); }
+SP_TEST(calls_tied_across_threads_walk_columns_way) { ties_across_threads_case(0, 0); }
+SP_TEST(calls_tied_across_threads_walk_streamed_way) { ties_across_threads_case(1, 1); }
 
 #ifdef _OPENMP
 SP_TEST(openmp_workers_walk_and_match) {
