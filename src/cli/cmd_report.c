@@ -9,6 +9,7 @@
  * percentiles), asks each chart for its SVG and writes the outputs.
  */
 #include <errno.h>
+#include <fcntl.h>
 #include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
@@ -127,12 +128,14 @@ static char *join(const char *dir, const char *name) {
   return p;
 }
 
-static int write_file(const char *dir, const char *name, const char *data, size_t len,
+/* Writes name under dir: len bytes of data, or (data NULL) the chart c's
+ * text from memory or its spill. */
+static int write_file(const char *dir, const char *name, const char *data, size_t len, const struct rp_svg *c,
                       struct sp_cli_strs *written) {
   char *path = join(dir, name);
   if (!path) return sp_cli_error(CMD, "out of memory");
   FILE *o = fopen(path, "w");
-  int bad = !o || fwrite(data, 1, len, o) != len;
+  int bad = !o || (data ? fwrite(data, 1, len, o) != len : rp_svg_put(c, o) != 0);
   if (o && fclose(o) != 0) bad = 1;
   if (bad) {
     int rc = sp_cli_error(CMD, "cannot write %s: %s", path, strerror(errno));
@@ -144,40 +147,19 @@ static int write_file(const char *dir, const char *name, const char *data, size_
   return 0;
 }
 
-/* A chart's file, its text from memory or its spill. */
-static int write_chart(const char *dir, const struct rp_svg *c, struct sp_cli_strs *written) {
-  char *path = join(dir, c->file);
-  if (!path) return sp_cli_error(CMD, "out of memory");
-  FILE *o = fopen(path, "w");
-  int bad = !o || rp_svg_put(c, o) != 0;
-  if (o && fclose(o) != 0) bad = 1;
-  if (bad) {
-    int rc = sp_cli_error(CMD, "cannot write %s: %s", path, strerror(errno));
-    free(path);
-    return rc;
-  }
-  sp_cli_strs_push(written, path);
-  free(path);
-  return 0;
-}
-
-/* Each drawn chart's text moves to an unlinked scratch file (under
- * $TMPDIR) as soon as it is drawn: all of them were held until the page
- * was written (80 MB of 279 on a 40000-region file). Without a scratch
- * file they stay in memory, as before. */
-static void spill_charts(struct rp_svg *charts, size_t n, FILE **spill) {
-  if (!*spill) {
-    const char *tmp = getenv("TMPDIR");
-    char *tpl = join(tmp && tmp[0] ? tmp : "/tmp", "sp-report-XXXXXX");
-    int fd = tpl ? mkstemp(tpl) : -1;
-    if (fd >= 0) {
-      unlink(tpl);
-      if (!(*spill = fdopen(fd, "w+"))) close(fd);
-    }
-    free(tpl);
-    if (!*spill) return;
-  }
-  for (size_t k = 0; k < n; k++) rp_svg_spill(&charts[k], *spill);
+/* The scratch file each drawn chart's text moves to as soon as it is
+ * finished (rp_model.chart_spill): all of them were held until the page
+ * was written (80 MB of 279 on a 40000-region file). An unnamed file in
+ * $TMPDIR (O_TMPFILE: nothing is left behind, whatever ends the process);
+ * NULL where the directory cannot hold one, and the charts stay in memory,
+ * as before. */
+static FILE *chart_scratch(void) {
+  const char *tmp = getenv("TMPDIR");
+  int fd = open(tmp && tmp[0] ? tmp : "/tmp", O_TMPFILE | O_RDWR | O_CLOEXEC, 0600);
+  if (fd < 0) return NULL;
+  FILE *f = fdopen(fd, "w+");
+  if (!f) close(fd);
+  return f;
 }
 
 static void free_svg(struct rp_svg *s) {
@@ -203,7 +185,6 @@ int sp_cmd_report(int argc, char **argv) {
   struct sp_cli_progress prog;
   sp_filter *f = NULL;
   char *json = NULL;
-  FILE *spill = NULL; /* the drawn charts' text (spill_charts) */
   struct rp_view_out *views = NULL;
   size_t nviews = 0;
   size_t json_len = 0;
@@ -242,6 +223,7 @@ int sp_cmd_report(int argc, char **argv) {
   m.o = &ro;
   m.f = f;
   m.prog = &prog;
+  m.chart_spill = chart_scratch();
   m.files = calloc(files.n, sizeof *m.files);
   if (!m.files) {
     rc = sp_cli_error(CMD, "out of memory");
@@ -309,16 +291,13 @@ int sp_cmd_report(int argc, char **argv) {
     goto drawn;
   }
   crc = rp_chart_gantt(&m, &charts[C_GANTT]);
-  if (!crc) spill_charts(charts, C_COUNT, &spill), crc = rp_chart_flame(&m, &charts[C_FLAME]);
-  if (!crc) spill_charts(charts, C_COUNT, &spill), crc = rp_chart_flamegraph(&m, &charts[C_FGRAPH]);
-  if (!crc) spill_charts(charts, C_COUNT, &spill), crc = rp_chart_timeseries(&m, &charts[C_TS]);
-  for (size_t k = 0; k < ro.nmetrics && !crc; k++) {
-    spill_charts(charts, C_COUNT, &spill);
+  if (!crc) crc = rp_chart_flame(&m, &charts[C_FLAME]);
+  if (!crc) crc = rp_chart_flamegraph(&m, &charts[C_FGRAPH]);
+  if (!crc) crc = rp_chart_timeseries(&m, &charts[C_TS]);
+  for (size_t k = 0; k < ro.nmetrics && !crc; k++)
     crc = rp_chart_durations(&m, ro.metrics[k], &charts[C_DUR0 + k]);
-  }
-  if (!crc) spill_charts(charts, C_COUNT, &spill), crc = rp_chart_scaling(&m, CMD, &charts[C_SPEEDUP], &charts[C_EFF]);
-  if (!crc) spill_charts(charts, C_COUNT, &spill), crc = rp_chart_imbalance(&m, &charts[C_IMB]);
-  if (!crc) spill_charts(charts, C_COUNT, &spill);
+  if (!crc) crc = rp_chart_scaling(&m, CMD, &charts[C_SPEEDUP], &charts[C_EFF]);
+  if (!crc) crc = rp_chart_imbalance(&m, &charts[C_IMB]);
 drawn:
   if (crc) {
     rc = crc < 0 ? sp_cli_error(CMD, "out of memory") : crc;
@@ -385,9 +364,9 @@ drawn:
     free(path);
   }
   for (size_t k = 0; k < n; k++)
-    if (rp_svg_drawn(&order[k]) && (rc = write_chart(o.out, &order[k], &written)))
+    if (rp_svg_drawn(&order[k]) && (rc = write_file(o.out, order[k].file, NULL, 0, &order[k], &written)))
       goto out;
-  if ((rc = write_file(o.out, "region_statistics.json", json, json_len, &written))) goto out;
+  if ((rc = write_file(o.out, "region_statistics.json", json, json_len, NULL, &written))) goto out;
   for (size_t i = 0; i < m.nfiles; i++)
     if (m.files[i].overlaps)
       fprintf(stderr,
@@ -406,7 +385,7 @@ out_prog:
 out:
   fflush(stdout);
   for (size_t k = 0; k < C_COUNT; k++) free_svg(&charts[k]);
-  if (spill) fclose(spill);
+  if (m.chart_spill) fclose(m.chart_spill);
   rp_views_free(views, nviews);
   free(views);
   for (size_t i = 0; i < m.nfiles; i++) rp_free_file(&m.files[i]);

@@ -434,9 +434,9 @@ int sp__walk_calls(sp_results *r, int64_t rank, sp__walk_fn fn, void *ctx, sp_st
    * file keeps in several (a staged file's (row, block) segments: each in
    * start order, the row not), so that such a row is merged from its
    * pieces instead of refused (the sorted path: 130-odd B per call). More
-   * pieces than a 256th of the calls (each a leaf and 64 calls of buffers
-   * at least) are not worth it: the row is taken whole, and refused if it
-   * is out of order. */
+   * pieces than a 256th of the rank's calls, or 4096 if that is more (each
+   * a leaf and 64 calls of buffers at least), are not worth it: the row is
+   * taken whole, and refused if it is out of order. */
   struct piece {
     size_t row;
     uint64_t lo, hi;

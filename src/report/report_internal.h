@@ -158,6 +158,7 @@ struct rp_model {
   size_t nall_ranks;
   struct sp_cli_progress *prog;
   uint64_t pdone, ptotal;    /* one progress bar over every phase, in events */
+  FILE *chart_spill;         /* where each finished chart's text moves (rp_svg_finish); NULL: kept in memory */
 };
 
 #define RP_MAX_DEPTH 64
@@ -295,11 +296,6 @@ struct rp_svg {
 
 /* Whether c was drawn (its text in memory or spilled). */
 int rp_svg_drawn(const struct rp_svg *c);
-/* Moves a drawn chart's text to the end of `to` (an unlinked scratch file
- * the caller owns) and frees it, so that a report holds one chart's text at
- * a time rather than all of them until the page is written; 0 or -1 (write
- * failed, the text kept). */
-int rp_svg_spill(struct rp_svg *c, FILE *to);
 /* Writes the chart's text to o, from memory or its spill; 0 or -1. */
 int rp_svg_put(const struct rp_svg *c, FILE *o);
 

@@ -535,7 +535,11 @@ static void legend(struct rp_chart *c, const struct rp_model *m) {
 
 int rp_svg_drawn(const struct rp_svg *c) { return c->svg || c->spill; }
 
-int rp_svg_spill(struct rp_svg *c, FILE *to) {
+/* Moves a drawn chart's text to the end of `to` (the model's scratch file)
+ * and frees it, so that a report holds one chart's text at a time rather
+ * than all of them until the page is written; 0 or -1 (write failed, the
+ * text kept in memory). */
+static int rp_svg_spill(struct rp_svg *c, FILE *to) {
   if (!c->svg) return 0;
   if (fseeko(to, 0, SEEK_END) != 0) return -1;
   off_t at = ftello(to);
@@ -635,7 +639,9 @@ int rp_svg_finish(struct rp_chart *c, const struct rp_model *m, struct rp_svg *o
     rp_chart_discard(c);
     return -1;
   }
-  return rp_chart_end(c, m, &out->svg, &out->len);
+  if (rp_chart_end(c, m, &out->svg, &out->len) != 0) return -1;
+  if (m->chart_spill) rp_svg_spill(out, m->chart_spill); /* on failure the text stays in memory */
+  return 0;
 }
 
 int rp_svg_not_drawn(struct rp_svg *out, const char *id, const char *file, const char *title,
