@@ -52,6 +52,23 @@ static inline long long h5_raw_len(const char *file, const char *dset) {
   return n;
 }
 
+/* 1 when the dataset is virtual (a staged file's /events, docs/file-format.md
+ * "Staged blocks"), 0 when not, -1 when it cannot be opened. */
+static inline int h5_is_virtual(const char *file, const char *dset) {
+  hid_t f = H5Fopen(file, H5F_ACC_RDONLY, H5P_DEFAULT);
+  if (f < 0) return -1;
+  hid_t d = H5Dopen2(f, dset, H5P_DEFAULT);
+  int v = -1;
+  if (d >= 0) {
+    hid_t p = H5Dget_create_plist(d);
+    v = H5Pget_layout(p) == H5D_VIRTUAL;
+    H5Pclose(p);
+    H5Dclose(d);
+  }
+  H5Fclose(f);
+  return v;
+}
+
 static inline void *h5_read_as(const char *file, const char *dset, hid_t mtype, long long *n);
 
 /* A whole 1-D integer dataset converted to int64 (malloc'd), or NULL. */

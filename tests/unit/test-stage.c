@@ -25,18 +25,6 @@ static sp_manager *setup_with(const char *const *overrides) {
   return m;
 }
 
-static int is_virtual(const char *file, const char *dset) {
-  hid_t f = H5Fopen(file, H5F_ACC_RDONLY, H5P_DEFAULT);
-  ASSERT(f >= 0);
-  hid_t d = H5Dopen2(f, dset, H5P_DEFAULT);
-  ASSERT(d >= 0);
-  hid_t p = H5Dget_create_plist(d);
-  int v = H5Pget_layout(p) == H5D_VIRTUAL;
-  H5Pclose(p);
-  H5Dclose(d);
-  H5Fclose(f);
-  return v;
-}
 
 /* One call as both files must hold it, for comparing rows as sets (the
  * staged file keeps a row's segments in block order, the copy way merges
@@ -213,9 +201,9 @@ SP_TEST(staged_equals_copy_way_of_the_same_run) {
   sp__h5_stage_copy_too = "copy.h5";
   run_threads("staged.h5", "67108864");
   sp__h5_stage_copy_too = NULL;
-  ASSERT(is_virtual("staged.h5", "/events/start_deltas"));
-  ASSERT(is_virtual("staged.h5", "/events/durations"));
-  ASSERT(!is_virtual("copy.h5", "/events/durations"));
+  ASSERT_EQ(h5_is_virtual("staged.h5", "/events/start_deltas"), 1);
+  ASSERT_EQ(h5_is_virtual("staged.h5", "/events/durations"), 1);
+  ASSERT_EQ(h5_is_virtual("copy.h5", "/events/durations"), 0);
   ASSERT_GE(h5_attr_i64("staged.h5", "/metadata", "streamed_blocks"), 2 * NT);
   same_run("staged.h5", "copy.h5");
   ASSERT_GT(h5_len("staged.h5", "/events/thread_ids"), 0);
@@ -264,7 +252,7 @@ SP_TEST(many_blocks_in_a_small_budget_go_the_copy_way) {
   per_thread = 200000;
   run_threads("small.h5", "2097152");
   ASSERT_GT(h5_attr_i64("small.h5", "/metadata", "streamed_blocks"), 3 * NT);
-  ASSERT(!is_virtual("small.h5", "/events/durations"));
+  ASSERT_EQ(h5_is_virtual("small.h5", "/events/durations"), 0);
   ASSERT_EQ(h5_region_events("small.h5", "outer"), (long long)NT * (per_thread / 4));
 }
 
@@ -280,7 +268,7 @@ SP_TEST(schema_2_goes_the_copy_way) {
   ASSERT_OK(sp_manager_finalize(m, NULL, NULL));
   sp_manager_destroy(m);
   ASSERT_GT(h5_attr_i64("s2.h5", "/metadata", "streamed_blocks"), 2);
-  ASSERT(!is_virtual("s2.h5", "/events/start_times"));
+  ASSERT_EQ(h5_is_virtual("s2.h5", "/events/start_times"), 0);
   ASSERT_EQ(h5_region_events("s2.h5", "leaf"), 3000000);
 }
 
@@ -306,7 +294,7 @@ SP_TEST(second_run_of_a_manager_staged_too) {
     ASSERT(run == 1 ? st == SP_OK : st == SP_ERR_OPEN_SCOPES);
   }
   sp_manager_destroy(m);
-  ASSERT(is_virtual("two.h5", "/events/durations"));
+  ASSERT_EQ(h5_is_virtual("two.h5", "/events/durations"), 1);
   ASSERT_GE(h5_attr_i64("two.h5", "/metadata", "streamed_blocks"), 2);
   same_run("two.h5", "two_copy.h5");
   ASSERT_EQ(h5_region_events("two.h5", "session"), 1);
@@ -332,7 +320,7 @@ SP_TEST(a_slow_writer_sheds_the_staging_instead_of_dropping) {
   sp__stream_test_block_delay_ms = 0;
   ASSERT_GE(h5_attr_i64("slow.h5", "/metadata", "streamed_blocks"), 4);
   ASSERT_EQ(h5_attr_i64("slow.h5", "/metadata", "dropped_events"), 0);
-  ASSERT(!is_virtual("slow.h5", "/events/durations"));
+  ASSERT_EQ(h5_is_virtual("slow.h5", "/events/durations"), 0);
   ASSERT_EQ(h5_region_events("slow.h5", "leaf"), n);
 }
 

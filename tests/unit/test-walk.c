@@ -19,6 +19,7 @@
 #include "config/config_internal.h"
 #include "core/core.h"
 #include "core/snapshot.h"
+#include "h5util.h"
 #include "harness.h"
 #include "output/output.h"
 #include "output/plan.h"
@@ -484,18 +485,6 @@ static void *stg_worker(void *arg) {
   return NULL;
 }
 
-static int column_is_virtual(const char *file, const char *dset) {
-  hid_t f = H5Fopen(file, H5F_ACC_RDONLY, H5P_DEFAULT);
-  ASSERT(f >= 0);
-  hid_t d = H5Dopen2(f, dset, H5P_DEFAULT);
-  ASSERT(d >= 0);
-  hid_t p = H5Dget_create_plist(d);
-  int v = H5Pget_layout(p) == H5D_VIRTUAL;
-  H5Pclose(p);
-  H5Dclose(d);
-  H5Fclose(f);
-  return v;
-}
 
 SP_TEST(staged_run_walks_its_segments_and_matches_the_copy_way) {
   unsetenv("SCOPE_PROFILER_CONFIG");
@@ -517,8 +506,8 @@ SP_TEST(staged_run_walks_its_segments_and_matches_the_copy_way) {
   ASSERT_OK(sp_manager_finalize(stg_m, NULL, NULL));
   sp__h5_stage_copy_too = NULL;
   sp_manager_destroy(stg_m);
-  ASSERT(column_is_virtual("staged.h5", "/events/start_deltas"));
-  ASSERT(!column_is_virtual("copy.h5", "/events/start_deltas"));
+  ASSERT_EQ(h5_is_virtual("staged.h5", "/events/start_deltas"), 1);
+  ASSERT_EQ(h5_is_virtual("copy.h5", "/events/start_deltas"), 0);
   /* the staged rows are out of start order: a row taken whole is refused */
   sp_results *r = NULL;
   ASSERT_OK(sp_results_open("staged.h5", &r));
@@ -546,8 +535,10 @@ SP_TEST(staged_run_walks_its_segments_and_matches_the_copy_way) {
   struct view a, b;
   ASSERT_EQ(view_of("staged.h5", 1, NULL, &a), 1);
   ASSERT_EQ(a.calls_verdict, 1);
-  /* (the copy way's streamed assembly breaks cross-thread start ties in
-   * thread order, which the walk refuses: its sorted path then) */
+  /* (the walk still refuses the copy way's file of this run, after the
+   * streamed assembly's tie order was fixed (2c96bd4): its sorted path
+   * then. Not pinned down; this run, unlike the tie case, has calls open
+   * across hand-offs, which the assembly takes in block order) */
   view_of("copy.h5", 1, NULL, &b);
   ASSERT_EQ(a.n, b.n);
   for (size_t i = 0; i < a.n; i++) {
@@ -777,15 +768,7 @@ static void ties_across_threads_case(int fill, int streamed) {
     ASSERT_OK(sp_results_open("tie.h5", &r));
     ASSERT(sp_results_metadata(r, "streamed_blocks") != NULL);
     sp_results_free(r);
-    hid_t f = H5Fopen("tie.h5", H5F_ACC_RDONLY, H5P_DEFAULT);
-    ASSERT(f >= 0);
-    hid_t d = H5Dopen2(f, "/events/durations", H5P_DEFAULT);
-    ASSERT(d >= 0);
-    hid_t p = H5Dget_create_plist(d);
-    ASSERT(H5Pget_layout(p) != H5D_VIRTUAL); /* assembled, not the staged blocks */
-    H5Pclose(p);
-    H5Dclose(d);
-    H5Fclose(f);
+    ASSERT_EQ(h5_is_virtual("tie.h5", "/events/durations"), 0); /* assembled, not the staged blocks */
   }
   ASSERT_EQ(same_both_ways("tie.h5", NULL), 1);
   ASSERT_EQ(same_both_ways("tie.h5", "^inner$"), 1);
