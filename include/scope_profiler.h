@@ -100,7 +100,9 @@ typedef struct sp_finalize_args {
  * still open is left intact: it completes into the next run, and the return
  * is SP_ERR_OPEN_SCOPES after everything else was done. With
  * deactivate_file_output nothing touches disk. On an I/O failure the results
- * are still returned and no partial file is left. */
+ * are still returned and no partial file is left. After the signal watcher
+ * has written the run cut short by a termination signal (the process is
+ * about to die of it), finalize writes nothing and returns SP_ERR_INACTIVE. */
 SP_API sp_status sp_manager_finalize(sp_manager *m, const sp_finalize_args *args, sp_results **results);
 
 /** Pause/resume recording at run time (calls begun while paused are not

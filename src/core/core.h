@@ -358,6 +358,7 @@ struct sp_manager {
   int paused;
   int exit_hook;      /* finalize at exit if still active */
   int forked_child;   /* this process is a fork of the one that set it up */
+  const char *cut_by; /* the termination signal whose cut published the run (the process dies of it) */
   pthread_mutex_t fin_lock; /* finalize from the program, the exit hook and the signal watcher */
   char spill_path[4096];    /* <file_path>[.rank<R>].spill, prepared at setup for the crash handler */
   int spill_rank, spill_size; /* this process's rank and the job's size for the spill, -1 unknown */

@@ -445,6 +445,7 @@ static sp_status setup_run(sp_manager *m, const sp_setup_args *args) {
   sp__optin_reset(m);
   m->configured = 1;
   m->run_active = 1;
+  m->cut_by = NULL;
   m->exit_hook = (args && args->auto_finalize) || m->cfg.finalize_on_exit;
   if (m->exit_hook) pthread_once(&atexit_once, register_atexit);
   /* Ranks of one launch that write one job file each spill to their own
@@ -894,6 +895,18 @@ sp_status sp_manager_finalize(sp_manager *m, const sp_finalize_args *args, sp_re
     return SP_OK; /* nothing was recorded and nothing is written */
   }
   pthread_mutex_lock(&m->fin_lock);
+  /* The watcher published the run cut short by a termination signal and is
+   * about to let the signal end the process: a finalize of the program that
+   * queued meanwhile would write the calls recorded since (none: recording
+   * is off) over that file before the process dies. */
+  if (m->cut_by) {
+    const char *sig = m->cut_by;
+    pthread_mutex_unlock(&m->fin_lock);
+    return sp__set_error(SP_ERR_INACTIVE,
+                         "finalize: the run was cut short by %s and written; the process ends with that "
+                         "signal and nothing more is written",
+                         sig);
+  }
   uint64_t tick1;
   int64_t ns1;
   sp__stream_hold(m); /* a streamed block's map is final before the end anchor (stream.h) */
@@ -924,6 +937,7 @@ sp_status sp__finalize_cut(sp_manager *m, const char *why) {
   sp__clock_anchor(&tick1, &ns1);
   sp_status st = finalize_run(m, &none, NULL, tick1, ns1, 0, 1, why, 0);
   sp__stream_release(m);
+  if (strcmp(why, "exit") != 0) m->cut_by = why; /* read under fin_lock; `why` is a static name */
   /* the process ends with the signal, without exit handlers */
   if (m->stage_path[0] && strcmp(why, "exit") != 0) unlink(m->stage_path);
   pthread_mutex_unlock(&m->fin_lock);

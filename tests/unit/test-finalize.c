@@ -908,4 +908,49 @@ SP_TEST(a_second_cut_of_a_finalized_run_keeps_its_file) {
   sp_manager_destroy(m);
 }
 
+/* The program's own finalize queued on the finalize lock behind the
+ * watcher's cut (the watcher then lets the signal end the process) must not
+ * write the calls recorded since (none: recording is off) over the file the
+ * cut published: it returns SP_ERR_INACTIVE. The cut runs on a thread of its
+ * own, held in the sources' read (late_start's FIFOs) with the lock taken;
+ * the program's finalize is called meanwhile and is let through 20 ms later,
+ * so that it is waiting on the lock in practice. Either order must give the
+ * same result: a finalize arriving after the cut is refused just the same. */
+static sp_status cut_st = SP_ERR_IO;
+static void *cut_holder(void *arg) {
+  (void)arg;
+  cut_st = sp__finalize_cut(late_m, "SIGTERM");
+  return NULL;
+}
+static void *cut_opener(void *arg) {
+  (void)arg;
+  int fd = open("src1.fifo", O_WRONLY); /* returns once the cut, lock held, reads it */
+  if (fd >= 0) close(fd);
+  late_set(2);
+  struct timespec ts = {0, 20000000};
+  nanosleep(&ts, NULL);
+  fd = open("src2.fifo", O_WRONLY);
+  if (fd >= 0) close(fd);
+  return NULL;
+}
+
+SP_TEST(program_finalize_queued_behind_a_cut_keeps_its_file) {
+  static const char *const name[3] = {"cutq_src_one", "cutq_src_two", "cutq_last_row"};
+  late_start("cutq.h5", name);
+  sp_region_begin(late_m, late_r[2]);
+  sp__clock_manual_advance(5);
+  sp_region_end(late_m, late_r[2]);
+  __atomic_store_n(&late_m->hot.state, SP_I_STATE_OFF, __ATOMIC_RELEASE); /* as the watcher does */
+  pthread_t c, o;
+  ASSERT_EQ(pthread_create(&c, NULL, cut_holder, NULL), 0);
+  ASSERT_EQ(pthread_create(&o, NULL, cut_opener, NULL), 0);
+  late_wait(2);
+  ASSERT_EQ(sp_manager_finalize(late_m, NULL, NULL), SP_ERR_INACTIVE);
+  ASSERT(strstr(sp_last_error(), "SIGTERM") != NULL);
+  ASSERT_EQ(pthread_join(o, NULL), 0);
+  ASSERT_EQ(pthread_join(c, NULL), 0);
+  ASSERT_OK(cut_st);
+  late_check("cutq.h5", name);
+}
+
 int main(int argc, char **argv) { return sp_test_main(argc, argv); }
