@@ -23,7 +23,9 @@
  * from the region's last staged start), the rows' statistics accumulated.
  * Publishing then maps /events onto the blocks instead of copying the
  * events again; where that cannot apply the assembly below is the
- * fallback, and the raw staging file stays crash recovery's source.
+ * fallback. A staged block is written once, to the staged file: the raw
+ * staging file then holds a journal of where its segments are (struct
+ * jseg), which the assembly and crash recovery read them back through.
  *
  * If the writer cannot keep up, a handoff waits up to five seconds for it;
  * after that the buffer's completed calls are dropped and counted per
@@ -57,6 +59,13 @@ struct seg {
   uint64_t off;    /* file offset: start[count], end[count], id[count], parent[count], cols */
   uint32_t block;  /* staged: the block's datasets (h5stage.c) */
   uint64_t boff;   /* and the segment's first call in them */
+  /* staged: the calls are in the staged HDF5 file only (not in the raw
+   * staging file), read back through sfd at these offsets (start deltas,
+   * durations, ids, parents), in nanoseconds already; the segment's first
+   * delta is taken from `base` */
+  int staged;
+  int64_t base;
+  uint64_t coff[4];
 };
 
 /* A region's row as the staged blocks code it (h5stage.c): the start its
@@ -78,6 +87,34 @@ struct seg_head {
   uint64_t count;
   uint32_t ncols, reserved;
 };
+
+/* While a run stages, the raw staging file holds no calls: it is a journal
+ * of the staged blocks. First the staged file's name, then, after each
+ * block's data is written and flushed, one record per segment saying where
+ * its columns are in that file (offsets HDF5 gave the contiguous datasets,
+ * which never move) and a checksum of each, so that recovery reads the
+ * calls back without HDF5 metadata written after the crash (sp__stream_adopt). */
+#define JFILE_MAGIC UINT64_C(0x3130464754535053) /* "SPSTGF01" + u64 length + the name, padded to 8 */
+#define JSEG_MAGIC UINT64_C(0x3230304745535053)  /* "SPSEG002" */
+struct jseg {
+  uint64_t magic;
+  uint32_t region, thread;
+  uint64_t count;
+  int64_t base;
+  uint64_t coff[4];
+  uint64_t sum[4][2]; /* per column: sum of the values, sum of the running sums (mod 2^64) */
+};
+
+/* The journal's checksum of n values, continued from sum[0..1]. */
+static void jsum(uint64_t sum[2], const int64_t *v, uint64_t n) {
+  uint64_t a = sum[0], b = sum[1];
+  for (uint64_t k = 0; k < n; k++) {
+    a += (uint64_t)v[k];
+    b += a;
+  }
+  sum[0] = a;
+  sum[1] = b;
+}
 
 struct block {
   struct block *next;
@@ -146,6 +183,8 @@ struct sp_stream {
   char stage_tmp[4096]; /* its name, for a crash to remove (async-signal safe) */
   int stage_off; /* not staged in this run */
   int staging;    /* stage is open (atomic: the hand-offs read it) */
+  int sfd;        /* the staged file, to read its blocks back (the copy way, recovery); -1 */
+  int stage_kept; /* stage closed but its file left by name: its blocks are the run's data */
   int stage_shed; /* a hand-off waited for the writer: stop staging (under mu) */
   int stage_stale; /* a finalize ended without writing the run: the map the blocks used may change */
   uint32_t sblocks; /* blocks staged in this run */
@@ -228,6 +267,8 @@ static int get_at(int fd, void *p, size_t n, uint64_t off) {
  * each time it fills. */
 struct rpart {
   uint64_t count, data, base, cap, fill, written, boff;
+  int64_t sbase;      /* staged: the start its first delta is taken from */
+  uint64_t sum[4][2]; /* and its columns' checksums (struct jseg) */
 };
 
 /* Calls a region buffers before its columns go out (32 KiB per column):
@@ -241,7 +282,8 @@ struct emit_ctx {
   const struct block *b;
   int ncols;
   sp_status st;
-  int stage_err; /* staging this block failed: the run goes the copy way */
+  int staged;    /* the block goes to the staged file only */
+  int stage_err; /* staging this block failed: its calls are dropped, the run goes the copy way */
   size_t hint;   /* piece of the block's map */
 };
 
@@ -255,6 +297,7 @@ static void stage_part(struct emit_ctx *e, uint32_t r, uint64_t n) {
   int64_t *sv = s->sbuf;
   const uint64_t P = PART_CALLS_, at = q->boff + q->written;
   int64_t thread = (int64_t)e->b->t->index;
+  if (!q->written) q->sbase = a->n ? a->prev : 0;
   for (uint64_t k = 0; k < n; k++) {
     int64_t s0 = sp__ticks_to_ns_hint(&s->bm, &e->hint, (uint64_t)v[k]),
             e0 = sp__ticks_to_ns_hint(&s->bm, &e->hint, (uint64_t)v[q->cap + k]);
@@ -299,6 +342,7 @@ static void stage_part(struct emit_ctx *e, uint32_t r, uint64_t n) {
     a->s1 += x;
     a->s2 += x * x;
   }
+  for (int c = 0; c < 4; c++) jsum(q->sum[c], sv + (uint64_t)c * P, n);
   for (int c = 0; c < SP_STAGE_NCOLS && !e->stage_err; c++)
     if (sp__stage_put(s->stage, c, at, n, sv + (uint64_t)c * P) != 0) e->stage_err = 1;
 }
@@ -310,7 +354,11 @@ static void part_flush(struct emit_ctx *e, uint32_t r) {
   uint64_t n = q->fill;
   q->fill = 0;
   if (!n || e->st != SP_OK) return;
-  if (s->stage && !e->stage_err) stage_part(e, r, n);
+  if (e->staged) { /* the staged file only: no second copy in the raw staging file */
+    if (s->stage && !e->stage_err) stage_part(e, r, n);
+    q->written += n;
+    return;
+  }
   const int64_t *v = s->arena + 4 * q->base;
   for (int c = 0; c < 4 && e->st == SP_OK; c++)
     if (put_at(s->fd, v + (uint64_t)c * q->cap, n * 8, q->data + ((uint64_t)c * q->count + q->written) * 8) != 0)
@@ -416,13 +464,35 @@ static int stage_too_many(const struct sp_stream *s) {
   return (uint64_t)s->nsegs * SP_STAGE_NCOLS * STAGE_MAP_BYTES > (uint64_t)s->m->cfg.max_buffer_bytes / 8;
 }
 
-/* The run goes the copy way from here on (its staging file removed). */
+/* The run goes the copy way from here on. Blocks it staged already are
+ * in the staged file only: the file stays (closed, read through sfd; a
+ * crash keeps it for recovery) until the run is written; with none, it is
+ * removed now. */
 static void stage_stop(struct sp_stream *s) {
   __atomic_store_n(&s->staging, 0, __ATOMIC_RELAXED);
-  __atomic_store_n(&s->stage_tmp[0], 0, __ATOMIC_RELAXED);
-  sp__stage_discard(s->stage);
+  if (s->sblocks && s->sfd >= 0) {
+    sp__stage_close(s->stage, 1);
+    s->stage_kept = 1;
+  } else {
+    __atomic_store_n(&s->stage_tmp[0], 0, __ATOMIC_RELAXED);
+    sp__stage_discard(s->stage);
+    if (s->sfd >= 0) close(s->sfd);
+    s->sfd = -1;
+  }
   s->stage = NULL;
   s->stage_off = 1;
+}
+
+/* The staged file's name, first in the journal. 0 or -1. */
+static int journal_start(struct sp_stream *s) {
+  const char *path = sp__stage_path(s->stage);
+  uint64_t len = strlen(path), pad = (8 - len % 8) % 8, head[2] = {JFILE_MAGIC, len};
+  static const char zeros[8];
+  if (put_at(s->fd, head, sizeof head, s->file_end) != 0 || put_at(s->fd, path, len, s->file_end + 16) != 0 ||
+      (pad && put_at(s->fd, zeros, pad, s->file_end + 16 + len) != 0))
+    return -1;
+  s->file_end += 16 + len + pad;
+  return 0;
 }
 
 /* The block's map (s->bm): finalize's final map once it has handed it over,
@@ -458,7 +528,65 @@ static void stage_begin(struct sp_stream *s) {
     s->stage_off = 1;
   else if (strlen(sp__stage_path(s->stage)) < sizeof s->stage_tmp)
     memcpy(s->stage_tmp, sp__stage_path(s->stage), strlen(sp__stage_path(s->stage)) + 1);
+  if (s->stage && ((s->sfd = open(sp__stage_path(s->stage), O_RDONLY | O_CLOEXEC)) < 0 || journal_start(s) != 0)) {
+    stage_stop(s); /* (no blocks yet: removed) */
+    return;
+  }
   if (s->stage) __atomic_store_n(&s->staging, 1, __ATOMIC_RELAXED);
+}
+
+static int add_seg(struct sp_stream *s, const struct seg *g) {
+  if (s->nsegs == s->segs_cap) {
+    size_t cap = s->segs_cap ? s->segs_cap * 2 : 256;
+    struct seg *n = realloc(s->segs, cap * sizeof *n);
+    if (!n) return -1;
+    s->segs = n;
+    s->segs_cap = cap;
+  }
+  s->segs[s->nsegs++] = *g;
+  return 0;
+}
+
+/* A staged block is whole: its file flushed, then its segments' records
+ * appended to the journal. A block that could not be staged whole is in
+ * neither file: its calls are dropped (counted per region, as a hand-off
+ * that waits too long drops them) and the run goes the copy way. */
+static sp_status journal_block(struct sp_stream *s, struct emit_ctx *ec, uint32_t maxid) {
+  uint64_t off[SP_STAGE_NCOLS];
+  int bad = ec->stage_err || !s->stage || sp__stage_end_block(s->stage, off) != 0;
+  uint64_t ncalls = 0;
+  for (uint32_t r = 1; r <= maxid; r++) ncalls += s->part[r].count;
+  for (int c = 0; c < 4 && ncalls; c++) bad |= off[c] == UINT64_MAX;
+  for (uint32_t r = 1; r <= maxid && !bad; r++) {
+    const struct rpart *q = &s->part[r];
+    if (!q->count) continue;
+    if (q->written != q->count) /* every completed call is emitted once */
+      return sp__set_error(SP_ERR_IO,
+                           "stream: only %llu of region %u's %llu completed calls of a block were staged "
+                           "(a bug: please report it)",
+                           (unsigned long long)q->written, (unsigned)r, (unsigned long long)q->count);
+    struct jseg j = {JSEG_MAGIC, r, ec->b->t->index, q->count, q->sbase, {0}, {{0}}};
+    struct seg g = {r, ec->b->t->index, q->count, 0, s->sblocks, q->boff, 1, q->sbase, {0}};
+    for (int c = 0; c < 4; c++) {
+      j.coff[c] = g.coff[c] = off[c] + q->boff * 8;
+      j.sum[c][0] = q->sum[c][0];
+      j.sum[c][1] = q->sum[c][1];
+    }
+    if (put_at(s->fd, &j, sizeof j, s->file_end) != 0)
+      return sp__set_error(SP_ERR_IO, "stream: writing the staging journal failed: %s (disk full?)", strerror(errno));
+    s->file_end += sizeof j;
+    if (add_seg(s, &g) != 0) return sp__set_error(SP_ERR_NO_MEMORY, "stream: out of memory");
+  }
+  if (bad) {
+    for (uint32_t r = 1; r <= maxid; r++) s->dropped[r] += s->part[r].count;
+    stage_stop(s);
+    s->blocks++;
+    return SP_OK;
+  }
+  s->blocks++;
+  __atomic_store_n(&s->sblocks, s->sblocks + 1, __ATOMIC_RELEASE);
+  if (stage_too_many(s)) stage_stop(s);
+  return SP_OK;
 }
 
 /* Append one block's completed calls as per-region segments. */
@@ -482,7 +610,7 @@ static sp_status process_block(struct sp_stream *s, struct block *b) {
   sp__clock_anchor(&tick1, &ns1);
   struct sp_clock_map cm = sp__clock_map(m->run_tick0, m->run_ns0, tick1, ns1);
   sp__clock_note(m); /* and one for the run's final map, at every block */
-  struct emit_ctx ec = {s, b, ncols, SP_OK, 0, 0};
+  struct emit_ctx ec = {s, b, ncols, SP_OK, 0, 0, 0};
   if (!s->adopted) {
     pthread_mutex_lock(&s->mu);
     int stale = s->stage_stale;
@@ -506,6 +634,7 @@ static sp_status process_block(struct sp_stream *s, struct block *b) {
   } else if (s->stage) {
     stage_stop(s);
   }
+  ec.staged = s->stage != NULL;
   struct sp_carry *carry = NULL;
   size_t ncarry = 0;
   struct thread_gaps *tg = &s->tg[t->index];
@@ -552,7 +681,7 @@ static sp_status process_block(struct sp_stream *s, struct block *b) {
    * the staging file at its first segment without a header. */
   for (uint32_t r = 1; r <= maxid; r++) part_flush(&ec, r);
   st = ec.st;
-  if (s->stage && (ec.stage_err || sp__stage_end_block(s->stage) != 0)) stage_stop(s);
+  if (ec.staged) return st == SP_OK ? journal_block(s, &ec, maxid) : st;
   for (uint32_t r = 1; r <= maxid && st == SP_OK; r++) {
     const struct rpart *q = &s->part[r];
     if (!q->count) continue;
@@ -571,17 +700,10 @@ static sp_status process_block(struct sp_stream *s, struct block *b) {
     struct seg_head h = {SEG_MAGIC, r, t->index, q->count, (uint32_t)ncols, 0};
     if (put_at(s->fd, &h, sizeof h, q->data - SEG_HEAD) != 0)
       return sp__set_error(SP_ERR_IO, "stream: writing the staging file failed: %s (disk full?)", strerror(errno));
-    s->segs[s->nsegs++] = (struct seg){r, t->index, q->count, q->data, s->sblocks, q->boff};
+    s->segs[s->nsegs++] = (struct seg){r, t->index, q->count, q->data, s->sblocks, q->boff, 0, 0, {0}};
     s->file_end = q->data + q->count * 8 * (uint64_t)nc;
   }
   s->blocks++;
-#ifdef SYNC_FILE_RANGE_WRITE
-  /* the raw staging file's pages on their way to the disk too, so that
-   * they do not crowd the staged file's fsync at publish */
-  if (s->stage) (void)sync_file_range(s->fd, 0, 0, SYNC_FILE_RANGE_WRITE);
-#endif
-  if (s->stage) s->sblocks++;
-  if (s->stage && stage_too_many(s)) stage_stop(s);
   return st;
 }
 
@@ -641,6 +763,7 @@ static struct sp_stream *stream_open(struct sp_manager *m) {
   if (!s) return NULL;
   s->m = m;
   s->fd = -1;
+  s->sfd = -1;
   s->gap_min = UINT64_MAX;
   /* The staging file lives beside the output (same file system as the final
    * write), else in TMPDIR. It keeps its name while the run lasts, so that a
@@ -906,6 +1029,8 @@ struct cursor {
   uint32_t thread;
   size_t piece; /* of the clock map, where this thread's calls are now */
   int64_t hs, he; /* the next call's start and end, ns on the final map */
+  int ns;         /* the buffered calls are staged ones: nanoseconds already */
+  uint64_t run;   /* staged: the last start decoded */
 };
 
 /* The next call's nanoseconds, which the merge orders by (start, longer
@@ -914,6 +1039,11 @@ struct cursor {
  * thread order. */
 static void cursor_head(const struct sp_clock_map *cm, struct cursor *c) {
   if (c->at >= c->have) return;
+  if (c->ns) {
+    c->hs = c->start[c->at];
+    c->he = c->end[c->at];
+    return;
+  }
   c->hs = sp__ticks_to_ns_hint(cm, &c->piece, (uint64_t)c->start[c->at]);
   c->he = sp__ticks_to_ns_hint(cm, &c->piece, (uint64_t)c->end[c->at]);
   if (c->he < c->hs) c->he = c->hs;
@@ -934,6 +1064,21 @@ static int cursor_fill(struct sp_stream *s, struct cursor *c, int ncols) {
   const struct seg *g = c->segs[c->si];
   uint64_t n = g->count - c->pos < CURSOR_N ? g->count - c->pos : CURSOR_N;
   int64_t *dst[4] = {c->start, c->end, c->id, c->pid};
+  c->ns = g->staged;
+  if (g->staged) { /* start deltas and durations, in ns, from the staged file */
+    for (int col = 0; col < 4; col++)
+      if (s->sfd < 0 || get_at(s->sfd, dst[col], n * 8, g->coff[col] + c->pos * 8) != 0) return -1;
+    if (!c->pos) c->run = (uint64_t)g->base;
+    for (uint64_t k = 0; k < n; k++) {
+      c->run += (uint64_t)c->start[k];
+      c->start[k] = (int64_t)c->run;
+      c->end[k] += c->start[k];
+    }
+    c->pos += n;
+    c->have = n;
+    c->at = 0;
+    return 1;
+  }
   for (int col = 0; col < 4; col++)
     if (get_at(s->fd, dst[col], n * 8, g->off + ((uint64_t)col * g->count + c->pos) * 8) != 0) return -1;
   for (int p = 0; p < ncols; p++) {
@@ -1305,9 +1450,13 @@ void sp__stream_reset(struct sp_manager *m) {
   s->nsegs = 0;
   s->blocks = 0;
   /* published (its file renamed to the output) or not used: gone either way */
+  if (s->stage_kept && s->stage_tmp[0]) unlink(s->stage_tmp);
+  s->stage_kept = 0;
   s->stage_tmp[0] = 0;
   sp__stage_discard(s->stage);
   s->stage = NULL;
+  if (s->sfd >= 0) close(s->sfd);
+  s->sfd = -1;
   __atomic_store_n(&s->staging, 0, __ATOMIC_RELAXED);
   s->stage_off = 0;
   s->sblocks = 0;
@@ -1386,7 +1535,9 @@ void sp__stream_close(struct sp_manager *m) {
   close(s->fd);
   if (m->stage_path[0]) unlink(m->stage_path);
   m->stage_path[0] = 0;
+  if (s->stage_kept && s->stage_tmp[0]) unlink(s->stage_tmp);
   sp__stage_discard(s->stage);
+  if (s->sfd >= 0) close(s->sfd);
   free(s->acc);
   free(s->xp);
   free(s->bseg);
@@ -1463,14 +1614,58 @@ int sp__stream_adopt(struct sp_manager *m, const char *path, const uint32_t *idm
   }
   s->m = m;
   s->fd = fd;
+  s->sfd = -1;
   s->adopted = 1;
   int ncols = m->ext_nout, clean = 0;
   uint64_t off = 0, n = 0;
-  for (;;) {
+  int64_t *col = malloc(4 * 8192 * sizeof *col);
+  for (; col;) {
     struct seg_head h;
     if (off == (uint64_t)size) {
       clean = 1;
       break;
+    }
+    uint64_t magic = 0;
+    if (off + 8 > (uint64_t)size || get_at(fd, &magic, 8, off) != 0) break;
+    if (magic == JFILE_MAGIC) { /* the staged file, whose blocks the journal records name */
+      uint64_t head[2];
+      char name[4096];
+      if (off + 16 > (uint64_t)size || get_at(fd, head, 16, off) != 0 || head[1] >= sizeof name ||
+          off + 16 + head[1] > (uint64_t)size || get_at(fd, name, head[1], off + 16) != 0)
+        break;
+      name[head[1]] = 0;
+      if (s->sfd >= 0) close(s->sfd);
+      s->sfd = open(name, O_RDONLY | O_CLOEXEC);
+      off += 16 + head[1] + (8 - head[1] % 8) % 8;
+      continue;
+    }
+    if (magic == JSEG_MAGIC) { /* a staged segment: its calls read from the staged file, checked */
+      struct jseg j;
+      if (off + sizeof j > (uint64_t)size || get_at(fd, &j, sizeof j, off) != 0 || s->sfd < 0 ||
+          j.count > ((uint64_t)1 << 40) || ncols)
+        break;
+      int whole = 1;
+      for (int c = 0; c < 4 && whole; c++) {
+        uint64_t sum[2] = {0, 0};
+        for (uint64_t p = 0; p < j.count && whole; p += 8192) {
+          uint64_t kn = j.count - p < 8192 ? j.count - p : 8192;
+          whole = get_at(s->sfd, col, kn * 8, j.coff[c] + p * 8) == 0;
+          jsum(sum, col, kn);
+        }
+        whole = whole && sum[0] == j.sum[c][0] && sum[1] == j.sum[c][1];
+      }
+      if (!whole) break; /* torn: the crash came before its data was on the disk */
+      uint32_t region = j.region <= nreg ? idmap[j.region] : 0;
+      int known = 0;
+      for (sp_thread_rec *t = m->threads; t && !known; t = t->next) known = t->index == j.thread;
+      if (region && known && region < s->nregions) {
+        struct seg g = {region, j.thread, j.count, 0, 0, 0, 1, j.base, {j.coff[0], j.coff[1], j.coff[2], j.coff[3]}};
+        if (add_seg(s, &g) != 0) break;
+        s->calls[region] += j.count;
+        n += j.count;
+      }
+      off += sizeof j;
+      continue;
     }
     if (off + SEG_HEAD > (uint64_t)size || get_at(fd, &h, sizeof h, off) != 0 || h.magic != SEG_MAGIC) break;
     uint64_t data = h.count * 8 * (uint64_t)(4 + h.ncols);
@@ -1486,7 +1681,7 @@ int sp__stream_adopt(struct sp_manager *m, const char *path, const uint32_t *idm
         s->segs = g;
         s->segs_cap = cap;
       }
-      s->segs[s->nsegs++] = (struct seg){region, h.thread, h.count, off + SEG_HEAD, 0, 0};
+      s->segs[s->nsegs++] = (struct seg){region, h.thread, h.count, off + SEG_HEAD, 0, 0, 0, 0, {0}};
       s->calls[region] += h.count;
       n += h.count;
     }
@@ -1496,16 +1691,18 @@ int sp__stream_adopt(struct sp_manager *m, const char *path, const uint32_t *idm
    * its children of the same thread that were staged too (a child of a call
    * still open at the crash is in that call's kept child time). */
   struct staged *v = malloc((n ? n : 1) * sizeof *v);
-  int64_t *col = malloc(4 * 8192 * sizeof *col);
   size_t k = 0;
   int ok = v && col;
   for (size_t g = 0; g < s->nsegs && ok; g++) {
     const struct seg *sg = &s->segs[g];
     for (uint64_t p = 0; p < sg->count && ok; p += 8192) {
       uint64_t kn = sg->count - p < 8192 ? sg->count - p : 8192;
-      for (int c = 0; c < 4 && ok; c++) ok = get_at(fd, col + c * 8192, kn * 8, sg->off + ((uint64_t)c * sg->count + p) * 8) == 0;
+      for (int c = 0; c < 4 && ok; c++)
+        ok = sg->staged ? get_at(s->sfd, col + c * 8192, kn * 8, sg->coff[c] + p * 8) == 0
+                        : get_at(fd, col + c * 8192, kn * 8, sg->off + ((uint64_t)c * sg->count + p) * 8) == 0;
       for (uint64_t i = 0; i < kn && ok; i++) {
-        int64_t d = sp__ticks_to_ns(cm, (uint64_t)col[8192 + i]) - sp__ticks_to_ns(cm, (uint64_t)col[i]);
+        int64_t d = sg->staged ? col[8192 + i] /* ns already */
+                               : sp__ticks_to_ns(cm, (uint64_t)col[8192 + i]) - sp__ticks_to_ns(cm, (uint64_t)col[i]);
         v[k++] = (struct staged){col[2 * 8192 + i], col[3 * 8192 + i], d < 0 ? 0 : d, sg->region, sg->thread};
       }
     }
@@ -1534,6 +1731,7 @@ int sp__stream_adopt(struct sp_manager *m, const char *path, const uint32_t *idm
     pthread_cond_destroy(&s->wake);
     pthread_cond_destroy(&s->idle);
     if (fd >= 0) close(fd);
+    if (s->sfd >= 0) close(s->sfd);
     free(s->segs);
     free(s->excl);
     free(s->dropped);
@@ -1548,9 +1746,11 @@ int sp__stream_adopt(struct sp_manager *m, const char *path, const uint32_t *idm
 
 void sp__stream_crash_unlink(const struct sp_manager *m) {
   const struct sp_stream *s = __atomic_load_n(&m->stream, __ATOMIC_ACQUIRE);
-  /* the staged HDF5 file is no use to recovery, which reads the raw
-   * staging file: a crash leaves no half-written output beside the file */
-  if (s && __atomic_load_n(&s->stage_tmp[0], __ATOMIC_RELAXED)) unlink(s->stage_tmp);
+  /* the staged HDF5 file holds the calls of every staged block (the
+   * journal in the raw staging file says where): recovery reads them back.
+   * With no block staged yet it is no use to anyone. */
+  if (s && __atomic_load_n(&s->stage_tmp[0], __ATOMIC_RELAXED) && !__atomic_load_n(&s->sblocks, __ATOMIC_ACQUIRE))
+    unlink(s->stage_tmp);
 }
 
 uint64_t sp__stream_blocks_now(const struct sp_manager *m) {

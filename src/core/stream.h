@@ -37,7 +37,8 @@ uint64_t sp__stream_spare_bytes(const struct sp_manager *m);
 /* Blocks this run streamed or has on their way to the writer (async-signal
  * safe: the crash spill records it). */
 uint64_t sp__stream_blocks_now(const struct sp_manager *m);
-/* A crash: the staged HDF5 file of the run removed (async-signal safe). */
+/* A crash: the staged HDF5 file of the run removed when no block of it is
+ * journaled yet, else kept for recovery (async-signal safe). */
 void sp__stream_crash_unlink(const struct sp_manager *m);
 /* 1 when the writer had nothing in hand (async-signal safe). */
 int sp__stream_idle_now(const struct sp_manager *m);

@@ -14,8 +14,9 @@
  * staged way cannot apply (a schema-2 file, compression or chunks, a
  * destination that is not a regular file, an HDF5 built without thread
  * safety, more mappings than a reader should walk), nothing is staged or the
- * publish declines, and the run is written the copy way from the raw staging
- * file (stream.c), which also stays the crash-recovery path.
+ * publish declines, and the run is written the copy way (stream.c), reading
+ * the blocks staged so far back from this file. Crash recovery reads them
+ * here too, at the offsets stream.c's journal took from sp__stage_end_block.
  */
 #include <fcntl.h>
 #include <hdf5.h>
@@ -183,10 +184,15 @@ int sp__stage_put(struct sp_stage *g, int col, uint64_t off, uint64_t n, const i
   return write_at(g->ds[col], off, n, v);
 }
 
-int sp__stage_end_block(struct sp_stage *g) {
+int sp__stage_end_block(struct sp_stage *g, uint64_t off[SP_STAGE_NCOLS]) {
+  for (int c = 0; c < SP_STAGE_NCOLS; c++) off[c] = UINT64_MAX;
   if (revive(g) != 0) return -1;
   for (int c = 0; c < SP_STAGE_NCOLS; c++)
     if (g->ds[c] >= 0) {
+      haddr_t a = HADDR_UNDEF;
+      H5E_BEGIN_TRY { a = H5Dget_offset(g->ds[c]); }
+      H5E_END_TRY;
+      if (a != HADDR_UNDEF) off[c] = (uint64_t)a;
       H5Dclose(g->ds[c]);
       g->ds[c] = -1;
     }
@@ -221,7 +227,9 @@ int sp__stage_patch(struct sp_stage *g, uint32_t block, int col, uint64_t at, in
 
 const char *sp__stage_path(const struct sp_stage *g) { return g && g->tmp ? g->tmp : ""; }
 
-void sp__stage_discard(struct sp_stage *g) {
+void sp__stage_discard(struct sp_stage *g) { sp__stage_close(g, 0); }
+
+void sp__stage_close(struct sp_stage *g, int keep) {
   if (!g) return;
   H5E_BEGIN_TRY {
     if (g->tmp) revive(g); /* ids of another file are not ours to close */
@@ -231,7 +239,7 @@ void sp__stage_discard(struct sp_stage *g) {
     if (g->file >= 0) H5Fclose(g->file);
   }
   H5E_END_TRY;
-  if (g->tmp) unlink(g->tmp);
+  if (g->tmp && !keep) unlink(g->tmp);
   if (g->fd >= 0) close(g->fd);
   free(g->tmp);
   free(g->path);

@@ -128,14 +128,20 @@ struct sp_stage *sp__stage_open(const struct sp_config *cfg, const char *path, c
 int sp__stage_block(struct sp_stage *g, uint32_t block, uint64_t n);
 /* Values [off, off+n) of staged column `col` of the current block. */
 int sp__stage_put(struct sp_stage *g, int col, uint64_t off, uint64_t n, const int64_t *v);
-/* The block is whole: its datasets closed, the file flushed. */
-int sp__stage_end_block(struct sp_stage *g);
+/* The block is whole: its datasets closed, the file flushed; off[c] is the
+ * file offset of column c's first value (contiguous storage, fixed once
+ * written: crash recovery reads the values there, stream.c's journal), or
+ * UINT64_MAX for a column with no storage (an empty block). */
+int sp__stage_end_block(struct sp_stage *g, uint64_t off[SP_STAGE_NCOLS]);
 /* One value of an earlier block (cross-thread parents, known at finalize). */
 int sp__stage_patch(struct sp_stage *g, uint32_t block, int col, uint64_t at, int64_t v);
 /* The staging file's name (until it is published or removed). */
 const char *sp__stage_path(const struct sp_stage *g);
-/* Closes and removes the staging file (nothing when it was published). */
+/* Closes and removes the staging file (nothing when it was published);
+ * with `keep`, closes it and leaves it where it is (its blocks are still
+ * the data of the run, read back through the caller's own descriptor). */
 void sp__stage_discard(struct sp_stage *g);
+void sp__stage_close(struct sp_stage *g, int keep);
 /* One (row, block) segment: `count` calls at `src` of the block's datasets
  * are events [dst, dst+count) of the file. */
 struct sp_stage_map {

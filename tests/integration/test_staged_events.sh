@@ -4,8 +4,10 @@
 # virtual over /staging and reads the way upstream's h5py reader reads
 # schema 3 (each column whole, a row by its offset and count), equal to the
 # same workload kept in memory; after a move it still reads. A SIGSEGV in the
-# middle of such a run is still recovered whole by `recover` (from the raw
-# staging file), and leaves no staged HDF5 file behind.
+# middle of such a run is recovered whole by `recover` from the staged HDF5
+# file it leaves and the journal in the raw staging file, which holds no
+# calls (each call is written once); a staged value changed after the crash
+# is caught by the journal's checksums (recovery stops there, incomplete).
 set -u
 "$SP_PYTHON" -c 'import h5py' 2>/dev/null || { echo "python3-h5py missing"; exit 77; }
 work=$(mktemp -d "${TMPDIR:-/tmp}/sp-staged-XXXXXX"); trap 'rm -rf "$work"' EXIT
@@ -76,30 +78,55 @@ print("staged file: %d+ work calls, read as upstream reads schema 3, after a mov
 PY
 "$cli" inspect moved/renamed.h5 > inspect.txt 2>&1 || { echo "FAIL: inspect of the staged file"; cat inspect.txt; fail=1; }
 grep -q "work" inspect.txt || { echo "FAIL: inspect does not show work"; cat inspect.txt; fail=1; }
-# A crash mid-stream: recovered from the raw staging file, the staged file removed.
-whole=0
-for pause in 500 2000 8000; do
-  rm -f big.h5.spill .big.h5.stage.* big_rec.h5
-  SCOPE_PROFILER_MAX_BUFFER_BYTES=67108864 SCOPE_PROFILER_FILE_PATH=big.h5 "$app" --ready $N --pause-ms $pause --raise 11 > /dev/null 2>&1
-  ls .big.h5.tmp.* > /dev/null 2>&1 && { echo "FAIL: the crash left the staged file"; fail=1; }
-  ls .big.h5.stage.* > /dev/null 2>&1 || { echo "FAIL: the crash left no raw staging file"; fail=1; break; }
-  "$cli" recover big.h5.spill -o big_rec.h5 > /dev/null || { echo "FAIL: recover of a staged streamed run"; fail=1; break; }
-  "$SP_PYTHON" - "$N" <<'PY'
+# A crash mid-stream: recovered from the staged file and the journal.
+count_work() { # FILE: prints "<recovery_complete> <work calls>"
+  "$SP_PYTHON" - "$1" <<'PY'
 import sys
 import h5py
-n = int(sys.argv[1])
-f = h5py.File("big_rec.h5", "r")
+f = h5py.File(sys.argv[1], "r")
 names = [x.decode() for x in f["region_table/names"][:]]
 rri = f["rank_region_index"]
 got = sum(int(c) for i, c in zip(rri["region_ids"][:], rri["event_counts"][:]) if names[i] == "work")
-a = f["metadata"].attrs
-if a["recovery_complete"] == 1:
-    sys.exit(0 if got == n else "recovery_complete 1 with %d of %d work calls" % (got, n))
-sys.exit(3)
+print(int(f["metadata"].attrs["recovery_complete"]), got)
 PY
-  rc=$?
-  if [[ $rc == 0 ]]; then whole=1; break; fi
-  [[ $rc == 3 ]] || { fail=1; break; }
+}
+whole=0
+for pause in 500 2000 8000; do
+  rm -f big.h5.spill .big.h5.stage.* .big.h5.tmp.* big_rec.h5
+  SCOPE_PROFILER_MAX_BUFFER_BYTES=67108864 SCOPE_PROFILER_FILE_PATH=big.h5 "$app" --ready $N --pause-ms $pause --raise 11 > /dev/null 2>&1
+  ls .big.h5.tmp.* > /dev/null 2>&1 || { echo "FAIL: the crash removed the staged file recovery reads"; fail=1; break; }
+  ls .big.h5.stage.* > /dev/null 2>&1 || { echo "FAIL: the crash left no journal (raw staging file)"; fail=1; break; }
+  # the journal names the blocks' places; the calls are in the staged file only
+  jbytes=$(stat -c %s .big.h5.stage.*)
+  [[ $jbytes -lt 65536 ]] || { echo "FAIL: the raw staging file holds $jbytes bytes: calls written twice"; fail=1; break; }
+  "$cli" recover big.h5.spill -o big_rec.h5 > /dev/null || { echo "FAIL: recover of a staged streamed run"; fail=1; break; }
+  read -r complete got < <(count_work big_rec.h5)
+  if [[ $complete == 1 ]]; then
+    [[ $got == "$N" ]] || { echo "FAIL: recovery_complete 1 with $got of $N work calls"; fail=1; break; }
+    whole=1
+    break
+  fi
 done
-[[ $whole == 1 ]] && echo "crash mid-stream: all $N calls recovered" || { echo "FAIL: never recovered whole"; fail=1; }
+[[ $whole == 1 ]] && echo "crash mid-stream: all $N calls recovered (journal $jbytes B)" || { echo "FAIL: never recovered whole"; fail=1; }
+# The same crash with one staged value changed afterwards: the journal's
+# checksum refuses that segment, so recovery stops there and says so.
+if [[ $whole == 1 ]]; then
+  "$SP_PYTHON" - .big.h5.tmp.* <<'PY' || fail=1
+import sys
+import h5py
+name = sys.argv[1]
+with h5py.File(name, "r") as f:
+    at = f["staging/000000/durations"].id.get_offset()
+with open(name, "r+b") as raw:
+    raw.seek(at + 8)
+    v = int.from_bytes(raw.read(8), "little")
+    raw.seek(at + 8)
+    raw.write((v + 1).to_bytes(8, "little"))
+PY
+  rm -f big_rec.h5
+  "$cli" recover big.h5.spill -o big_rec.h5 > /dev/null || { echo "FAIL: recover after a staged value changed"; fail=1; }
+  read -r complete got < <(count_work big_rec.h5)
+  [[ $complete == 0 && $got -lt $N ]] || { echo "FAIL: a changed staged value went unnoticed ($complete, $got of $N)"; fail=1; }
+  [[ $complete == 0 && $got -lt $N ]] && echo "changed staged value: recovery stops there ($got of $N work calls, recovery_complete 0)"
+fi
 exit $fail

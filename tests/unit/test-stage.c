@@ -302,8 +302,8 @@ SP_TEST(second_run_of_a_manager_staged_too) {
 }
 
 /* A writer that keeps a recording thread waiting a second sheds the
- * staging (it writes each call twice while it stages), and catches up with
- * the copy way alone before any block is dropped. */
+ * staging (40 B per call staged, 32 the copy way), and catches up with the
+ * copy way alone before any block is dropped. */
 SP_TEST(a_slow_writer_sheds_the_staging_instead_of_dropping) {
   unsetenv("SCOPE_PROFILER_CLOCK");
   sp__stream_test_block_delay_ms = 1300;
