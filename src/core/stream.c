@@ -11,8 +11,8 @@
  * kept while the run lasts so that a crash spill can name it and recovery
  * read the streamed calls back: sp__stream_adopt). Finalize hands over what is left,
  * waits for the writer, and assembles the file from the segments a
- * row at a time (a k-way merge across threads by start, longer first, then
- * call id: the in-memory writers' row order), so neither
+ * row at a time (a k-way merge of the row's segments by start, longer
+ * first, then call id: the in-memory writers' row order), so neither
  * side ever holds the run in memory.
  *
  * The writer also stages each block in the run's own HDF5 file (h5stage.c,
@@ -1017,17 +1017,24 @@ static sp_status drain(struct sp_manager *m) {
 }
 
 /* Calls a cursor reads back per column and read (32 KiB): fewer, larger
- * reads of the staging file. */
+ * reads of the staging file. A row of many segments shares 2^18 calls of
+ * buffers among its cursors instead (CURSOR_MIN each at least). */
 #define CURSOR_N 4096
+#define CURSOR_MIN 64
+#define CURSOR_ROW_CALLS ((size_t)1 << 18)
 
+/* One segment of a row being merged. A cursor per segment, not per
+ * thread: a thread's segments, read one after the other, are not in start
+ * order when a call of the region was open across a hand-off (it is kept
+ * at the front of the next block, after calls that started inside it:
+ * recursion), and the row came out of the order the file promises. */
 struct cursor {
-  const struct seg *const *segs; /* this thread's segments of the row, file order */
-  size_t nsegs, si;
-  uint64_t pos, have, at; /* within the current segment: read position, values buffered, next */
-  int64_t start[CURSOR_N], end[CURSOR_N], id[CURSOR_N], pid[CURSOR_N];
-  int64_t *cols; /* CURSOR_N x ncols */
-  uint32_t thread;
-  size_t piece; /* of the clock map, where this thread's calls are now */
+  const struct seg *seg;
+  uint64_t pos, have, at; /* within the segment: read position, values buffered, next */
+  uint64_t room;          /* the buffers' calls */
+  int64_t *start, *end, *id, *pid;
+  int64_t *cols; /* room x ncols */
+  size_t piece; /* of the clock map, where this segment's calls are now */
   int64_t hs, he; /* the next call's start and end, ns on the final map */
   int ns;         /* the buffered calls are staged ones: nanoseconds already */
   uint64_t run;   /* staged: the last start decoded */
@@ -1049,20 +1056,34 @@ static void cursor_head(const struct sp_clock_map *cm, struct cursor *c) {
   if (c->he < c->hs) c->he = c->hs;
 }
 
-static int cursor_before(const struct cursor *a, const struct cursor *b) {
-  if (a->hs != b->hs) return a->hs < b->hs;
-  if (a->he != b->he) return a->he > b->he;
-  return a->id[a->at] < b->id[b->at];
+/* Cursor a's next call comes before b's; full ties in segment order. */
+static int cursor_before(const struct cursor *cur, size_t a, size_t b) {
+  const struct cursor *x = &cur[a], *y = &cur[b];
+  if (x->hs != y->hs) return x->hs < y->hs;
+  if (x->he != y->he) return x->he > y->he;
+  if (x->id[x->at] != y->id[y->at]) return x->id[x->at] < y->id[y->at];
+  return a < b;
+}
+
+/* The row's cursors with calls left, as a min-heap by their next call:
+ * h[i] is not after h[2i + 1] and h[2i + 2]. */
+static void heap_down(const struct cursor *cur, size_t *h, size_t n, size_t i) {
+  for (;;) {
+    size_t m = i, l = 2 * i + 1;
+    if (l < n && cursor_before(cur, h[l], h[m])) m = l;
+    if (l + 1 < n && cursor_before(cur, h[l + 1], h[m])) m = l + 1;
+    if (m == i) return;
+    size_t t = h[i];
+    h[i] = h[m];
+    h[m] = t;
+    i = m;
+  }
 }
 
 static int cursor_fill(struct sp_stream *s, struct cursor *c, int ncols) {
-  while (c->si < c->nsegs && c->pos >= c->segs[c->si]->count) {
-    c->si++;
-    c->pos = 0;
-  }
-  if (c->si >= c->nsegs) return 0;
-  const struct seg *g = c->segs[c->si];
-  uint64_t n = g->count - c->pos < CURSOR_N ? g->count - c->pos : CURSOR_N;
+  const struct seg *g = c->seg;
+  if (c->pos >= g->count) return 0;
+  uint64_t n = g->count - c->pos < c->room ? g->count - c->pos : c->room;
   int64_t *dst[4] = {c->start, c->end, c->id, c->pid};
   c->ns = g->staged;
   if (g->staged) { /* start deltas and durations, in ns, from the staged file */
@@ -1123,7 +1144,7 @@ static int flush_out(const struct fill_ctx *f, struct sp_event_sink *sink, uint6
   return sp__sink_put(sink, off, nout, &b);
 }
 
-/* Writes every row: the row's segments, one cursor per thread, merged by
+/* Writes every row: the row's segments, a cursor each, merged by
  * (start, longer first, call id), converted with the run's final clock map, CURSOR_N at a time;
  * the statistics come out of the same pass. */
 static sp_status fill(void *ctx, struct sp_event_sink *sink) {
@@ -1139,43 +1160,42 @@ static sp_status fill(void *ctx, struct sp_event_sink *sink) {
   int64_t **pcols = calloc((size_t)ncols + 1, sizeof *pcols);
   const struct seg **rowsegs = malloc((s->nsegs + 1) * sizeof *rowsegs);
   struct cursor *cur = NULL;
+  size_t *heap = NULL;
+  int64_t *bufs = NULL;
   for (int p = 0; pcols && p < ncols; p++)
     if (!(pcols[p] = malloc(FILL_BATCH * sizeof **pcols))) goto oom;
   if (!o[0] || !o[1] || !o[2] || !o[3] || !othr || (ncols && !ocols) || !pcols || !rowsegs) goto oom;
   for (size_t r = 0; r < run->nrows && st == SP_OK; r++) {
     struct sp_row *row = &run->rows[r];
     uint32_t region = f->row_region[r];
-    /* This row's segments, grouped by thread (stable: file order kept). */
+    /* This row's segments, a cursor each, buffers shared out among them */
     size_t ns = 0;
     for (size_t g = 0; g < s->nsegs; g++)
       if (s->segs[g].region == region) rowsegs[ns++] = &s->segs[g];
-    size_t ncur = 0;
     free(cur);
-    cur = calloc(ns + 1, sizeof *cur);
-    if (!cur) goto oom;
+    free(heap);
+    free(bufs);
+    heap = NULL, bufs = NULL;
+    if (!(cur = calloc(ns + 1, sizeof *cur)) || !(heap = malloc((ns + 1) * sizeof *heap))) goto oom;
+    size_t room = ns ? CURSOR_ROW_CALLS / ns : CURSOR_N;
+    room = room > CURSOR_N ? CURSOR_N : room < CURSOR_MIN ? CURSOR_MIN : room;
+    size_t need = 0;
+    for (size_t g = 0; g < ns; g++) need += rowsegs[g]->count < room ? (size_t)rowsegs[g]->count : room;
+    if (!(bufs = malloc((need ? need : 1) * (4 + (size_t)ncols) * sizeof *bufs))) goto oom;
+    size_t nh = 0;
+    int64_t *at = bufs;
     for (size_t g = 0; g < ns; g++) {
-      size_t c = 0;
-      while (c < ncur && cur[c].thread != rowsegs[g]->thread) c++;
-      if (c == ncur) {
-        cur[ncur].thread = rowsegs[g]->thread;
-        cur[ncur].segs = &rowsegs[g];
-        ncur++;
-      }
+      struct cursor *c = &cur[g];
+      c->seg = rowsegs[g];
+      c->room = rowsegs[g]->count < room ? rowsegs[g]->count : room;
+      c->start = at, c->end = at + c->room, c->id = at + 2 * c->room, c->pid = at + 3 * c->room;
+      c->cols = at + 4 * c->room;
+      at += (4 + (uint64_t)ncols) * c->room;
+      if (cursor_fill(s, c, ncols) < 0) st = SP_ERR_IO;
+      cursor_head(&f->cm, c);
+      if (c->at < c->have) heap[nh++] = g;
     }
-    /* Segments of one thread are not adjacent in rowsegs in general:
-     * regroup so each cursor sees a contiguous run of its own. */
-    const struct seg **sorted = malloc((ns + 1) * sizeof *sorted);
-    if (!sorted) goto oom;
-    size_t w = 0;
-    for (size_t c = 0; c < ncur; c++) {
-      cur[c].segs = &sorted[w];
-      for (size_t g = 0; g < ns; g++)
-        if (rowsegs[g]->thread == cur[c].thread) sorted[w++] = rowsegs[g];
-      cur[c].nsegs = (size_t)(&sorted[w] - cur[c].segs);
-      if (ncols && !(cur[c].cols = malloc(CURSOR_N * (size_t)ncols * sizeof *cur[c].cols))) goto oom;
-      if (cursor_fill(s, &cur[c], ncols) < 0) st = SP_ERR_IO;
-      cursor_head(&f->cm, &cur[c]);
-    }
+    for (size_t i = nh / 2; i-- > 0;) heap_down(cur, heap, nh, i);
     struct sp_summary *su = &row->stats;
     memset(su, 0, sizeof *su);
     su->minimum = su->start_minimum = INT64_MAX;
@@ -1186,21 +1206,15 @@ static sp_status fill(void *ctx, struct sp_event_sink *sink) {
     int64_t shift = 0;
     uint64_t done = 0, nout = 0;
     int64_t last_start = INT64_MIN;
-    while (st == SP_OK) {
-      /* the cursor whose next call comes first (few threads: a scan is
-       * fine; full ties go to the earlier thread) */
-      size_t best = ncur;
-      for (size_t c = 0; c < ncur; c++)
-        if (cur[c].at < cur[c].have && (best == ncur || cursor_before(&cur[c], &cur[best]))) best = c;
-      if (best == ncur) break;
-      struct cursor *c = &cur[best];
+    while (st == SP_OK && nh) {
+      struct cursor *c = &cur[heap[0]];
       int64_t s0 = c->hs, e0 = c->he;
       int64_t d = e0 - s0, pid = c->pid[c->at];
       o[0][nout] = s0;
       o[1][nout] = e0;
       o[2][nout] = c->id[c->at];
       o[3][nout] = pid > -2 ? pid : sp__xctx_parent(f->m, pid); /* cross-thread parents are known by now */
-      othr[nout] = c->thread;
+      othr[nout] = c->seg->thread;
       for (int p = 0; p < ncols; p++) ocols[nout * (uint64_t)ncols + (uint64_t)p] = c->cols[c->at * (uint64_t)ncols + (uint64_t)p];
       if (gpu >= 0 && c->cols[c->at * (uint64_t)ncols + (uint64_t)gpu] >= 0) {
         su->gpu_count++;
@@ -1223,6 +1237,8 @@ static sp_status fill(void *ctx, struct sp_event_sink *sink) {
       s2 += x * x;
       if (++c->at == c->have && cursor_fill(s, c, ncols) < 0) st = SP_ERR_IO;
       cursor_head(&f->cm, c);
+      if (c->at >= c->have) heap[0] = heap[--nh];
+      heap_down(cur, heap, nh, 0);
       if (nout == FILL_BATCH && flush_out(f, sink, row->offset + done - nout, nout, o, othr, ocols, pcols) != 0)
         st = SP_ERR_IO;
       if (nout == FILL_BATCH) nout = 0;
@@ -1235,17 +1251,15 @@ static sp_status fill(void *ctx, struct sp_event_sink *sink) {
       su->m2 = s2 - s1 * s1 / nd;
       if (su->m2 < 0) su->m2 = 0;
     }
-    for (size_t c = 0; c < ncur; c++) free(cur[c].cols);
-    free(sorted);
   }
   if (st != SP_OK && st != SP_ERR_NO_MEMORY) sp__set_error(st, "reading the staging file back failed");
   goto out;
 oom:
   st = sp__set_error(SP_ERR_NO_MEMORY, "out of memory assembling the streamed run");
 out:
-  if (cur) {
-    free(cur);
-  }
+  free(cur);
+  free(heap);
+  free(bufs);
   for (int k = 0; k < 4; k++) free(o[k]);
   for (int p = 0; pcols && p < ncols; p++) free(pcols[p]);
   free(pcols);

@@ -535,11 +535,11 @@ SP_TEST(staged_run_walks_its_segments_and_matches_the_copy_way) {
   struct view a, b;
   ASSERT_EQ(view_of("staged.h5", 1, NULL, &a), 1);
   ASSERT_EQ(a.calls_verdict, 1);
-  /* (the walk still refuses the copy way's file of this run, after the
-   * streamed assembly's tie order was fixed (2c96bd4): its sorted path
-   * then. Not pinned down; this run, unlike the tie case, has calls open
-   * across hand-offs, which the assembly takes in block order) */
-  view_of("copy.h5", 1, NULL, &b);
+  /* the copy way's rows are in start order, so the walk takes them too
+   * (before, a thread's segments were read one after the other: a `rec`
+   * call open across a hand-off came after the calls inside it and the
+   * walk refused the rank) */
+  ASSERT_EQ(view_of("copy.h5", 1, NULL, &b), 1);
   ASSERT_EQ(a.n, b.n);
   for (size_t i = 0; i < a.n; i++) {
     NODE_FIELDS(SAME_NODE_FIELD)
@@ -552,6 +552,57 @@ SP_TEST(staged_run_walks_its_segments_and_matches_the_copy_way) {
     CALL_FIELDS(SAME_CALL_FIELD)
   }
   free(a.calls), free(b.calls), free(a.nodes), free(b.nodes);
+}
+
+/* One thread, streamed through a small budget: a `rec` call open across
+ * several hand-offs (100000 calls of `rec` inside it) is kept at the front
+ * of each next block until it ends, so its segment comes after the
+ * segments of the calls inside it. The budget's few mappings send the run
+ * the copy way (stage_too_many), whose row is still in start order (each
+ * segment merged, not each thread's segments read in turn: before, each
+ * outer call came after the calls inside it and the walk refused the
+ * rank), and the walk takes it and matches the sorted path. */
+SP_TEST(call_open_across_handoffs_copy_way_in_start_order) {
+  unsetenv("SCOPE_PROFILER_CONFIG");
+  unsetenv("SCOPE_PROFILER_CLOCK");
+  sp_manager *m = sp_manager_create();
+  ASSERT(m != NULL);
+  const char *ov[] = {"file_path=open.h5", "max_buffer_bytes=1048576", NULL};
+  ASSERT_OK(sp_manager_setup(m, &(sp_setup_args){.overrides = ov}));
+  sp_region rec = sp_region_intern("rec"), top = sp_region_intern("top");
+  sp_region_begin(m, top);
+  for (int k = 0; k < 3; k++) {
+    sp_region_begin(m, rec);
+    for (int i = 0; i < 100000; i++) {
+      sp_region_begin(m, rec);
+      sp_region_end(m, rec);
+    }
+    sp_region_end(m, rec);
+  }
+  sp_region_end(m, top);
+  ASSERT_OK(sp_manager_finalize(m, NULL, NULL));
+  sp_manager_destroy(m);
+  ASSERT_EQ(h5_is_virtual("open.h5", "/events/start_deltas"), 0);
+  sp_results *r = NULL;
+  ASSERT_OK(sp_results_open("open.h5", &r));
+  ASSERT(sp_results_metadata(r, "streamed_blocks") != NULL);
+  int rows = 0;
+  for (size_t row = 0; row < r->nrows; row++) {
+    uint64_t n = r->rows[row].count;
+    if (n < 2) continue;
+    rows++;
+    ASSERT_EQ(n, (uint64_t)3 * 100001);
+    int64_t *st = malloc(n * sizeof *st), *en = malloc(n * sizeof *en);
+    ASSERT(st != NULL && en != NULL);
+    ASSERT_OK(sp__row_read(r, row, 0, (size_t)n, st, en, NULL, NULL, NULL));
+    size_t out = 0;
+    for (uint64_t i = 1; i < n; i++) out += st[i] < st[i - 1] || (st[i] == st[i - 1] && en[i] > en[i - 1]);
+    ASSERT_EQ(out, (size_t)0);
+    free(st), free(en);
+  }
+  sp_results_free(r);
+  ASSERT_EQ(rows, 1);
+  ASSERT_EQ(same_both_ways("open.h5", NULL), 1);
 }
 
 /* A file of ranks written out of order (2, 0, 1, as parts of one job; rank
