@@ -1057,7 +1057,7 @@ static void cursor_head(const struct sp_clock_map *cm, struct cursor *c) {
 }
 
 /* Cursor a's next call comes before b's; full ties in segment order. */
-static int cursor_before(const struct cursor *cur, size_t a, size_t b) {
+static inline int cursor_before(const struct cursor *cur, size_t a, size_t b) {
   const struct cursor *x = &cur[a], *y = &cur[b];
   if (x->hs != y->hs) return x->hs < y->hs;
   if (x->he != y->he) return x->he > y->he;
@@ -1067,7 +1067,7 @@ static int cursor_before(const struct cursor *cur, size_t a, size_t b) {
 
 /* The row's cursors with calls left, as a min-heap by their next call:
  * h[i] is not after h[2i + 1] and h[2i + 2]. */
-static void heap_down(const struct cursor *cur, size_t *h, size_t n, size_t i) {
+static inline void heap_down(const struct cursor *cur, size_t *h, size_t n, size_t i) {
   for (;;) {
     size_t m = i, l = 2 * i + 1;
     if (l < n && cursor_before(cur, h[l], h[m])) m = l;
@@ -1078,6 +1078,13 @@ static void heap_down(const struct cursor *cur, size_t *h, size_t n, size_t i) {
     h[m] = t;
     i = m;
   }
+}
+
+/* The earliest start among the heap's cursors but its top (INT64_MAX when
+ * none): a top whose next call starts before it is still the top. */
+static inline int64_t runner_up(const struct cursor *cur, const size_t *h, size_t n) {
+  int64_t a = n > 1 ? cur[h[1]].hs : INT64_MAX, b = n > 2 ? cur[h[2]].hs : INT64_MAX;
+  return a < b ? a : b;
 }
 
 static int cursor_fill(struct sp_stream *s, struct cursor *c, int ncols) {
@@ -1196,6 +1203,7 @@ static sp_status fill(void *ctx, struct sp_event_sink *sink) {
       if (c->at < c->have) heap[nh++] = g;
     }
     for (size_t i = nh / 2; i-- > 0;) heap_down(cur, heap, nh, i);
+    int64_t bar = runner_up(cur, heap, nh);
     struct sp_summary *su = &row->stats;
     memset(su, 0, sizeof *su);
     su->minimum = su->start_minimum = INT64_MAX;
@@ -1237,8 +1245,15 @@ static sp_status fill(void *ctx, struct sp_event_sink *sink) {
       s2 += x * x;
       if (++c->at == c->have && cursor_fill(s, c, ncols) < 0) st = SP_ERR_IO;
       cursor_head(&f->cm, c);
-      if (c->at >= c->have) heap[0] = heap[--nh];
-      heap_down(cur, heap, nh, 0);
+      /* the taken segment's next call mostly comes first again (a thread's
+       * blocks overlap only by the calls carried over): while it starts
+       * before the next segment's call, no heap step */
+      int gone = c->at >= c->have;
+      if (gone || c->hs >= bar) {
+        if (gone) heap[0] = heap[--nh];
+        heap_down(cur, heap, nh, 0);
+        bar = runner_up(cur, heap, nh);
+      }
       if (nout == FILL_BATCH && flush_out(f, sink, row->offset + done - nout, nout, o, othr, ocols, pcols) != 0)
         st = SP_ERR_IO;
       if (nout == FILL_BATCH) nout = 0;
