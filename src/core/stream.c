@@ -188,6 +188,11 @@ struct sp_stream {
   int stage_shed; /* a hand-off waited for the writer: stop staging (under mu) */
   int stage_stale; /* a finalize ended without writing the run: the map the blocks used may change */
   uint32_t sblocks; /* blocks staged in this run */
+  /* thread ids are staged only once a second thread hands a block over (or
+   * track_threads asks): the blocks before are all sthr0's, which the file
+   * may not need at all (one thread) */
+  int64_t sthr0;
+  int sthr_all;
   struct racc *acc; /* by region id */
   struct xpatch {
     uint32_t block;
@@ -283,6 +288,7 @@ struct emit_ctx {
   int ncols;
   sp_status st;
   int staged;    /* the block goes to the staged file only */
+  int sthreads;  /* with its thread ids */
   int stage_err; /* staging this block failed: its calls are dropped, the run goes the copy way */
   size_t hint;   /* piece of the block's map */
 };
@@ -343,7 +349,7 @@ static void stage_part(struct emit_ctx *e, uint32_t r, uint64_t n) {
     a->s2 += x * x;
   }
   for (int c = 0; c < 4; c++) jsum(q->sum[c], sv + (uint64_t)c * P, n);
-  for (int c = 0; c < SP_STAGE_NCOLS && !e->stage_err; c++)
+  for (int c = 0; c < SP_STAGE_NCOLS - !e->sthreads && !e->stage_err; c++)
     if (sp__stage_put(s->stage, c, at, n, sv + (uint64_t)c * P) != 0) e->stage_err = 1;
 }
 
@@ -610,7 +616,7 @@ static sp_status process_block(struct sp_stream *s, struct block *b) {
   sp__clock_anchor(&tick1, &ns1);
   struct sp_clock_map cm = sp__clock_map(m->run_tick0, m->run_ns0, tick1, ns1);
   sp__clock_note(m); /* and one for the run's final map, at every block */
-  struct emit_ctx ec = {s, b, ncols, SP_OK, 0, 0, 0};
+  struct emit_ctx ec = {s, b, ncols, SP_OK, 0, 0, 0, 0};
   if (!s->adopted) {
     pthread_mutex_lock(&s->mu);
     int stale = s->stage_stale;
@@ -630,7 +636,12 @@ static sp_status process_block(struct sp_stream *s, struct block *b) {
      * times then agree with the durations the file gets. */
     if (!held && block_map(s, maxtick) == 0) cm = s->bm;
     else if (s->stage) stage_stop(s);
-    if (s->stage && sp__stage_block(s->stage, s->sblocks, ncalls) != 0) stage_stop(s);
+    if (s->stage) {
+      if (m->cfg.track_threads || (s->sthr0 >= 0 && s->sthr0 != (int64_t)t->index)) s->sthr_all = 1;
+      if (s->sthr0 < 0) s->sthr0 = (int64_t)t->index;
+      ec.sthreads = s->sthr_all;
+      if (sp__stage_block(s->stage, s->sblocks, ncalls, ec.sthreads) != 0) stage_stop(s);
+    }
   } else if (s->stage) {
     stage_stop(s);
   }
@@ -764,6 +775,7 @@ static struct sp_stream *stream_open(struct sp_manager *m) {
   s->m = m;
   s->fd = -1;
   s->sfd = -1;
+  s->sthr0 = -1;
   s->gap_min = UINT64_MAX;
   /* The staging file lives beside the output (same file system as the final
    * write), else in TMPDIR. It keeps its name while the run lasts, so that a
@@ -1343,7 +1355,7 @@ static int build_staged(struct sp_manager *m, struct sp_stream *s, struct sp_run
     su->m2 = a->s2 - a->s1 * a->s1 / nd;
     if (su->m2 < 0) su->m2 = 0;
   }
-  f->staged = (struct sp_staged){s->stage, f->map, n};
+  f->staged = (struct sp_staged){s->stage, f->map, n, s->sthr0};
   run->staged = &f->staged;
   return 0;
 }
@@ -1489,6 +1501,8 @@ void sp__stream_reset(struct sp_manager *m) {
   __atomic_store_n(&s->staging, 0, __ATOMIC_RELAXED);
   s->stage_off = 0;
   s->sblocks = 0;
+  s->sthr0 = -1;
+  s->sthr_all = 0;
   s->nxp = 0;
   if (s->acc) memset(s->acc, 0, s->nregions * sizeof *s->acc);
   pthread_mutex_lock(&s->mu);

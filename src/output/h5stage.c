@@ -45,6 +45,7 @@ struct sp_stage {
   hid_t ds[SP_STAGE_NCOLS];
   uint32_t cur; /* the block being written */
   uint64_t *len; /* calls of each block */
+  unsigned char *thr; /* whether each block has its thread ids */
   uint32_t nblocks, cap;
   int fd; /* the file again, to start its write-back after each block */
 };
@@ -132,13 +133,15 @@ static int revive(struct sp_stage *g) {
   return g->grp >= 0 ? 0 : -1;
 }
 
-int sp__stage_block(struct sp_stage *g, uint32_t block, uint64_t n) {
+int sp__stage_block(struct sp_stage *g, uint32_t block, uint64_t n, int with_threads) {
   if (block != g->nblocks || !g->tmp || revive(g) != 0) return -1; /* blocks come numbered in order */
   if (g->nblocks == g->cap) {
     uint32_t cap = g->cap ? g->cap * 2 : 64;
     uint64_t *l = realloc(g->len, cap * sizeof *l);
-    if (!l) return -1;
-    g->len = l;
+    if (l) g->len = l;
+    unsigned char *t = realloc(g->thr, cap);
+    if (t) g->thr = t;
+    if (!l || !t) return -1;
     g->cap = cap;
   }
   int failed = 0;
@@ -149,6 +152,7 @@ int sp__stage_block(struct sp_stage *g, uint32_t block, uint64_t n) {
     hsize_t dims = n;
     hid_t space = H5Screate_simple(1, &dims, NULL);
     for (int c = 0; c < SP_STAGE_NCOLS; c++) {
+      if (c == SP_STAGE_NCOLS - 1 && !with_threads) continue;
       g->ds[c] = bg >= 0 && space >= 0 ? H5Dcreate2(bg, sp__plan(stage_ids[c])->name, H5T_STD_I64LE, space,
                                                     H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT)
                                        : -1;
@@ -158,6 +162,7 @@ int sp__stage_block(struct sp_stage *g, uint32_t block, uint64_t n) {
     if (bg >= 0) H5Gclose(bg);
   }
   H5E_END_TRY;
+  g->thr[g->nblocks] = (unsigned char)(with_threads != 0);
   g->len[g->nblocks++] = n;
   g->cur = block;
   return failed ? -1 : 0;
@@ -244,7 +249,34 @@ void sp__stage_close(struct sp_stage *g, int keep) {
   free(g->tmp);
   free(g->path);
   free(g->len);
+  free(g->thr);
   free(g);
+}
+
+/* Blocks staged before a second thread handed one over have no thread
+ * ids (all their calls are one thread's: struct sp_staged): where the file
+ * has the column, their segments map onto one dataset of that thread's
+ * index, as long as the longest of them, written now. */
+#define THREAD_FILL SP_PLAN_STAGING "/thread_fill"
+static hsize_t thread_fill_len(const struct sp_stage *g, const struct sp_staged *st) {
+  hsize_t n = 0;
+  for (size_t k = 0; k < st->nmap; k++)
+    if (!g->thr[st->map[k].block] && st->map[k].count > n) n = st->map[k].count;
+  return n;
+}
+
+static void thread_fill(hid_t file, const struct sp_stage *g, const struct sp_staged *st, int *failed) {
+  hsize_t n = thread_fill_len(g, st);
+  if (!n) return;
+  hid_t space = H5Screate_simple(1, &n, NULL);
+  hid_t ds = space >= 0 ? H5Dcreate2(file, THREAD_FILL, H5T_STD_I64LE, space, H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT) : -1;
+  int64_t v[4096];
+  for (size_t k = 0; k < 4096; k++) v[k] = st->thread0;
+  for (uint64_t at = 0; ds >= 0 && at < n && !*failed; at += 4096)
+    if (write_at(ds, at, n - at < 4096 ? n - at : 4096, v) != 0) *failed = 1;
+  if (ds < 0) *failed = 1;
+  else H5Dclose(ds);
+  if (space >= 0) H5Sclose(space);
 }
 
 /* /events/<column> as a virtual dataset over the staged blocks. */
@@ -257,10 +289,16 @@ static void create_virtual(hid_t events, int id, int col, const struct sp_stage 
   int64_t fill = d->fill;
   if (vspace < 0 || dcpl < 0 || H5Pset_fill_value(dcpl, H5T_NATIVE_INT64, &fill) < 0) *failed = 1;
   char name[160];
+  hsize_t nfill = col == SP_STAGE_NCOLS - 1 ? thread_fill_len(g, st) : 0;
   for (size_t k = 0; k < st->nmap && !*failed; k++) {
     const struct sp_stage_map *mp = &st->map[k];
     hsize_t dst = mp->dst, cnt = mp->count, src = mp->src, blen = g->len[mp->block];
     src_name(name, sizeof name, mp->block, col);
+    if (col == SP_STAGE_NCOLS - 1 && !g->thr[mp->block]) { /* thread_fill's first cnt values */
+      snprintf(name, sizeof name, "%s", THREAD_FILL);
+      src = 0;
+      blen = nfill;
+    }
     hid_t sspace = H5Screate_simple(1, &blen, NULL);
     if (sspace < 0 || H5Sselect_hyperslab(vspace, H5S_SELECT_SET, &dst, NULL, &cnt, NULL) < 0 ||
         H5Sselect_hyperslab(sspace, H5S_SELECT_SET, &src, NULL, &cnt, NULL) < 0 ||
@@ -315,8 +353,10 @@ sp_status sp__stage_publish(const struct sp_run *run, const struct sp_config *cf
     if (ev < 0) failed = 1;
     for (int id = 0; id < n && !failed; id++) {
       uint64_t len = 0;
-      if (sp__plan(id)->group == SP_GRP_EVENTS && sp__plan_present(&L, id, &len))
+      if (sp__plan(id)->group == SP_GRP_EVENTS && sp__plan_present(&L, id, &len)) {
+        if (stage_col(id) == SP_STAGE_NCOLS - 1) thread_fill(g->file, g, st, &failed);
         create_virtual(ev, id, stage_col(id), g, st, run->nevents, &failed);
+      }
     }
     if (ev >= 0) H5Gclose(ev);
     if (!failed) sp__plan_write_part(g->file, &L, &pl, run, rank, H5P_DEFAULT, SP_PW_ALL & ~SP_PW_EVENTS, &failed);

@@ -124,8 +124,9 @@ struct sp_stage;
 /* The staging file beside `path`, or NULL when the staged way cannot apply
  * to this run (*why says why; the caller streams the copy way). */
 struct sp_stage *sp__stage_open(const struct sp_config *cfg, const char *path, const char **why);
-/* Block `block`'s datasets, n calls each; 0 or -1. */
-int sp__stage_block(struct sp_stage *g, uint32_t block, uint64_t n);
+/* Block `block`'s datasets, n calls each; its thread ids only `with_threads`
+ * (a block without them is all one thread's: struct sp_staged). 0 or -1. */
+int sp__stage_block(struct sp_stage *g, uint32_t block, uint64_t n, int with_threads);
 /* Values [off, off+n) of staged column `col` of the current block. */
 int sp__stage_put(struct sp_stage *g, int col, uint64_t off, uint64_t n, const int64_t *v);
 /* The block is whole: its datasets closed, the file flushed; off[c] is the
@@ -152,6 +153,7 @@ struct sp_staged {
   struct sp_stage *stage;
   const struct sp_stage_map *map; /* in event order, covering every event */
   size_t nmap;
+  int64_t thread0; /* the thread of every block staged without thread ids */
 };
 /* Tests: where a staged publish also writes the same run the copy way. */
 extern const char *sp__h5_stage_copy_too;

@@ -207,6 +207,11 @@ SP_TEST(staged_equals_copy_way_of_the_same_run) {
   ASSERT_GE(h5_attr_i64("staged.h5", "/metadata", "streamed_blocks"), 2 * NT);
   same_run("staged.h5", "copy.h5");
   ASSERT_GT(h5_len("staged.h5", "/events/thread_ids"), 0);
+  /* the first block (one worker's) was staged before a second thread handed
+   * one over: no thread ids of its own, its segments map onto thread_fill
+   * (same_run compared every call's thread with the copy way's) */
+  ASSERT_EQ(h5_len("staged.h5", "/staging/000000/thread_ids"), -1);
+  ASSERT_GT(h5_len("staged.h5", "/staging/thread_fill"), 0);
   long long na, ra;
   int64_t *oa, *ca;
   struct call *a = calls_of("staged.h5", &na, &oa, &ca, &ra);
@@ -297,13 +302,17 @@ SP_TEST(second_run_of_a_manager_staged_too) {
   ASSERT_EQ(h5_is_virtual("two.h5", "/events/durations"), 1);
   ASSERT_GE(h5_attr_i64("two.h5", "/metadata", "streamed_blocks"), 2);
   same_run("two.h5", "two_copy.h5");
+  /* one thread: no thread ids staged (nor in /events), 32 B per call */
+  ASSERT_EQ(h5_len("two.h5", "/events/thread_ids"), -1);
+  ASSERT_EQ(h5_len("two.h5", "/staging/000000/thread_ids"), -1);
+  ASSERT_GT(h5_len("two.h5", "/staging/000000/durations"), 0);
   ASSERT_EQ(h5_region_events("two.h5", "session"), 1);
   ASSERT_EQ(h5_region_events("two.h5", "leaf"), 1500000);
 }
 
 /* A writer that keeps a recording thread waiting a second sheds the
- * staging (40 B per call staged, 32 the copy way), and catches up with the
- * copy way alone before any block is dropped. */
+ * staging, and catches up with the copy way alone before any block is
+ * dropped. */
 SP_TEST(a_slow_writer_sheds_the_staging_instead_of_dropping) {
   unsetenv("SCOPE_PROFILER_CLOCK");
   sp__stream_test_block_delay_ms = 1300;
