@@ -12,6 +12,10 @@
  * (read, write, fsync), what "another full copy" costs on this disk. The
  * time for 200M events is extrapolated linearly from the rate measured.
  *
+ * Also reported: the bytes the child had written by then (wchar of
+ * /proc/PID/io: every write and pwrite, page cache or not) per event
+ * recorded, which says how many times the writer writes each call.
+ *
  * With --copy-too the same run is also written the copy way right after the
  * staged publish (docs/file-format.md "Staged blocks"; the tests' hook
  * sp__h5_stage_copy_too): the parent times when each file appears (both are
@@ -46,6 +50,18 @@ static double now_s(void) {
 }
 
 static char copy_path[4200];
+
+/* Bytes process `pid` has written so far (wchar), or -1. */
+static long long wchar_of(pid_t pid) {
+  char name[64], line[256];
+  snprintf(name, sizeof name, "/proc/%d/io", (int)pid);
+  FILE *f = fopen(name, "r");
+  long long v = -1;
+  while (f && fgets(line, sizeof line, f))
+    if (sscanf(line, "wchar: %lld", &v) == 1) break;
+  if (f) fclose(f);
+  return v;
+}
 
 static void child(const char *out, long events, int ready) {
   if (copy_path[0]) sp__h5_stage_copy_too = copy_path;
@@ -107,6 +123,7 @@ int main(int argc, char **argv) {
     fprintf(stderr, "publish: the recording process failed\n");
     return 1;
   }
+  long long written = wchar_of(pid);
   double t0 = now_s();
   kill(pid, SIGTERM);
   int status = 0;
@@ -154,6 +171,7 @@ int main(int argc, char **argv) {
   printf("events in the file      %llu (recorded %ld; streamed blocks %lld; dropped_events %lld)\n",
          (unsigned long long)n, events, nb, nd);
   printf("file                    %.1f MiB\n", (double)sb.st_size / 1048576.0);
+  printf("written while recording %.1f B/event (wchar before the SIGTERM)\n", (double)written / (double)events);
   printf("events staged (virtual) %s\n", staged == 1 ? "yes" : staged == 0 ? "no (the copy way)" : "?");
   printf("SIGTERM to published    %.3f s, %.1f M events/s (process gone after %.3f s; CPU %.3f s)\n", t_out,
          (double)n / t_out / 1e6, t, cpu);
