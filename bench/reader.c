@@ -18,7 +18,15 @@
  * "Staged blocks"), whose rows of regions shared by the threads are out of
  * start order (each (row, block) segment in it).
  *
- *   reader [--events N] [--file F] [--keep] [--reps R] [--threads T] [--budget B]
+ * With --recurse each kernel runs inside a call of its step's solver (the
+ * solver recursing once per kernel): a solver call is then open across
+ * each hand-off of a streamed run, with calls of its own region inside it
+ * (the case the copy way's assembly once wrote out of start order). A step
+ * is then 28 calls, not a divisor of a buffer's 2^k: hand-offs fall inside
+ * steps (ts_record's 32-call steps fill each buffer exactly, so nothing is
+ * open at a hand-off but the calls of the threads' callers).
+ *
+ *   reader [--events N] [--file F] [--keep] [--reps R] [--threads T] [--budget B] [--recurse]
  */
 #include <pthread.h>
 #include <stdio.h>
@@ -47,6 +55,29 @@ static double clock_s(clockid_t id) {
   return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
 }
 
+static int recurse;
+
+/* ts_record's loop with each kernel inside a call of the step's solver. */
+static long record_recursing(sp_manager *m, const sp_region *regs, long events) {
+  long done = 0;
+  for (long step = 0; done < events; step++) {
+    sp_region solver = regs[1 + step % 3];
+    sp_region_begin(m, regs[0]);
+    sp_region_begin(m, solver);
+    for (int k = 0; k < 13 && done + 4 < events; k++) {
+      sp_region_begin(m, solver);
+      sp_region_begin(m, regs[4 + (k + step) % (TS_NREG - 4)]);
+      sp_region_end(m, regs[4 + (k + step) % (TS_NREG - 4)]);
+      sp_region_end(m, solver);
+      done += 2;
+    }
+    sp_region_end(m, solver);
+    sp_region_end(m, regs[0]);
+    done += 2;
+  }
+  return done;
+}
+
 struct rec_arg {
   sp_manager *m;
   const sp_region *regs;
@@ -54,7 +85,7 @@ struct rec_arg {
 };
 static void *rec_thread(void *p) {
   struct rec_arg *a = p;
-  a->done = ts_record(a->m, a->regs, a->events);
+  a->done = recurse ? record_recursing(a->m, a->regs, a->events) : ts_record(a->m, a->regs, a->events);
   return NULL;
 }
 
@@ -66,7 +97,7 @@ static long record(const char *out, long events, int threads, const char *budget
   sp_manager *m = ts_manager_with("reader", out, budget ? mb : NULL);
   long done = 0;
   if (threads <= 1) {
-    done = ts_record(m, regs, events);
+    done = recurse ? record_recursing(m, regs, events) : ts_record(m, regs, events);
   } else {
     pthread_t th[64];
     struct rec_arg a[64];
@@ -181,8 +212,10 @@ int main(int argc, char **argv) {
       threads = atoi(argv[++i]);
     else if (!strcmp(argv[i], "--budget") && i + 1 < argc)
       budget = argv[++i];
+    else if (!strcmp(argv[i], "--recurse"))
+      recurse = 1;
     else {
-      fprintf(stderr, "usage: reader [--events N] [--file F] [--keep] [--reps R] [--threads T] [--budget B]\n");
+      fprintf(stderr, "usage: reader [--events N] [--file F] [--keep] [--reps R] [--threads T] [--budget B] [--recurse]\n");
       return 2;
     }
   }
