@@ -16,7 +16,10 @@
  * from one reused buffer into a fresh file beside it and fsyncing it (dd's
  * way: the floor of any writer of that file), and, since memory touched for
  * the first time is what is slow on some virtual machines, setting that
- * many bytes of freshly allocated memory. --reps R rounds (default 3) give
+ * many bytes of freshly allocated memory. The dd is done twice: through
+ * the page cache, as the writers did before 2026-12-02, and with O_DIRECT
+ * (the file's bytes as the writers now send them; a first touch of fresh
+ * page-cache pages is what a buffered write pays on this VM). --reps R rounds (default 3) give
  * medians of each figure and of the ratios. The same run is then recorded
  * again and finalized with deactivate_file_output, which isolates the build
  * step (--file-only leaves that out, for a profiler).
@@ -82,23 +85,31 @@ static double user_s(void) {
 
 /* `bytes` written from one 8 MiB buffer into a new file beside `out`,
  * fsynced, renamed into place and its directory fsynced, as finalize
- * publishes a file, then removed. */
-static struct timing dd_baseline(const char *out, off_t bytes) {
+ * publishes a file, then removed. `direct`: with O_DIRECT (rounded up to
+ * whole 4096-byte blocks); wall -1 where the file system refuses it. */
+static struct timing dd_baseline(const char *out, off_t bytes, int direct) {
   static char *buf;
   enum { BS = 8 << 20 };
-  if (!buf && !(buf = malloc(BS))) exit(1);
+  if (!buf && posix_memalign((void **)&buf, 4096, BS) != 0) exit(1);
   memset(buf, 0x5a, BS);
   char tmp[4200], dst[4200];
   snprintf(tmp, sizeof tmp, "%s.dd.tmp", out);
   snprintf(dst, sizeof dst, "%s.dd", out);
   double t0 = now_s(), c0 = cpu_s();
-  int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+  int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | (direct ? O_DIRECT : 0), 0644);
+  if (fd < 0 && direct) return (struct timing){-1, -1}; /* no O_DIRECT here */
   if (fd < 0) {
     perror(tmp);
     exit(1);
   }
+  if (direct) bytes = (bytes + 4095) / 4096 * 4096; /* whole blocks */
   for (off_t left = bytes; left > 0;) {
     ssize_t w = write(fd, buf, left < BS ? (size_t)left : BS);
+    if (w <= 0 && direct) { /* refused at the write */
+      close(fd);
+      remove(tmp);
+      return (struct timing){-1, -1};
+    }
     if (w <= 0) {
       perror("write");
       exit(1);
@@ -220,7 +231,7 @@ int main(int argc, char **argv) {
     printf("(warm: numbers below are after a first, identical round)\n");
   }
   double fin_w[MAX_REPS], fin_c[MAX_REPS], dd_w[MAX_REPS], dd_c[MAX_REPS], fr_w[MAX_REPS], fr_c[MAX_REPS];
-  double rw[MAX_REPS], rc[MAX_REPS], rate[MAX_REPS], fin_u[MAX_REPS];
+  double rw[MAX_REPS], rc[MAX_REPS], rate[MAX_REPS], fin_u[MAX_REPS], dx_w[MAX_REPS], dx_c[MAX_REPS];
   long fin_rss = 0; /* KiB the first finalize added to the peak RSS */
   long done = 0;
   double mem = 0;
@@ -228,7 +239,8 @@ int main(int argc, char **argv) {
   printf("%ld events, %s, %d rounds", events, in_memory ? "kept in memory" : "default max_buffer_bytes", reps);
   if (threads) printf(", recorded by a pool of %d threads", threads);
   printf("\n");
-  printf("round  finalize wall/CPU(user) s   M ev/s   dd wall/CPU s   fresh memory wall/CPU s   finalize/dd wall, CPU\n");
+  printf("round  finalize wall/CPU(user) s   M ev/s   dd wall/CPU s   dd direct wall/CPU s   fresh memory wall/CPU s"
+         "   finalize/dd wall, CPU\n");
   for (int r = 0; r < reps; r++) {
     long rss0 = maxrss_kib();
     done = RECORD();
@@ -251,17 +263,18 @@ int main(int argc, char **argv) {
     }
     size = sb.st_size;
     if (!keep || r + 1 < reps) remove(out);
-    struct timing dd = dd_baseline(out, size), fr = fresh_baseline((size_t)size);
+    struct timing dd = dd_baseline(out, size, 0), dx = dd_baseline(out, size, 1), fr = fresh_baseline((size_t)size);
     dd_w[r] = dd.wall, dd_c[r] = dd.cpu, fr_w[r] = fr.wall, fr_c[r] = fr.cpu;
+    dx_w[r] = dx.wall, dx_c[r] = dx.cpu;
     rate[r] = (double)done / fin_w[r];
     rw[r] = fin_w[r] / dd.wall;
     rc[r] = fin_c[r] / (dd.cpu > 1e-6 ? dd.cpu : 1e-6);
-    printf("%5d  %8.3f / %6.3f (%5.3f)  %8.1f  %6.3f / %6.3f  %10.3f / %6.3f  %14.2f, %5.2f\n", r + 1, fin_w[r],
-           fin_c[r], fin_u[r], rate[r] / 1e6, dd.wall, dd.cpu, fr.wall, fr.cpu, rw[r], rc[r]);
+    printf("%5d  %8.3f / %6.3f (%5.3f)  %8.1f  %6.3f / %6.3f  %10.3f / %6.3f  %10.3f / %6.3f  %14.2f, %5.2f\n", r + 1,
+           fin_w[r], fin_c[r], fin_u[r], rate[r] / 1e6, dd.wall, dd.cpu, dx.wall, dx.cpu, fr.wall, fr.cpu, rw[r], rc[r]);
   }
   double mw = median(fin_w, reps), mc = median(fin_c, reps), mdw = median(dd_w, reps), mdc = median(dd_c, reps);
   double mfw = median(fr_w, reps), mfc = median(fr_c, reps), mrw = median(rw, reps), mrc = median(rc, reps);
-  double mrate = median(rate, reps), mu = median(fin_u, reps);
+  double mrate = median(rate, reps), mu = median(fin_u, reps), mxw = median(dx_w, reps), mxc = median(dx_c, reps);
   double bpe = (double)size / (double)done;
   printf("events recorded        %ld\n", done);
   printf("memory while recording %.1f bytes/event\n", mem);
@@ -270,6 +283,10 @@ int main(int argc, char **argv) {
          mrate / 1e6, mc, (double)done / mc / 1e6, mu);
   printf("dd of the file's bytes %.3f s (CPU %.3f s): %.1f M events/s; finalize/dd %.2f wall, %.2f CPU\n", mdw, mdc,
          (double)done / mdw / 1e6, mrw, mrc);
+  if (mxw >= 0)
+    printf("dd with O_DIRECT       %.3f s (CPU %.3f s): %.1f M events/s\n", mxw, mxc, (double)done / mxw / 1e6);
+  else
+    printf("dd with O_DIRECT       refused by this file system\n");
   printf("fresh memory, as many  %.3f s (CPU %.3f s)\n", mfw, mfc);
   printf("file                   %.1f MiB, %.2f bytes/event (uncompressed)\n", (double)size / 1048576.0, bpe);
   double build_rate = 0;
@@ -293,8 +310,9 @@ int main(int argc, char **argv) {
               "{\"events\": %ld, \"bytes_per_event_memory\": %.2f, \"finalize_s\": %.4f, \"finalize_cpu_s\": %.4f, "
               "\"events_per_s\": %.0f, \"bytes_per_event_file\": %.3f, \"build_events_per_s\": %.0f, "
               "\"dd_s\": %.4f, \"dd_cpu_s\": %.4f, \"finalize_over_dd\": %.3f, \"finalize_over_dd_cpu\": %.3f, "
-              "\"finalize_user_s\": %.4f, \"finalize_peak_rss_mib\": %.1f}\n",
-              done, mem, mw, mc, mrate, bpe, build_rate, mdw, mdc, mrw, mrc, mu, fin_rss / 1024.0);
+              "\"finalize_user_s\": %.4f, \"finalize_peak_rss_mib\": %.1f, \"dd_direct_s\": %.4f, "
+              "\"dd_direct_cpu_s\": %.4f}\n",
+              done, mem, mw, mc, mrate, bpe, build_rate, mdw, mdc, mrw, mrc, mu, fin_rss / 1024.0, mxw, mxc);
       fclose(f);
     }
   }

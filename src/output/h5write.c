@@ -22,6 +22,7 @@
 #include "common/error.h"
 #include "output/filters.h"
 #include "output/h5common.h"
+#include "output/h5direct.h"
 #include "output/layout.h"
 #include "output/output.h"
 
@@ -83,16 +84,27 @@ static uint64_t estimated_size(const struct sp_run *parts, int n) {
   return s;
 }
 
-static sp_status image_of(const struct sp_run *parts, int n, const struct sp_config *cfg, void **image, size_t *size);
+/* An in-memory file's bytes: malloc'd, or (cap > 0) mapped page-aligned
+ * memory, which is what lets its write to the file bypass the page cache. */
+struct image {
+  void *mem;
+  size_t size, cap;
+};
+static sp_status image_of(const struct sp_run *parts, int n, const struct sp_config *cfg, int mapped,
+                          struct image *im);
+static void image_release(struct image *im) {
+  if (im->cap) sp__direct_unmap(im->mem, im->cap);
+  else free(im->mem);
+  *im = (struct image){0};
+}
 
 static sp_status write_image_file(const struct sp_run *parts, int n, const struct sp_config *cfg, const char *path) {
-  void *image = NULL;
-  size_t size = 0;
-  sp_status st = image_of(parts, n, cfg, &image, &size);
+  struct image im;
+  sp_status st = image_of(parts, n, cfg, 1, &im);
   if (st != SP_OK) return st;
   char *tmp = NULL;
   if ((st = sp__h5_tmp_create(path, &tmp)) != SP_OK) {
-    free(image);
+    image_release(&im);
     return st;
   }
   /* Created afresh with O_EXCL: never through a symlink planted at the name,
@@ -100,20 +112,16 @@ static sp_status write_image_file(const struct sp_run *parts, int n, const struc
   unlink(tmp);
   int fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0666);
   int failed = fd < 0;
-  const char *p = image;
-  for (size_t left = size; !failed && left;) {
-    ssize_t w = write(fd, p, left);
-    if (w < 0 && errno == EINTR) continue;
-    if (w <= 0) failed = 1;
-    else {
-      p += w;
-      left -= (size_t)w;
-    }
+  if (!failed) {
+    struct sp_direct d;
+    sp__direct_init(&d, fd, tmp);
+    failed = sp__direct_pwrite(&d, im.mem, im.size, 0) != 0;
+    sp__direct_end(&d);
   }
+  int e = errno;
   if (fd >= 0 && close(fd) != 0) failed = 1;
-  free(image);
+  image_release(&im);
   if (failed && fd < 0) {
-    int e = errno;
     free(tmp);
     return sp__set_error(SP_ERR_IO,
                          "could not create the temporary file for %s: %s (something appeared at its name, "
@@ -153,6 +161,7 @@ sp_status sp__h5_write_parts(const struct sp_run *run, int n, const struct sp_co
    * umask itself. */
   unlink(tmp);
   hid_t fapl = sp__h5_file_access();
+  sp__direct_fapl(fapl); /* raw data around the page cache (h5direct.c) */
   struct writer w = {.cfg = cfg};
   H5E_BEGIN_TRY { w.file = H5Fcreate(tmp, H5F_ACC_EXCL, H5P_DEFAULT, fapl); }
   H5E_END_TRY;
@@ -170,7 +179,11 @@ sp_status sp__h5_write_parts(const struct sp_run *run, int n, const struct sp_co
 }
 
 sp_status sp__h5_write_image(const struct sp_run *run, const struct sp_config *cfg, void **image, size_t *size) {
-  return image_of(run, 1, cfg, image, size);
+  struct image im;
+  sp_status st = image_of(run, 1, cfg, 0, &im); /* the callers free() it */
+  *image = im.mem;
+  *size = im.size;
+  return st;
 }
 
 /* The in-memory file's buffer, allocated through HDF5's file image
@@ -183,11 +196,22 @@ size_t sp__h5_image_copy_size;
 struct img {
   void *mem;
   size_t size;
+  size_t cap; /* mem is mapped, cap bytes (mapped: the image is written to a file) */
+  int mapped;
   int keep; /* handed out: not freed at close */
 };
+/* The file's buffer starts empty and grows through img_realloc, 1 MiB at a
+ * time: mapped memory grows by mremap, which keeps it page-aligned for
+ * O_DIRECT and moves no bytes (realloc would lose the alignment, and an
+ * aligned copy at each step would be quadratic). */
 static void *img_malloc(size_t size, H5FD_file_image_op_t op, void *u) {
   (void)op;
   struct img *g = u;
+  if (g->mapped && !g->mem) {
+    void *p = sp__direct_map(size, &g->cap);
+    if (p) g->mem = p, g->size = size;
+    return p;
+  }
   void *p = malloc(size);
   if (p && !g->mem) g->mem = p, g->size = size;
   return p;
@@ -197,8 +221,13 @@ static void *img_memcpy(void *d, const void *s, size_t n, H5FD_file_image_op_t o
   return memcpy(d, s, n);
 }
 static void *img_realloc(void *p, size_t size, H5FD_file_image_op_t op, void *u) {
-  (void)op;
   struct img *g = u;
+  if (g->mapped && (p ? p == g->mem : !g->mem)) {
+    void *n = p ? sp__direct_remap(p, size, &g->cap) : sp__direct_map(size, &g->cap);
+    if (n) g->mem = n, g->size = size;
+    return n;
+  }
+  if (!p && g->mapped) return img_malloc(size, op, u);
   void *n = realloc(p, size);
   if (n && (p == g->mem || !g->mem)) g->mem = n, g->size = size;
   return n;
@@ -207,6 +236,11 @@ static herr_t img_free(void *p, H5FD_file_image_op_t op, void *u) {
   (void)op;
   struct img *g = u;
   if (p && p == g->mem && g->keep) return 0;
+  if (p && p == g->mem && g->cap) {
+    sp__direct_unmap(p, g->cap);
+    g->mem = NULL, g->size = 0, g->cap = 0;
+    return 0;
+  }
   if (p == g->mem) g->mem = NULL, g->size = 0;
   free(p);
   return 0;
@@ -217,16 +251,21 @@ static herr_t img_udata_free(void *u) {
   return 0;
 }
 
-static sp_status image_of(const struct sp_run *run, int nparts, const struct sp_config *cfg, void **image,
-                          size_t *size) {
-  *image = NULL;
-  *size = 0;
+/* `mapped`: the buffer is mapped memory (written to a file with O_DIRECT by
+ * write_image_file); else malloc'd, as sp__h5_write_image's callers free it. */
+static sp_status image_of(const struct sp_run *run, int nparts, const struct sp_config *cfg, int mapped,
+                          struct image *im) {
+  *im = (struct image){0};
   sp_status st = validate_filters(cfg);
   if (st != SP_OK) return st;
+  /* On the heap: HDF5 holds it (and the buffer) for as long as the file is
+   * open, which a failed close may leave it. */
+  struct img *g = calloc(1, sizeof *g);
+  if (!g) return sp__set_error(SP_ERR_NO_MEMORY, "out of memory building the in-memory results");
+  g->mapped = mapped;
   hid_t fapl = sp__h5_file_access();
   H5Pset_fapl_core(fapl, 1 << 20, 0); /* memory only, nothing touches disk */
-  struct img g = {0};
-  H5FD_file_image_callbacks_t cb = {img_malloc, img_memcpy, img_realloc, img_free, img_udata_copy, img_udata_free, &g};
+  H5FD_file_image_callbacks_t cb = {img_malloc, img_memcpy, img_realloc, img_free, img_udata_copy, img_udata_free, g};
   int own = H5Pset_file_image_callbacks(fapl, &cb) >= 0;
   struct writer w = {.cfg = cfg};
   /* A name of its own: HDF5 would refuse (or share) a second in-memory
@@ -237,26 +276,31 @@ static sp_status image_of(const struct sp_run *run, int nparts, const struct sp_
   H5E_BEGIN_TRY { w.file = H5Fcreate(name, H5F_ACC_TRUNC, H5P_DEFAULT, fapl); }
   H5E_END_TRY;
   H5Pclose(fapl);
-  if (w.file < 0) return sp__set_error(SP_ERR_IO, "HDF5 could not create an in-memory file");
+  if (w.file < 0) {
+    if (!g->mem) free(g); /* else HDF5 may still hold it: left to it */
+    return sp__set_error(SP_ERR_IO, "HDF5 could not create an in-memory file");
+  }
   ssize_t n = -1;
+  int closed = 0, alone = 0;
   H5E_BEGIN_TRY {
     write_parts(&w, run, nparts);
     H5Fflush(w.file, H5F_SCOPE_GLOBAL);
     n = H5Fget_file_image(w.file, NULL, 0);
+    alone = H5Fget_obj_count(w.file, H5F_OBJ_ALL) == 1;
     /* With nothing but the file open, closing it ends the in-memory file and
      * leaves its buffer as H5Fget_file_image would copy it (the close clears
      * the superblock's open-for-writing flag, which the copy clears too). */
-    if (n > 0 && own && H5Fget_obj_count(w.file, H5F_OBJ_ALL) == 1 && sp__h5_image_copied != 2) g.keep = 1;
-    if (n > 0 && (!g.keep || sp__h5_image_copied == 1)) {
+    if (n > 0 && own && alone && sp__h5_image_copied != 2) g->keep = 1;
+    if (n > 0 && (!g->keep || sp__h5_image_copied == 1)) {
       void *copy = malloc((size_t)n);
       if (copy && H5Fget_file_image(w.file, copy, (size_t)n) == n) {
-        if (g.keep) { /* the tests' copy of the same file */
+        if (g->keep) { /* the tests' copy of the same file */
           free(sp__h5_image_copy);
           sp__h5_image_copy = copy;
           sp__h5_image_copy_size = (size_t)n;
         } else {
-          *image = copy;
-          *size = (size_t)n;
+          im->mem = copy;
+          im->size = (size_t)n;
         }
       } else {
         free(copy);
@@ -265,21 +309,31 @@ static sp_status image_of(const struct sp_run *run, int nparts, const struct sp_
     } else if (n <= 0) {
       w.failed = 1;
     }
-    if (H5Fclose(w.file) < 0 && g.keep) w.failed = 1;
+    closed = H5Fclose(w.file) >= 0;
   }
   H5E_END_TRY;
-  if (g.keep) {
-    if (g.mem && (size_t)n <= g.size) {
-      *image = g.mem;
-      *size = (size_t)n;
+  if (!closed || !alone) {
+    /* The file may still be open (a failed close, or objects left open
+     * keep it so): its buffer and g are HDF5's until it closes it, which
+     * frees the buffer through img_free. A kept buffer is not ours either. */
+    g->keep = 0;
+    if (!closed) w.failed = 1;
+  } else if (g->keep) {
+    if (g->mem && (size_t)n <= g->size) {
+      im->mem = g->mem;
+      im->size = (size_t)n;
+      im->cap = g->cap;
     } else {
-      free(g.mem);
+      struct image mine = {g->mem, g->size, g->cap};
+      image_release(&mine);
       w.failed = 1;
     }
+    free(g);
+  } else {
+    free(g);
   }
   if (w.failed) {
-    free(*image);
-    *image = NULL;
+    image_release(im);
     return sp__set_error(SP_ERR_IO, "building the in-memory results failed (out of memory?)");
   }
   return SP_OK;

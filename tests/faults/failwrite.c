@@ -67,7 +67,11 @@ __attribute__((constructor)) static void init(void) {
 static int under(int dirfd, const char *path) {
   if (!dir || !path) return 0;
   char abs[2 * PATH_MAX + 2];
-  if (path[0] == '/') {
+  if (!strncmp(path, "/proc/self/fd/", 14)) { /* a descriptor reopened (the writer's O_DIRECT one) */
+    ssize_t n = readlink(path, abs, sizeof abs - 1);
+    if (n < 0) return 0;
+    abs[n] = '\0';
+  } else if (path[0] == '/') {
     snprintf(abs, sizeof abs, "%s", path);
   } else {
     char base[PATH_MAX];

@@ -21,6 +21,7 @@
 #include "core/core.h"
 #include "core/snapshot.h"
 #include "core/spill.h"
+#include "output/h5direct.h"
 #include "output/output.h"
 #include "harness.h"
 #include "h5util.h"
@@ -487,6 +488,141 @@ SP_TEST(direct_write_same_file) {
   sp_manager_destroy(b);
 }
 
+/* Whether the case's directory takes O_DIRECT writes (the tests' TMPDIR
+ * may not): where it does, the in-memory image must go around the page
+ * cache. */
+static int dir_takes_direct(void) {
+  int fd = open("probe", O_WRONLY | O_CREAT | O_DIRECT | O_CLOEXEC, 0644);
+  void *m = NULL;
+  int ok = fd >= 0 && posix_memalign(&m, SP_DIRECT_ALIGN, SP_DIRECT_ALIGN) == 0;
+  if (ok) {
+    memset(m, 1, SP_DIRECT_ALIGN);
+    ok = pwrite(fd, m, SP_DIRECT_ALIGN, 0) == (ssize_t)SP_DIRECT_ALIGN;
+  }
+  free(m);
+  if (fd >= 0) close(fd);
+  unlink("probe");
+  return ok;
+}
+
+/* The in-memory image is written to its file with O_DIRECT (a: O_DIRECT
+ * refused, by the test hook `refuse`; b: taken), and the two files are the
+ * same dataset for dataset. `n` steps of 4 calls (0: a single call). */
+static void direct_case(int n, int refuse) {
+  sp_region r[3];
+  pair(NULL, NULL);
+  regions3(r);
+  if (n) {
+    steps(n, 5, r[0], r[1], r[2]);
+  } else {
+    both_begin(r[0]);
+    sp__clock_manual_advance(3);
+    both_end(r[0]);
+  }
+  sp__direct_refuse = refuse;
+  uint64_t b0 = sp__direct_bytes;
+  sp__snapshot_fill_enabled = 0;
+  ASSERT_OK(sp_manager_finalize(a, NULL, NULL));
+  sp__direct_refuse = 0;
+  uint64_t b1 = sp__direct_bytes;
+  ASSERT_EQ(b1, b0);
+  sp__snapshot_fill_enabled = 1;
+  ASSERT_OK(sp_manager_finalize(b, NULL, NULL));
+  uint64_t went = sp__direct_bytes - b1;
+  struct stat st;
+  ASSERT_EQ(stat("fill.h5", &st), 0);
+  /* the body, all but the tail under 4096 bytes; none of a small file */
+  if (st.st_size < (off_t)SP_DIRECT_MIN || !dir_takes_direct()) ASSERT_EQ(went, 0);
+  else ASSERT_EQ(went, (uint64_t)st.st_size / SP_DIRECT_ALIGN * SP_DIRECT_ALIGN);
+  ASSERT_EQ(h5_len("fill.h5", "/events/start_deltas"), n ? n * 4 + 1 : 1);
+  same_files("cols.h5", "fill.h5");
+  sp_results *res = NULL;
+  ASSERT_OK(sp_results_open("fill.h5", &res));
+  sp_results_free(res);
+  sp_manager_destroy(a);
+  sp_manager_destroy(b);
+}
+
+SP_TEST(image_written_direct_same_file) { direct_case(30000, 1); }
+
+SP_TEST(image_written_direct_refused_at_the_write_same_file) { direct_case(30000, 2); }
+
+SP_TEST(one_call_image_written_same_file) { direct_case(0, 1); }
+
+/* A file HDF5 writes itself (larger than the image bound, lowered here)
+ * goes through our file driver, its raw data around the page cache (b:
+ * whole columns, or with `fill` the filler's rows 8192 calls at a time),
+ * and is the same dataset for dataset as one through HDF5's default driver
+ * (a, the columns' way, test hook 3), also with O_DIRECT refused at the
+ * open or the write (`refuse` 1, 2). */
+static void driver_case(int fill, int refuse) {
+  sp_region r[3];
+  pair(NULL, NULL);
+  regions3(r);
+  steps(100000, 5, r[0], r[1], r[2]);
+  sp__h5_image_max = 1 << 20;
+  sp__direct_refuse = 3;
+  uint64_t b0 = sp__direct_bytes;
+  sp__snapshot_fill_enabled = 0;
+  ASSERT_OK(sp_manager_finalize(a, NULL, NULL));
+  uint64_t b1 = sp__direct_bytes;
+  ASSERT_EQ(b1, b0);
+  sp__direct_refuse = refuse;
+  sp__snapshot_fill_enabled = fill;
+  unsigned long f0 = sp__snapshot_fills;
+  ASSERT_OK(sp_manager_finalize(b, NULL, NULL));
+  ASSERT_EQ(sp__snapshot_fills - f0, (unsigned long)fill);
+  sp__direct_refuse = 0;
+  sp__snapshot_fill_enabled = 1;
+  uint64_t went = sp__direct_bytes - b1;
+  struct stat st;
+  ASSERT_EQ(stat("fill.h5", &st), 0);
+  if (refuse || !dir_takes_direct()) ASSERT_EQ(went, 0);
+  else ASSERT_GT(went, (uint64_t)st.st_size / 2); /* the event columns */
+  ASSERT_EQ(h5_len("fill.h5", "/events/start_deltas"), 100000 * 4 + 1);
+  same_files("cols.h5", "fill.h5");
+  sp_results *res = NULL;
+  ASSERT_OK(sp_results_open("fill.h5", &res));
+  sp_results_free(res);
+  sp_manager_destroy(a);
+  sp_manager_destroy(b);
+}
+
+SP_TEST(hdf5_written_through_the_direct_driver_same_file) { driver_case(0, 0); }
+
+/* The filler's 64 KiB writes, gathered per row and column by the driver's
+ * write-behind, go direct too. */
+SP_TEST(filled_through_the_direct_driver_same_file) { driver_case(1, 0); }
+
+SP_TEST(hdf5_written_direct_refused_at_the_write_same_file) { driver_case(0, 2); }
+
+SP_TEST(filled_direct_refused_at_open_same_file) { driver_case(1, 1); }
+
+/* A destination on tmpfs, which takes O_DIRECT or not depending on the
+ * kernel: the same file either way. */
+SP_TEST(image_on_tmpfs_same_file) {
+  char dir[] = "/dev/shm/sp-test-fin-XXXXXX";
+  if (!mkdtemp(dir)) SKIP("no /dev/shm");
+  char pa[128], pb[128];
+  snprintf(pa, sizeof pa, "file_path=%s/cols.h5", dir);
+  snprintf(pb, sizeof pb, "file_path=%s/fill.h5", dir);
+  setenv("SCOPE_PROFILER_CLOCK", "manual", 1);
+  a = setup_with((const char *const[]){pa, NULL});
+  b = setup_with((const char *const[]){pb, NULL});
+  sp_region r[3];
+  regions3(r);
+  steps(30000, 5, r[0], r[1], r[2]);
+  ASSERT_OK(finalize_both(1));
+  snprintf(pa, sizeof pa, "%s/cols.h5", dir);
+  snprintf(pb, sizeof pb, "%s/fill.h5", dir);
+  same_files(pa, pb);
+  sp_manager_destroy(a);
+  sp_manager_destroy(b);
+  unlink(pa);
+  unlink(pb);
+  rmdir(dir);
+}
+
 /* Rows at the edge of their 8192-call buffers: one call, 8191, 8192 (one
  * full buffer), 8193 (a full one and one call more), 16384 and 16385, their
  * calls taken in turns so that the rows' flushes interleave; among them calls
@@ -593,7 +729,7 @@ SP_TEST(failed_direct_write_next_file_same) { failed_write_case(1); }
  * file-size limit stands for it): finalize fails with a message that names
  * the file and the likely cause, the previous file at the path is intact,
  * and no partial or temporary file is left beside it. */
-SP_TEST(disk_full_mid_row_leaves_previous_file) {
+static void disk_full_case(int image) {
   sp_region r[3];
   pair(NULL, NULL);
   regions3(r);
@@ -602,7 +738,7 @@ SP_TEST(disk_full_mid_row_leaves_previous_file) {
   long long before = h5_len("fill.h5", "/events/start_deltas");
   ASSERT_EQ(before, 20 * 4 + 1);
   steps(200000, 5, r[0], r[1], r[2]);
-  sp__h5_image_max = 1 << 20;
+  if (!image) sp__h5_image_max = 1 << 20;
   signal(SIGXFSZ, SIG_IGN);
   struct rlimit lim;
   ASSERT_EQ(getrlimit(RLIMIT_FSIZE, &lim), 0);
@@ -624,6 +760,12 @@ SP_TEST(disk_full_mid_row_leaves_previous_file) {
   sp_manager_destroy(a);
   sp_manager_destroy(b);
 }
+
+SP_TEST(disk_full_mid_row_leaves_previous_file) { disk_full_case(0); }
+
+/* The same with the in-memory image, which fills the disk in its O_DIRECT
+ * write (where the directory takes one). */
+SP_TEST(disk_full_writing_the_image_leaves_previous_file) { disk_full_case(1); }
 
 /* Two managers, each recorded and finalized on a thread of its own at the
  * same time (the API allows it: only one manager's setup, finalize and
