@@ -637,7 +637,8 @@ static sp_status process_block(struct sp_stream *s, struct block *b) {
     if (!held && block_map(s, maxtick) == 0) cm = s->bm;
     else if (s->stage) stage_stop(s);
     if (s->stage) {
-      if (m->cfg.track_threads || (s->sthr0 >= 0 && s->sthr0 != (int64_t)t->index)) s->sthr_all = 1;
+      if (m->cfg.track_threads || (s->sthr0 >= 0 && s->sthr0 != (int64_t)t->index))
+        __atomic_store_n(&s->sthr_all, 1, __ATOMIC_RELAXED); /* the hand-offs read it */
       if (s->sthr0 < 0) s->sthr0 = (int64_t)t->index;
       ec.sthreads = s->sthr_all;
       if (sp__stage_block(s->stage, s->sblocks, ncalls, ec.sthreads) != 0) stage_stop(s);
@@ -855,11 +856,14 @@ static int handoff(struct sp_manager *m, sp_thread_rec *t, int recording) {
   shed_at = until;
   shed_at.tv_sec += 1;
   until.tv_sec += 5;
-  /* A writer that keeps a thread waiting a second while it stages writes
-   * each call twice (the staged file and the raw staging file): it sheds
-   * the staging, so that it catches up before any block is dropped. */
+  /* A writer that keeps a thread waiting a second while it stages thread
+   * ids writes 40 B per call where the copy way writes 32: it sheds the
+   * staging, so that it catches up before any block is dropped. Without
+   * thread ids both ways write 32 B per call, and shedding would only lose
+   * the fast publish. */
   while (s->queued_bytes >= 2 * cap * sizeof *t->hot.ev && !drop) {
-    if (__atomic_load_n(&s->staging, __ATOMIC_RELAXED) && !s->stage_shed) {
+    if (__atomic_load_n(&s->staging, __ATOMIC_RELAXED) && __atomic_load_n(&s->sthr_all, __ATOMIC_RELAXED) &&
+        !s->stage_shed) {
       if (pthread_cond_timedwait(&s->idle, &s->mu, &shed_at) == ETIMEDOUT) s->stage_shed = 1;
       continue;
     }
