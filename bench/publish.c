@@ -23,7 +23,11 @@
  * way of the same run are compared; the drain of the writer's backlog is
  * in the staged figure only (the copy way starts after it).
  *
- *   publish [--events N] [--out FILE] [--copy-too]
+ * --buffered turns the direct I/O driver off (h5direct.c's test hook
+ * sp__direct_refuse = 3: plain sec2 writes through the page cache) in the
+ * child, for an A/B of the same build.
+ *
+ *   publish [--events N] [--out FILE] [--copy-too] [--buffered]
  */
 #include <fcntl.h>
 #include <signal.h>
@@ -38,6 +42,7 @@
 
 #include <hdf5.h>
 
+#include "output/h5direct.h"
 #include "output/output.h"
 #include "scope_profiler.h"
 #include "scope_profiler/reader.h"
@@ -63,8 +68,11 @@ static long long wchar_of(pid_t pid) {
   return v;
 }
 
+static int buffered;
+
 static void child(const char *out, long events, int ready) {
   if (copy_path[0]) sp__h5_stage_copy_too = copy_path;
+  if (buffered) sp__direct_refuse = 3;
   sp_region regs[TS_NREG];
   ts_regions(regs);
   sp_manager *m = ts_manager("publish", out);
@@ -102,8 +110,9 @@ int main(int argc, char **argv) {
     if (!strcmp(argv[i], "--events") && i + 1 < argc) events = atol(argv[++i]);
     else if (!strcmp(argv[i], "--out") && i + 1 < argc) out = argv[++i];
     else if (!strcmp(argv[i], "--copy-too")) copy_path[0] = 1;
+    else if (!strcmp(argv[i], "--buffered")) buffered = 1;
     else {
-      fprintf(stderr, "usage: publish [--events N] [--out FILE] [--copy-too]\n");
+      fprintf(stderr, "usage: publish [--events N] [--out FILE] [--copy-too] [--buffered]\n");
       return 2;
     }
   }

@@ -6,7 +6,10 @@
  * The stream's writer thread creates the file beside the output under the
  * same exclusive temporary name a plain write uses, and writes each block's
  * calls, already in their final form, into /staging/<block>/<column>
- * (contiguous), flushing after each block. Publishing writes the head, the
+ * (contiguous), flushing after each block; the raw data goes around the
+ * page cache (h5direct.c's driver, O_DIRECT where the file system takes it:
+ * a fresh page costs this VM's kernel 3-4 ns a byte, BENCHMARKS "Round 5").
+ * Publishing writes the head, the
  * index and the tables as any write does, then each /events column as a
  * virtual dataset whose sources are this file's block datasets (source file
  * ".", so the file still opens after a move or rename), one mapping per
@@ -29,6 +32,7 @@
 #include "common/error.h"
 #include "output/filters.h"
 #include "output/h5common.h"
+#include "output/h5direct.h"
 #include "output/layout.h"
 #include "output/output.h"
 
@@ -92,6 +96,7 @@ struct sp_stage *sp__stage_open(const struct sp_config *cfg, const char *path, c
   }
   unlink(g->tmp); /* HDF5 creates it with O_EXCL (h5write.c says why) */
   hid_t fapl = sp__h5_file_access();
+  sp__direct_fapl(fapl); /* the blocks' raw data around the page cache (h5direct.c) */
   H5E_BEGIN_TRY {
     g->file = H5Fcreate(g->tmp, H5F_ACC_EXCL, H5P_DEFAULT, fapl);
     g->grp = g->file >= 0 ? H5Gcreate2(g->file, SP_PLAN_STAGING, H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT) : -1;
@@ -124,6 +129,7 @@ static int revive(struct sp_stage *g) {
   if (n > 0 && (size_t)n < sizeof name && strcmp(name, g->tmp) == 0) return 0;
   for (int c = 0; c < SP_STAGE_NCOLS; c++) g->ds[c] = -1; /* closed with the file */
   hid_t fapl = sp__h5_file_access();
+  sp__direct_fapl(fapl);
   H5E_BEGIN_TRY {
     g->file = H5Fopen(g->tmp, H5F_ACC_RDWR, fapl);
     g->grp = g->file >= 0 ? H5Gopen2(g->file, SP_PLAN_STAGING, H5P_DEFAULT) : -1;
