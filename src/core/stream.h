@@ -40,6 +40,9 @@ uint64_t sp__stream_blocks_now(const struct sp_manager *m);
 /* A crash: the staged HDF5 file of the run removed when no block of it is
  * journaled yet, else kept for recovery (async-signal safe). */
 void sp__stream_crash_unlink(const struct sp_manager *m);
+/* Blocks queued for the writer or in its hands now, and *done those it
+ * has finished (tests). */
+uint64_t sp__stream_in_flight(const struct sp_manager *m, uint64_t *done);
 /* 1 when the writer had nothing in hand (async-signal safe). */
 int sp__stream_idle_now(const struct sp_manager *m);
 /* Recovery: the crashed run's staging file at `path` (its region ids mapped

@@ -391,4 +391,31 @@ SP_TEST(staged_blocks_go_around_the_page_cache) {
   else ASSERT_EQ(went, 0);
 }
 
+/* One thread staging keeps one block in flight, not two: a signal then
+ * waits for the writer to finish one block, not two (the writer slowed to
+ * 300 ms a block so that the queue fills whenever it can). Counted from the
+ * writer's first block on, which decides whether the run stages. */
+SP_TEST(one_thread_staging_keeps_one_block_in_flight) {
+  sp__stream_test_block_delay_ms = 300;
+  const char *ov[] = {"file_path=depth.h5", "max_buffer_bytes=16777216", NULL};
+  sp_manager *m = setup_with(ov);
+  sp_region leaf = sp_region_intern("leaf");
+  const int n = 1000000;
+  uint64_t most = 0;
+  for (int i = 0; i < n; i++) {
+    sp_region_begin(m, leaf);
+    sp_region_end(m, leaf);
+    uint64_t done = 0, now = sp__stream_in_flight(m, &done);
+    if (done && now > most) most = now;
+  }
+  ASSERT_OK(sp_manager_finalize(m, NULL, NULL));
+  sp_manager_destroy(m);
+  sp__stream_test_block_delay_ms = 0;
+  ASSERT_GE(h5_attr_i64("depth.h5", "/metadata", "streamed_blocks"), 4);
+  ASSERT_EQ(h5_attr_i64("depth.h5", "/metadata", "dropped_events"), 0);
+  ASSERT_EQ(h5_is_virtual("depth.h5", "/events/durations"), 1);
+  ASSERT_EQ(h5_region_events("depth.h5", "leaf"), n);
+  ASSERT_EQ(most, 1);
+}
+
 int main(int argc, char **argv) { return sp_test_main(argc, argv); }
