@@ -179,6 +179,7 @@ int sp_cmd_report(int argc, char **argv) {
   memset(&ro, 0, sizeof ro);
   struct rp_model m;
   memset(&m, 0, sizeof m);
+  FILE *scratch = NULL; /* m.chart_spill, kept to close it when a chart fell back to memory */
   struct sp_cli_strs files = {0}, written = {0};
   struct rp_svg charts[C_COUNT];
   memset(charts, 0, sizeof charts);
@@ -223,7 +224,7 @@ int sp_cmd_report(int argc, char **argv) {
   m.o = &ro;
   m.f = f;
   m.prog = &prog;
-  m.chart_spill = chart_scratch();
+  m.chart_spill = scratch = chart_scratch();
   m.files = calloc(files.n, sizeof *m.files);
   if (!m.files) {
     rc = sp_cli_error(CMD, "out of memory");
@@ -290,14 +291,26 @@ int sp_cmd_report(int argc, char **argv) {
     }
     goto drawn;
   }
-  crc = rp_chart_gantt(&m, &charts[C_GANTT]);
-  if (!crc) crc = rp_chart_flame(&m, &charts[C_FLAME]);
-  if (!crc) crc = rp_chart_flamegraph(&m, &charts[C_FGRAPH]);
-  if (!crc) crc = rp_chart_timeseries(&m, &charts[C_TS]);
-  for (size_t k = 0; k < ro.nmetrics && !crc; k++)
-    crc = rp_chart_durations(&m, ro.metrics[k], &charts[C_DUR0 + k]);
-  if (!crc) crc = rp_chart_scaling(&m, CMD, &charts[C_SPEEDUP], &charts[C_EFF]);
-  if (!crc) crc = rp_chart_imbalance(&m, &charts[C_IMB]);
+  /* A chart the scratch file could not take (TMPDIR full) is drawn again
+   * in memory, and so are the charts after it; those before it stay in the
+   * file. */
+#define DRAW(call, first, last)                                                                  \
+  do {                                                                                           \
+    if (!crc && (crc = (call)) == RP_SCRATCH_FAILED) {                                           \
+      for (size_t k_ = (first); k_ <= (last); k_++) free_svg(&charts[k_]);                       \
+      m.chart_spill = NULL;                                                                      \
+      crc = (call);                                                                              \
+    }                                                                                            \
+  } while (0)
+  DRAW(rp_chart_gantt(&m, &charts[C_GANTT]), C_GANTT, C_GANTT);
+  DRAW(rp_chart_flame(&m, &charts[C_FLAME]), C_FLAME, C_FLAME);
+  DRAW(rp_chart_flamegraph(&m, &charts[C_FGRAPH]), C_FGRAPH, C_FGRAPH);
+  DRAW(rp_chart_timeseries(&m, &charts[C_TS]), C_TS, C_TS);
+  for (size_t k = 0; k < ro.nmetrics; k++)
+    DRAW(rp_chart_durations(&m, ro.metrics[k], &charts[C_DUR0 + k]), C_DUR0 + k, C_DUR0 + k);
+  DRAW(rp_chart_scaling(&m, CMD, &charts[C_SPEEDUP], &charts[C_EFF]), C_SPEEDUP, C_EFF);
+  DRAW(rp_chart_imbalance(&m, &charts[C_IMB]), C_IMB, C_IMB);
+#undef DRAW
 drawn:
   if (crc) {
     rc = crc < 0 ? sp_cli_error(CMD, "out of memory") : crc;
@@ -385,7 +398,7 @@ out_prog:
 out:
   fflush(stdout);
   for (size_t k = 0; k < C_COUNT; k++) free_svg(&charts[k]);
-  if (m.chart_spill) fclose(m.chart_spill);
+  if (scratch) fclose(scratch);
   rp_views_free(views, nviews);
   free(views);
   for (size_t i = 0; i < m.nfiles; i++) rp_free_file(&m.files[i]);

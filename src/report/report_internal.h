@@ -236,6 +236,10 @@ struct rp_chart {
   FILE *body;
   char *buf;
   size_t len;
+  /* the body written straight to the model's scratch file (from body_off)
+   * instead of memory; NULL: in memory (buf, len) */
+  FILE *spill;
+  long long body_off;
   struct sp_cli_strs notes;
   unsigned char *used;    /* global regions drawn (legend); NULL: no region legend */
   size_t nused;
@@ -248,8 +252,9 @@ int rp_chart_begin(struct rp_chart *c, const struct rp_model *m, const char *id,
 void rp_block_begin(struct rp_chart *c, double h, int64_t rank, const char *cls);
 void rp_block_end(struct rp_chart *c, double h);
 void rp_chart_note(struct rp_chart *c, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-/* Finish: header with title and notes, blocks, legend; the whole SVG is
- * malloc'd into *svg. Frees the chart. 0 or -1 (no memory). */
+/* Finish a chart drawn in memory: header with title and notes, blocks,
+ * legend; the whole SVG is malloc'd into *svg. Frees the chart. 0 or -1
+ * (no memory). (rp_svg_finish finishes one drawn into the scratch file.) */
 int rp_chart_end(struct rp_chart *c, const struct rp_model *m, char **svg, size_t *len);
 void rp_chart_discard(struct rp_chart *c);
 
@@ -289,10 +294,20 @@ struct rp_svg {
   size_t len;
   char *why;              /* why it was not drawn */
   /* drawn and moved out of memory (rp_svg_spill): its len bytes at
-   * spill_off in spill (svg NULL) */
+   * spill_off in spill (svg NULL); or drawn there (rp_chart_begin with a
+   * scratch file): the header's len bytes at spill_off, then the body's
+   * body_len at body_off, then the closing tags */
   FILE *spill;
   long long spill_off;
+  long long body_off;
+  size_t body_len;
+  int streamed;
 };
+
+/* rp_svg_finish (and the chart that returns it): the chart could not be
+ * written to the scratch file; drawn again without one, it is held in
+ * memory (cmd_report.c). */
+#define RP_SCRATCH_FAILED 3
 
 /* Whether c was drawn (its text in memory or spilled). */
 int rp_svg_drawn(const struct rp_svg *c);

@@ -5,6 +5,11 @@
  *
  * Each chart is a standalone SVG document (it carries its own <style>), so
  * the same text is written to DIR/<chart>.svg and inlined into report.html.
+ * With the report's scratch file a chart is drawn straight into it (its
+ * blocks as they are drawn, then its header, which needs the height and
+ * the notes), so no chart's text is held in memory: a 40000-region
+ * imbalance chart is 37 MB, and its body grew through a memory stream and
+ * was then copied once more into the finished text.
  */
 #include <math.h>
 #include <stdarg.h>
@@ -420,6 +425,8 @@ void rp_mark_title(FILE *o, const struct rp_model *m, const struct rp_file *f,
 
 /* ---- the chart frame ------------------------------------------------------------------ */
 
+static const char chart_tail[] = "</g>\n</svg>\n";
+
 static const char *const chart_css =
     "text{font-family:sans-serif;font-size:11px;fill:#222}"
     ".ctitle{font-size:15px;font-weight:bold}.note{fill:#8a5a00;font-size:11px}"
@@ -440,7 +447,14 @@ int rp_chart_begin(struct rp_chart *c, const struct rp_model *m, const char *id,
   c->kind = kind;
   c->title = strdup(title);
   c->width = m->o->width;
-  c->body = open_memstream(&c->buf, &c->len);
+  off_t at = -1;
+  if (m->chart_spill && fseeko(m->chart_spill, 0, SEEK_END) == 0) at = ftello(m->chart_spill);
+  if (at >= 0) {
+    c->spill = c->body = m->chart_spill;
+    c->body_off = (long long)at;
+  } else {
+    c->body = open_memstream(&c->buf, &c->len);
+  }
   c->nused = m->nregions;
   c->used = calloc(m->nregions ? m->nregions : 1, 1);
   if (!c->title || !c->body || !c->used) {
@@ -477,8 +491,9 @@ void rp_chart_note(struct rp_chart *c, const char *fmt, ...) {
 }
 
 void rp_chart_discard(struct rp_chart *c) {
-  if (c->body) fclose(c->body);
+  if (c->body && !c->spill) fclose(c->body); /* a drawn body stays in the scratch file, unused */
   c->body = NULL;
+  c->spill = NULL;
   free(c->buf);
   c->buf = NULL;
   free(c->title);
@@ -551,35 +566,32 @@ static int rp_svg_spill(struct rp_svg *c, FILE *to) {
   return 0;
 }
 
-int rp_svg_put(const struct rp_svg *c, FILE *o) {
-  if (c->svg) return fwrite(c->svg, 1, c->len, o) == c->len ? 0 : -1;
-  if (!c->spill || fseeko(c->spill, (off_t)c->spill_off, SEEK_SET) != 0) return -1;
+/* Copies len bytes at off in the scratch file f to o; 0 or -1. */
+static int copy_span(FILE *f, long long off, size_t len, FILE *o) {
+  clearerr(f); /* a later chart's failed write leaves the written ones readable */
+  if (fseeko(f, (off_t)off, SEEK_SET) != 0) return -1;
   char buf[65536];
-  for (size_t left = c->len; left;) {
+  for (size_t left = len; left;) {
     size_t k = left < sizeof buf ? left : sizeof buf;
-    if (fread(buf, 1, k, c->spill) != k || fwrite(buf, 1, k, o) != k) return -1;
+    if (fread(buf, 1, k, f) != k || fwrite(buf, 1, k, o) != k) return -1;
     left -= k;
   }
   return 0;
 }
 
-int rp_chart_end(struct rp_chart *c, const struct rp_model *m, char **svg, size_t *len) {
-  *svg = NULL;
-  *len = 0;
-  legend(c, m);
-  if (fflush(c->body) != 0) {
-    rp_chart_discard(c);
-    return -1;
-  }
+int rp_svg_put(const struct rp_svg *c, FILE *o) {
+  if (c->svg) return fwrite(c->svg, 1, c->len, o) == c->len ? 0 : -1;
+  if (!c->spill || copy_span(c->spill, c->spill_off, c->len, o) != 0) return -1;
+  if (!c->streamed) return 0;
+  if (copy_span(c->spill, c->body_off, c->body_len, o) != 0) return -1;
+  return fputs(chart_tail, o) < 0 ? -1 : 0;
+}
+
+/* The chart's header: the document, its style, title and notes, and the
+ * blocks' group opened (the body follows, then chart_tail). */
+static void chart_head(const struct rp_chart *c, const struct rp_model *m, FILE *o) {
   double hdr = 30 + 15.0 * (double)c->notes.n;
   double height = hdr + c->y + 6;
-  char *out = NULL;
-  size_t olen = 0;
-  FILE *o = open_memstream(&out, &olen);
-  if (!o) {
-    rp_chart_discard(c);
-    return -1;
-  }
   fprintf(o,
           "<svg xmlns=\"http://www.w3.org/2000/svg\" id=\"%s\" class=\"chart\" data-kind=\"%s\" "
           "data-bars=\"%llu\" data-rankmode=\"%d\" width=\"%d\" height=\"",
@@ -609,18 +621,35 @@ int rp_chart_end(struct rp_chart *c, const struct rp_model *m, char **svg, size_
   fputs("\" transform=\"translate(0,", o);
   rp_px(o, hdr);
   fputs(")\">\n", o);
+}
+
+int rp_chart_end(struct rp_chart *c, const struct rp_model *m, char **svg, size_t *len) {
+  *svg = NULL;
+  *len = 0;
+  legend(c, m);
+  if (fflush(c->body) != 0) {
+    rp_chart_discard(c);
+    return -1;
+  }
+  char *out = NULL;
+  size_t olen = 0;
+  FILE *o = open_memstream(&out, &olen);
+  if (!o) {
+    rp_chart_discard(c);
+    return -1;
+  }
+  chart_head(c, m, o);
   int bad = ferror(o);
   if (fclose(o) != 0) bad = 1;
   /* the header, the body and the tail in one allocation of the exact size:
    * the body copied through a growing stream took up to twice its size
    * again (the largest allocation of a report of many regions) */
-  static const char tail[] = "</g>\n</svg>\n";
-  char *all = bad ? NULL : malloc(olen + c->len + sizeof tail);
+  char *all = bad ? NULL : malloc(olen + c->len + sizeof chart_tail);
   if (all) {
     memcpy(all, out, olen);
     if (c->len) memcpy(all + olen, c->buf, c->len);
-    memcpy(all + olen + c->len, tail, sizeof tail); /* with its NUL, as a stream leaves it */
-    olen += c->len + sizeof tail - 1;
+    memcpy(all + olen + c->len, chart_tail, sizeof chart_tail); /* with its NUL, as a stream leaves it */
+    olen += c->len + sizeof chart_tail - 1;
   }
   free(out);
   rp_chart_discard(c);
@@ -638,6 +667,27 @@ int rp_svg_finish(struct rp_chart *c, const struct rp_model *m, struct rp_svg *o
   if (!out->title) {
     rp_chart_discard(c);
     return -1;
+  }
+  if (c->spill) { /* drawn into the scratch file: the header goes after the body */
+    legend(c, m);
+    FILE *o = c->spill;
+    off_t end = fflush(o) == 0 ? ftello(o) : -1;
+    int bad = end < 0;
+    if (!bad) chart_head(c, m, o);
+    off_t head_end = !bad && fflush(o) == 0 && !ferror(o) ? ftello(o) : -1;
+    out->spill = o;
+    out->body_off = c->body_off;
+    out->body_len = (size_t)(end - (off_t)c->body_off);
+    out->spill_off = (long long)end;
+    out->len = (size_t)(head_end - end);
+    out->streamed = 1;
+    rp_chart_discard(c);
+    if (bad || head_end < 0) { /* a write failed (TMPDIR full): drawn again in memory */
+      free(out->title);
+      memset(out, 0, sizeof *out);
+      return RP_SCRATCH_FAILED;
+    }
+    return 0;
   }
   if (rp_chart_end(c, m, &out->svg, &out->len) != 0) return -1;
   if (m->chart_spill) rp_svg_spill(out, m->chart_spill); /* on failure the text stays in memory */

@@ -6,6 +6,8 @@ ids, summary rows, exclusive totals).
     make_inputs.py [OUTDIR]            the small deterministic test inputs
     make_inputs.py --big N PATH        N events (about; 8 regions x 4 ranks,
                                        nested, one worker thread) for timing
+    make_inputs.py --regions N PATH    one rank, N regions called twice each
+                                       under one root (charts of N regions)
     make_inputs.py --walk OUTDIR       pairs X.h5 / X_rev.h5 of the same calls,
                                        the second with each row's events in
                                        reverse order (the reader's walk refuses
@@ -288,6 +290,21 @@ def big(n_events, path):
     return len(run.start)
 
 
+def many_regions(n, path):
+    """One rank, n regions "r00000".. called twice each, one after the
+    other, under a root: every per-region chart has n entries."""
+    run = Run()
+    root = run.call(0, 0, BASE, 0)
+    t = BASE + 1 * US
+    for k in range(n):
+        for _ in range(2):
+            run.call(1 + k, 0, t, t + (1 + k % 7) * US, root)
+            t += 10 * US
+    run.end[root] = t + 1 * US
+    write(path, ["root"] + [f"r{k:05d}" for k in range(n)], run, meta(1, "regions"),
+          threads=False)
+
+
 def walk_pairs(out):
     """Inputs that take each rule of the report's flame chart and tree: a
     worker thread under a call of another thread (whose id sorts later),
@@ -352,6 +369,8 @@ def walk_pairs(out):
 if __name__ == "__main__":
     if len(sys.argv) >= 3 and sys.argv[1] == "--walk":
         walk_pairs(sys.argv[2])
+    elif len(sys.argv) >= 4 and sys.argv[1] == "--regions":
+        many_regions(int(sys.argv[2]), sys.argv[3])
     elif len(sys.argv) >= 2 and sys.argv[1] == "--big":
         n = big(int(sys.argv[2]), sys.argv[3])
         print(json.dumps({"events": int(n), "path": sys.argv[3]}))
