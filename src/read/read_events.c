@@ -353,18 +353,18 @@ sp_status sp__row_read(sp_results *r, size_t row, uint64_t first, size_t n, int6
       if (end) end[i] = wrap_add(end[i], w->clock_offset);
     }
   /* Consumers subtract times of calls (trees, stacks, exporters): a time
-   * beyond +-2^62 ns (146 years; a corrupt start near INT64_MIN) is refused
-   * here as well as a negative duration, so any two times' difference fits
-   * in int64. */
+   * at or beyond +-2^62 ns (146 years; a corrupt start near INT64_MIN) is
+   * refused here as well as a negative duration, so any two times'
+   * difference fits in int64 (strictly within: -2^62 to 2^62 is 2^63). */
   int64_t d;
   if (st == SP_OK && start && end)
     for (size_t i = 0; i < n; i++) {
-      int far = start[i] < -SP__TIME_LIMIT || start[i] > SP__TIME_LIMIT || end[i] < -SP__TIME_LIMIT ||
-                end[i] > SP__TIME_LIMIT;
+      int far = start[i] <= -SP__TIME_LIMIT || start[i] >= SP__TIME_LIMIT || end[i] <= -SP__TIME_LIMIT ||
+                end[i] >= SP__TIME_LIMIT;
       if (far)
         return sp__set_error(SP_ERR_FORMAT,
-                             "%s: call %llu of region '%s' on rank %lld runs from %lld to %lld ns, beyond the "
-                             "+-2^62 ns a profile's times can hold; the events are corrupt",
+                             "%s: call %llu of region '%s' on rank %lld runs from %lld to %lld ns, at or beyond "
+                             "the +-2^62 ns a profile's times must stay within; the events are corrupt",
                              r->path ? r->path : "<image>", (unsigned long long)(first + i),
                              r->names[w->region], (long long)w->rank, (long long)start[i], (long long)end[i]);
       if (__builtin_sub_overflow(end[i], start[i], &d) || d < 0)

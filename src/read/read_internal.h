@@ -14,8 +14,9 @@
 #include "read/read_walk.h"
 #include "scope_profiler/reader.h"
 
-/* Event times the reader accepts: +-2^62 ns (146 years), so that any two
- * times' difference fits in int64 (read_events.c refuses others). */
+/* Event times the reader accepts: strictly within +-2^62 ns (146 years), so
+ * that any two times' difference fits in int64 (read_events.c refuses
+ * others; -2^62 to 2^62 would be 2^63). */
 #define SP__TIME_LIMIT ((int64_t)1 << 62)
 
 /* Limits that keep a hostile file from making us allocate absurd amounts:

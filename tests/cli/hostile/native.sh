@@ -27,12 +27,15 @@ put("rank_string.json", doc.replace('"rank": 0', '"rank": "0"').encode())
 put("start_float.json", doc.replace("[10, 20, 40]", "[10, 20.5, 40]").encode())
 put("lengths.json", doc.replace("[15, 33, 55]", "[15, 33]").encode())
 put("ends_early.json", doc.replace("[15, 33, 55]", "[15, 13, 55]").encode())
+# a call from -2^62 to 2^62: both ends at the limit, its duration 2^63 does not fit in int64
+put("span.json", doc.replace("[10, 20, 40]", "[10, -4611686018427387904, 40]")
+    .replace("[15, 33, 55]", "[15, 4611686018427387904, 55]").encode())
 put("broken.json", doc[:-30].encode())
 put("cut.json.gz", gzip.compress(doc.encode())[:60])
 PY
 probe cut_header.spt cut_record.spt cut_events.spt trailing.spt version3.spt lying_regions.spt \
   lying_calls.spt lying_name.spt overflow.spt not_profile.json version2.json rank_string.json start_float.json \
-  lengths.json ends_early.json broken.json cut.json.gz
+  lengths.json ends_early.json span.json broken.json cut.json.gz
 "$SP" export json lengths.json -o out.json; echo "export: exit $?"
 "$SP" report broken.json -o rep -q; echo "report: exit $?"
 "$SP" diff trailing.spt lying_calls.spt; echo "diff: exit $?"
