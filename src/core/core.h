@@ -476,6 +476,7 @@ int sp__thread_grow_events(sp_thread_rec *t);
 int sp__thread_grow_stack(sp_thread_rec *t);
 /* Forget every thread record (destroy). */
 void sp__threads_free(struct sp_manager *m);
+void sp__threads_after_fork_child(struct sp_manager *m);
 /* Aggregation mode: open-call stack and accumulator growth (record.c). */
 int sp__thread_grow_open(sp_thread_rec *t);
 void sp__thread_free_open(struct sp_i_thread *h);

@@ -102,6 +102,7 @@ static void after_fork_child(void) {
     pthread_mutex_init(&m->fin_lock, NULL);
     pthread_mutex_init(&m->ext_lock, NULL);
     sp__ext_after_fork(m);
+    sp__threads_after_fork_child(m);
     m->forked_child = 1;
     m->stream = NULL; /* its writer thread does not exist here */
     m->stage_path[0] = 0; /* nor is the staging file the child's to remove */

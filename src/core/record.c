@@ -369,24 +369,67 @@ int sp__thread_grow_stack(sp_thread_rec *t) {
   return s ? 0 : -1;
 }
 
+/* A record's buffers; the record itself is the caller's to free or keep. */
+static void thread_buffers_free(struct sp_manager *m, sp_thread_rec *t) {
+  sp__ext_thread_release(m, t);
+  free(t->hot.ev);
+  free(t->hot.stack); /* a running task's stack lives here, its record holds NULL */
+  free(t->ctx_stack);
+  /* top and open_end stay as sp__slot_release disarmed them: a thread may
+   * still read them */
+  if (t->hot.open) free(t->hot.open - 1);
+  free(t->hot.acc);
+  free(t->cols);
+  free(t->open_cols);
+  free(t->optin);
+  free(t->kept_ids);
+  free(t->kept_child);
+  free(t->carry);
+}
+
+/* A forked child has only the thread that called fork(). The records of the
+ * others (ended or not) are reachable from no TLS slot there, yet they kept
+ * their logs until the manager was destroyed (never, for the default one),
+ * and a run the child sets up listed those not ended in its thread table.
+ * Called from the child's atfork handler, after ext.c's: one thread, the
+ * locks fresh, and glibc's malloc usable (its own child handler ran first).
+ * The indices stay: the child's new threads take the next ones. A task whose
+ * thread is gone loses its open calls (they were in that thread's log); one
+ * running there gets that thread's stack, empty, and is switched out. */
+void sp__threads_after_fork_child(struct sp_manager *m) {
+  const struct sp_i_thread *mine =
+      sp_i_tls.gen[m->hot.slot] == m->hot.gen ? sp_i_tls.t[m->hot.slot] : NULL;
+  size_t per_event = sizeof(struct sp_i_event) + (size_t)m->ext_stride * 8;
+  for (sp_thread_rec **p = &m->threads; *p;) {
+    sp_thread_rec *t = *p;
+    if (&t->hot == mine) {
+      p = &t->next;
+      continue;
+    }
+    for (uint32_t k = 0; k < m->ntasks; k++) {
+      struct sp_task *task = m->tasks[k];
+      if (task->thread != t) continue;
+      task->thread = NULL;
+      task->depth = 0;
+      if (!task->stack && t->cur_task == task) {
+        task->stack = t->hot.stack;
+        task->cap = t->hot.stack_cap;
+        task->out_at = 0;
+        t->hot.stack = NULL;
+      }
+    }
+    __atomic_fetch_sub(&m->buf_bytes, t->hot.cap * per_event, __ATOMIC_RELAXED);
+    *p = t->next;
+    thread_buffers_free(m, t);
+    free(t);
+  }
+}
+
 void sp__threads_free(struct sp_manager *m) {
   sp_thread_rec *t = m->threads;
   while (t) {
     sp_thread_rec *n = t->next;
-    sp__ext_thread_release(m, t);
-    free(t->hot.ev);
-    free(t->hot.stack); /* a running task's stack lives here, its record holds NULL */
-    free(t->ctx_stack);
-    /* top and open_end stay as sp__slot_release disarmed them: a thread may
-     * still read them */
-    if (t->hot.open) free(t->hot.open - 1);
-    free(t->hot.acc);
-    free(t->cols);
-    free(t->open_cols);
-    free(t->optin);
-    free(t->kept_ids);
-    free(t->kept_child);
-    free(t->carry);
+    thread_buffers_free(m, t);
     /* A live thread's TLS still pointing here: the record stays, disarmed,
      * until that thread attaches to this slot again or ends (both decide
      * under the same lock). */

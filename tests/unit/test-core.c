@@ -886,6 +886,93 @@ SP_TEST(forked_child_stands_down) {
   ASSERT_EQ(h5_region_events("parent.h5", "child_work"), -1);
 }
 
+/* A forked child has only the thread that forked: the records of the
+ * parent's other threads (one ended, one alive and inside a task at the
+ * fork) are freed in the child, and the run it sets up lists only its own
+ * thread. Counted, in the child, through the manager's list. */
+static sp_manager *fork_m;
+static pthread_mutex_t fork_mu = PTHREAD_MUTEX_INITIALIZER;
+static pthread_cond_t fork_cv = PTHREAD_COND_INITIALIZER;
+static int fork_stage; /* 1: the alive worker recorded; 2: it may end */
+static void fork_set(int s) {
+  pthread_mutex_lock(&fork_mu);
+  fork_stage = s;
+  pthread_cond_broadcast(&fork_cv);
+  pthread_mutex_unlock(&fork_mu);
+}
+static void fork_wait(int s) {
+  pthread_mutex_lock(&fork_mu);
+  while (fork_stage < s) pthread_cond_wait(&fork_cv, &fork_mu);
+  pthread_mutex_unlock(&fork_mu);
+}
+static void *fork_ended(void *arg) {
+  sp_region_begin(fork_m, *(sp_region *)arg);
+  sp_region_end(fork_m, *(sp_region *)arg);
+  return NULL;
+}
+static void *fork_alive(void *arg) {
+  sp_manager_task_switch(fork_m, 7);
+  sp_region_begin(fork_m, *(sp_region *)arg); /* open in task 7 across the fork */
+  fork_set(1);
+  fork_wait(2);
+  sp_region_end(fork_m, *(sp_region *)arg);
+  sp_manager_task_switch(fork_m, 0);
+  return NULL;
+}
+static size_t records(const sp_manager *m) {
+  size_t n = 0;
+  for (const sp_thread_rec *t = m->threads; t; t = t->next) n++;
+  return n;
+}
+static const sp_thread_rec *my_record(const sp_manager *m) {
+  for (const sp_thread_rec *t = m->threads; t; t = t->next)
+    if (t->ident == (uint64_t)pthread_self()) return t;
+  return NULL;
+}
+
+SP_TEST(forked_child_frees_other_threads_records) {
+  fork_m = sp_manager_create();
+  ASSERT(fork_m != NULL);
+  const char *ov[] = {"file_path=forkparent.h5", "track_threads=1", "track_async=1", NULL};
+  ASSERT_OK(sp_manager_setup(fork_m, &(sp_setup_args){.overrides = ov}));
+  sp_region r = sp_region_intern("fork_threads_work");
+  pthread_t ended, alive;
+  ASSERT_EQ(pthread_create(&ended, NULL, fork_ended, &r), 0);
+  ASSERT_EQ(pthread_join(ended, NULL), 0);
+  ASSERT_EQ(pthread_create(&alive, NULL, fork_alive, &r), 0);
+  fork_wait(1);
+  sp_region_begin(fork_m, r);
+  sp_region_end(fork_m, r);
+  ASSERT_EQ(records(fork_m), 3);
+  pid_t pid = fork();
+  ASSERT(pid >= 0);
+  if (pid == 0) {
+    if (records(fork_m) != 1) _exit(10);
+    if (fork_m->threads != my_record(fork_m)) _exit(11); /* the forking thread's */
+    const char *cov[] = {"file_path=forkchild.h5", "track_threads=1", "track_async=1", NULL};
+    if (sp_manager_setup(fork_m, &(sp_setup_args){.overrides = cov}) != SP_OK) _exit(12);
+    sp_manager_task_switch(fork_m, 7); /* the task the parent's worker ran: switched out here */
+    sp_region_begin(fork_m, r);
+    sp_region_end(fork_m, r);
+    sp_manager_task_switch(fork_m, 0);
+    if (sp_manager_finalize(fork_m, NULL, NULL) != SP_OK) _exit(13);
+    if (h5_len("forkchild.h5", "/thread_table/index") != 1) _exit(14);
+    if (h5_region_events("forkchild.h5", "fork_threads_work") != 1) _exit(15);
+    if (my_record(fork_m)->task_migrations != 0) _exit(16); /* task 7 was not left running elsewhere */
+    _exit(0);
+  }
+  int st;
+  ASSERT_EQ(waitpid(pid, &st, 0), pid);
+  fork_set(2);
+  ASSERT_EQ(pthread_join(alive, NULL), 0);
+  ASSERT(WIFEXITED(st));
+  ASSERT_EQ(WEXITSTATUS(st), 0);
+  ASSERT_OK(sp_manager_finalize(fork_m, NULL, NULL));
+  ASSERT_EQ(h5_len("forkparent.h5", "/thread_table/index"), 3);
+  ASSERT_EQ(h5_region_events("forkparent.h5", "fork_threads_work"), 3);
+  sp_manager_destroy(fork_m);
+}
+
 SP_TEST(fork_then_exec_is_fine) {
   const char *ov[] = {"file_path=execparent.h5", NULL};
   ASSERT_OK(sp_setup(&(sp_setup_args){.overrides = ov}));
