@@ -114,12 +114,20 @@ static void after_fork_child(void) {
 static pthread_once_t atfork_once = PTHREAD_ONCE_INIT;
 static void register_atfork(void) { pthread_atfork(NULL, NULL, after_fork_child); }
 
-/* Forget the events a forked child inherited from its parent. */
+/* Forget the events a forked child inherited from its parent, and every
+ * stack entry and carried-over call that indexes them: the thread context's
+ * saved stack while a task runs and the tasks' stacks index the same log,
+ * and the child's own calls, reusing those indices, were kept as open by the
+ * finalize's compaction and written again by the next run. */
 static void drop_inherited(struct sp_manager *m) {
+  for (uint32_t k = 0; k < m->ntasks; k++) m->tasks[k]->depth = 0;
   for (sp_thread_rec *t = m->threads; t; t = t->next) {
     if (m->ext_stride) sp__ext_fill(m, t->cols, 0, t->hot.n);
     t->hot.n = 0;
     t->hot.depth = 0;
+    t->ctx_depth = 0;
+    t->nkept = 0;
+    t->ncarry = 0;
     sp__agg_set_nopen(&t->hot, 0);
     sp__agg_reset(t->hot.acc, t->hot.acc_cap);
   }

@@ -973,6 +973,64 @@ SP_TEST(forked_child_frees_other_threads_records) {
   sp_manager_destroy(fork_m);
 }
 
+/* The forking thread inside a task at the fork, with a call open in its
+ * thread context and one in a switched-out task: the child's setup forgets
+ * the parent's calls, those saved stacks too (their entries index the
+ * parent's log, which the child's calls then reuse). */
+SP_TEST(forked_child_forgets_the_calls_open_in_saved_stacks) {
+  sp_manager *m = sp_manager_create();
+  ASSERT(m != NULL);
+  const char *ov[] = {"file_path=taskparent.h5", "track_async=1", NULL};
+  ASSERT_OK(sp_manager_setup(m, &(sp_setup_args){.overrides = ov}));
+  sp_region a = sp_region_intern("fork_ctx_open"), b = sp_region_intern("fork_task_open");
+  sp_region c = sp_region_intern("fork_child_call");
+  sp_region_begin(m, a); /* open in the thread context */
+  sp_manager_task_switch(m, 3);
+  sp_region_begin(m, b); /* open in task 3, switched out below */
+  sp_manager_task_switch(m, 4); /* the fork comes inside task 4 */
+  pid_t pid = fork();
+  ASSERT(pid >= 0);
+  if (pid == 0) {
+    const char *cov[] = {"file_path=taskchild.h5", "track_async=1", NULL};
+    if (sp_manager_setup(m, &(sp_setup_args){.overrides = cov}) != SP_OK) _exit(10);
+    sp_manager_task_switch(m, 0);
+    sp_region_begin(m, c);
+    sp_region_end(m, c);
+    sp_manager_task_switch(m, 3);
+    sp_region_begin(m, c);
+    sp_region_end(m, c);
+    sp_manager_task_switch(m, 0);
+    if (sp_manager_finalize(m, NULL, NULL) != SP_OK) _exit(11); /* no call open */
+    if (h5_region_events("taskchild.h5", "fork_child_call") != 2) _exit(12);
+    if (h5_region_events("taskchild.h5", "fork_ctx_open") != -1) _exit(13);
+    if (h5_region_events("taskchild.h5", "fork_task_open") != -1) _exit(14);
+    for (int k = 0; k < 3; k++) {
+      sp_region_begin(m, c);
+      sp_region_end(m, c);
+    }
+    sp_manager_task_switch(m, 3);
+    sp_region_begin(m, c);
+    sp_region_end(m, c);
+    sp_manager_task_switch(m, 0);
+    if (sp_manager_finalize(m, NULL, NULL) != SP_OK) _exit(15);
+    if (h5_region_events("taskchild.h5", "fork_child_call") != 4) _exit(16);
+    if (sp_manager_problems(m).unmatched_ends != 0) _exit(17);
+    _exit(0);
+  }
+  int st;
+  ASSERT_EQ(waitpid(pid, &st, 0), pid);
+  ASSERT(WIFEXITED(st));
+  ASSERT_EQ(WEXITSTATUS(st), 0);
+  sp_manager_task_switch(m, 3);
+  sp_region_end(m, b);
+  sp_manager_task_switch(m, 0);
+  sp_region_end(m, a);
+  ASSERT_OK(sp_manager_finalize(m, NULL, NULL));
+  ASSERT_EQ(h5_region_events("taskparent.h5", "fork_ctx_open"), 1);
+  ASSERT_EQ(h5_region_events("taskparent.h5", "fork_task_open"), 1);
+  sp_manager_destroy(m);
+}
+
 SP_TEST(fork_then_exec_is_fine) {
   const char *ov[] = {"file_path=execparent.h5", NULL};
   ASSERT_OK(sp_setup(&(sp_setup_args){.overrides = ov}));
