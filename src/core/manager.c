@@ -60,6 +60,11 @@ struct sp_manager *sp__live_manager(int i) {
   return i >= 0 && i < SP_I_MAX_MANAGERS ? __atomic_load_n(&live[i], __ATOMIC_ACQUIRE) : NULL;
 }
 
+/* While held, no live manager is destroyed: sp_manager_destroy leaves the
+ * registry first (set_live) and waits here. */
+void sp__live_hold(void) { pthread_mutex_lock(&live_lock); }
+void sp__live_release(void) { pthread_mutex_unlock(&live_lock); }
+
 void sp__clock_note_all(void) {
   pthread_mutex_lock(&live_lock);
   for (int i = 0; i < SP_I_MAX_MANAGERS; i++)
@@ -80,10 +85,12 @@ void sp__stage_cleanup_at_exit(void) { pthread_once(&stage_once, register_stage_
 static void exit_hook(void) {
   /* Under MPI, finalize is collective and MPI is usually finalized by now. */
   if (sp__mpi_ops && sp__mpi_ops->in_use()) return;
+  sp__live_hold(); /* another thread's destroy must not free a manager being cut */
   for (int i = 0; i < SP_I_MAX_MANAGERS; i++) {
     struct sp_manager *m = sp__live_manager(i);
     if (m && m->exit_hook && m->run_active) (void)sp__finalize_cut(m, "exit");
   }
+  sp__live_release();
 }
 static void register_atexit(void) { atexit(exit_hook); }
 

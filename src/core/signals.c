@@ -118,6 +118,9 @@ static void *watch(void *unused) {
      * and leave whichever came second in the file. */
     int terminate = !(o->sa_flags & SA_SIGINFO) && o->sa_handler == SIG_DFL;
     const char *name = sp__signal_name(sig);
+    /* A manager the program destroys meanwhile (its own end racing the
+     * signal) is freed only after its cut: destroy waits on the registry. */
+    if (terminate) sp__live_hold();
     for (int i = 0; i < SP_I_MAX_MANAGERS && terminate; i++) {
       struct sp_manager *m = sp__live_manager(i);
       if (!m || !m->run_active || m->forked_child) continue;
@@ -133,6 +136,7 @@ static void *watch(void *unused) {
       }
       sp__manager_publish_state(m);
     }
+    if (terminate) sp__live_release();
     if (terminate) {
       /* The default action of these signals ends the process. */
       sigaction(sig, o, NULL);

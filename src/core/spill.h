@@ -44,5 +44,9 @@ void sp__clock_note_all(void);
 
 /* The i-th live manager (for handlers and the watcher), or NULL. */
 struct sp_manager *sp__live_manager(int i);
+/* Hold the registry of live managers: none is destroyed until released
+ * (the signal watcher and the exit hook, over the managers they cut). */
+void sp__live_hold(void);
+void sp__live_release(void);
 
 #endif

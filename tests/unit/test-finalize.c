@@ -1095,4 +1095,60 @@ SP_TEST(program_finalize_queued_behind_a_cut_keeps_its_file) {
   late_check("cutq.h5", name);
 }
 
+/* A program that destroys its manager while the signal watcher cuts it (the
+ * program's own end racing a termination signal) must not free it under the
+ * watcher: destroy waits until the cut has published, then the process dies
+ * of the signal. In a child: the watcher's cut is held in the sources' read
+ * (late_start's FIFOs), the manager is destroyed meanwhile, and the cut is
+ * let through 200 ms later. Before, destroy freed the manager (its 6 MB event
+ * buffer unmapped) and the cut read it: the child died of SIGSEGV. */
+static void *destroy_opener(void *arg) {
+  (void)arg;
+  int fd = open("src1.fifo", O_WRONLY); /* returns once the watcher's cut reads it */
+  if (fd >= 0) close(fd);
+  late_set(2);
+  struct timespec ts = {0, 200000000};
+  nanosleep(&ts, NULL);
+  fd = open("src2.fifo", O_WRONLY);
+  if (fd >= 0) close(fd);
+  return NULL;
+}
+
+SP_TEST(destroy_during_the_watchers_cut_waits_for_it) {
+  pid_t pid = fork();
+  ASSERT(pid >= 0);
+  if (pid == 0) {
+    static const char *const name[3] = {"wd_src_one", "wd_src_two", "wd_work"};
+    late_stage = 0;
+    if (mkfifo("src1.fifo", 0600) != 0 || mkfifo("src2.fifo", 0600) != 0) _exit(10);
+    sp_manager *m = sp_manager_create();
+    const char *ov[] = {"file_path=watched.h5", "capture_region_source=1", "buffer_limit=262144", NULL};
+    if (!m || sp_manager_setup(m, &(sp_setup_args){.overrides = ov}) != SP_OK) _exit(11);
+    sp_region r[3] = {sp_region_intern_ex(name[0], "src1.fifo", 1, NULL, NULL),
+                      sp_region_intern_ex(name[1], "src2.fifo", 1, NULL, NULL), sp_region_intern(name[2])};
+    for (int i = 0; i < 1002; i++) {
+      sp_region_begin(m, r[i < 2 ? i : 2]);
+      sp_region_end(m, r[i < 2 ? i : 2]);
+    }
+    pthread_t o;
+    if (pthread_create(&o, NULL, destroy_opener, NULL) != 0) _exit(12);
+    raise(SIGTERM); /* the watcher cuts the run, then lets the signal end the process */
+    late_wait(2);
+    sp_manager_destroy(m);
+    /* the signal ends the process once the cut is done: a minute at most */
+    for (int i = 0; i < 6000; i++) usleep(10000);
+    _exit(13);
+  }
+  int st = 0;
+  ASSERT_EQ(waitpid(pid, &st, 0), pid);
+  ASSERT(WIFSIGNALED(st));
+  ASSERT_EQ(WTERMSIG(st), SIGTERM);
+  ASSERT_EQ(h5_region_events("watched.h5", "wd_work"), 1000);
+  ASSERT_EQ(h5_region_events("watched.h5", "wd_src_one"), 1);
+  char *cut = h5_attr_str("watched.h5", "/metadata", "cut_short");
+  ASSERT(cut != NULL);
+  ASSERT_STR_EQ(cut, "SIGTERM");
+  free(cut);
+}
+
 int main(int argc, char **argv) { return sp_test_main(argc, argv); }
