@@ -3,7 +3,8 @@
 # per case). Each case runs its programs under mpirun and checks the file
 # through our reader (inside the programs, and `scope-profiler inspect`) and
 # through h5py (check_mpi.py). Files of the write cases stay in
-# $SP_MPI_BIN/out/np<N>/<mode>/ for the compare case.
+# $SP_MPI_BIN/out/np<N>/<mode>/ (a link to the last passing run's directory)
+# for the compare case.
 #
 #   run.sh write MODE NP    mpi_job with output_mode=MODE: real clock (clock
 #                           offsets, sp_mpi_sync_clock, verbose job summary,
@@ -43,8 +44,17 @@ unset SCOPE_PROFILER_MPI
 case "$1" in
 write)
   mode=$2 np=$3
+  # Each run works in a directory of its own and publishes it as
+  # out/np<N>/<mode> (a symlink renamed into place) once it passed: two runs
+  # of a case in one build (a ctest -R beside the whole suite; RESOURCE_LOCK
+  # orders the tests of one ctest only) removed each other's files while
+  # they ran ("cannot create the output file in directory ."). A failed
+  # run's directory stays, named in the output.
   out="$SP_MPI_BIN/out/np$np/$mode"
-  rm -rf "$out" && mkdir -p "$out/real" && cd "$out/real"
+  mkdir -p "$SP_MPI_BIN/out/np$np"
+  run=$(mktemp -d "$out.run-XXXXXX")
+  trap '[ -d "$run" ] && echo "files of this run: $run"' EXIT
+  mkdir "$run/real" && cd "$run/real"
   SCOPE_PROFILER_OUTPUT_MODE=$mode SCOPE_PROFILER_FILE_PATH=job.h5 SCOPE_PROFILER_METADATA_DETAIL=full \
     "${mpirun[@]}" -np "$np" "$SP_MPI_BIN/mpi_job" --events 50 --sync --verbose > summary.txt
   cat summary.txt
@@ -52,12 +62,17 @@ write)
   check job.h5 --ranks "$np" --job 50 --sync --full
   [ "$np" = 1 ] && "$SP_PYTHON" "$SP_SRC/tests/integration/check_profile.py" job.h5
   "$SP_BUILD/scope-profiler" inspect job.h5 > inspect.txt || { cat inspect.txt; exit 1; }
-  cd "$out"
+  cd "$run"
   SCOPE_PROFILER_OUTPUT_MODE=$mode SCOPE_PROFILER_FILE_PATH=job.h5 SCOPE_PROFILER_CLOCK=manual \
     SCOPE_PROFILER_TRACK_THREADS=1 "${mpirun[@]}" -np "$np" "$SP_MPI_BIN/mpi_job" --events 200
   check job.h5 --ranks "$np" --job 200 --threads
   writer=$("$SP_PYTHON" -c 'import h5py,sys; print(h5py.File(sys.argv[1])["metadata"].attrs["mpi_writer"])' job.h5)
   [ "$writer" = "$mode" ] || { echo "mpi_writer is $writer"; exit 1; }
+  old=$(readlink "$out" || true)
+  [ -L "$out" ] || rm -rf "$out" # a directory of the former layout
+  ln -s "$(basename "$run")" "$run.link" && mv -T "$run.link" "$out"
+  [ -n "$old" ] && rm -rf "$SP_MPI_BIN/out/np$np/$old"
+  run=
   ;;
 compare)
   np=$2
