@@ -919,8 +919,8 @@ sp_status sp_manager_finalize(sp_manager *m, const sp_finalize_args *args, sp_re
     const char *sig = m->cut_by;
     pthread_mutex_unlock(&m->fin_lock);
     return sp__set_error(SP_ERR_INACTIVE,
-                         "finalize: the run was cut short by %s and written; the process ends with that "
-                         "signal and nothing more is written",
+                         "finalize: the signal watcher has finalized the run, cut short by %s, and the "
+                         "process ends with that signal; nothing more is written",
                          sig);
   }
   uint64_t tick1;
