@@ -123,7 +123,14 @@ void sp_thread_end(void) {
       sp_i_tls.t[s] = DISARMED;
       continue;
     }
-    if (!slots[s].m || sp_i_tls.gen[s] != slots[s].gen) continue;
+    if (!slots[s].m || sp_i_tls.gen[s] != slots[s].gen) {
+      /* Its manager is being destroyed (the slot released, its records not
+       * freed yet): the record is the manager's to free, not a zombie left
+       * to a thread that is ending. */
+      t->in_tls = 0;
+      sp_i_tls.t[s] = DISARMED;
+      continue;
+    }
     t->exited = 1;
     t->last_ns = sp__clock_now_ns();
     t->cpu_ns = thread_cpu_ns();

@@ -1041,6 +1041,42 @@ SP_TEST(a_thread_that_ended_records_on_a_new_record) {
   sp_manager_destroy(m);
 }
 
+/* A thread that ends while its manager is being destroyed, after the slot
+ * was released and before the records are freed, leaves its record to the
+ * manager: it was kept as a zombie for a thread that no longer exists (a
+ * leak). The window is opened by hand: sp__slot_release, as destroy does
+ * first, then the worker ends (sp_thread_end, as its exit would). */
+static sp_manager *ending_m;
+static sp_thread_rec *ending_rec;
+static pthread_barrier_t ending_b;
+static void *ending_worker(void *arg) {
+  sp_region r = *(sp_region *)arg;
+  sp_region_begin(ending_m, r);
+  sp_region_end(ending_m, r);
+  ending_rec = (sp_thread_rec *)sp_i_tls.t[ending_m->hot.slot];
+  pthread_barrier_wait(&ending_b); /* recorded */
+  pthread_barrier_wait(&ending_b); /* the slot is released */
+  sp_thread_end();
+  return NULL;
+}
+SP_TEST(a_thread_ending_during_destroy_leaves_its_record_to_it) {
+  const char *ov[] = {"file_path=ending.h5", NULL};
+  ending_m = sp_test_setup_with(ov);
+  sp_region r = sp_region_intern("arm.ending");
+  ASSERT_EQ(pthread_barrier_init(&ending_b, NULL, 2), 0);
+  pthread_t w;
+  ASSERT_EQ(pthread_create(&w, NULL, ending_worker, &r), 0);
+  pthread_barrier_wait(&ending_b);
+  ASSERT(ending_rec != NULL && ending_rec->in_tls == 1);
+  sp__slot_release(ending_m); /* destroy's first step */
+  pthread_barrier_wait(&ending_b);
+  ASSERT_EQ(pthread_join(w, NULL), 0);
+  pthread_barrier_destroy(&ending_b);
+  ASSERT_EQ(ending_rec->in_tls, 0); /* the manager's to free: no zombie */
+  ASSERT_EQ(ending_rec->zombie, 0);
+  sp_manager_destroy(ending_m); /* frees it (ASan: no leak) */
+}
+
 /* The room runs out at the buffer (one event to start with), at the stack
  * (calls 3000 deep once the buffer has grown past it) and, in a shallow
  * loop, at the stack's entries ahead:
