@@ -216,6 +216,7 @@ struct sp_stream {
 
 /* Tests: the writer sleeps this long before each block (a slow disk). */
 int sp__stream_test_block_delay_ms;
+int sp__stream_shed_wait_ms = 1000;
 
 /*====== Writer ======*/
 
@@ -861,7 +862,9 @@ static int handoff(struct sp_manager *m, sp_thread_rec *t, int recording) {
   struct timespec until, shed_at;
   clock_gettime(CLOCK_REALTIME, &until);
   shed_at = until;
-  shed_at.tv_sec += 1;
+  shed_at.tv_sec += sp__stream_shed_wait_ms / 1000;
+  shed_at.tv_nsec += (long)(sp__stream_shed_wait_ms % 1000) * 1000000;
+  if (shed_at.tv_nsec >= 1000000000) shed_at.tv_sec++, shed_at.tv_nsec -= 1000000000;
   until.tv_sec += 5;
   /* A writer that keeps a thread waiting a second while it stages thread
    * ids writes 40 B per call where the copy way writes 32: it sheds the

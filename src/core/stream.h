@@ -54,5 +54,9 @@ int sp__stream_adopt(struct sp_manager *m, const char *path, const uint32_t *idm
 void sp__stream_close(struct sp_manager *m);
 /* Tests: the writer sleeps this long before each block (a slow disk). */
 extern int sp__stream_test_block_delay_ms;
+/* How long a hand-off waits for a writer that stages thread ids before it
+ * sheds the staging (1000 ms). Tests whose staged cases must stage raise it:
+ * under a sanitizer on a loaded machine a block can take longer. */
+extern int sp__stream_shed_wait_ms;
 
 #endif

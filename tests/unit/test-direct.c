@@ -16,24 +16,9 @@
 #include <unistd.h>
 
 #include "output/h5direct.h"
+#include "directutil.h"
 #include "harness.h"
 
-/* Whether the case's directory takes O_DIRECT writes at all (the tests'
- * TMPDIR may be on a file system that does not): the counter's assertions
- * only hold where it does. */
-static int dir_takes_direct(void) {
-  int fd = open("probe", O_WRONLY | O_CREAT | O_DIRECT | O_CLOEXEC, 0644);
-  void *m = NULL;
-  int ok = fd >= 0 && posix_memalign(&m, SP_DIRECT_ALIGN, SP_DIRECT_ALIGN) == 0;
-  if (ok) {
-    memset(m, 1, SP_DIRECT_ALIGN);
-    ok = pwrite(fd, m, SP_DIRECT_ALIGN, 0) == (ssize_t)SP_DIRECT_ALIGN;
-  }
-  free(m);
-  if (fd >= 0) close(fd);
-  unlink("probe");
-  return ok;
-}
 
 static unsigned char byte_at(size_t i, unsigned seed) { return (unsigned char)(i * 131u + seed * 7u + (i >> 12)); }
 

@@ -23,6 +23,7 @@
 #include "core/spill.h"
 #include "output/h5direct.h"
 #include "output/output.h"
+#include "directutil.h"
 #include "harness.h"
 #include "h5util.h"
 #include "scope_profiler.h"
@@ -488,22 +489,6 @@ SP_TEST(direct_write_same_file) {
   sp_manager_destroy(b);
 }
 
-/* Whether the case's directory takes O_DIRECT writes (the tests' TMPDIR
- * may not): where it does, the in-memory image must go around the page
- * cache. */
-static int dir_takes_direct(void) {
-  int fd = open("probe", O_WRONLY | O_CREAT | O_DIRECT | O_CLOEXEC, 0644);
-  void *m = NULL;
-  int ok = fd >= 0 && posix_memalign(&m, SP_DIRECT_ALIGN, SP_DIRECT_ALIGN) == 0;
-  if (ok) {
-    memset(m, 1, SP_DIRECT_ALIGN);
-    ok = pwrite(fd, m, SP_DIRECT_ALIGN, 0) == (ssize_t)SP_DIRECT_ALIGN;
-  }
-  free(m);
-  if (fd >= 0) close(fd);
-  unlink("probe");
-  return ok;
-}
 
 /* The in-memory image is written to its file with O_DIRECT (a: O_DIRECT
  * refused, by the test hook `refuse`; b: taken), and the two files are the

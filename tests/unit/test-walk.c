@@ -19,6 +19,7 @@
 #include "config/config_internal.h"
 #include "core/core.h"
 #include "core/snapshot.h"
+#include "core/stream.h"
 #include "h5util.h"
 #include "harness.h"
 #include "output/output.h"
@@ -492,6 +493,10 @@ SP_TEST(staged_run_walks_its_segments_and_matches_the_copy_way) {
   stg_m = sp_manager_create();
   ASSERT(stg_m != NULL);
   const char *ov[] = {"file_path=staged.h5", "max_buffer_bytes=67108864", NULL};
+  /* three threads stage thread ids: a loaded machine must not make the
+   * run shed its staging (a hand-off kept waiting 1 s), or there is no
+   * staged file to walk */
+  sp__stream_shed_wait_ms = 60000;
   ASSERT_OK(sp_manager_setup(stg_m, &(sp_setup_args){.overrides = ov}));
   const char *nm[4] = {"outer", "even", "odd", "rec"};
   for (int i = 0; i < 4; i++) stg_reg[i] = sp_region_intern(nm[i]);
@@ -506,6 +511,7 @@ SP_TEST(staged_run_walks_its_segments_and_matches_the_copy_way) {
   ASSERT_OK(sp_manager_finalize(stg_m, NULL, NULL));
   sp__h5_stage_copy_too = NULL;
   sp_manager_destroy(stg_m);
+  sp__stream_shed_wait_ms = 1000;
   ASSERT_EQ(h5_is_virtual("staged.h5", "/events/start_deltas"), 1);
   ASSERT_EQ(h5_is_virtual("copy.h5", "/events/start_deltas"), 0);
   /* the staged rows are out of start order: a row taken whole is refused */
