@@ -554,6 +554,13 @@ static int add_seg(struct sp_stream *s, const struct seg *g) {
   return 0;
 }
 
+/* Every completed call of a block is emitted once; fewer is a bug. */
+static sp_status short_block(const struct rpart *q, uint32_t r, const char *went) {
+  return sp__set_error(SP_ERR_IO,
+                       "stream: only %llu of region %u's %llu completed calls of a block %s (a bug: please report it)",
+                       (unsigned long long)q->written, (unsigned)r, (unsigned long long)q->count, went);
+}
+
 /* A staged block is whole: its file flushed, then its segments' records
  * appended to the journal. A block that could not be staged whole is in
  * neither file: its calls are dropped (counted per region, as a hand-off
@@ -567,11 +574,7 @@ static sp_status journal_block(struct sp_stream *s, struct emit_ctx *ec, uint32_
   for (uint32_t r = 1; r <= maxid && !bad; r++) {
     const struct rpart *q = &s->part[r];
     if (!q->count) continue;
-    if (q->written != q->count) /* every completed call is emitted once */
-      return sp__set_error(SP_ERR_IO,
-                           "stream: only %llu of region %u's %llu completed calls of a block were staged "
-                           "(a bug: please report it)",
-                           (unsigned long long)q->written, (unsigned)r, (unsigned long long)q->count);
+    if (q->written != q->count) return short_block(q, r, "were staged");
     struct jseg j = {JSEG_MAGIC, r, ec->b->t->index, q->count, q->sbase, {0}, {{0}}};
     struct seg g = {r, ec->b->t->index, q->count, 0, s->sblocks, q->boff, 1, q->sbase, {0}};
     for (int c = 0; c < 4; c++) {
@@ -698,11 +701,7 @@ static sp_status process_block(struct sp_stream *s, struct block *b) {
   for (uint32_t r = 1; r <= maxid && st == SP_OK; r++) {
     const struct rpart *q = &s->part[r];
     if (!q->count) continue;
-    if (q->written != q->count) /* every completed call is emitted once */
-      return sp__set_error(SP_ERR_IO,
-                           "stream: only %llu of region %u's %llu completed calls of a block reached the staging "
-                           "file (a bug: please report it)",
-                           (unsigned long long)q->written, (unsigned)r, (unsigned long long)q->count);
+    if (q->written != q->count) return short_block(q, r, "reached the staging file");
     if (s->nsegs == s->segs_cap) {
       size_t cap = s->segs_cap ? s->segs_cap * 2 : 256;
       struct seg *n = realloc(s->segs, cap * sizeof *n);

@@ -52,7 +52,8 @@ write)
   # run's directory stays, named in the output.
   out="$SP_MPI_BIN/out/np$np/$mode"
   mkdir -p "$SP_MPI_BIN/out/np$np"
-  run=$(mktemp -d "$out.run-XXXXXX")
+  run="$out.run.$$" # this process's own (a dead run's of the same pid is replaced)
+  rm -rf "$run" && mkdir "$run"
   trap '[ -d "$run" ] && echo "files of this run: $run"' EXIT
   mkdir "$run/real" && cd "$run/real"
   SCOPE_PROFILER_OUTPUT_MODE=$mode SCOPE_PROFILER_FILE_PATH=job.h5 SCOPE_PROFILER_METADATA_DETAIL=full \

@@ -102,8 +102,8 @@ SP_TEST(refused_at_the_write_writes_plain) { ASSERT_EQ(all_sizes(2), 0); }
 /* tmpfs: whether it takes O_DIRECT depends on the kernel (6.6 and later
  * do); the bytes must be right either way. */
 SP_TEST(tmpfs_destination_round_trips) {
-  char dir[] = "/dev/shm/sp-test-direct-XXXXXX";
-  if (!mkdtemp(dir)) SKIP("no /dev/shm");
+  char dir[64];
+  if (!shm_dir(dir, sizeof dir, "direct")) SKIP("no /dev/shm");
   char name[128];
   snprintf(name, sizeof name, "%s/f", dir);
   round_trip(name, (3 << 20) + 4097, 4095, 0);

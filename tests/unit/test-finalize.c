@@ -472,6 +472,17 @@ SP_TEST(pool_parents_on_another_thread_same_file) {
   sp_manager_destroy(b);
 }
 
+/* The end of a paired case: both files the same dataset for dataset, the
+ * second one open in our reader, both managers gone. */
+static void same_readable_pair(void) {
+  same_files("cols.h5", "fill.h5");
+  sp_results *res = NULL;
+  ASSERT_OK(sp_results_open("fill.h5", &res));
+  sp_results_free(res);
+  sp_manager_destroy(a);
+  sp_manager_destroy(b);
+}
+
 /* A file larger than the in-memory image bound (HDF5 writes it directly;
  * lowered from 256 MiB here) gets the same datasets too. */
 SP_TEST(direct_write_same_file) {
@@ -481,12 +492,7 @@ SP_TEST(direct_write_same_file) {
   steps(100000, 0, r[0], r[1], r[2]);
   sp__h5_image_max = 1 << 20;
   ASSERT_OK(finalize_both(1));
-  same_files("cols.h5", "fill.h5");
-  sp_results *res = NULL;
-  ASSERT_OK(sp_results_open("fill.h5", &res));
-  sp_results_free(res);
-  sp_manager_destroy(a);
-  sp_manager_destroy(b);
+  same_readable_pair();
 }
 
 
@@ -520,12 +526,7 @@ static void direct_case(int n, int refuse) {
   if (st.st_size < (off_t)SP_DIRECT_MIN || !dir_takes_direct()) ASSERT_EQ(went, 0);
   else ASSERT_EQ(went, (uint64_t)st.st_size / SP_DIRECT_ALIGN * SP_DIRECT_ALIGN);
   ASSERT_EQ(h5_len("fill.h5", "/events/start_deltas"), n ? n * 4 + 1 : 1);
-  same_files("cols.h5", "fill.h5");
-  sp_results *res = NULL;
-  ASSERT_OK(sp_results_open("fill.h5", &res));
-  sp_results_free(res);
-  sp_manager_destroy(a);
-  sp_manager_destroy(b);
+  same_readable_pair();
 }
 
 SP_TEST(image_written_direct_same_file) { direct_case(30000, 1); }
@@ -565,12 +566,7 @@ static void driver_case(int fill, int refuse) {
   if (refuse || !dir_takes_direct()) ASSERT_EQ(went, 0);
   else ASSERT_GT(went, (uint64_t)st.st_size / 2); /* the event columns */
   ASSERT_EQ(h5_len("fill.h5", "/events/start_deltas"), 100000 * 4 + 1);
-  same_files("cols.h5", "fill.h5");
-  sp_results *res = NULL;
-  ASSERT_OK(sp_results_open("fill.h5", &res));
-  sp_results_free(res);
-  sp_manager_destroy(a);
-  sp_manager_destroy(b);
+  same_readable_pair();
 }
 
 SP_TEST(hdf5_written_through_the_direct_driver_same_file) { driver_case(0, 0); }
@@ -586,8 +582,8 @@ SP_TEST(filled_direct_refused_at_open_same_file) { driver_case(1, 1); }
 /* A destination on tmpfs, which takes O_DIRECT or not depending on the
  * kernel: the same file either way. */
 SP_TEST(image_on_tmpfs_same_file) {
-  char dir[] = "/dev/shm/sp-test-fin-XXXXXX";
-  if (!mkdtemp(dir)) SKIP("no /dev/shm");
+  char dir[64];
+  if (!shm_dir(dir, sizeof dir, "fin")) SKIP("no /dev/shm");
   char pa[128], pb[128];
   snprintf(pa, sizeof pa, "file_path=%s/cols.h5", dir);
   snprintf(pb, sizeof pb, "file_path=%s/fill.h5", dir);
