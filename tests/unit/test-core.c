@@ -973,6 +973,20 @@ SP_TEST(forked_child_frees_other_threads_records) {
   sp_manager_destroy(fork_m);
 }
 
+/* The child's calls of region c: n in its thread context, then one in the
+ * switched-out task 3, back in the context at the end. */
+static void child_calls(sp_manager *m, sp_region c, int n) {
+  sp_manager_task_switch(m, 0);
+  for (int k = 0; k < n; k++) {
+    sp_region_begin(m, c);
+    sp_region_end(m, c);
+  }
+  sp_manager_task_switch(m, 3);
+  sp_region_begin(m, c);
+  sp_region_end(m, c);
+  sp_manager_task_switch(m, 0);
+}
+
 /* The forking thread inside a task at the fork, with a call open in its
  * thread context and one in a switched-out task: the child's setup forgets
  * the parent's calls, those saved stacks too (their entries index the
@@ -993,25 +1007,12 @@ SP_TEST(forked_child_forgets_the_calls_open_in_saved_stacks) {
   if (pid == 0) {
     const char *cov[] = {"file_path=taskchild.h5", "track_async=1", NULL};
     if (sp_manager_setup(m, &(sp_setup_args){.overrides = cov}) != SP_OK) _exit(10);
-    sp_manager_task_switch(m, 0);
-    sp_region_begin(m, c);
-    sp_region_end(m, c);
-    sp_manager_task_switch(m, 3);
-    sp_region_begin(m, c);
-    sp_region_end(m, c);
-    sp_manager_task_switch(m, 0);
+    child_calls(m, c, 1);
     if (sp_manager_finalize(m, NULL, NULL) != SP_OK) _exit(11); /* no call open */
     if (h5_region_events("taskchild.h5", "fork_child_call") != 2) _exit(12);
     if (h5_region_events("taskchild.h5", "fork_ctx_open") != -1) _exit(13);
     if (h5_region_events("taskchild.h5", "fork_task_open") != -1) _exit(14);
-    for (int k = 0; k < 3; k++) {
-      sp_region_begin(m, c);
-      sp_region_end(m, c);
-    }
-    sp_manager_task_switch(m, 3);
-    sp_region_begin(m, c);
-    sp_region_end(m, c);
-    sp_manager_task_switch(m, 0);
+    child_calls(m, c, 3);
     if (sp_manager_finalize(m, NULL, NULL) != SP_OK) _exit(15);
     if (h5_region_events("taskchild.h5", "fork_child_call") != 4) _exit(16);
     if (sp_manager_problems(m).unmatched_ends != 0) _exit(17);
