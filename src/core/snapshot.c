@@ -57,7 +57,6 @@ struct lanes {
   int need_ids;
   struct sp_gaps *gaps; /* the stream writer's tick gaps; NULL: none */
   const struct sp_i_event *ev;
-  int64_t s0, e0; /* the call being emitted, in ns */
   /* Regions past the count finalize read (interned later, while threads
    * still record) have no row and no slot in the by-region arrays: their
    * calls are passed over like region 0's. */
@@ -77,6 +76,70 @@ static inline void gap_pop(struct lanes *l, const struct frame *f) {
   gap_note(l->gaps, f->gf.lcs, e);
   uint64_t a = f->gf.fcs - s, b = f->gf.fce_set && e > f->gf.fce ? e - f->gf.fce : 0;
   gap_note(l->gaps, 0, a > b ? a : b);
+}
+
+/* Ticks to ns as sp__ticks_to_ns_hint gives them, for ticks that mostly
+ * come in order: the cursor keeps the piece of the map the last tick fell
+ * in and the ticks that piece is taken for (those the hint's test accepts:
+ * [lo, lo + span) in unsigned arithmetic), so that a tick costs one
+ * compare and the multiply. The same pieces for the same ticks as the hint
+ * (tcur_move makes the hint's own choice whenever the range test fails). */
+struct tcur {
+  uint64_t lo, span, tick, mult;
+  int64_t ns;
+  size_t k;
+};
+
+/* The cursor on piece k (the map's line when it has no pieces). */
+static void tcur_set(const struct sp_clock_map *c, struct tcur *q, size_t k) {
+  const uint64_t half = (uint64_t)1 << 63;
+  if (!c->nseg) {
+    *q = (struct tcur){0, c->mult < half ? UINT64_MAX : 0, c->tick0, c->mult, c->ns0, 0};
+    return;
+  }
+  size_t n = c->nseg;
+  q->k = k;
+  q->tick = c->seg[k].tick;
+  q->ns = c->seg[k].ns;
+  q->mult = c->seg[k].mult;
+  if (n == 1) {
+    q->lo = 0, q->span = UINT64_MAX;
+  } else if (k == 0) { /* the hint's test: before piece 1 */
+    q->lo = c->seg[1].tick - half, q->span = half;
+  } else if (k + 1 == n) { /* at or after the last piece */
+    q->lo = c->seg[k].tick, q->span = half;
+  } else {
+    uint64_t d = c->seg[k + 1].tick - c->seg[k].tick;
+    q->lo = c->seg[k].tick, q->span = d < half ? d : 0; /* pieces out of order: every tick moves */
+  }
+  if (q->mult >= half) q->span = 0; /* not a signed multiplier: tcur_move's line for every tick */
+}
+
+/* The hint's choice for a tick outside the cursor's range, and its ns. */
+__attribute__((noinline)) static int64_t tcur_move(const struct sp_clock_map *c, struct tcur *q, uint64_t t) {
+  size_t k = q->k, n = c->nseg;
+  if (n && (k >= n || (k && (int64_t)(t - c->seg[k].tick) < 0) ||
+            (k + 1 < n && (int64_t)(t - c->seg[k + 1].tick) >= 0)))
+    k = sp__clock_piece(c, t);
+  tcur_set(c, q, k);
+  return sp__clock_line(q->tick, q->ns, q->mult, t);
+}
+
+/* As a hint of 0 starts. */
+static inline void tcur_init(const struct sp_clock_map *c, struct tcur *q) { tcur_set(c, q, 0); }
+
+/* sp__clock_line's value: a piece's multiplier below 2^63 (ns per tick
+ * under 2^31) is a signed one, and the product one signed multiply. */
+static inline int64_t tcur_ns(const struct sp_clock_map *c, struct tcur *q, uint64_t t) {
+  if (__builtin_expect(t - q->lo >= q->span, 0)) return tcur_move(c, q, t);
+  sp__i128 d = (sp__i128)(int64_t)(t - q->tick) * (sp__i128)(int64_t)q->mult;
+  return q->ns + (int64_t)(d >> 32);
+}
+
+void sp__snapshot_ticks_ns(const struct sp_clock_map *c, const uint64_t *t, size_t n, int64_t *ns) {
+  struct tcur q;
+  tcur_init(c, &q);
+  for (size_t i = 0; i < n; i++) ns[i] = tcur_ns(c, &q, t[i]);
 }
 
 static int lanes_init(struct lanes *l, uint32_t n) {
@@ -110,10 +173,23 @@ static void lanes_reset(struct lanes *l) {
   }
 }
 
+/* Room for one more enclosing call on an interval stack; out of line (once
+ * per doubling). 0, or -1 out of memory. */
+__attribute__((noinline, cold)) static int ivl_grow(struct ivl *v) {
+  uint32_t cap = v->cap ? v->cap * 2 : 64;
+  int64_t *ne = realloc(v->end, cap * sizeof *ne);
+  if (ne) v->end = ne;
+  int64_t *ni = ne ? realloc(v->id, cap * sizeof *ni) : NULL;
+  if (ni) v->id = ni;
+  if (!ne || !ni) return -1;
+  v->cap = cap;
+  return 0;
+}
+
 /* The rebuild from intervals for one completed call [s, e] of lane L whose
  * recorded parent in the file is `want` (-1: a root, or a parent still
  * open, which is not written). */
-static void interval_check(struct lanes *l, uint32_t L, int64_t s, int64_t e, int64_t id, int64_t want) {
+static inline void interval_check(struct lanes *l, uint32_t L, int64_t s, int64_t e, int64_t id, int64_t want) {
   if (!l->iv || l->need_ids) return;
   struct ivl *v = &l->iv[L < l->n ? L : 0];
   int64_t dur = e - s;
@@ -123,36 +199,38 @@ static void interval_check(struct lanes *l, uint32_t L, int64_t s, int64_t e, in
   v->last_dur = dur;
   while (v->sp && v->end[v->sp - 1] <= s) v->sp--;
   if ((v->sp ? v->id[v->sp - 1] : -1) != want) l->need_ids = 1;
-  if (v->sp == v->cap) {
-    uint32_t cap = v->cap ? v->cap * 2 : 64;
-    int64_t *ne = realloc(v->end, cap * sizeof *ne);
-    if (ne) v->end = ne;
-    int64_t *ni = ne ? realloc(v->id, cap * sizeof *ni) : NULL;
-    if (ni) v->id = ni;
-    if (!ne || !ni) {
-      l->need_ids = 1; /* out of memory: keep the ids, which need no check */
-      return;
-    }
-    v->cap = cap;
+  if (v->sp == v->cap && ivl_grow(v) != 0) {
+    l->need_ids = 1; /* out of memory: keep the ids, which need no check */
+    return;
   }
   v->end[v->sp] = e;
   v->id[v->sp++] = id;
 }
 
+__attribute__((noinline, cold)) static int lane_grow(struct lanes *l, uint32_t L) {
+  uint32_t cap = l->cap[L] ? l->cap[L] * 2 : 64;
+  struct frame *n = realloc(l->stk[L], cap * sizeof *n);
+  if (!n) return -1;
+  l->stk[L] = n;
+  l->cap[L] = cap;
+  return 0;
+}
+
 /* Pops the calls of lane L that cannot enclose a call at `depth`, and
  * returns a slot on top for it (NULL when out of memory); *parent is the
  * enclosing frame or NULL. */
-static inline struct frame *lane_push(struct lanes *l, uint32_t L, uint32_t depth, struct frame **parent) {
+static inline __attribute__((always_inline)) struct frame *lane_push(struct lanes *l, uint32_t L, uint32_t depth,
+                                                                    struct frame **parent, const int nogaps) {
   if (L >= l->n) L = 0;
   uint32_t sp = l->sp[L];
   struct frame *st = l->stk[L];
-  while (sp && st[sp - 1].depth >= depth) gap_pop(l, &st[--sp]);
+  if (nogaps)
+    while (sp && st[sp - 1].depth >= depth) sp--;
+  else
+    while (sp && st[sp - 1].depth >= depth) gap_pop(l, &st[--sp]);
   if (sp == l->cap[L]) {
-    uint32_t cap = l->cap[L] ? l->cap[L] * 2 : 64;
-    struct frame *n = realloc(st, cap * sizeof *n);
-    if (!n) return NULL;
-    l->stk[L] = st = n;
-    l->cap[L] = cap;
+    if (lane_grow(l, L) != 0) return NULL;
+    st = l->stk[L];
   }
   *parent = sp ? &st[sp - 1] : NULL;
   l->sp[L] = sp + 1;
@@ -170,6 +248,8 @@ sp_status sp__thread_pass(struct sp_manager *m, sp_thread_rec *t, const struct s
                           const struct sp_clock_map *cm, struct lanes *lanes, int64_t *excl, emit_fn emit,
                           void *ctx, struct sp_carry **carry, size_t *ncarry);
 
+static sp_status pass_carry(struct lanes *lanes, struct sp_carry **carry, size_t *ncarry);
+
 static int cmp_carry(const void *a, const void *b) {
   const struct sp_carry *x = a, *y = b;
   return (x->i > y->i) - (x->i < y->i);
@@ -184,7 +264,8 @@ sp_status sp__thread_pass(struct sp_manager *m, sp_thread_rec *t, const struct s
   if (g && t->nkept && g->nkept != t->nkept) g->need_ids = 1; /* kept calls of an earlier file */
   *carry = NULL;
   *ncarry = 0;
-  size_t hint = 0;
+  struct tcur hint;
+  tcur_init(cm, &hint);
   for (uint64_t i = 0; i < n; i++) {
     /* Region 0 is no region: a spilled event recovery refused. Skipped, so
      * the calls inside it nest under its parent; as are calls of a region
@@ -192,7 +273,7 @@ sp_status sp__thread_pass(struct sp_manager *m, sp_thread_rec *t, const struct s
     if (!ev[i].region || ev[i].region > lanes->maxid) continue;
 
     uint32_t depth = sp__ev_depth(ev[i].depth);
-    struct frame *parent, *f = lane_push(lanes, sp__event_lane(m, t, i), depth, &parent);
+    struct frame *parent, *f = lane_push(lanes, sp__event_lane(m, t, i), depth, &parent, 0);
     if (!f) return sp__set_error(SP_ERR_NO_MEMORY, "out of memory rebuilding call trees");
     f->i = i;
     f->depth = depth;
@@ -223,7 +304,7 @@ sp_status sp__thread_pass(struct sp_manager *m, sp_thread_rec *t, const struct s
       }
     }
     if (!f->done) continue;
-    int64_t s0 = sp__ticks_to_ns_hint(cm, &hint, ev[i].start), e0 = sp__ticks_to_ns_hint(cm, &hint, ev[i].end);
+    int64_t s0 = tcur_ns(cm, &hint, ev[i].start), e0 = tcur_ns(cm, &hint, ev[i].end);
     if (e0 < s0) e0 = s0; /* as emit_row writes it */
     int64_t d = e0 - s0;
     /* a parent still open, or a call carried over from an earlier file:
@@ -245,10 +326,13 @@ sp_status sp__thread_pass(struct sp_manager *m, sp_thread_rec *t, const struct s
                   : parent                         ? parent->callid
                                                    : -1;
     if (ev[i].depth & SP__DEPTH_CUT) sp__cut_note(m, f->callid);
-    lanes->s0 = s0;
-    lanes->e0 = e0;
     emit(ctx, i, f->callid, pid, ev[i].region);
   }
+  return pass_carry(lanes, carry, ncarry);
+}
+
+/* The calls still open at the end of a pass, by log index, in *carry. */
+static sp_status pass_carry(struct lanes *lanes, struct sp_carry **carry, size_t *ncarry) {
   size_t open = 0;
   for (uint32_t L = 0; L < lanes->n; L++)
     for (uint32_t k = 0; k < lanes->sp[L]; k++) {
@@ -394,10 +478,10 @@ static void row_stats(struct sp_run *run, struct sp_row *row) {
 }
 
 /* A completed call's start and end in ns, as the file has them. */
-static inline void event_ns(const struct sp_clock_map *cm, size_t *hint, const struct sp_i_event *e, int64_t *s0,
+static inline void event_ns(const struct sp_clock_map *cm, struct tcur *hint, const struct sp_i_event *e, int64_t *s0,
                             int64_t *e0) {
-  *s0 = sp__ticks_to_ns_hint(cm, hint, e->start);
-  *e0 = sp__ticks_to_ns_hint(cm, hint, e->end);
+  *s0 = tcur_ns(cm, hint, e->start);
+  *e0 = tcur_ns(cm, hint, e->end);
   if (*e0 < *s0) *e0 = *s0; /* cross-core TSC skew of a few ticks must not give negative durations */
 }
 
@@ -455,7 +539,7 @@ struct place_ctx {
   sp_thread_rec *t;
   int track_threads;
   double scale;
-  size_t hint; /* sp__ticks_to_ns_hint's */
+  struct tcur hint;
 };
 
 static void emit_row(void *ctx, uint64_t i, int64_t id, int64_t parent_id, uint32_t region) {
@@ -582,7 +666,8 @@ sp_status sp__snapshot_build(struct sp_manager *m, const struct sp_clock_map *cm
    * call in its row and gathers the statistics that need no mean. */
   excl = calloc((size_t)maxid + 1, sizeof *excl);
   if (!excl) goto fail;
-  struct place_ctx pc = {m, run, cm, row_of, cursor, last_thread, NULL, track_threads, scale, 0};
+  struct place_ctx pc = {m, run, cm, row_of, cursor, last_thread, NULL, track_threads, scale, {0}};
+  tcur_init(cm, &pc.hint);
   for (sp_thread_rec *t = m->threads; t; t = t->next) {
     pc.t = t;
     free(t->carry);
@@ -739,16 +824,16 @@ __attribute__((noinline)) static void fill_flush(struct snap_fill *f, struct fil
   w->n = 0;
 }
 
-/* thread_pass has the call's ns in f->lanes (s0, e0). `any`: rows may be
+/* A completed call [s0, e0] (ns) into its row. `any`: rows may be
  * held (two copies: the run without held rows, the common one, does not
  * pay for their tests). */
 static inline __attribute__((always_inline)) void emit_to(struct snap_fill *f, int64_t id, int64_t parent_id,
-                                                          uint32_t region, const int any) {
+                                                          uint32_t region, int64_t s0, int64_t e0, const int any) {
   struct fill_row *w = f->of[region];
   /* a call that ended after the first pass (a thread still inside end
    * when a signal's finalize runs, docs/reliability.md) has no place */
   if (!w || w->written + w->n >= w->end) return;
-  int64_t s0 = f->lanes.s0, e0 = f->lanes.e0, d = e0 - s0;
+  int64_t d = e0 - s0;
   struct sp_summary *su = w->su;
   int held = any && w->held;
   if (!held) { /* first, last and m2 in row order: a held row's once it is sorted */
@@ -775,14 +860,122 @@ static inline __attribute__((always_inline)) void emit_to(struct snap_fill *f, i
   }
 }
 
-static void fill_emit(void *ctx, uint64_t i, int64_t id, int64_t parent_id, uint32_t region) {
-  (void)i;
-  emit_to(ctx, id, parent_id, region, 0);
+/* sp__thread_pass for the filler, which finalize takes only with one lane,
+ * no gaps and no tasks (sp__snapshot_fill_build): the same steps, with the
+ * stacks' and the interval check's state and the next call id in locals
+ * and the emitter inlined. Through the shared pass, reloads of that state
+ * after every store (any of them might alias it), the indirect call and
+ * the tests for lanes and gaps were half of its instructions. `any`: rows
+ * may be held. unit/test-finalize compares this with the columns' way,
+ * which takes the shared pass, file by file. */
+static inline __attribute__((always_inline)) sp_status fill_pass_body(struct snap_fill *f, sp_thread_rec *t,
+                                                                      uint64_t n, const int any) {
+  struct sp_manager *m = f->m;
+  struct lanes *lanes = &f->lanes;
+  const struct sp_clock_map *cm = &f->cm;
+  const struct sp_i_event *ev = t->hot.ev;
+  lanes_reset(lanes);
+  lanes->ev = ev;
+  t->carry = NULL;
+  t->ncarry = 0;
+  const uint32_t maxid = lanes->maxid;
+  const uint64_t nkept = t->nkept;
+  int64_t *excl = f->excl;
+  int64_t next = m->next_callid;
+  struct frame *st = lanes->stk[0];
+  uint32_t sp = 0, cap = lanes->cap[0];
+  int need = lanes->need_ids;
+  struct ivl *v = lanes->iv; /* NULL: not checked */
+  int64_t *vend = v ? v->end : NULL, *vid = v ? v->id : NULL;
+  uint32_t vsp = 0, vcap = v ? v->cap : 0;
+  int vany = 0;
+  int64_t vls = 0, vld = 0;
+  struct tcur hint;
+  tcur_init(cm, &hint);
+  for (uint64_t i = 0; i < n; i++) {
+    const struct sp_i_event *e = &ev[i];
+    uint32_t region = e->region, dw = e->depth;
+    if (!region || region > maxid) continue;
+    uint32_t depth = sp__ev_depth(dw);
+    while (sp && st[sp - 1].depth >= depth) sp--;
+    if (__builtin_expect(sp == cap, 0)) {
+      if (lane_grow(lanes, 0) != 0) {
+        m->next_callid = next;
+        return sp__set_error(SP_ERR_NO_MEMORY, "out of memory rebuilding call trees");
+      }
+      st = lanes->stk[0];
+      cap = lanes->cap[0];
+    }
+    struct frame *parent = sp ? &st[sp - 1] : NULL, *fr = &st[sp++];
+    const int kept = i < nkept;
+    int64_t id = kept ? t->kept_ids[i] : next++;
+    fr->i = i;
+    fr->depth = depth;
+    fr->region = region;
+    fr->callid = id;
+    if (__builtin_expect(dw & SP__DEPTH_TARGET, 0)) {
+      m->next_callid = next;
+      sp__xctx_resolve(m, t->index, e->start, depth, id);
+    }
+    int64_t pending = kept ? t->kept_child[i] : 0;
+    fr->pending = pending;
+    fr->done = e->end != 0;
+    if (!e->end) continue;
+    int64_t s0 = tcur_ns(cm, &hint, e->start), e0 = tcur_ns(cm, &hint, e->end);
+    if (e0 < s0) e0 = s0;
+    int64_t d = e0 - s0;
+    if ((parent && !parent->done) || kept) need = 1;
+    int64_t want = parent ? parent->callid : -1;
+    if (v && !need) { /* interval_check */
+      if (vany && !(vls < s0 || (vls == s0 && vld > d))) need = 1;
+      vany = 1;
+      vls = s0;
+      vld = d;
+      while (vsp && vend[vsp - 1] <= s0) vsp--;
+      if ((vsp ? vid[vsp - 1] : -1) != want) need = 1;
+      if (__builtin_expect(vsp == vcap, 0)) {
+        v->sp = vsp;
+        if (ivl_grow(v) != 0) {
+          need = 1;
+          goto checked;
+        }
+        vend = v->end;
+        vid = v->id;
+        vcap = v->cap;
+      }
+      vend[vsp] = e0;
+      vid[vsp++] = id;
+    }
+  checked:
+    excl[region] += d - pending;
+    if (parent) {
+      if (parent->done)
+        excl[parent->region] -= d;
+      else
+        parent->pending += d;
+    }
+    int64_t pid = dw & SP__DEPTH_XPARENT ? SP__XPARENT_ID(dw & SP__DEPTH_MASK) : want;
+    if (__builtin_expect(dw & SP__DEPTH_CUT, 0)) {
+      m->next_callid = next;
+      sp__cut_note(m, id);
+    }
+    emit_to(f, id, pid, region, s0, e0, any);
+  }
+  m->next_callid = next;
+  lanes->sp[0] = sp;
+  lanes->need_ids = need;
+  if (v) {
+    v->sp = vsp;
+    v->any = vany;
+    v->last_start = vls;
+    v->last_dur = vld;
+  }
+  return pass_carry(lanes, &t->carry, &t->ncarry);
 }
 
-static void fill_emit_any(void *ctx, uint64_t i, int64_t id, int64_t parent_id, uint32_t region) {
-  (void)i;
-  emit_to(ctx, id, parent_id, region, 1);
+static sp_status fill_pass(struct snap_fill *f, sp_thread_rec *t, uint64_t n) { return fill_pass_body(f, t, n, 0); }
+static sp_status fill_pass_any(struct snap_fill *f, sp_thread_rec *t, uint64_t n) {
+  return fill_pass_body(f, t, n, 1);
 }
 
 /* The order of a held row's calls by (start, longer first, call id, then
@@ -916,8 +1109,7 @@ static sp_status snap_fill(void *ctx, struct sp_event_sink *sink) {
     free(t->carry);
     t->carry = NULL;
     t->ncarry = 0;
-    sp_status st = sp__thread_pass(m, t, t->hot.ev, f->logged[k], &f->cm, &f->lanes, f->excl,
-                                   f->nheld ? fill_emit_any : fill_emit, f, &t->carry, &t->ncarry);
+    sp_status st = f->nheld ? fill_pass_any(f, t, f->logged[k]) : fill_pass(f, t, f->logged[k]);
     if (st != SP_OK) return st;
   }
   for (uint32_t r = 0; r < run->nrows; r++) {
@@ -999,13 +1191,15 @@ sp_status sp__snapshot_fill_build(struct sp_manager *m, const struct sp_clock_ma
     uint64_t done = 0, n = f->logged[k] = t->hot.n;
     int any = 0;
     int64_t ls = 0, ld = 0;
-    size_t hint = 0;
+    struct tcur hint;
+    tcur_init(cm, &hint);
     /* An open call needs the ids only when a completed call is its child
      * (sp__thread_pass: the parent still open). The calls after an open
      * one (depth od) are inside it; such a call is its direct child when
      * no call since the open one had a smaller depth (mind). One that is
      * not inside it (a log the pass may nest otherwise) foretells the ids. */
     uint32_t od = UINT32_MAX, mind = UINT32_MAX;
+    const uint32_t tix = t->index + 1; /* owner's mark of this thread */
     busy += n > 0;
     if (t->nkept) foretold = 1;
     for (uint64_t i = 0; i < n; i++) {
@@ -1032,10 +1226,15 @@ sp_status sp__snapshot_fill_build(struct sp_manager *m, const struct sp_clock_ma
         if (dj < mind) mind = dj;
       }
       /* a row of several threads, or with a parent on another thread: held */
-      if ((e->depth & SP__DEPTH_XPARENT) || (owner[r] && owner[r] != t->index + 1))
+      uint32_t o = owner[r];
+      if (__builtin_expect(o != tix, 0)) {
+        if ((e->depth & SP__DEPTH_XPARENT) || o)
+          owner[r] = UINT32_MAX;
+        else
+          owner[r] = tix;
+      } else if (e->depth & SP__DEPTH_XPARENT) {
         owner[r] = UINT32_MAX;
-      else if (!owner[r])
-        owner[r] = t->index + 1;
+      }
       int64_t s0, e0;
       event_ns(cm, &hint, e, &s0, &e0);
       int64_t d = e0 - s0;

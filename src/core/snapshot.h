@@ -38,6 +38,10 @@ int sp__run_event_columns(struct sp_manager *m, struct sp_run *run, int track_th
  * complete into the next run. */
 void sp__snapshot_compact(struct sp_manager *m);
 
+/* Ticks to ns in order with one cursor, as finalize's passes convert them
+ * (the values sp__ticks_to_ns_hint gives with one hint; unit/test-snapshot-clock). */
+void sp__snapshot_ticks_ns(const struct sp_clock_map *c, const uint64_t *t, size_t n, int64_t *ns);
+
 /* The per-thread pass and the kept-call bookkeeping, shared with the
  * bounded-memory stream writer (stream.c). */
 struct lanes;

@@ -522,12 +522,20 @@ int sp__sink_put(struct sp_event_sink *s, uint64_t off, size_t n, const struct s
         row = lo;
         prev = row < run->nrows ? s->row_prev[row] : 0;
       }
-      for (size_t i = 0; i < n; i++) {
+      for (size_t i = 0; i < n;) {
         uint64_t e = off + i;
         while (row < run->nrows && run->rows[row].offset + run->rows[row].count <= e) row++;
         int first = row >= run->nrows || run->rows[row].offset == e;
         s->tmp[i] = first ? b->start[i] : (int64_t)((uint64_t)b->start[i] - (uint64_t)prev);
-        prev = b->start[i];
+        prev = b->start[i++];
+        /* the rest of this row in the batch (a filler's batch is one row's):
+         * no row test per value */
+        size_t stop = row >= run->nrows       ? i
+                      : run->rows[row].offset <= e ? (size_t)(run->rows[row].offset + run->rows[row].count - off)
+                                                  : (size_t)(run->rows[row].offset - off);
+        if (stop > n) stop = n;
+        for (; i < stop; i++) s->tmp[i] = (int64_t)((uint64_t)b->start[i] - (uint64_t)b->start[i - 1]);
+        if (i > 0) prev = b->start[i - 1];
       }
       s->row = row;
       s->prev = prev;
