@@ -556,7 +556,11 @@ static void collect_problems(struct sp_manager *m, uint64_t open_calls) {
   m->problems.open_at_finalize = open_calls;
 }
 
-static int count_done_calls(struct sp_manager *m) {
+/* After the write: each region's completed calls join its count. A run
+ * the filler wrote takes its first pass's counts (the logs are read again
+ * only where they grew or held open calls; a whole read of them was a
+ * twentieth of a finalize). */
+static int count_done_calls(struct sp_manager *m, void *snap_ctx) {
   uint32_t maxid = sp__region_max_id();
   if (maxid + 1 > m->calls_done_cap) {
     uint64_t *n = realloc(m->calls_done, ((size_t)maxid + 1) * sizeof *n);
@@ -565,8 +569,9 @@ static int count_done_calls(struct sp_manager *m) {
     m->calls_done = n;
     m->calls_done_cap = maxid + 1;
   }
+  int counted = sp__snapshot_fill_done_calls(snap_ctx, m, m->calls_done, maxid) == 0;
   for (sp_thread_rec *t = m->threads; t; t = t->next) {
-    for (uint64_t i = 0; i < t->hot.n; i++)
+    for (uint64_t i = 0; !counted && i < t->hot.n; i++)
       /* a region interned since maxid was read has no count yet */
       if (t->hot.ev[i].end && t->hot.ev[i].region <= maxid) m->calls_done[t->hot.ev[i].region]++;
     for (uint32_t id = 0; id < t->hot.acc_cap && id <= maxid; id++) m->calls_done[id] += t->hot.acc[id].count;
@@ -869,9 +874,9 @@ static sp_status finalize_map(struct sp_manager *m, const sp_finalize_args *args
   if (args->verbose) sp__summary_print_lines(args->summary_stream ? args->summary_stream : stdout, &run, rank);
   sp__run_free(&run);
   sp__stream_fill_free(fill_ctx);
+  count_done_calls(m, snap_ctx);
   sp__snapshot_fill_free(snap_ctx);
 
-  count_done_calls(m);
   collect_problems(m, open_calls);
   m->ncut = 0; /* written: the next run notes its own */
   if (streamed) /* the handoffs already left only the open calls, with their ids */

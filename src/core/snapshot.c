@@ -803,6 +803,15 @@ struct snap_fill {
   int ncols;          /* start, end, call id, parent id[, thread id] */
   int track_threads;
   int64_t callid0;    /* the first call id, for a second fill */
+  /* What the first pass saw, for the calls finalize counts as done after
+   * the write (sp__snapshot_fill_done_calls): the completed calls per region
+   * and, per thread, the calls still open then (log indices), which may
+   * have ended since. */
+  uint64_t *count;
+  uint64_t *opens;
+  size_t nopens, opens_cap;
+  size_t *open_at;    /* per thread: its first entry in opens; nthreads + 1 */
+  int opens_lost;     /* out of memory noting them: the count reads the logs */
   int known_ids;      /* the ids are kept whatever the calls are */
   int mispredicted;
   int failed;
@@ -1141,6 +1150,9 @@ static void fill_free(struct snap_fill *f) {
   free(f->slab);
   free(f->excl);
   free(f->logged);
+  free(f->count);
+  free(f->opens);
+  free(f->open_at);
   free(f);
 }
 
@@ -1157,6 +1169,42 @@ int sp__snapshot_fill_retry(void *fill_ctx) {
 void sp__snapshot_fill_settle(void *fill_ctx) {
   struct snap_fill *f = fill_ctx;
   if (f && !f->ran) snap_fill(f, NULL);
+}
+
+/* A call the first pass saw open (sp__snapshot_fill_done_calls). */
+static void note_open(struct snap_fill *f, uint64_t i) {
+  if (f->nopens == f->opens_cap) {
+    size_t cap = f->opens_cap ? f->opens_cap * 2 : 64;
+    uint64_t *o = f->opens_lost ? NULL : realloc(f->opens, cap * sizeof *o);
+    if (!o) {
+      f->opens_lost = 1;
+      return;
+    }
+    f->opens = o;
+    f->opens_cap = cap;
+  }
+  f->opens[f->nopens++] = i;
+}
+
+int sp__snapshot_fill_done_calls(void *fill_ctx, struct sp_manager *m, uint64_t *done, uint32_t maxid) {
+  struct snap_fill *f = fill_ctx;
+  /* a region interned since the first pass: its calls in the part of the
+   * logs that pass read were not counted */
+  if (!f || !f->count || f->opens_lost || maxid != f->maxid) return -1;
+  for (uint32_t id = 1; id <= maxid; id++) done[id] += f->count[id];
+  size_t k = 0;
+  for (sp_thread_rec *t = m->threads; t; t = t->next, k++) {
+    const struct sp_i_event *ev = t->hot.ev;
+    uint64_t from = 0;
+    if (k < f->nthreads) {
+      for (size_t j = f->open_at[k]; j < f->open_at[k + 1]; j++) /* ended since */
+        if (ev[f->opens[j]].end && ev[f->opens[j]].region <= maxid) done[ev[f->opens[j]].region]++;
+      from = f->logged[k];
+    }
+    for (uint64_t i = from; i < t->hot.n; i++) /* recorded since */
+      if (ev[i].end && ev[i].region <= maxid) done[ev[i].region]++;
+  }
+  return 0;
 }
 
 sp_status sp__snapshot_fill_build(struct sp_manager *m, const struct sp_clock_map *cm, uint32_t rank,
@@ -1178,7 +1226,9 @@ sp_status sp__snapshot_fill_build(struct sp_manager *m, const struct sp_clock_ma
   sp_status st = SP_ERR_NO_MEMORY;
   size_t nthreads = 0;
   for (sp_thread_rec *t = m->threads; t; t = t->next) nthreads++;
-  if (!count || !total || !owner || !f || !(f->logged = calloc(nthreads + 1, sizeof *f->logged))) goto out;
+  if (!count || !total || !owner || !f || !(f->logged = calloc(nthreads + 1, sizeof *f->logged)) ||
+      !(f->open_at = calloc(nthreads + 1, sizeof *f->open_at)))
+    goto out;
 
   /* The first pass: counts, totals, and what foretells the ids. */
   int ok = 1, foretold = 0;
@@ -1202,10 +1252,12 @@ sp_status sp__snapshot_fill_build(struct sp_manager *m, const struct sp_clock_ma
     const uint32_t tix = t->index + 1; /* owner's mark of this thread */
     busy += n > 0;
     if (t->nkept) foretold = 1;
+    f->open_at[k] = f->nopens;
     for (uint64_t i = 0; i < n; i++) {
       const struct sp_i_event *e = &ev[i];
       if (e->region > maxid) continue; /* interned after the count began: no row (struct lanes) */
       if (!e->end) {
+        note_open(f, i);
         if (e->region) {
           open++;
           od = sp__ev_depth(e->depth);
@@ -1251,6 +1303,7 @@ sp_status sp__snapshot_fill_build(struct sp_manager *m, const struct sp_clock_ma
     nev += done;
   }
   f->nthreads = k;
+  f->open_at[k] = f->nopens;
   if (!ok || !nev) {
     st = SP_OK; /* sp__snapshot_build's way */
     goto out;
@@ -1328,6 +1381,8 @@ sp_status sp__snapshot_fill_build(struct sp_manager *m, const struct sp_clock_ma
   f->callid0 = m->next_callid;
   run->has_ids = 1;
   run->ids_redundant = !(f->known_ids || foretold);
+  f->count = count;
+  count = NULL;
   run->fill_events = snap_fill;
   run->fill_ctx = f;
   run->fill_any_size = 1;

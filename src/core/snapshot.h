@@ -38,6 +38,13 @@ int sp__run_event_columns(struct sp_manager *m, struct sp_run *run, int track_th
  * complete into the next run. */
 void sp__snapshot_compact(struct sp_manager *m);
 
+/* Adds to done[1..maxid] the calls of each region the threads' logs hold
+ * completed now, from what the filler's first pass counted (the logs are
+ * read again only where they grew or held open calls): finalize's count
+ * after the write. -1 (nothing added) when it cannot tell: the caller
+ * reads the logs. */
+int sp__snapshot_fill_done_calls(void *fill_ctx, struct sp_manager *m, uint64_t *done, uint32_t maxid);
+
 /* Ticks to ns in order with one cursor, as finalize's passes convert them
  * (the values sp__ticks_to_ns_hint gives with one hint; unit/test-snapshot-clock). */
 void sp__snapshot_ticks_ns(const struct sp_clock_map *c, const uint64_t *t, size_t n, int64_t *ns);

@@ -882,6 +882,9 @@ static void *late_worker(void *arg) {
   late_wait(2);
   sp_region_end(late_m, late_r[3]);
   sp_region_end(late_m, late_r[2]);
+  sp_region_begin(late_m, late_r[2]); /* a call the count did not see at all */
+  sp__clock_manual_advance(1);
+  sp_region_end(late_m, late_r[2]);
   late_set(3);
   return NULL;
 }
@@ -960,6 +963,12 @@ static void late_case(int fill) {
   ASSERT_EQ(sp__snapshot_fills - f0, (unsigned long)(2 * fill));
   ASSERT_EQ(pthread_join(o, NULL), 0);
   ASSERT_EQ(pthread_join(w, NULL), 0);
+  /* the calls that ended after the count are completed calls all the same
+   * (finalize's count of them after the write: the filler's first pass saw
+   * them open) */
+  ASSERT_EQ(sp_manager_num_calls(late_m, late_r[0]), 1);
+  ASSERT_EQ(sp_manager_num_calls(late_m, late_r[2]), 3);
+  ASSERT_EQ(sp_manager_num_calls(late_m, late_r[3]), 1);
   late_check("late.h5", name);
 }
 
@@ -1006,6 +1015,8 @@ static void born_case(int fill) {
   ASSERT_EQ(pthread_join(o, NULL), 0);
   ASSERT_EQ(pthread_join(w, NULL), 0);
   ASSERT_EQ(born_r, maxid + 1); /* interned after the count, as the case needs */
+  ASSERT_EQ(sp_manager_num_calls(late_m, late_r[2]), 1);
+  ASSERT_EQ(sp_manager_num_calls(late_m, born_r), 1); /* recorded after the count */
   late_check("born.h5", name);
 }
 
