@@ -72,7 +72,8 @@ write)
   old=$(readlink "$out" || true)
   [ -L "$out" ] || rm -rf "$out" # a directory of the former layout
   ln -s "$(basename "$run")" "$run.link" && mv -T "$run.link" "$out"
-  [ -n "$old" ] && rm -rf "$SP_MPI_BIN/out/np$np/$old"
+  # the former run's files, unless it had this pid and so is the run just published
+  if [ -n "$old" ] && [ "$old" != "$(basename "$run")" ]; then rm -rf "$SP_MPI_BIN/out/np$np/$old"; fi
   run=
   ;;
 compare)
