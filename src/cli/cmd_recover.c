@@ -60,15 +60,21 @@ int sp_cmd_recover(int argc, char **argv) {
     free(spills);
     return 2;
   }
-  char written[4096] = "";
-  sp_status st = sp__spill_recover_job(spills, nspills, out, written, sizeof written);
+  struct sp_recover_info info;
+  sp_status st = sp__spill_recover_run(spills, nspills, out, &info);
   if (st != SP_OK) {
     fprintf(stderr, "scope-profiler recover: %s\n", sp_last_error());
+    sp__recover_info_free(&info);
     free(spills);
     return 2;
   }
-  if (nspills == 1) printf("recovered %s -> %s\n", spills[0], written);
-  else printf("recovered %zu ranks' spills -> %s\n", nspills, written);
+  if (info.published)
+    printf("nothing to recover: the run was published complete as %s before the crash\n", info.written);
+  else if (nspills == 1)
+    printf("recovered %s -> %s\n", spills[0], info.written);
+  else
+    printf("recovered %zu ranks' spills -> %s\n", nspills, info.written);
+  sp__recover_info_free(&info);
   free(spills);
   return 0;
 }

@@ -349,6 +349,10 @@ static inline int64_t sp__ext_out_value(const struct sp_manager *m, const int64_
 
 /*====== Manager ======*/
 
+/* m->pub_state: no file being written; being written and published (the
+ * rename may have happened); published complete at file_path. */
+enum { SP_PUBSTATE_NONE, SP_PUBSTATE_WRITING, SP_PUBSTATE_DONE };
+
 struct sp_manager {
   struct sp_i_hot hot; /* first: the inlined path reads it */
   pthread_mutex_t lock;
@@ -363,6 +367,10 @@ struct sp_manager {
   char spill_path[4096];    /* <file_path>[.rank<R>].spill, prepared at setup for the crash handler */
   int spill_rank, spill_size; /* this process's rank and the job's size for the spill, -1 unknown */
   char stage_path[4096];    /* the staging file of a streaming run ("" none), for the spill */
+  /* Where finalize is in writing the run's file, for a crash spill
+   * (async-signal safe, atomic): SP_PUBSTATE_*. Whatever a crash then left
+   * behind, recovery knows whether the file at file_path is this run's. */
+  int pub_state;
   int per_rank_file;        /* file_path got this process's rank (a launch without a job file) */
   int file_rank;            /* and the rank that file records, as an MPI job's rank would be (-1: none) */
   int rank_override;        /* recovery: the rank of the spilled process (-1: none) */

@@ -832,8 +832,14 @@ static sp_status finalize_map(struct sp_manager *m, const sp_finalize_args *args
     *m->run_sink = run;
     memset(&run, 0, sizeof run);
   } else if (!m->cfg.deactivate_file_output && !peek) {
+    /* A crash from here on finds the run's calls in the staged file, under
+     * either of its names, or says it was published (spill.c). */
+    __atomic_store_n(&m->pub_state, SP_PUBSTATE_WRITING, __ATOMIC_RELEASE);
+    if (sp__h5_test_publish_hook) sp__h5_test_publish_hook(SP_PUB_WRITE);
     io = mpi ? mpi->write(&run, &m->cfg, m->cfg.file_path) : sp__h5_write_file(&run, &m->cfg, m->cfg.file_path);
     if (io != SP_OK && sp__snapshot_fill_retry(snap_ctx)) io = sp__h5_write_file(&run, &m->cfg, m->cfg.file_path);
+    __atomic_store_n(&m->pub_state, io == SP_OK ? SP_PUBSTATE_DONE : SP_PUBSTATE_NONE, __ATOMIC_RELEASE);
+    if (io == SP_OK && sp__h5_test_publish_hook) sp__h5_test_publish_hook(SP_PUB_WRITTEN);
     if (io == SP_OK) {
       free(m->output_path);
       m->output_path = sp__strdup(m->cfg.file_path);
@@ -884,12 +890,16 @@ static sp_status finalize_map(struct sp_manager *m, const sp_finalize_args *args
   else
     sp__snapshot_compact(m);
   sp__snapshot_compact_aggregate(m);
+  if (sp__h5_test_publish_hook && m->pub_state == SP_PUBSTATE_DONE) sp__h5_test_publish_hook(SP_PUB_RESET);
   /* Recording goes on: the next run starts where this one ended. */
   m->run_tick0 = tick1;
   m->run_ns0 = ns1;
   m->run_mono0 = sp__clock_now_ns();
   m->cfg.start_time_ns = ns1;
-  m->run_active = 0;
+  __atomic_store_n(&m->run_active, 0, __ATOMIC_RELEASE);
+  /* (no spill is written for a run that is not active: the next run's own
+   * crash must not find this one's published state) */
+  __atomic_store_n(&m->pub_state, SP_PUBSTATE_NONE, __ATOMIC_RELEASE);
 
   if (io != SP_OK) return sp__set_error(io, "%s", io_msg);
   if (open_calls)

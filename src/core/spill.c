@@ -26,6 +26,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "common/error.h"
@@ -44,6 +45,9 @@
  * idle, u32 n, n x (u32 thread index, u32 kept calls, kept x (i64 id, i64
  * child ns)): what recovery needs to read back the streamed calls. */
 #define SPILL_STAGE "SPSTAGE1"
+/* Written only when the crash came while finalize was writing the run's
+ * file: u32 SP_PUBSTATE_*, str file_path (where it was being published). */
+#define SPILL_PUB "SPPUBL01"
 #define SPILL_VERSION 2u
 
 /* Version 1's accumulator: sums of d - shift and of its square. */
@@ -169,6 +173,12 @@ int sp__spill_write_to(struct sp_manager *m, int sig, const char *path) {
   }
   put(&o, SPILL_STRM, 8);
   put_u64(&o, sp__stream_blocks_now(m));
+  uint32_t pub = (uint32_t)__atomic_load_n(&m->pub_state, __ATOMIC_ACQUIRE);
+  if (pub != SP_PUBSTATE_NONE) {
+    put(&o, SPILL_PUB, 8);
+    put_u32(&o, pub);
+    put_str(&o, m->cfg.file_path);
+  }
   put(&o, SPILL_END, 8);
   fsync(fd);
   close(fd);
@@ -325,15 +335,6 @@ static unsigned char *read_spill(const char *spill, size_t *lenp) {
   return buf;
 }
 
-sp_status sp__spill_recover(const char *spill, const char *out_path, char *written, size_t written_len) {
-  size_t len = 0;
-  unsigned char *buf = read_spill(spill, &len);
-  if (!buf) return SP_ERR_IO;
-  sp_status st = sp__spill_recover_mem(buf, len, spill, out_path, written, written_len);
-  free(buf);
-  return st;
-}
-
 /* A spill read back: a manager holding the crashed run's settings, regions
  * and buffers, ready to finalize as of the crash. */
 struct recovered {
@@ -344,7 +345,21 @@ struct recovered {
   int complete;
   int rank, size; /* -1: the spill does not say */
   uint64_t streamed_lost; /* blocks streamed before the crash: their calls are not in the spill */
+  /* the crash came while finalize wrote the run's file (SP_PUBSTATE_*) to
+   * pub_path; published: it was published complete there (nothing to do) */
+  int pub, published;
+  char *pub_path;
+  char *journal;      /* the raw staging file the spill names (NULL none) */
+  char staged[4096];  /* the staged HDF5 file its journal names ("" none) */
 };
+
+static void recovered_free(struct recovered *rv) {
+  sp_manager_destroy(rv->m);
+  rv->m = NULL;
+  free(rv->pub_path);
+  free(rv->journal);
+  rv->pub_path = rv->journal = NULL;
+}
 
 /* The parser proper, on bytes in memory; `spill` only names the input in
  * messages. On success rv->m is the caller's to destroy. */
@@ -547,6 +562,15 @@ static sp_status spill_load(const void *data, size_t len, const char *spill, con
       }
     } else if (memcmp(tag, SPILL_STRM, 8) == 0) {
       rv->streamed_lost = get_u64(&in);
+    } else if (memcmp(tag, SPILL_PUB, 8) == 0) {
+      uint32_t pub = get_u32(&in);
+      free(rv->pub_path);
+      rv->pub_path = get_str(&in);
+      if (in.bad || !rv->pub_path || !rv->pub_path[0] || (pub != SP_PUBSTATE_WRITING && pub != SP_PUBSTATE_DONE)) {
+        in.bad = 1;
+        break;
+      }
+      rv->pub = (int)pub;
     } else {
       in.bad = 1; /* unknown section: not from this build */
     }
@@ -568,32 +592,92 @@ static sp_status spill_load(const void *data, size_t len, const char *spill, con
   /* Calls streamed before the crash are read back from the staging file the
    * run kept; when it is gone, torn, or the writer had a block in hand, the
    * recovery is not complete, and says how many blocks it could miss. */
-  if (stage && rv->streamed_lost && !in.bad) {
-    int got = sp__stream_adopt(m, stage, idmap, nreg, &cm);
+  /* A crash after finalize had published the file (its spill written
+   * while the run was still active): the file is whole, nothing to do. One
+   * while it published: the staged blocks are in the staged file, or, once
+   * it was renamed, in the output, which is then whole too. */
+  if (rv->pub == SP_PUBSTATE_DONE && complete) {
+    rv->published = 1;
+    if (stage) sp__stream_journal_staged(stage, rv->staged, sizeof rv->staged);
+  } else if (stage && rv->streamed_lost && !in.bad) {
+    struct sp_adopted ad;
+    int got = sp__stream_adopt(m, stage, idmap, nreg, &cm, rv->pub == SP_PUBSTATE_WRITING ? rv->pub_path : NULL, &ad);
     if (got == 0 && stage_idle) rv->streamed_lost = 0;
+    rv->published = got == 0 && complete && ad.in_published && ad.segs > 0;
+    snprintf(rv->staged, sizeof rv->staged, "%s", ad.staged);
   }
   rv->complete = complete && rv->streamed_lost == 0;
   m->recovered_lost = rv->streamed_lost;
   m = NULL;
+  rv->journal = stage;
+  stage = NULL;
 done:
   free(stage);
   sp_manager_destroy(m);
+  if (st != SP_OK) {
+    free(rv->pub_path);
+    rv->pub_path = NULL;
+  }
   for (size_t k = 0; ov && k < nov; k++) free(ov[k]);
   free(ov);
   free(idmap);
   return st;
 }
 
-sp_status sp__spill_recover_mem(const void *data, size_t len, const char *spill, const char *out_path,
-                                char *written, size_t written_len) {
+/* The crashed run's files that recovery read and that are still there
+ * (each once): what the caller may remove once the recovered file is safe. */
+static void note_file(struct sp_recover_info *info, const char *path) {
+  struct stat sb;
+  if (!info || !path || !path[0] || lstat(path, &sb) != 0 || !S_ISREG(sb.st_mode)) return;
+  for (size_t k = 0; k < info->nfiles; k++)
+    if (!strcmp(info->files[k], path)) return;
+  char **f = realloc(info->files, (info->nfiles + 1) * sizeof *f);
+  if (!f) return;
+  info->files = f;
+  if ((f[info->nfiles] = sp__strdup(path))) info->nfiles++;
+}
+
+static void note_run_files(struct sp_recover_info *info, const char *spill, const struct recovered *rv) {
+  note_file(info, spill);
+  note_file(info, rv->journal);
+  /* (never the output: after the rename the staged file's name is gone) */
+  if (!rv->pub_path || strcmp(rv->staged, rv->pub_path) != 0) note_file(info, rv->staged);
+}
+
+void sp__recover_info_free(struct sp_recover_info *info) {
+  for (size_t k = 0; info && k < info->nfiles; k++) free(info->files[k]);
+  if (info) free(info->files);
+  if (info) memset(info, 0, sizeof *info);
+}
+
+static sp_status recover_one(const void *data, size_t len, const char *spill, const char *out_path,
+                             struct sp_recover_info *info) {
   struct recovered rv;
   sp_status st = spill_load(data, len, spill, out_path, &rv);
   if (st != SP_OK) return st;
-  /* Calls open at the crash never ended: they end at the crash, marked cut
-   * short, so the recovered tree keeps its root. */
-  st = sp__finalize_recovered(rv.m, rv.tick1, rv.ns1, (int)rv.sig, rv.complete, rv.rank < 0 ? 0 : rv.rank, NULL);
-  if (st == SP_OK && written) snprintf(written, written_len, "%s", rv.m->cfg.file_path);
-  sp_manager_destroy(rv.m);
+  if (rv.published) { /* nothing to recover: the file is there, whole */
+    info->published = 1;
+    info->complete = 1;
+    snprintf(info->written, sizeof info->written, "%s", rv.pub_path);
+  } else {
+    /* Calls open at the crash never ended: they end at the crash, marked
+     * cut short, so the recovered tree keeps its root. */
+    st = sp__finalize_recovered(rv.m, rv.tick1, rv.ns1, (int)rv.sig, rv.complete, rv.rank < 0 ? 0 : rv.rank, NULL);
+    info->complete = rv.complete;
+    if (st == SP_OK) snprintf(info->written, sizeof info->written, "%s", rv.m->cfg.file_path);
+  }
+  note_run_files(info, spill, &rv);
+  recovered_free(&rv);
+  return st;
+}
+
+sp_status sp__spill_recover_mem(const void *data, size_t len, const char *spill, const char *out_path,
+                                char *written, size_t written_len) {
+  struct sp_recover_info info;
+  memset(&info, 0, sizeof info);
+  sp_status st = recover_one(data, len, spill, out_path, &info);
+  if (st == SP_OK && written) snprintf(written, written_len, "%s", info.written);
+  sp__recover_info_free(&info);
   return st;
 }
 
@@ -612,12 +696,32 @@ static int cmp_rank(const void *a, const void *b) {
 
 sp_status sp__spill_recover_job(const char *const *spills, size_t n, const char *out_path, char *written,
                                 size_t written_len) {
-  if (n == 1) return sp__spill_recover(spills[0], out_path, written, written_len);
+  struct sp_recover_info info;
+  memset(&info, 0, sizeof info);
+  sp_status st = sp__spill_recover_run(spills, n, out_path, &info);
+  if (st == SP_OK && written) snprintf(written, written_len, "%s", info.written);
+  sp__recover_info_free(&info);
+  return st;
+}
+
+sp_status sp__spill_recover_run(const char *const *spills, size_t n, const char *out_path,
+                                struct sp_recover_info *info) {
+  memset(info, 0, sizeof *info);
+  if (n == 1) {
+    size_t len = 0;
+    unsigned char *buf = read_spill(spills[0], &len);
+    if (!buf) return SP_ERR_IO;
+    sp_status st = recover_one(buf, len, spills[0], out_path, info);
+    free(buf);
+    return st;
+  }
   struct job_rank *jr = calloc(n, sizeof *jr);
   if (!jr) return sp__set_error(SP_ERR_NO_MEMORY, "out of memory");
   sp_status st = SP_OK;
   struct sp_manager *first = NULL; /* its settings write the job */
   int complete = 1, size = -1;
+  size_t npub = 0; /* ranks that crashed after the job file was published */
+  char *pub_path = NULL;
   /* One rank at a time: a run outlives its manager (managers are few). */
   for (size_t i = 0; i < n && st == SP_OK; i++) {
     size_t len = 0;
@@ -632,12 +736,30 @@ sp_status sp__spill_recover_job(const char *const *spills, size_t n, const char 
     if (st == SP_OK) {
       complete &= rv->complete;
       if (size < 0) size = rv->size;
+      if (rv->published && (!pub_path || !strcmp(pub_path, rv->pub_path))) {
+        npub++;
+        if (!pub_path) pub_path = sp__strdup(rv->pub_path);
+      }
+      note_run_files(info, spills[i], rv);
       st = sp__finalize_recovered(rv->m, rv->tick1, rv->ns1, (int)rv->sig, rv->complete, rv->rank, &jr[i].run);
     }
     if (!first) first = rv->m;
     else sp_manager_destroy(rv->m);
     rv->m = NULL;
+    recovered_free(rv);
   }
+  /* Every rank crashed after the job's file was published (finalize is
+   * collective): there is nothing to recover. */
+  if (st == SP_OK && npub == n && pub_path) {
+    info->published = info->complete = 1;
+    snprintf(info->written, sizeof info->written, "%s", pub_path);
+    for (size_t i = 0; i < n; i++) sp__run_free(&jr[i].run);
+    sp_manager_destroy(first);
+    free(jr);
+    free(pub_path);
+    return SP_OK;
+  }
+  free(pub_path);
   if (st == SP_OK) {
     qsort(jr, n, sizeof *jr, cmp_rank);
     for (size_t i = 1; i < n && st == SP_OK; i++)
@@ -668,7 +790,8 @@ sp_status sp__spill_recover_job(const char *const *spills, size_t n, const char 
       st = sp__set_error(SP_ERR_NO_MEMORY, "out of memory");
     else
       st = sp__h5_write_parts(runs, (int)n, &first->cfg, first->cfg.file_path);
-    if (st == SP_OK && written) snprintf(written, written_len, "%s", first->cfg.file_path);
+    info->complete = complete && size == (int)n;
+    if (st == SP_OK) snprintf(info->written, sizeof info->written, "%s", first->cfg.file_path);
   }
   if (runs) jr[0].run.meta = runs[0].meta; /* freed with the run below */
   free(runs);

@@ -10,9 +10,22 @@
 int sp__spill_write(struct sp_manager *m, int sig);
 int sp__spill_write_to(struct sp_manager *m, int sig, const char *path);
 
-/* Turn a spill file into an HDF5 file at out_path (NULL: the crashed run's
- * file_path); the path written goes to `written`. */
-sp_status sp__spill_recover(const char *spill, const char *out_path, char *written, size_t written_len);
+/* What a recovery did, for the caller to say and to clean up after. */
+struct sp_recover_info {
+  char written[4096]; /* the file written; when published, the file the run was published as */
+  int published;      /* the run was published complete before the crash: nothing was written */
+  int complete;       /* every call recorded before the crash is in `written` */
+  /* the crashed run's files recovery read that are still there (its
+   * spills, the raw staging file, the staged file its journal names) */
+  char **files;
+  size_t nfiles;
+};
+void sp__recover_info_free(struct sp_recover_info *info);
+/* Turn the spill files of one run (or the rank spills of one MPI job) into
+ * an HDF5 file at out_path (NULL: the crashed run's file_path), or find
+ * that the run had been published complete. */
+sp_status sp__spill_recover_run(const char *const *spills, size_t n, const char *out_path,
+                                struct sp_recover_info *info);
 /* The same from the spill's bytes in memory; `spill` names it in messages. */
 sp_status sp__spill_recover_mem(const void *data, size_t len, const char *spill, const char *out_path,
                                 char *written, size_t written_len);

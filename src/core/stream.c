@@ -1663,7 +1663,10 @@ static int private_copy(int fd, uint64_t len) {
 }
 
 int sp__stream_adopt(struct sp_manager *m, const char *path, const uint32_t *idmap, uint32_t nreg,
-                     const struct sp_clock_map *cm) {
+                     const struct sp_clock_map *cm, const char *published, struct sp_adopted *info) {
+  struct sp_adopted none;
+  if (!info) info = &none;
+  memset(info, 0, sizeof *info);
   int fd = open(path, O_RDONLY | O_CLOEXEC);
   if (fd < 0) return -1;
   off_t size = lseek(fd, 0, SEEK_END);
@@ -1697,6 +1700,14 @@ int sp__stream_adopt(struct sp_manager *m, const char *path, const uint32_t *idm
       name[head[1]] = 0;
       if (s->sfd >= 0) close(s->sfd);
       s->sfd = open(name, O_RDONLY | O_CLOEXEC);
+      int gone = s->sfd < 0 && errno == ENOENT;
+      snprintf(info->staged, sizeof info->staged, "%s", name);
+      info->segs = 0;
+      /* a crash after the publishing rename: the blocks are in the output
+       * now, at the same offsets (their checksums say whether it is still
+       * that file) */
+      info->in_published = gone && published && *published;
+      if (info->in_published) s->sfd = open(published, O_RDONLY | O_CLOEXEC);
       off += 16 + head[1] + (8 - head[1] % 8) % 8;
       continue;
     }
@@ -1716,6 +1727,7 @@ int sp__stream_adopt(struct sp_manager *m, const char *path, const uint32_t *idm
         whole = whole && sum[0] == j.sum[c][0] && sum[1] == j.sum[c][1];
       }
       if (!whole) break; /* torn: the crash came before its data was on the disk */
+      info->segs++;
       uint32_t region = j.region <= nreg ? idmap[j.region] : 0;
       int known = 0;
       for (sp_thread_rec *t = m->threads; t && !known; t = t->next) known = t->index == j.thread;
@@ -1803,6 +1815,20 @@ int sp__stream_adopt(struct sp_manager *m, const char *path, const uint32_t *idm
   }
   m->stream = s;
   return clean ? 0 : 1;
+}
+
+int sp__stream_journal_staged(const char *path, char *name, size_t len) {
+  uint64_t head[2];
+  int fd = open(path, O_RDONLY | O_CLOEXEC), ok = 0;
+  if (len) name[0] = 0;
+  if (fd >= 0 && get_at(fd, head, sizeof head, 0) == 0 && head[0] == JFILE_MAGIC && head[1] < len &&
+      get_at(fd, name, head[1], 16) == 0) {
+    name[head[1]] = 0;
+    ok = 1;
+  }
+  if (fd >= 0) close(fd);
+  if (!ok && len) name[0] = 0;
+  return ok ? 0 : -1;
 }
 
 void sp__stream_crash_unlink(const struct sp_manager *m) {

@@ -48,9 +48,21 @@ int sp__stream_idle_now(const struct sp_manager *m);
 /* Recovery: the crashed run's staging file at `path` (its region ids mapped
  * through idmap) becomes m's stream, read back segment by segment: 0 when
  * read whole, 1 when it ended in a torn segment (what came before is kept),
- * -1 when it cannot be used. The file is left where it is. */
+ * -1 when it cannot be used. The file is left where it is. When the staged
+ * file its journal names is gone and `published` is given (the name the
+ * crashed run was publishing its file as: the rename keeps every staged
+ * block at its offset), the blocks are read there, each checked by the
+ * journal's checksums. *info (may be NULL) says what was read from where. */
+struct sp_adopted {
+  char staged[4096]; /* the staged file the journal names ("" none) */
+  uint64_t segs;     /* its segments the journal lists, read and checked */
+  int in_published;  /* they were read from `published` (the staged file was gone) */
+};
 int sp__stream_adopt(struct sp_manager *m, const char *path, const uint32_t *idmap, uint32_t nreg,
-                     const struct sp_clock_map *cm);
+                     const struct sp_clock_map *cm, const char *published, struct sp_adopted *info);
+/* The staged file a crashed run's journal at `path` names, into name[len]:
+ * 0, or -1 ("") when it names none. */
+int sp__stream_journal_staged(const char *path, char *name, size_t len);
 void sp__stream_close(struct sp_manager *m);
 /* Tests: the writer sleeps this long before each block (a slow disk). */
 extern int sp__stream_test_block_delay_ms;

@@ -157,6 +157,11 @@ struct sp_staged {
 };
 /* Tests: where a staged publish also writes the same run the copy way. */
 extern const char *sp__h5_stage_copy_too;
+/* Tests: called at each step of publishing a file (SP_PUB_*), so that a
+ * test can crash the process exactly there and recover its spill
+ * (tests/unit/test-crashpub.c). NULL in every real run. */
+enum { SP_PUB_WRITE = 1, SP_PUB_FSYNC, SP_PUB_RENAME, SP_PUB_RENAMED, SP_PUB_WRITTEN, SP_PUB_RESET, SP_PUB_STEPS };
+extern void (*sp__h5_test_publish_hook)(int step);
 
 struct sp_run {
   const char *layout; /* "columnar" or "aggregate" */
