@@ -1,18 +1,26 @@
-/* cmd_recover.c - `scope-profiler recover SPILL... [-o FILE]`: turn the
- * spill file a crashed run left beside its output (<file_path>.spill, written
- * from a fatal-signal handler) into a normal HDF5 profile (schema 3 unless
- * the run asked for 2); the spills of an MPI job's ranks
- * (<file_path>.rank<R>.spill) into the job's one file. */
+/* cmd_recover.c - `scope-profiler recover SPILL... [-o FILE] [--keep]`: turn
+ * the spill file a crashed run left beside its output (<file_path>.spill,
+ * written from a fatal-signal handler) into a normal HDF5 profile (schema 3
+ * unless the run asked for 2); the spills of an MPI job's ranks
+ * (<file_path>.rank<R>.spill) into the job's one file. Once the recovered
+ * file holds the whole run and reads back, the crashed run's own files (the
+ * spill, a streamed run's raw staging file and its staged HDF5 file, GBs)
+ * are removed: they hold nothing the file does not, and recovering the
+ * spill again without them would write less over the good file. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include "cli/commands.h"
 #include "common/error.h"
 #include "core/spill.h"
+#include "output/plan.h"
+#include "scope_profiler/reader.h"
 
 static const char usage[] =
-    "usage: scope-profiler recover SPILL... [-o FILE]\n"
+    "usage: scope-profiler recover SPILL... [-o FILE] [--keep]\n"
     "\n"
     "Rebuild the profile of a run that died on a fatal signal (SIGSEGV, SIGBUS, SIGFPE,\n"
     "SIGABRT, SIGILL) from the spill file it wrote beside its output. The events recorded\n"
@@ -23,8 +31,14 @@ static const char usage[] =
     "writes on a termination signal), it writes the job's one file with their ranks;\n"
     "recovery_complete is then 1 only when every rank's spill was whole.\n"
     "\n"
+    "A run that crashed after its file was published says so and writes nothing. Once the\n"
+    "recovered (or published) file holds the whole run and reads back, the crashed run's\n"
+    "files are removed, each named: the spills, a streamed run's staging file\n"
+    "(.<name>.stage.*) and staged file (.<name>.tmp.*). An incomplete recovery keeps them.\n"
+    "\n"
     "options:\n"
     "  -o, --output FILE  where to write (default: the crashed run's file_path)\n"
+    "  --keep             keep the crashed run's files in every case\n"
     "  -h, --help         this help\n"
     "\n"
     "examples:\n"
@@ -32,8 +46,42 @@ static const char usage[] =
     "  scope-profiler recover run.h5.spill -o recovered.h5\n"
     "  scope-profiler recover job.h5.rank*.spill\n";
 
+/* The file recovery wrote (or found published) opens as a profile, and a
+ * recovered one says it is complete. */
+static int reads_back(const struct sp_recover_info *info) {
+  struct stat sb;
+  sp_results *r = NULL;
+  if (stat(info->written, &sb) != 0 || !S_ISREG(sb.st_mode) || sp_results_open(info->written, &r) != SP_OK)
+    return 0;
+  const sp_metadata_entry *e = info->published ? NULL : sp_results_metadata(r, SP_META_RECOVERY_COMPLETE);
+  int ok = info->published || (e && (e->kind == SP_VALUE_INT || e->kind == SP_VALUE_BOOL) && e->i == 1);
+  sp_results_free(r);
+  return ok;
+}
+
+/* Removes the crashed run's files (never the one just written), each named. */
+static void clean_up(const struct sp_recover_info *info, int keep) {
+  if (!info->nfiles) return;
+  const char *why = keep                                      ? "--keep"
+                    : !info->complete                         ? "the recovery is not complete"
+                    : !reads_back(info)                       ? "the file does not read back"
+                                                              : NULL;
+  struct stat out;
+  int have_out = stat(info->written, &out) == 0;
+  for (size_t k = 0; k < info->nfiles; k++) {
+    struct stat sb;
+    if (why || (have_out && stat(info->files[k], &sb) == 0 && sb.st_dev == out.st_dev && sb.st_ino == out.st_ino))
+      printf("kept %s%s%s%s\n", info->files[k], why ? " (" : "", why ? why : "", why ? ")" : "");
+    else if (unlink(info->files[k]) == 0)
+      printf("removed %s\n", info->files[k]);
+    else
+      printf("could not remove %s\n", info->files[k]);
+  }
+}
+
 int sp_cmd_recover(int argc, char **argv) {
   const char *out = NULL;
+  int keep = 0;
   const char **spills = calloc((size_t)argc + 1, sizeof *spills);
   size_t nspills = 0;
   if (!spills) {
@@ -45,6 +93,8 @@ int sp_cmd_recover(int argc, char **argv) {
       fputs(usage, stdout);
       free(spills);
       return 0;
+    } else if (!strcmp(argv[i], "--keep")) {
+      keep = 1;
     } else if ((!strcmp(argv[i], "-o") || !strcmp(argv[i], "--output")) && i + 1 < argc) {
       out = argv[++i];
     } else if (argv[i][0] == '-' && argv[i][1]) {
@@ -74,6 +124,7 @@ int sp_cmd_recover(int argc, char **argv) {
     printf("recovered %s -> %s\n", spills[0], info.written);
   else
     printf("recovered %zu ranks' spills -> %s\n", nspills, info.written);
+  clean_up(&info, keep);
   sp__recover_info_free(&info);
   free(spills);
   return 0;

@@ -7,7 +7,8 @@
 # the same spill twice is refused. A crash in a run that had streamed
 # (max_buffer_bytes) is recovered whole from the spill and the staging file
 # the run kept; without that file, with recovery_complete 0 and the number of
-# blocks that went with it.
+# blocks that went with it. (--keep: each case recovers the same spills
+# again; a whole recovery would remove them.)
 set -u
 "$SP_PYTHON" -c 'import h5py' 2>/dev/null || { echo "python3-h5py missing"; exit 77; }
 work=$(mktemp -d "${TMPDIR:-/tmp}/sp-rjob-XXXXXX"); trap 'rm -rf "$work"' EXIT
@@ -19,7 +20,7 @@ for r in 0 1 2; do
     "$app" --ready $((100 + r)) --raise 11 > /dev/null 2>&1
 done
 ls job.rank*.spill > /dev/null 2>&1 || { echo "no rank spills: $(ls)"; exit 1; }
-"$cli" recover job.rank*.spill -o whole.h5 || { echo "recover of the job failed"; exit 1; }
+"$cli" recover --keep job.rank*.spill -o whole.h5 || { echo "recover of the job failed"; exit 1; }
 "$cli" inspect whole.h5 -q > /dev/null || { echo "our reader refuses the job file"; fail=1; }
 "$SP_PYTHON" - <<'PY' || fail=1
 import sys
@@ -37,7 +38,7 @@ if a["mpi_size"] != 3 or a["recovery_complete"] != 1 or a["recovered_ranks"] != 
     sys.exit("mpi_size %s, recovery_complete %s, recovered_ranks %s" % (a["mpi_size"], a["recovery_complete"], a["recovered_ranks"]))
 print("job of 3 ranks recovered: work calls %s, mpi_size 3, recovery_complete 1" % sorted(work.items()))
 PY
-"$cli" recover job.rank0.h5.spill job.rank2.h5.spill -o part.h5 > /dev/null || { echo "recover of two ranks failed"; fail=1; }
+"$cli" recover --keep job.rank0.h5.spill job.rank2.h5.spill -o part.h5 > /dev/null || { echo "recover of two ranks failed"; fail=1; }
 "$SP_PYTHON" -c 'import h5py,sys; a=h5py.File("part.h5")["metadata"].attrs; sys.exit(int(a["recovery_complete"] != 0))' \
   && echo "two of three ranks: recovery_complete 0" || { echo "a partial job claims to be complete"; fail=1; }
 "$cli" recover job.rank1.h5.spill job.rank1.h5.spill -o dup.h5 2> err.txt; rc=$?
@@ -53,7 +54,7 @@ for pause in 500 2000 8000; do
   SCOPE_PROFILER_MAX_BUFFER_BYTES=1048576 SCOPE_PROFILER_FILE_PATH=big.h5 "$app" --ready 150000 --pause-ms $pause --raise 11 > /dev/null 2>&1
   stage=$(ls .big.h5.stage.* 2>/dev/null | head -1)
   [[ -n "$stage" ]] || { echo "the streaming run left no staging file"; fail=1; break; }
-  "$cli" recover big.h5.spill -o big_rec.h5 > /dev/null || { echo "recover of a streamed run failed"; fail=1; break; }
+  "$cli" recover --keep big.h5.spill -o big_rec.h5 > /dev/null || { echo "recover of a streamed run failed"; fail=1; break; }
   "$SP_PYTHON" - <<'PY'
 import sys
 import h5py

@@ -7,7 +7,9 @@
 # middle of such a run is recovered whole by `recover` from the staged HDF5
 # file it leaves and the journal in the raw staging file, which holds no
 # calls (each call is written once); a staged value changed after the crash
-# is caught by the journal's checksums (recovery stops there, incomplete).
+# is caught by the journal's checksums (recovery stops there, incomplete,
+# and keeps the crashed run's files); put back, the recovery is whole and
+# removes the spill, the journal and the staged file, naming each.
 set -u
 "$SP_PYTHON" -c 'import h5py' 2>/dev/null || { echo "python3-h5py missing"; exit 77; }
 work=$(mktemp -d "${TMPDIR:-/tmp}/sp-staged-XXXXXX"); trap 'rm -rf "$work"' EXIT
@@ -99,7 +101,7 @@ for pause in 500 2000 8000; do
   # the journal names the blocks' places; the calls are in the staged file only
   jbytes=$(stat -c %s .big.h5.stage.*)
   [[ $jbytes -lt 65536 ]] || { echo "FAIL: the raw staging file holds $jbytes bytes: calls written twice"; fail=1; break; }
-  "$cli" recover big.h5.spill -o big_rec.h5 > /dev/null || { echo "FAIL: recover of a staged streamed run"; fail=1; break; }
+  "$cli" recover --keep big.h5.spill -o big_rec.h5 > /dev/null || { echo "FAIL: recover of a staged streamed run"; fail=1; break; }
   read -r complete got < <(count_work big_rec.h5)
   if [[ $complete == 1 ]]; then
     [[ $got == "$N" ]] || { echo "FAIL: recovery_complete 1 with $got of $N work calls"; fail=1; break; }
@@ -122,11 +124,36 @@ with open(name, "r+b") as raw:
     v = int.from_bytes(raw.read(8), "little")
     raw.seek(at + 8)
     raw.write((v + 1).to_bytes(8, "little"))
+with open("changed.txt", "w") as out:
+    out.write("%d %d\n" % (at + 8, v))
 PY
   rm -f big_rec.h5
-  "$cli" recover big.h5.spill -o big_rec.h5 > /dev/null || { echo "FAIL: recover after a staged value changed"; fail=1; }
+  "$cli" recover big.h5.spill -o big_rec.h5 > rec.txt || { echo "FAIL: recover after a staged value changed"; fail=1; }
   read -r complete got < <(count_work big_rec.h5)
   [[ $complete == 0 && $got -lt $N ]] || { echo "FAIL: a changed staged value went unnoticed ($complete, $got of $N)"; fail=1; }
   [[ $complete == 0 && $got -lt $N ]] && echo "changed staged value: recovery stops there ($got of $N work calls, recovery_complete 0)"
+  # an incomplete recovery keeps the crashed run's files, and says so
+  kept=$(grep -c "^kept .*(the recovery is not complete)$" rec.txt)
+  [[ $kept == 3 ]] && ls big.h5.spill .big.h5.stage.* .big.h5.tmp.* > /dev/null 2>&1 \
+    || { echo "FAIL: an incomplete recovery did not keep the spill, journal and staged file"; cat rec.txt; ls -a; fail=1; }
+  # The value put back, the recovery is whole again, and then the crashed
+  # run's files go (named), the recovered file staying.
+  "$SP_PYTHON" - .big.h5.tmp.* <<'PY' || fail=1
+import sys
+at, v = map(int, open("changed.txt").read().split())
+with open(sys.argv[1], "r+b") as raw:
+    raw.seek(at)
+    raw.write(v.to_bytes(8, "little"))
+PY
+  stage=$(ls .big.h5.stage.*) staged=$(ls .big.h5.tmp.*)
+  rm -f big_rec.h5
+  "$cli" recover big.h5.spill -o big_rec.h5 > rec.txt || { echo "FAIL: recover with the value put back"; fail=1; }
+  read -r complete got < <(count_work big_rec.h5)
+  printf 'recovered big.h5.spill -> big_rec.h5\nremoved big.h5.spill\nremoved %s\nremoved %s\n' "$stage" "$staged" > want.txt
+  if [[ $complete == 1 && $got == "$N" ]] && diff want.txt <(sed 's|^removed \./|removed |' rec.txt) && ! ls big.h5.spill "$stage" "$staged" > /dev/null 2>&1; then
+    echo "whole recovery: the spill, the journal and the staged file removed, each named"
+  else
+    echo "FAIL: after a whole recovery ($complete, $got of $N) the crashed run's files were not removed as said"; cat rec.txt; ls -a; fail=1
+  fi
 fi
 exit $fail
