@@ -838,7 +838,12 @@ static sp_status finalize_map(struct sp_manager *m, const sp_finalize_args *args
     if (sp__h5_test_publish_hook) sp__h5_test_publish_hook(SP_PUB_WRITE);
     io = mpi ? mpi->write(&run, &m->cfg, m->cfg.file_path) : sp__h5_write_file(&run, &m->cfg, m->cfg.file_path);
     if (io != SP_OK && sp__snapshot_fill_retry(snap_ctx)) io = sp__h5_write_file(&run, &m->cfg, m->cfg.file_path);
-    __atomic_store_n(&m->pub_state, io == SP_OK ? SP_PUBSTATE_DONE : SP_PUBSTATE_NONE, __ATOMIC_RELEASE);
+    /* (a job's other ranks return before rank 0 publishes the file) */
+    __atomic_store_n(&m->pub_state,
+                     io != SP_OK                ? SP_PUBSTATE_NONE
+                     : mpi && mpi->rank() != 0 ? SP_PUBSTATE_WRITING
+                                               : SP_PUBSTATE_DONE,
+                     __ATOMIC_RELEASE);
     if (io == SP_OK && sp__h5_test_publish_hook) sp__h5_test_publish_hook(SP_PUB_WRITTEN);
     if (io == SP_OK) {
       free(m->output_path);
@@ -883,6 +888,10 @@ static sp_status finalize_map(struct sp_manager *m, const sp_finalize_args *args
   count_done_calls(m, snap_ctx);
   sp__snapshot_fill_free(snap_ctx);
 
+  /* From here the buffers are rewritten: a spill the watcher is writing
+   * alongside this finalize ends first, and none starts (signals.c). */
+  __atomic_store_n(&m->fin_rewriting, 1, __ATOMIC_SEQ_CST);
+  while (__atomic_load_n(&m->spilling, __ATOMIC_SEQ_CST)) nanosleep(&(struct timespec){0, 1000000}, NULL);
   collect_problems(m, open_calls);
   m->ncut = 0; /* written: the next run notes its own */
   if (streamed) /* the handoffs already left only the open calls, with their ids */
@@ -900,6 +909,7 @@ static sp_status finalize_map(struct sp_manager *m, const sp_finalize_args *args
   /* (no spill is written for a run that is not active: the next run's own
    * crash must not find this one's published state) */
   __atomic_store_n(&m->pub_state, SP_PUBSTATE_NONE, __ATOMIC_RELEASE);
+  __atomic_store_n(&m->fin_rewriting, 0, __ATOMIC_SEQ_CST);
 
   if (io != SP_OK) return sp__set_error(io, "%s", io_msg);
   if (open_calls)

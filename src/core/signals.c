@@ -93,6 +93,34 @@ static void on_fatal(int sig, siginfo_t *si, void *uc) {
   errno = saved;
 }
 
+/* How long the watcher waits for a finalize under way before it spills
+ * alongside it (a collective the dying job never completes would keep
+ * the lock forever). */
+#define SPILL_LOCK_WAIT_S 2
+
+/* Under MPI: the rank's spill, never racing its finalize. With the lock,
+ * finalize is not running (a run it finished needs no spill). Without it
+ * within the bound, finalize holds it, in a collective or still writing:
+ * the spill reads the buffers beside it, unless finalize has begun to
+ * rewrite them (its file is then written, or cannot be), and finalize
+ * waits for a spill under way before it does. */
+static void mpi_spill(struct sp_manager *m, int sig) {
+  struct timespec until;
+  clock_gettime(CLOCK_REALTIME, &until);
+  until.tv_sec += SPILL_LOCK_WAIT_S;
+  int rc;
+  while ((rc = pthread_mutex_timedlock(&m->fin_lock, &until)) == EINTR) {
+  }
+  if (rc == 0) {
+    if (m->run_active) sp__spill_write(m, sig);
+    pthread_mutex_unlock(&m->fin_lock);
+    return;
+  }
+  __atomic_store_n(&m->spilling, 1, __ATOMIC_SEQ_CST);
+  if (!__atomic_load_n(&m->fin_rewriting, __ATOMIC_SEQ_CST)) sp__spill_write(m, sig);
+  __atomic_store_n(&m->spilling, 0, __ATOMIC_SEQ_CST);
+}
+
 static void *watch(void *unused) {
   (void)unused;
   for (;;) {
@@ -130,7 +158,7 @@ static void *watch(void *unused) {
       struct timespec ts = {0, 2000000};
       nanosleep(&ts, NULL);
       if (sp__mpi_ops && sp__mpi_ops->in_use()) {
-        sp__spill_write(m, sig); /* <file_path>.rank<R>.spill (setup named it) */
+        mpi_spill(m, sig); /* <file_path>.rank<R>.spill (setup named it) */
       } else {
         (void)sp__finalize_cut(m, name ? name : "a signal");
       }

@@ -720,8 +720,7 @@ sp_status sp__spill_recover_run(const char *const *spills, size_t n, const char 
   sp_status st = SP_OK;
   struct sp_manager *first = NULL; /* its settings write the job */
   int complete = 1, size = -1;
-  size_t npub = 0; /* ranks that crashed after the job file was published */
-  char *pub_path = NULL;
+  char *pub_path = NULL; /* the job's file, when rank 0 had published it */
   /* One rank at a time: a run outlives its manager (managers are few). */
   for (size_t i = 0; i < n && st == SP_OK; i++) {
     size_t len = 0;
@@ -736,10 +735,8 @@ sp_status sp__spill_recover_run(const char *const *spills, size_t n, const char 
     if (st == SP_OK) {
       complete &= rv->complete;
       if (size < 0) size = rv->size;
-      if (rv->published && (!pub_path || !strcmp(pub_path, rv->pub_path))) {
-        npub++;
-        if (!pub_path) pub_path = sp__strdup(rv->pub_path);
-      }
+      /* rank 0 publishes the job's file: its word is the job's */
+      if (rv->published && rv->rank == 0) pub_path = sp__strdup(rv->pub_path);
       note_run_files(info, spills[i], rv);
       st = sp__finalize_recovered(rv->m, rv->tick1, rv->ns1, (int)rv->sig, rv->complete, rv->rank, &jr[i].run);
     }
@@ -748,9 +745,9 @@ sp_status sp__spill_recover_run(const char *const *spills, size_t n, const char 
     rv->m = NULL;
     recovered_free(rv);
   }
-  /* Every rank crashed after the job's file was published (finalize is
-   * collective): there is nothing to recover. */
-  if (st == SP_OK && npub == n && pub_path) {
+  /* Rank 0 crashed after it published the job's file, which holds every
+   * rank's part (finalize is collective): there is nothing to recover. */
+  if (st == SP_OK && pub_path) {
     info->published = info->complete = 1;
     snprintf(info->written, sizeof info->written, "%s", pub_path);
     for (size_t i = 0; i < n; i++) sp__run_free(&jr[i].run);
