@@ -899,7 +899,7 @@ static sp_status finalize_map(struct sp_manager *m, const sp_finalize_args *args
   else
     sp__snapshot_compact(m);
   sp__snapshot_compact_aggregate(m);
-  if (sp__h5_test_publish_hook && m->pub_state == SP_PUBSTATE_DONE) sp__h5_test_publish_hook(SP_PUB_RESET);
+  if (sp__h5_test_publish_hook && io == SP_OK && !m->run_sink) sp__h5_test_publish_hook(SP_PUB_RESET);
   /* Recording goes on: the next run starts where this one ended. */
   m->run_tick0 = tick1;
   m->run_ns0 = ns1;

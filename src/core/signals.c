@@ -12,7 +12,10 @@
  * Under MPI the watcher cannot finalize (finalize is collective, and the
  * other ranks are being killed too): each rank spills instead, to
  * <file_path>.rank<R>.spill, with its rank, and `scope-profiler recover`
- * given all of them writes the job's one file.
+ * given all of them writes the job's one file. A finalize of the program's
+ * may be under way then, stuck in a collective with ranks that died: the
+ * watcher waits for its lock a bounded time only, then spills beside it
+ * unless it is already rewriting the buffers (mpi_spill).
  *
  * Fatal signals (SIGSEGV, SIGBUS, SIGFPE, SIGABRT, SIGILL; `crash_spill`):
  * HDF5 cannot run in a signal handler, so the handler writes the raw
@@ -162,7 +165,9 @@ static void *watch(void *unused) {
       } else {
         (void)sp__finalize_cut(m, name ? name : "a signal");
       }
-      sp__manager_publish_state(m);
+      /* Recording stays off: the process dies of the signal next, and a
+       * manager armed again here would be freed by a destroy waiting for
+       * this cut while a thread records into it (review11 F3). */
     }
     if (terminate) sp__live_release();
     if (terminate) {
