@@ -110,11 +110,17 @@ static long record(const char *out, long events, int threads, const char *budget
       done += a[t].done;
     }
   }
+  long rec_kib = maxrss_kib();
   if (sp_manager_finalize(m, NULL, NULL) != SP_OK) {
     fprintf(stderr, "reader: finalize: %s\n", sp_last_error());
     exit(1);
   }
   sp_manager_destroy(m);
+  /* this process's own peak (the reading steps run in children): what a
+   * budget bounds, against the budget */
+  printf("record: %ld events on %d thread(s), peak RSS %.1f MiB recording, %.1f MiB with finalize%s%s\n", done,
+         threads, (double)rec_kib / 1024.0, (double)maxrss_kib() / 1024.0, budget ? ", max_buffer_bytes " : "",
+         budget ? budget : "");
   return done;
 }
 

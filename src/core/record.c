@@ -183,6 +183,17 @@ sp_thread_rec *sp__thread_attach(struct sp_manager *m) {
   sp_thread_rec *t = calloc(1, sizeof *t);
   if (!t) return NULL;
   uint64_t cap = m->have_cfg && m->cfg.buffer_limit > 0 ? (uint64_t)m->cfg.buffer_limit : 1024;
+  /* max_buffer_bytes bounds the live buffers of all threads together (a
+   * quarter of it: stream.c): a thread's first buffer takes what is left
+   * of that, halving buffer_limit down to 1024 events at least. Taken
+   * whole, four threads' first buffers of 2^20 events (24 MiB each) were
+   * three quarters of a 128 MiB budget before any hand-off, and with the
+   * blocks in flight and the spares the run peaked 60% over it. */
+  if (m->have_cfg && !m->cfg.deactivate_file_output) {
+    uint64_t per = sizeof *t->hot.ev + (size_t)m->ext_stride * 8, lim = sp__stream_live_limit(m);
+    uint64_t used = __atomic_load_n(&m->buf_bytes, __ATOMIC_RELAXED);
+    while (cap > 1024 && used + cap * per > lim) cap /= 2;
+  }
   t->hot.ev = malloc(cap * sizeof *t->hot.ev);
   t->hot.stack = malloc(64 * sizeof *t->hot.stack);
   if (m->ext_stride && (t->cols = malloc(cap * (size_t)m->ext_stride * sizeof *t->cols))) sp__ext_fill(m, t->cols, 0, cap);
