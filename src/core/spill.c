@@ -349,6 +349,7 @@ struct recovered {
    * pub_path; published: it was published complete there (nothing to do) */
   int pub, published;
   char *pub_path;
+  char *file_path;    /* the crashed run's file_path, as its settings say */
   char *journal;      /* the raw staging file the spill names (NULL none) */
   char staged[4096];  /* the staged HDF5 file its journal names ("" none) */
 };
@@ -358,7 +359,8 @@ static void recovered_free(struct recovered *rv) {
   rv->m = NULL;
   free(rv->pub_path);
   free(rv->journal);
-  rv->pub_path = rv->journal = NULL;
+  free(rv->file_path);
+  rv->pub_path = rv->journal = rv->file_path = NULL;
 }
 
 /* The parser proper, on bytes in memory; `spill` only names the input in
@@ -403,6 +405,10 @@ static sp_status spill_load(const void *data, size_t len, const char *spill, con
       ov[nov++] = sp__asprintf("%s=%s", key, val);
     else if (key && val && strcmp(key, "file_path") == 0 && !out_path)
       ov[nov++] = sp__asprintf("%s=%s", key, val);
+    if (key && val && strcmp(key, "file_path") == 0) {
+      free(rv->file_path);
+      rv->file_path = sp__strdup(val);
+    }
     free(key);
     free(val);
   }
@@ -616,7 +622,8 @@ done:
   sp_manager_destroy(m);
   if (st != SP_OK) {
     free(rv->pub_path);
-    rv->pub_path = NULL;
+    free(rv->file_path);
+    rv->pub_path = rv->file_path = NULL;
   }
   for (size_t k = 0; ov && k < nov; k++) free(ov[k]);
   free(ov);
@@ -637,11 +644,33 @@ static void note_file(struct sp_recover_info *info, const char *path) {
   if ((f[info->nfiles] = sp__strdup(path))) info->nfiles++;
 }
 
+/* Whether `path` is named as the run's own file of that kind
+ * (".<name of file_path>.<kind>.*") and starts with `magic` (n bytes; with
+ * n 0, a staging file's first record or nothing). A spill is outside data:
+ * the names it holds are removed only when they are what it says. */
+static int own_file(const char *path, const char *file_path, const char *kind, const void *magic, size_t n) {
+  if (!path || !path[0] || !file_path || !file_path[0]) return 0;
+  const char *slash = strrchr(file_path, '/'), *base = slash ? slash + 1 : file_path;
+  const char *pslash = strrchr(path, '/'), *pbase = pslash ? pslash + 1 : path;
+  char *want = sp__asprintf(".%s.%s.", base, kind);
+  int ok = want && !strncmp(pbase, want, strlen(want)) && pbase[strlen(want)];
+  free(want);
+  unsigned char head[8] = {0};
+  FILE *f = ok ? fopen(path, "rb") : NULL;
+  size_t got = f ? fread(head, 1, sizeof head, f) : 0;
+  if (f) fclose(f);
+  return ok && (n ? got >= n && !memcmp(head, magic, n) : 1) && (n || got == 0 || sp__stream_is_journal(head));
+}
+
 static void note_run_files(struct sp_recover_info *info, const char *spill, const struct recovered *rv) {
   note_file(info, spill);
-  note_file(info, rv->journal);
+  /* the run's file_path: the output a recovery writes may be elsewhere */
+  const char *fp = rv->pub_path ? rv->pub_path : rv->file_path;
+  if (own_file(rv->journal, fp, "stage", NULL, 0)) note_file(info, rv->journal);
   /* (never the output: after the rename the staged file's name is gone) */
-  if (!rv->pub_path || strcmp(rv->staged, rv->pub_path) != 0) note_file(info, rv->staged);
+  static const unsigned char hdf5[8] = {0x89, 'H', 'D', 'F', '\r', '\n', 0x1a, '\n'};
+  if ((!rv->pub_path || strcmp(rv->staged, rv->pub_path) != 0) && own_file(rv->staged, fp, "tmp", hdf5, 8))
+    note_file(info, rv->staged);
 }
 
 void sp__recover_info_free(struct sp_recover_info *info) {

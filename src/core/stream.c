@@ -1817,6 +1817,12 @@ int sp__stream_adopt(struct sp_manager *m, const char *path, const uint32_t *idm
   return clean ? 0 : 1;
 }
 
+int sp__stream_is_journal(const unsigned char head[8]) {
+  uint64_t magic;
+  memcpy(&magic, head, sizeof magic);
+  return magic == JFILE_MAGIC || magic == SEG_MAGIC;
+}
+
 int sp__stream_journal_staged(const char *path, char *name, size_t len) {
   uint64_t head[2];
   int fd = open(path, O_RDONLY | O_CLOEXEC), ok = 0;

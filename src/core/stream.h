@@ -63,6 +63,8 @@ int sp__stream_adopt(struct sp_manager *m, const char *path, const uint32_t *idm
 /* The staged file a crashed run's journal at `path` names, into name[len]:
  * 0, or -1 ("") when it names none. */
 int sp__stream_journal_staged(const char *path, char *name, size_t len);
+/* Whether a file's first 8 bytes are those of a staging file's first record. */
+int sp__stream_is_journal(const unsigned char head[8]);
 void sp__stream_close(struct sp_manager *m);
 /* Tests: the writer sleeps this long before each block (a slow disk). */
 extern int sp__stream_test_block_delay_ms;
