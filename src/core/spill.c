@@ -13,7 +13,8 @@
  * strings of the resolved settings, u32 region count + per region (name,
  * file, line, kind, tags), u32 thread count + per thread (index, tid, name,
  * event count, raw events, open-call count), then optional sections behind
- * 8-byte tags (the rank and job size, the cross-thread contexts), then
+ * 8-byte tags (the rank and job size, the cross-thread contexts, a streamed
+ * run's staging file, where finalize was in publishing the file), then
  * "SPILLEND". Strings are u32 length + bytes. A file that ends early (the
  * process died while writing) is recovered up to its last complete thread.
  * Version 1 differs only in the aggregation accumulators (struct agg_v1:
