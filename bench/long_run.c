@@ -19,7 +19,10 @@
  *   no file         deactivate_file_output (nothing streams, buffers grow)
  * Finalize is timed apart and not counted in the pairs.
  *
- *   long_run [--pairs N] [--cpu C] [--dir DIR] [--json FILE]
+ * --default-only runs the baselines and the default case alone (for a
+ * profiler attached to the run).
+ *
+ *   long_run [--pairs N] [--cpu C] [--dir DIR] [--json FILE] [--default-only]
  */
 #define _GNU_SOURCE
 #include <fcntl.h>
@@ -157,14 +160,16 @@ static int run_case(struct result *r, const char *name, const char *dir, const c
 int main(int argc, char **argv) {
   long pairs = 50000000;
   int cpu = -1;
+  int default_only = 0;
   const char *dir = getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp", *json = NULL;
   for (int i = 1; i < argc; i++) {
     if (!strcmp(argv[i], "--pairs") && i + 1 < argc) pairs = atol(argv[++i]);
     else if (!strcmp(argv[i], "--cpu") && i + 1 < argc) cpu = atoi(argv[++i]);
     else if (!strcmp(argv[i], "--dir") && i + 1 < argc) dir = argv[++i];
     else if (!strcmp(argv[i], "--json") && i + 1 < argc) json = argv[++i];
+    else if (!strcmp(argv[i], "--default-only")) default_only = 1;
     else {
-      fprintf(stderr, "usage: long_run [--pairs N] [--cpu C] [--dir DIR] [--json FILE]\n");
+      fprintf(stderr, "usage: long_run [--pairs N] [--cpu C] [--dir DIR] [--json FILE] [--default-only]\n");
       return 2;
     }
   }
@@ -188,8 +193,8 @@ int main(int argc, char **argv) {
   res[n++] = run_rdtsc(pairs);
   res[n++] = run_write_floor(pairs, dir);
   if (run_case(&res[n++], "timeline, default settings", dir, NULL, pairs) ||
-      run_case(&res[n++], "timeline, in memory", dir, "max_buffer_bytes=68719476736", pairs) ||
-      run_case(&res[n++], "timeline, no file", dir, "deactivate_file_output=1", pairs))
+      (!default_only && (run_case(&res[n++], "timeline, in memory", dir, "max_buffer_bytes=68719476736", pairs) ||
+                         run_case(&res[n++], "timeline, no file", dir, "deactivate_file_output=1", pairs))))
     return 1;
   printf("%ld pairs, one thread pinned to cpu %d\n", pairs, cpu);
   printf("%-28s %9s %9s %9s %8s %10s %9s %9s %8s\n", "case", "wall ns", "cpu ns", "proc ns", "/ rdtsc",
