@@ -57,6 +57,7 @@ struct lanes {
   int need_ids;
   struct sp_gaps *gaps; /* the stream writer's tick gaps; NULL: none */
   const struct sp_i_event *ev;
+  int64_t s0, e0; /* the call being emitted, in ns (the stream writer's staged emit reads them: struct sp_gaps) */
   /* Regions past the count finalize read (interned later, while threads
    * still record) have no row and no slot in the by-region arrays: their
    * calls are passed over like region 0's. */
@@ -326,6 +327,8 @@ sp_status sp__thread_pass(struct sp_manager *m, sp_thread_rec *t, const struct s
                   : parent                         ? parent->callid
                                                    : -1;
     if (ev[i].depth & SP__DEPTH_CUT) sp__cut_note(m, f->callid);
+    lanes->s0 = s0;
+    lanes->e0 = e0;
     emit(ctx, i, f->callid, pid, ev[i].region);
   }
   return pass_carry(lanes, carry, ncarry);
@@ -361,6 +364,7 @@ sp_status sp__thread_pass_alone(struct sp_manager *m, sp_thread_rec *t, const st
     return sp__set_error(SP_ERR_NO_MEMORY, "out of memory rebuilding call trees");
   }
   l.gaps = gaps;
+  if (gaps) gaps->s0 = &l.s0, gaps->e0 = &l.e0;
   sp_status st = sp__thread_pass(m, t, ev, n, cm, &l, excl, emit, ctx, carry, ncarry);
   lanes_free(&l);
   return st;

@@ -76,6 +76,10 @@ struct sp_gaps {
   int any;
   const struct sp_gap_frame *kept;
   size_t nkept;
+  /* out, read by emit: where the pass keeps the emitted call's start and
+   * end in ns on its map (the staged writer codes them without converting
+   * the ticks again) */
+  const int64_t *s0, *e0;
 };
 /* gaps may be NULL (no bookkeeping). */
 sp_status sp__thread_pass_alone(struct sp_manager *m, sp_thread_rec *t, const struct sp_i_event *ev, uint64_t n,

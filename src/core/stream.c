@@ -202,7 +202,8 @@ struct sp_stream {
   size_t nxp, xp_cap;
   struct sp_clock_map bm; /* the block's map */
   struct sp_clock_seg *bseg;
-  int64_t *sbuf; /* SP_STAGE_NCOLS x PART_CALLS */
+  int64_t *sbuf; /* PART_CALLS thread ids: the thread column of its last staged block */
+  int64_t sbuf_thread; /* the id it holds, -1 */
   /* finalize: between its hold (before its end anchor) and the final map
    * it hands over, a block has no map known final: the run is then not
    * staged (under mu) */
@@ -291,67 +292,21 @@ struct emit_ctx {
   int staged;    /* the block goes to the staged file only */
   int sthreads;  /* with its thread ids */
   int stage_err; /* staging this block failed: its calls are dropped, the run goes the copy way */
-  size_t hint;   /* piece of the block's map */
+  const struct sp_gaps *gaps; /* the pass's ns of the call emitted (s0, e0) */
 };
 
-/* Region r's buffered calls, converted and coded as the file's rows have
- * them, into the block's staged datasets. */
+/* Region r's buffered calls, already coded as the file's rows have them
+ * (emit_staged), into the block's staged datasets, with their checksums. */
 static void stage_part(struct emit_ctx *e, uint32_t r, uint64_t n) {
   struct sp_stream *s = e->s;
   struct rpart *q = &s->part[r];
-  struct racc *a = &s->acc[r];
   const int64_t *v = s->arena + 4 * q->base;
-  int64_t *sv = s->sbuf;
-  const uint64_t P = PART_CALLS_, at = q->boff + q->written;
-  int64_t thread = (int64_t)e->b->t->index;
-  if (!q->written) q->sbase = a->n ? a->prev : 0;
-  for (uint64_t k = 0; k < n; k++) {
-    int64_t s0 = sp__ticks_to_ns_hint(&s->bm, &e->hint, (uint64_t)v[k]),
-            e0 = sp__ticks_to_ns_hint(&s->bm, &e->hint, (uint64_t)v[q->cap + k]);
-    if (e0 < s0) e0 = s0;
-    int64_t d = e0 - s0, pid = v[3 * q->cap + k];
-    sv[k] = a->n ? (int64_t)((uint64_t)s0 - (uint64_t)a->prev) : s0; /* a row's first start, then deltas */
-    a->prev = s0;
-    sv[P + k] = d;
-    sv[2 * P + k] = v[2 * q->cap + k];
-    sv[3 * P + k] = pid;
-    sv[4 * P + k] = thread;
-    if (pid <= -2) { /* a cross-thread parent: known at finalize */
-      if (s->nxp == s->xp_cap) {
-        size_t cap = s->xp_cap ? s->xp_cap * 2 : 64;
-        struct xpatch *x = realloc(s->xp, cap * sizeof *x);
-        if (!x) {
-          e->stage_err = 1;
-          return;
-        }
-        s->xp = x;
-        s->xp_cap = cap;
-      }
-      s->xp[s->nxp++] = (struct xpatch){s->sblocks, at + k, pid};
-    }
-    /* the statistics as the copy way's merge makes them (first: the earliest
-     * start; last: the latest; mean and m2 from sums shifted by a duration) */
-    if (!a->n) {
-      a->shift = a->first = a->min = a->max = a->last = d;
-      a->first_start = a->last_start = a->smin = s0;
-      a->emax = e0;
-    } else {
-      if (s0 < a->first_start) a->first = d, a->first_start = s0;
-      if (s0 >= a->last_start) a->last = d, a->last_start = s0;
-      if (d < a->min) a->min = d;
-      if (d > a->max) a->max = d;
-      if (s0 < a->smin) a->smin = s0;
-      if (e0 > a->emax) a->emax = e0;
-    }
-    a->n++;
-    a->total += d;
-    double x = (double)(d - a->shift);
-    a->s1 += x;
-    a->s2 += x * x;
-  }
-  for (int c = 0; c < 4; c++) jsum(q->sum[c], sv + (uint64_t)c * P, n);
-  for (int c = 0; c < SP_STAGE_NCOLS - !e->sthreads && !e->stage_err; c++)
-    if (sp__stage_put(s->stage, c, at, n, sv + (uint64_t)c * P) != 0) e->stage_err = 1;
+  const uint64_t at = q->boff + q->written;
+  for (int c = 0; c < 4; c++) jsum(q->sum[c], v + (uint64_t)c * q->cap, n);
+  for (int c = 0; c < 4 && !e->stage_err; c++)
+    if (sp__stage_put(s->stage, c, at, n, v + (uint64_t)c * q->cap) != 0) e->stage_err = 1;
+  if (e->sthreads && !e->stage_err && sp__stage_put(s->stage, SP_STAGE_NCOLS - 1, at, n, s->sbuf) != 0)
+    e->stage_err = 1;
 }
 
 /* Write region r's buffered calls to their place in its segment. */
@@ -397,6 +352,60 @@ static void emit_scratch(void *ctx, uint64_t i, int64_t id, int64_t parent_id, u
   v[2 * q->cap] = id;
   v[3 * q->cap] = parent_id;
   if (e->ncols) s->arena_ix[q->base + k] = i;
+  if (q->fill == q->cap) part_flush(e, region);
+}
+
+/* A staged block's calls are coded as the file's rows have them as they
+ * are emitted, from the nanoseconds the pass converted them to on the
+ * block's map (its map: process_block), and the rows' statistics taken in
+ * the same pass: each call is read once and never converted twice (before:
+ * ticks buffered here, then converted again, coded into a second buffer and
+ * summed over from it, 138 instructions a call of the writer's 466). */
+static void emit_staged(void *ctx, uint64_t i, int64_t id, int64_t parent_id, uint32_t region) {
+  (void)i;
+  struct emit_ctx *e = ctx;
+  struct sp_stream *s = e->s;
+  struct rpart *q = &s->part[region];
+  struct racc *a = &s->acc[region];
+  int64_t s0 = *e->gaps->s0, e0 = *e->gaps->e0, d = e0 - s0; /* e0 >= s0: the pass clamps it */
+  uint64_t k = q->fill++;
+  int64_t *v = s->arena + 4 * q->base + k;
+  if (!a->n) {
+    q->sbase = 0;
+    v[0] = s0; /* a row's first start, then deltas */
+    a->shift = a->first = a->min = a->max = a->last = d;
+    a->first_start = a->last_start = a->smin = s0;
+    a->emax = e0;
+  } else {
+    if (!q->written && !k) q->sbase = a->prev;
+    v[0] = (int64_t)((uint64_t)s0 - (uint64_t)a->prev);
+    /* the statistics as the copy way's merge makes them (first: the earliest
+     * start; last: the latest; mean and m2 from sums shifted by a duration) */
+    if (s0 < a->first_start) a->first = d, a->first_start = s0;
+    if (s0 >= a->last_start) a->last = d, a->last_start = s0;
+    if (d < a->min) a->min = d;
+    if (d > a->max) a->max = d;
+    if (s0 < a->smin) a->smin = s0;
+    if (e0 > a->emax) a->emax = e0;
+  }
+  a->prev = s0;
+  a->n++;
+  a->total += d;
+  double x = (double)(d - a->shift);
+  a->s1 += x;
+  a->s2 += x * x;
+  v[q->cap] = d;
+  v[2 * q->cap] = id;
+  v[3 * q->cap] = parent_id;
+  if (parent_id <= -2 && !e->stage_err) { /* a cross-thread parent: known at finalize */
+    if (s->nxp == s->xp_cap) {
+      size_t cap = s->xp_cap ? s->xp_cap * 2 : 64;
+      struct xpatch *np = realloc(s->xp, cap * sizeof *np);
+      if (!np) e->stage_err = 1;
+      else s->xp = np, s->xp_cap = cap;
+    }
+    if (!e->stage_err) s->xp[s->nxp++] = (struct xpatch){s->sblocks, q->boff + q->written + k, parent_id};
+  }
   if (q->fill == q->cap) part_flush(e, region);
 }
 
@@ -530,7 +539,7 @@ static void stage_begin(struct sp_stream *s) {
   const char *why = NULL;
   if (s->adopted || m->ext_nout || m->cfg.aggregation_mode || m->cfg.deactivate_file_output)
     s->stage_off = 1;
-  else if (!(s->sbuf || (s->sbuf = malloc((size_t)SP_STAGE_NCOLS * PART_CALLS * sizeof *s->sbuf))) ||
+  else if (!(s->sbuf || ((s->sbuf_thread = -1), (s->sbuf = malloc((size_t)PART_CALLS * sizeof *s->sbuf)))) ||
            !(s->stage = sp__stage_open(&m->cfg, m->cfg.file_path, &why)))
     s->stage_off = 1;
   else if (strlen(sp__stage_path(s->stage)) < sizeof s->stage_tmp)
@@ -620,7 +629,7 @@ static sp_status process_block(struct sp_stream *s, struct block *b) {
   sp__clock_anchor(&tick1, &ns1);
   struct sp_clock_map cm = sp__clock_map(m->run_tick0, m->run_ns0, tick1, ns1);
   sp__clock_note(m); /* and one for the run's final map, at every block */
-  struct emit_ctx ec = {s, b, ncols, SP_OK, 0, 0, 0, 0};
+  struct emit_ctx ec = {s, b, ncols, SP_OK, 0, 0, 0, NULL};
   if (!s->adopted) {
     pthread_mutex_lock(&s->mu);
     int stale = s->stage_stale;
@@ -645,6 +654,10 @@ static sp_status process_block(struct sp_stream *s, struct block *b) {
         __atomic_store_n(&s->sthr_all, 1, __ATOMIC_RELAXED); /* the hand-offs read it */
       if (s->sthr0 < 0) s->sthr0 = (int64_t)t->index;
       ec.sthreads = s->sthr_all;
+      if (ec.sthreads && s->sbuf_thread != (int64_t)t->index) {
+        for (uint64_t k = 0; k < PART_CALLS; k++) s->sbuf[k] = (int64_t)t->index;
+        s->sbuf_thread = (int64_t)t->index;
+      }
       if (sp__stage_block(s->stage, s->sblocks, ncalls, ec.sthreads) != 0) stage_stop(s);
     }
   } else if (s->stage) {
@@ -654,8 +667,10 @@ static sp_status process_block(struct sp_stream *s, struct block *b) {
   struct sp_carry *carry = NULL;
   size_t ncarry = 0;
   struct thread_gaps *tg = &s->tg[t->index];
-  struct sp_gaps gaps = {s->gap_min, s->gap_need_ids, tg->prev_start, tg->any, tg->kept, tg->nkept};
-  st = sp__thread_pass_alone(m, t, b->ev, b->n, &cm, s->excl, emit_scratch, &ec, &carry, &ncarry, &gaps);
+  struct sp_gaps gaps = {s->gap_min, s->gap_need_ids, tg->prev_start, tg->any, tg->kept, tg->nkept, NULL, NULL};
+  ec.gaps = &gaps;
+  st = sp__thread_pass_alone(m, t, b->ev, b->n, &cm, s->excl, ec.staged ? emit_staged : emit_scratch, &ec, &carry,
+                             &ncarry, &gaps);
   if (st != SP_OK) return st;
   s->gap_min = gaps.min;
   s->gap_need_ids = gaps.need_ids;
@@ -777,6 +792,7 @@ static struct sp_stream *stream_open(struct sp_manager *m) {
   s->fd = -1;
   s->sfd = -1;
   s->sthr0 = -1;
+  s->sbuf_thread = -1;
   s->gap_min = UINT64_MAX;
   /* The staging file lives beside the output (same file system as the final
    * write), else in TMPDIR. It keeps its name while the run lasts, so that a
