@@ -20,9 +20,14 @@
  * Finalize is timed apart and not counted in the pairs.
  *
  * --default-only runs the baselines and the default case alone (for a
- * profiler attached to the run).
+ * profiler attached to the run). Built as long_run_waits (the static
+ * library, LONG_RUN_INTERNAL) it also reports the recording thread's
+ * hand-offs, how many of them waited for the writer and for how long
+ * (sp__stream_waits), and --in-flight 1|2 sets how many blocks a hand-off
+ * lets be on their way to the writer (sp__stream_test_in_flight).
  *
  *   long_run [--pairs N] [--cpu C] [--dir DIR] [--json FILE] [--default-only]
+ *   long_run_waits [the same] [--in-flight 1|2]
  */
 #define _GNU_SOURCE
 #include <fcntl.h>
@@ -35,6 +40,9 @@
 #include <unistd.h>
 
 #include "scope_profiler.h"
+#ifdef LONG_RUN_INTERNAL
+#include "core/stream.h"
+#endif
 
 #define BARRIER() __asm__ volatile("" ::: "memory")
 
@@ -67,6 +75,8 @@ struct result {
   const char *name;
   double wall_ns, cpu_ns, proc_ns; /* per pair */
   double faults_per_kev, rss_b_per_ev, peak_b_per_ev, fin_s;
+  unsigned long long handoffs, waits; /* long_run_waits only */
+  double wait_ms;
 };
 
 struct span {
@@ -91,7 +101,7 @@ static void span_fill(struct result *r, struct span a, struct span b, long pairs
 static volatile unsigned long long sink;
 
 static struct result run_rdtsc(long pairs) {
-  struct result r = {"rdtsc pair (baseline)", 0, 0, 0, 0, 0, 0, 0};
+  struct result r = {"rdtsc pair (baseline)", 0, 0, 0, 0, 0, 0, 0, 0, 0, 0};
   struct span a = span_now();
   for (long i = 0; i < pairs; i++) {
 #if defined(__x86_64__)
@@ -109,7 +119,7 @@ static struct result run_rdtsc(long pairs) {
 /* The staging floor: 32 B per event written to a fresh file, 128 KiB per
  * write from one buffer (in cache), per event. */
 static struct result run_write_floor(long pairs, const char *dir) {
-  struct result r = {"staging write, 32 B/event", 0, 0, 0, 0, 0, 0, 0};
+  struct result r = {"staging write, 32 B/event", 0, 0, 0, 0, 0, 0, 0, 0, 0, 0};
   char path[4200];
   snprintf(path, sizeof path, "%s/long_run.%ld.floor", dir, (long)getpid());
   int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC, 0600);
@@ -145,6 +155,13 @@ static int run_case(struct result *r, const char *name, const char *dir, const c
   }
   struct span b = span_now();
   span_fill(r, a, b, pairs);
+#ifdef LONG_RUN_INTERNAL
+  uint64_t h = 0, w = 0, wns = 0;
+  sp__stream_waits(m, &h, &w, &wns);
+  r->handoffs = h;
+  r->waits = w;
+  r->wait_ms = (double)wns * 1e-6;
+#endif
   double f0 = clock_s(CLOCK_MONOTONIC);
   sp_status st = sp_manager_finalize(m, NULL, NULL);
   r->fin_s = clock_s(CLOCK_MONOTONIC) - f0;
@@ -168,6 +185,9 @@ int main(int argc, char **argv) {
     else if (!strcmp(argv[i], "--dir") && i + 1 < argc) dir = argv[++i];
     else if (!strcmp(argv[i], "--json") && i + 1 < argc) json = argv[++i];
     else if (!strcmp(argv[i], "--default-only")) default_only = 1;
+#ifdef LONG_RUN_INTERNAL
+    else if (!strcmp(argv[i], "--in-flight") && i + 1 < argc) sp__stream_test_in_flight = atoi(argv[++i]);
+#endif
     else {
       fprintf(stderr, "usage: long_run [--pairs N] [--cpu C] [--dir DIR] [--json FILE] [--default-only]\n");
       return 2;
@@ -203,6 +223,11 @@ int main(int argc, char **argv) {
     printf("%-28s %9.2f %9.2f %9.2f %8.2f %10.2f %9.2f %9.2f %8.2f\n", res[i].name, res[i].wall_ns,
            res[i].cpu_ns, res[i].proc_ns, res[i].wall_ns / res[0].wall_ns, res[i].faults_per_kev,
            res[i].rss_b_per_ev, res[i].peak_b_per_ev, res[i].fin_s);
+#ifdef LONG_RUN_INTERNAL
+  printf("hand-offs of the default case: %llu, %llu of them waited for the writer, %.1f ms in all (in flight: %s)\n",
+         res[2].handoffs, res[2].waits, res[2].wait_ms,
+         sp__stream_test_in_flight ? (sp__stream_test_in_flight == 1 ? "1" : "2") : "the default rule");
+#endif
   if (json) {
     FILE *f = fopen(json, "w");
     if (!f) return perror(json), 1;
@@ -210,10 +235,11 @@ int main(int argc, char **argv) {
     for (int i = 0; i < n; i++)
       fprintf(f, "%s{\"case\": \"%s\", \"wall_ns\": %.3f, \"cpu_ns\": %.3f, \"process_cpu_ns\": %.3f, "
                  "\"ratio_to_rdtsc\": %.4f, \"faults_per_1000_events\": %.3f, \"rss_bytes_per_event\": %.3f, "
-                 "\"peak_bytes_per_event\": %.3f, \"finalize_s\": %.3f}",
+                 "\"peak_bytes_per_event\": %.3f, \"finalize_s\": %.3f, \"handoffs\": %llu, \"waits\": %llu, "
+                 "\"wait_ms\": %.3f}",
               i ? ", " : "", res[i].name, res[i].wall_ns, res[i].cpu_ns, res[i].proc_ns,
               res[i].wall_ns / res[0].wall_ns, res[i].faults_per_kev, res[i].rss_b_per_ev, res[i].peak_b_per_ev,
-              res[i].fin_s);
+              res[i].fin_s, res[i].handoffs, res[i].waits, res[i].wait_ms);
     fprintf(f, "]}\n");
     fclose(f);
   }

@@ -209,6 +209,9 @@ struct sp_stream {
    * staged (under mu) */
   int hold, have_final;
   uint64_t ntaken, ndone; /* blocks the writer took from the queue, and finished */
+  /* hand-offs of this stream, those that waited for the writer, and how
+   * long they waited in all (under mu; sp__stream_waits) */
+  uint64_t handoffs, waits, wait_ns;
   struct sp_clock_map fin;
   struct sp_clock_seg *fin_seg;
   sp_status err;
@@ -217,6 +220,7 @@ struct sp_stream {
 
 /* Tests: the writer sleeps this long before each block (a slow disk). */
 int sp__stream_test_block_delay_ms;
+int sp__stream_test_in_flight;
 int sp__stream_shed_wait_ms = 1000;
 
 /*====== Writer ======*/
@@ -292,19 +296,84 @@ struct emit_ctx {
   int staged;    /* the block goes to the staged file only */
   int sthreads;  /* with its thread ids */
   int stage_err; /* staging this block failed: its calls are dropped, the run goes the copy way */
-  const struct sp_gaps *gaps; /* the pass's ns of the call emitted (s0, e0) */
+  const struct sp_gaps *gaps; /* where the pass keeps the emitted call's ns (s0, e0) */
 };
 
-/* Region r's buffered calls, already coded as the file's rows have them
- * (emit_staged), into the block's staged datasets, with their checksums. */
+/* Region r's buffered calls (emit_staged: starts and ends in ns on the
+ * block's map, ids, parents) coded in place as the file's rows have them
+ * (start deltas from the row's last staged start, durations), the rows'
+ * statistics and the journal's checksums taken in the same pass, with
+ * everything it accumulates in locals (through the struct, each store to
+ * the buffer could alias them), then into the block's staged datasets. */
 static void stage_part(struct emit_ctx *e, uint32_t r, uint64_t n) {
   struct sp_stream *s = e->s;
   struct rpart *q = &s->part[r];
-  const int64_t *v = s->arena + 4 * q->base;
+  struct racc A = s->acc[r];
+  int64_t *v0 = s->arena + 4 * q->base, *v1 = v0 + q->cap, *v2 = v1 + q->cap, *v3 = v2 + q->cap;
   const uint64_t at = q->boff + q->written;
-  for (int c = 0; c < 4; c++) jsum(q->sum[c], v + (uint64_t)c * q->cap, n);
+  uint64_t k = 0;
+  if (!q->written) q->sbase = A.n ? A.prev : 0;
+  if (!A.n) { /* the row's first call: its start as is, then deltas */
+    int64_t s0 = v0[0], e0 = v1[0], d = e0 - s0;
+    A.shift = A.first = A.min = A.max = A.last = d;
+    A.first_start = A.last_start = A.smin = s0;
+    A.emax = e0;
+    A.prev = s0;
+    v1[0] = d;
+    A.total += d;
+    A.s1 += 0.0; /* x = d - shift = 0 */
+    A.s2 += 0.0;
+    k = 1;
+  }
+  uint64_t a0 = q->sum[0][0], b0 = q->sum[0][1], a1 = q->sum[1][0], b1 = q->sum[1][1];
+  uint64_t a2 = q->sum[2][0], b2 = q->sum[2][1], a3 = q->sum[3][0], b3 = q->sum[3][1];
+  if (k) { /* the first call's checksum terms */
+    a0 += (uint64_t)v0[0], b0 += a0, a1 += (uint64_t)v1[0], b1 += a1;
+    a2 += (uint64_t)v2[0], b2 += a2, a3 += (uint64_t)v3[0], b3 += a3;
+  }
+  int xparents = 0;
+  for (; k < n; k++) {
+    int64_t s0 = v0[k], e0 = v1[k], d = e0 - s0; /* e0 >= s0: the pass clamps it */
+    int64_t delta = (int64_t)((uint64_t)s0 - (uint64_t)A.prev);
+    A.prev = s0;
+    v0[k] = delta;
+    v1[k] = d;
+    /* the statistics as the copy way's merge makes them (first: the earliest
+     * start; last: the latest; mean and m2 from sums shifted by a duration) */
+    if (s0 < A.first_start) A.first = d, A.first_start = s0;
+    if (s0 >= A.last_start) A.last = d, A.last_start = s0;
+    if (d < A.min) A.min = d;
+    if (d > A.max) A.max = d;
+    if (s0 < A.smin) A.smin = s0;
+    if (e0 > A.emax) A.emax = e0;
+    A.total += d;
+    double x = (double)(d - A.shift);
+    A.s1 += x;
+    A.s2 += x * x;
+    a0 += (uint64_t)delta, b0 += a0, a1 += (uint64_t)d, b1 += a1;
+    a2 += (uint64_t)v2[k], b2 += a2, a3 += (uint64_t)v3[k], b3 += a3;
+    xparents |= v3[k] <= -2;
+  }
+  A.n += n;
+  s->acc[r] = A;
+  q->sum[0][0] = a0, q->sum[0][1] = b0, q->sum[1][0] = a1, q->sum[1][1] = b1;
+  q->sum[2][0] = a2, q->sum[2][1] = b2, q->sum[3][0] = a3, q->sum[3][1] = b3;
+  for (uint64_t j = 0; xparents && j < n && !e->stage_err; j++) {
+    if (v3[j] > -2) continue;
+    if (s->nxp == s->xp_cap) { /* a cross-thread parent: known at finalize */
+      size_t cap = s->xp_cap ? s->xp_cap * 2 : 64;
+      struct xpatch *np = realloc(s->xp, cap * sizeof *np);
+      if (!np) {
+        e->stage_err = 1;
+        break;
+      }
+      s->xp = np;
+      s->xp_cap = cap;
+    }
+    s->xp[s->nxp++] = (struct xpatch){s->sblocks, at + j, v3[j]};
+  }
   for (int c = 0; c < 4 && !e->stage_err; c++)
-    if (sp__stage_put(s->stage, c, at, n, v + (uint64_t)c * q->cap) != 0) e->stage_err = 1;
+    if (sp__stage_put(s->stage, c, at, n, v0 + (uint64_t)c * q->cap) != 0) e->stage_err = 1;
   if (e->sthreads && !e->stage_err && sp__stage_put(s->stage, SP_STAGE_NCOLS - 1, at, n, s->sbuf) != 0)
     e->stage_err = 1;
 }
@@ -355,57 +424,22 @@ static void emit_scratch(void *ctx, uint64_t i, int64_t id, int64_t parent_id, u
   if (q->fill == q->cap) part_flush(e, region);
 }
 
-/* A staged block's calls are coded as the file's rows have them as they
- * are emitted, from the nanoseconds the pass converted them to on the
- * block's map (its map: process_block), and the rows' statistics taken in
- * the same pass: each call is read once and never converted twice (before:
- * ticks buffered here, then converted again, coded into a second buffer and
- * summed over from it, 138 instructions a call of the writer's 466). */
+/* A staged block's calls are buffered in the nanoseconds the pass converted
+ * them to on the block's map (process_block makes it the pass's map), so
+ * that stage_part codes them without converting any tick again (before:
+ * ticks buffered, converted again, coded into a second buffer and summed
+ * from it, 138 instructions a call of the writer's 466, callgrind). */
 static void emit_staged(void *ctx, uint64_t i, int64_t id, int64_t parent_id, uint32_t region) {
   (void)i;
   struct emit_ctx *e = ctx;
   struct sp_stream *s = e->s;
   struct rpart *q = &s->part[region];
-  struct racc *a = &s->acc[region];
-  int64_t s0 = *e->gaps->s0, e0 = *e->gaps->e0, d = e0 - s0; /* e0 >= s0: the pass clamps it */
   uint64_t k = q->fill++;
   int64_t *v = s->arena + 4 * q->base + k;
-  if (!a->n) {
-    q->sbase = 0;
-    v[0] = s0; /* a row's first start, then deltas */
-    a->shift = a->first = a->min = a->max = a->last = d;
-    a->first_start = a->last_start = a->smin = s0;
-    a->emax = e0;
-  } else {
-    if (!q->written && !k) q->sbase = a->prev;
-    v[0] = (int64_t)((uint64_t)s0 - (uint64_t)a->prev);
-    /* the statistics as the copy way's merge makes them (first: the earliest
-     * start; last: the latest; mean and m2 from sums shifted by a duration) */
-    if (s0 < a->first_start) a->first = d, a->first_start = s0;
-    if (s0 >= a->last_start) a->last = d, a->last_start = s0;
-    if (d < a->min) a->min = d;
-    if (d > a->max) a->max = d;
-    if (s0 < a->smin) a->smin = s0;
-    if (e0 > a->emax) a->emax = e0;
-  }
-  a->prev = s0;
-  a->n++;
-  a->total += d;
-  double x = (double)(d - a->shift);
-  a->s1 += x;
-  a->s2 += x * x;
-  v[q->cap] = d;
+  v[0] = *e->gaps->s0;
+  v[q->cap] = *e->gaps->e0;
   v[2 * q->cap] = id;
   v[3 * q->cap] = parent_id;
-  if (parent_id <= -2 && !e->stage_err) { /* a cross-thread parent: known at finalize */
-    if (s->nxp == s->xp_cap) {
-      size_t cap = s->xp_cap ? s->xp_cap * 2 : 64;
-      struct xpatch *np = realloc(s->xp, cap * sizeof *np);
-      if (!np) e->stage_err = 1;
-      else s->xp = np, s->xp_cap = cap;
-    }
-    if (!e->stage_err) s->xp[s->nxp++] = (struct xpatch){s->sblocks, q->boff + q->written + k, parent_id};
-  }
   if (q->fill == q->cap) part_flush(e, region);
 }
 
@@ -842,6 +876,7 @@ uint64_t sp__stream_live_limit(const struct sp_manager *m) {
 /* One thread staging keeps one block in flight (asked again at every wake:
  * the first block decides whether the run stages). */
 static int one_in_flight(struct sp_stream *s) {
+  if (sp__stream_test_in_flight) return sp__stream_test_in_flight == 1;
   return __atomic_load_n(&s->staging, __ATOMIC_RELAXED) && !__atomic_load_n(&s->sthr_all, __ATOMIC_RELAXED);
 }
 
@@ -891,13 +926,22 @@ static int handoff(struct sp_manager *m, sp_thread_rec *t, int recording) {
    * the block in hand), but a signal then finds one block to wait for
    * instead of two (BENCHMARKS.md "Round 5": 3.9 s a block at load 13;
    * 200M events published in 2.9 s with one, 11.0 s with two). */
+  int64_t waited_from = -1;
   while ((one_in_flight(s) ? s->queued_bytes > 0 : s->queued_bytes >= 2 * cap * sizeof *t->hot.ev) && !drop) {
+    if (waited_from < 0) waited_from = sp__mono_ns();
     if (__atomic_load_n(&s->staging, __ATOMIC_RELAXED) && __atomic_load_n(&s->sthr_all, __ATOMIC_RELAXED) &&
         !s->stage_shed) {
       if (pthread_cond_timedwait(&s->idle, &s->mu, &shed_at) == ETIMEDOUT) s->stage_shed = 1;
       continue;
     }
     if (pthread_cond_timedwait(&s->idle, &s->mu, &until) == ETIMEDOUT) drop = 1;
+  }
+  if (recording) { /* finalize's drain waits for the writer anyway */
+    s->handoffs++;
+    if (waited_from >= 0) {
+      s->waits++;
+      s->wait_ns += (uint64_t)(sp__mono_ns() - waited_from);
+    }
   }
   struct thread_gaps *tg = t->index < s->ntg ? &s->tg[t->index] : NULL;
   while (tg && tg->nspare && !fresh) {
@@ -1881,6 +1925,17 @@ uint64_t sp__stream_in_flight(const struct sp_manager *m, uint64_t *done) {
   for (const struct block *b = s->head; b; b = b->next) n++;
   pthread_mutex_unlock(&s->mu);
   return n;
+}
+
+void sp__stream_waits(const struct sp_manager *m, uint64_t *handoffs, uint64_t *waits, uint64_t *wait_ns) {
+  *handoffs = *waits = *wait_ns = 0;
+  struct sp_stream *s = __atomic_load_n(&m->stream, __ATOMIC_ACQUIRE);
+  if (!s) return;
+  pthread_mutex_lock(&s->mu);
+  *handoffs = s->handoffs;
+  *waits = s->waits;
+  *wait_ns = s->wait_ns;
+  pthread_mutex_unlock(&s->mu);
 }
 
 uint64_t sp__stream_calls(const struct sp_manager *m, uint32_t region) {

@@ -68,6 +68,14 @@ int sp__stream_is_journal(const unsigned char head[8]);
 void sp__stream_close(struct sp_manager *m);
 /* Tests: the writer sleeps this long before each block (a slow disk). */
 extern int sp__stream_test_block_delay_ms;
+/* Tests and benches: blocks a hand-off lets be in flight to the writer, 1
+ * or 2 (0: the rule of handoff(), one while one thread stages). */
+extern int sp__stream_test_in_flight;
+/* The recording threads' hand-offs so far (the manager's, over its runs; not
+ * finalize's drain), how many
+ * of them waited for the writer, and their waits' total in ns: what target
+ * 6's "a recording thread never waits for the writer" counts. */
+void sp__stream_waits(const struct sp_manager *m, uint64_t *handoffs, uint64_t *waits, uint64_t *wait_ns);
 /* How long a hand-off waits for a writer that stages thread ids before it
  * sheds the staging (1000 ms). Tests whose staged cases must stage raise it:
  * under a sanitizer on a loaded machine a block can take longer. */
