@@ -604,6 +604,10 @@ static sp_status short_block(const struct rpart *q, uint32_t r, const char *went
                        (unsigned long long)q->written, (unsigned)r, (unsigned long long)q->count, went);
 }
 
+/* The writer alone counts blocks; a fatal-signal handler reads the count
+ * without the lock (sp__stream_blocks_now), so it is stored atomically. */
+static void count_block(struct sp_stream *s) { __atomic_store_n(&s->blocks, s->blocks + 1, __ATOMIC_RELAXED); }
+
 /* A staged block is whole: its file flushed, then its segments' records
  * appended to the journal. A block that could not be staged whole is in
  * neither file: its calls are dropped (counted per region, as a hand-off
@@ -633,10 +637,10 @@ static sp_status journal_block(struct sp_stream *s, struct emit_ctx *ec, uint32_
   if (bad) {
     for (uint32_t r = 1; r <= maxid; r++) s->dropped[r] += s->part[r].count;
     stage_stop(s);
-    s->blocks++;
+    count_block(s);
     return SP_OK;
   }
-  s->blocks++;
+  count_block(s);
   __atomic_store_n(&s->sblocks, s->sblocks + 1, __ATOMIC_RELEASE);
   if (stage_too_many(s)) stage_stop(s);
   return SP_OK;
@@ -764,7 +768,7 @@ static sp_status process_block(struct sp_stream *s, struct block *b) {
     s->segs[s->nsegs++] = (struct seg){r, t->index, q->count, q->data, s->sblocks, q->boff, 0, 0, {0}};
     s->file_end = q->data + q->count * 8 * (uint64_t)nc;
   }
-  s->blocks++;
+  count_block(s);
   return st;
 }
 
@@ -786,11 +790,11 @@ static void *writer(void *arg) {
     while (!s->head && !s->stop) pthread_cond_wait(&s->wake, &s->mu);
     if (!s->head && s->stop) break;
     struct block *b = s->head;
-    s->head = b->next;
+    __atomic_store_n(&s->head, b->next, __ATOMIC_RELAXED); /* (sp__stream_blocks_now) */
     if (!s->head) s->tail = NULL;
     s->busy = 1;
     s->ntaken++;
-    s->current = b;
+    __atomic_store_n(&s->current, b, __ATOMIC_RELAXED);
     pthread_mutex_unlock(&s->mu);
     size_t seg0 = s->nsegs;
     sp_status st = s->err == SP_OK ? process_block(s, b) : SP_OK;
@@ -801,7 +805,7 @@ static void *writer(void *arg) {
     }
     pthread_mutex_lock(&s->mu);
     for (size_t g = seg0; g < s->nsegs; g++) s->calls[s->segs[g].region] += s->segs[g].count;
-    s->current = NULL; /* counted in s->calls from here on */
+    __atomic_store_n(&s->current, NULL, __ATOMIC_RELAXED); /* counted in s->calls from here on */
     int kept = recycle(s, b);
     s->queued_bytes -= bytes;
     s->busy = 0;
@@ -1026,7 +1030,7 @@ static int handoff(struct sp_manager *m, sp_thread_rec *t, int recording) {
   if (s->tail)
     s->tail->next = b;
   else
-    s->head = b;
+    __atomic_store_n(&s->head, b, __ATOMIC_RELAXED);
   s->tail = b;
   pthread_cond_signal(&s->wake);
   pthread_mutex_unlock(&s->mu);
@@ -1567,7 +1571,7 @@ void sp__stream_reset(struct sp_manager *m) {
   if (!s->adopted && ftruncate(s->fd, 0) != 0) { /* the next run appends past the old data: wasteful, not wrong */ }
   s->file_end = 0;
   s->nsegs = 0;
-  s->blocks = 0;
+  __atomic_store_n(&s->blocks, 0, __ATOMIC_RELAXED);
   /* published (its file renamed to the output) or not used: gone either way */
   if (s->stage_kept && s->stage_tmp[0]) unlink(s->stage_tmp);
   s->stage_kept = 0;
@@ -1648,7 +1652,7 @@ void sp__stream_close(struct sp_manager *m) {
   pthread_join(s->th, NULL);
   while (s->head) {
     struct block *b = s->head;
-    s->head = b->next;
+    __atomic_store_n(&s->head, b->next, __ATOMIC_RELAXED);
     free(b->ev);
     free(b->cols);
     free(b);
