@@ -22,6 +22,7 @@
 
 #include "core/spill.h"
 #include "core/stream.h"
+#include "childutil.h"
 #include "h5util.h"
 #include "harness.h"
 #include "output/output.h"
@@ -41,8 +42,7 @@ static int crashed_run(const char *budget, const char *schema, long n, int step)
   pid_t pid = fork();
   ASSERT(pid >= 0);
   if (pid == 0) {
-    struct rlimit no_core = {0, 0};
-    setrlimit(RLIMIT_CORE, &no_core);
+    child_no_core();
     /* the spill handler chains to what was there: the default action (a
      * sanitizer's own SEGV handler would report the test's crash) */
     signal(SIGSEGV, SIG_DFL);
@@ -65,15 +65,7 @@ static int crashed_run(const char *budget, const char *schema, long n, int step)
     sp_manager_finalize(m, NULL, NULL);
     _exit(4); /* the step never came */
   }
-  int st = 0;
-  while (waitpid(pid, &st, 0) < 0 && errno == EINTR) {
-  }
-  return st;
-}
-
-static int exists(const char *path) {
-  struct stat sb;
-  return lstat(path, &sb) == 0;
+  return child_wait(pid);
 }
 
 /* Crash at each step, recover, and check that the whole run is there. */

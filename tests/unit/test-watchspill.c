@@ -24,6 +24,7 @@
 #include "core/core.h"
 #include "core/mpi_hooks.h"
 #include "core/spill.h"
+#include "childutil.h"
 #include "h5util.h"
 #include "harness.h"
 #include "output/output.h"
@@ -60,8 +61,7 @@ static int held_run(long n, int rank, int step) {
   pid_t pid = fork();
   ASSERT(pid >= 0);
   if (pid == 0) {
-    struct rlimit no_core = {0, 0};
-    setrlimit(RLIMIT_CORE, &no_core);
+    child_no_core();
     sp__mpi_ops = &fake_mpi;
     fake_rank = rank;
     const char *ov[] = {"file_path=job.h5", NULL};
@@ -77,15 +77,7 @@ static int held_run(long n, int rank, int step) {
     sp_manager_finalize(m, NULL, NULL);
     _exit(4);
   }
-  int st = 0;
-  while (waitpid(pid, &st, 0) < 0 && errno == EINTR) {
-  }
-  return st;
-}
-
-static int exists(const char *path) {
-  struct stat sb;
-  return stat(path, &sb) == 0;
+  return child_wait(pid);
 }
 
 /* A finalize stuck before its write (a collective with dead peers): the
@@ -157,9 +149,7 @@ SP_TEST(watcher_cut_leaves_recording_off) {
     if (!sigismember(&pend, SIGTERM)) _exit(5); /* the watcher never let the signal go */
     _exit(sp_manager_is_active(m) ? 6 : 0);
   }
-  int st = 0;
-  while (waitpid(pid, &st, 0) < 0 && errno == EINTR) {
-  }
+  int st = child_wait(pid);
   if (WIFSIGNALED(st)) SKIP("the watcher's kill reached a thread that did not block SIGTERM (signal %d)", WTERMSIG(st));
   ASSERT(WIFEXITED(st));
   if (WEXITSTATUS(st) == 6) SP_FAIL_("the manager records again after the watcher's cut");
