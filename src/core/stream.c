@@ -105,6 +105,17 @@ struct jseg {
   uint64_t sum[4][2]; /* per column: sum of the values, sum of the running sums (mod 2^64) */
 };
 
+/* A staged value finalize patches in place (a cross-thread parent, known
+ * only then: build_staged), journaled before the patch: where it is in the
+ * staged file, the value the block's checksum was taken over, the value
+ * written. Recovery checks the checksum with the first in place of the
+ * second (either may be on the disk at a crash). */
+#define JPATCH_MAGIC UINT64_C(0x3130305441505053) /* "SPPAT001" */
+struct jpatch {
+  uint64_t magic, off;
+  int64_t was, now;
+};
+
 /* The journal's checksum of n values, continued from sum[0..1]. */
 static void jsum(uint64_t sum[2], const int64_t *v, uint64_t n) {
   uint64_t a = sum[0], b = sum[1];
@@ -1408,8 +1419,23 @@ static int ids_redundant(const struct sp_manager *m, const struct sp_stream *s, 
  * place, one mapping per (row, block) segment in row order, the rows'
  * statistics from what the writer accumulated. 0, or -1: the copy way. */
 static int build_staged(struct sp_manager *m, struct sp_stream *s, struct sp_run *run, struct fill_ctx *f) {
-  for (size_t k = 0; k < s->nxp; k++)
-    if (sp__stage_patch(s->stage, s->xp[k].block, 3, s->xp[k].at, sp__xctx_parent(m, s->xp[k].pid)) != 0) return -1;
+  size_t sg_at = 0; /* the segment of the last patch: the next is mostly in it too */
+  for (size_t k = 0; k < s->nxp; k++) {
+    const struct xpatch *x = &s->xp[k];
+    int64_t v = sp__xctx_parent(m, x->pid);
+    /* journaled first: the journal's checksum of that segment is of the
+     * placeholder (review11 F2) */
+    for (size_t tries = 0; tries < s->nsegs; tries++, sg_at = (sg_at + 1) % s->nsegs) {
+      const struct seg *sg = &s->segs[sg_at];
+      if (sg->staged && sg->block == x->block && x->at >= sg->boff && x->at < sg->boff + sg->count) {
+        struct jpatch j = {JPATCH_MAGIC, sg->coff[3] + (x->at - sg->boff) * 8, x->pid, v};
+        if (put_at(s->fd, &j, sizeof j, s->file_end) != 0) return -1;
+        s->file_end += sizeof j;
+        break;
+      }
+    }
+    if (sp__stage_patch(s->stage, x->block, 3, x->at, v) != 0) return -1;
+  }
   if (!(f->map = malloc((s->nsegs + 1) * sizeof *f->map))) return -1;
   size_t n = 0;
   for (size_t r = 0; r < run->nrows; r++) {
@@ -1726,6 +1752,67 @@ static int private_copy(int fd, uint64_t len) {
   return out;
 }
 
+static int cmp_patch(const void *a, const void *b) {
+  uint64_t x = ((const struct jpatch *)a)->off, y = ((const struct jpatch *)b)->off;
+  return (x > y) - (x < y);
+}
+
+/* The journal's patch records, sorted by offset (the walk stops where
+ * adopt's does: at a record it does not know or one cut short). */
+static struct jpatch *journal_patches(int fd, uint64_t size, int ncols, size_t *np) {
+  struct jpatch *v = NULL;
+  size_t n = 0, cap = 0;
+  for (uint64_t off = 0; off + 16 <= size;) {
+    uint64_t head[2];
+    if (get_at(fd, head, sizeof head, off) != 0) break;
+    uint64_t len;
+    if (head[0] == JFILE_MAGIC) {
+      if (head[1] >= 4096) break;
+      len = 16 + head[1] + (8 - head[1] % 8) % 8;
+    } else if (head[0] == JSEG_MAGIC) {
+      len = sizeof(struct jseg);
+    } else if (head[0] == JPATCH_MAGIC) {
+      len = sizeof(struct jpatch);
+    } else if (head[0] == SEG_MAGIC) {
+      struct seg_head h;
+      if (off + SEG_HEAD > size || get_at(fd, &h, sizeof h, off) != 0 || h.count > ((uint64_t)1 << 40) ||
+          h.ncols != (uint32_t)ncols)
+        break;
+      len = SEG_HEAD + h.count * 8 * (uint64_t)(4 + h.ncols);
+    } else {
+      break;
+    }
+    if (off + len > size) break;
+    if (head[0] == JPATCH_MAGIC) {
+      if (n == cap) {
+        cap = cap ? cap * 2 : 64;
+        struct jpatch *w = realloc(v, cap * sizeof *w);
+        if (!w) break;
+        v = w;
+      }
+      if (get_at(fd, &v[n], sizeof v[n], off) != 0) break;
+      n++;
+    }
+    off += len;
+  }
+  if (n) qsort(v, n, sizeof *v, cmp_patch);
+  *np = n;
+  return v;
+}
+
+/* n values read from the staged file at file offset `at`: a patched one
+ * back to the value the checksum was taken over. */
+static void unpatch(const struct jpatch *p, size_t np, int64_t *v, uint64_t n, uint64_t at) {
+  size_t lo = 0, hi = np;
+  while (lo < hi) {
+    size_t mid = lo + (hi - lo) / 2;
+    if (p[mid].off < at) lo = mid + 1;
+    else hi = mid;
+  }
+  for (; lo < np && p[lo].off < at + n * 8; lo++)
+    if ((p[lo].off - at) % 8 == 0 && v[(p[lo].off - at) / 8] == p[lo].now) v[(p[lo].off - at) / 8] = p[lo].was;
+}
+
 int sp__stream_adopt(struct sp_manager *m, const char *path, const uint32_t *idmap, uint32_t nreg,
                      const struct sp_clock_map *cm, const char *published, struct sp_adopted *info) {
   struct sp_adopted none;
@@ -1746,6 +1833,8 @@ int sp__stream_adopt(struct sp_manager *m, const char *path, const uint32_t *idm
   s->adopted = 1;
   int ncols = m->ext_nout, clean = 0;
   uint64_t off = 0, n = 0;
+  size_t npatch = 0;
+  struct jpatch *patch = journal_patches(fd, (uint64_t)size, ncols, &npatch);
   int64_t *col = malloc(4 * 8192 * sizeof *col);
   for (; col;) {
     struct seg_head h;
@@ -1775,6 +1864,11 @@ int sp__stream_adopt(struct sp_manager *m, const char *path, const uint32_t *idm
       off += 16 + head[1] + (8 - head[1] % 8) % 8;
       continue;
     }
+    if (magic == JPATCH_MAGIC) { /* (read ahead: journal_patches) */
+      if (off + sizeof(struct jpatch) > (uint64_t)size) break;
+      off += sizeof(struct jpatch);
+      continue;
+    }
     if (magic == JSEG_MAGIC) { /* a staged segment: its calls read from the staged file, checked */
       struct jseg j;
       if (off + sizeof j > (uint64_t)size || get_at(fd, &j, sizeof j, off) != 0 || s->sfd < 0 ||
@@ -1786,6 +1880,7 @@ int sp__stream_adopt(struct sp_manager *m, const char *path, const uint32_t *idm
         for (uint64_t p = 0; p < j.count && whole; p += 8192) {
           uint64_t kn = j.count - p < 8192 ? j.count - p : 8192;
           whole = get_at(s->sfd, col, kn * 8, j.coff[c] + p * 8) == 0;
+          if (c == 3) unpatch(patch, npatch, col, kn, j.coff[c] + p * 8);
           jsum(sum, col, kn);
         }
         whole = whole && sum[0] == j.sum[c][0] && sum[1] == j.sum[c][1];
@@ -1845,6 +1940,7 @@ int sp__stream_adopt(struct sp_manager *m, const char *path, const uint32_t *idm
     }
   }
   free(col);
+  free(patch);
   if (ok) {
     qsort(v, k, sizeof *v, cmp_staged);
     for (size_t i = 0; i < k; i++) {
