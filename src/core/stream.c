@@ -233,6 +233,15 @@ struct sp_stream {
 int sp__stream_test_block_delay_ms;
 int sp__stream_test_in_flight;
 int sp__stream_shed_wait_ms = 1000;
+int sp__stream_drop_wait_ms = 5000;
+
+/* `t` plus ms milliseconds. */
+static struct timespec after_ms(struct timespec t, int ms) {
+  t.tv_sec += ms / 1000;
+  t.tv_nsec += (long)(ms % 1000) * 1000000;
+  if (t.tv_nsec >= 1000000000) t.tv_sec++, t.tv_nsec -= 1000000000;
+  return t;
+}
 
 /*====== Writer ======*/
 
@@ -916,21 +925,19 @@ static int handoff(struct sp_manager *m, sp_thread_rec *t, int recording) {
   size_t ncols = (size_t)m->ext_stride;
   uint64_t cap = t->hot.cap;
   /* Wait for the writer when two buffers are already in flight (one, for a
-   * run one thread stages: below); past five
-   * seconds the completed calls of this buffer are dropped, and counted.
+   * run one thread stages: below); past sp__stream_drop_wait_ms (five
+   * seconds) the completed calls of this buffer are dropped, and counted.
    * Then continue in a buffer the writer is done with, if it has one of
    * this size (a fresh one otherwise: at most three per thread in all). */
   int drop = 0;
   struct sp_i_event *fresh = NULL;
   int64_t *fresh_cols = NULL;
   pthread_mutex_lock(&s->mu);
-  struct timespec until, shed_at;
-  clock_gettime(CLOCK_REALTIME, &until);
-  shed_at = until;
-  shed_at.tv_sec += sp__stream_shed_wait_ms / 1000;
-  shed_at.tv_nsec += (long)(sp__stream_shed_wait_ms % 1000) * 1000000;
-  if (shed_at.tv_nsec >= 1000000000) shed_at.tv_sec++, shed_at.tv_nsec -= 1000000000;
-  until.tv_sec += 5;
+  struct timespec now, until, shed_at, relax_at;
+  clock_gettime(CLOCK_REALTIME, &now);
+  shed_at = after_ms(now, sp__stream_shed_wait_ms);
+  until = after_ms(now, sp__stream_drop_wait_ms);
+  relax_at = after_ms(now, sp__stream_drop_wait_ms / 2);
   /* A writer that keeps a thread waiting a second while it stages thread
    * ids writes 40 B per call where the copy way writes 32: it sheds the
    * staging, so that it catches up before any block is dropped. Without
@@ -940,13 +947,24 @@ static int handoff(struct sp_manager *m, sp_thread_rec *t, int recording) {
    * the hand-off waits as long either way (until the writer is done with
    * the block in hand), but a signal then finds one block to wait for
    * instead of two (BENCHMARKS.md "Round 5": 3.9 s a block at load 13;
-   * 200M events published in 2.9 s with one, 11.0 s with two). */
+   * 200M events published in 2.9 s with one, 11.0 s with two). But a
+   * wait that lasts half the drop's lets a second block queue: a writer
+   * stalled for one long block (a slow disk for a moment) then costs the
+   * recording thread that half, not the buffer's calls (review11 F4: a
+   * writer slowed to 5.2 s a block dropped a block with one in flight, none
+   * with two). Steadily slower than that, both rules drop alike. */
   int64_t waited_from = -1;
-  while ((one_in_flight(s) ? s->queued_bytes > 0 : s->queued_bytes >= 2 * cap * sizeof *t->hot.ev) && !drop) {
+  int relaxed = 0;
+  while ((one_in_flight(s) && !relaxed ? s->queued_bytes > 0 : s->queued_bytes >= 2 * cap * sizeof *t->hot.ev) &&
+         !drop) {
     if (waited_from < 0) waited_from = sp__mono_ns();
     if (__atomic_load_n(&s->staging, __ATOMIC_RELAXED) && __atomic_load_n(&s->sthr_all, __ATOMIC_RELAXED) &&
         !s->stage_shed) {
       if (pthread_cond_timedwait(&s->idle, &s->mu, &shed_at) == ETIMEDOUT) s->stage_shed = 1;
+      continue;
+    }
+    if (one_in_flight(s) && !relaxed) {
+      if (pthread_cond_timedwait(&s->idle, &s->mu, &relax_at) == ETIMEDOUT) relaxed = 1;
       continue;
     }
     if (pthread_cond_timedwait(&s->idle, &s->mu, &until) == ETIMEDOUT) drop = 1;

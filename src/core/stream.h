@@ -80,5 +80,9 @@ void sp__stream_waits(const struct sp_manager *m, uint64_t *handoffs, uint64_t *
  * sheds the staging (1000 ms). Tests whose staged cases must stage raise it:
  * under a sanitizer on a loaded machine a block can take longer. */
 extern int sp__stream_shed_wait_ms;
+/* How long a hand-off waits for the writer before the buffer's completed
+ * calls are dropped (5000 ms; tests shorten it). One block in flight
+ * becomes two after half of it. */
+extern int sp__stream_drop_wait_ms;
 
 #endif

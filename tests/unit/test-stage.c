@@ -458,4 +458,48 @@ SP_TEST(the_recording_threads_waits_for_the_writer_are_counted) {
   ASSERT_EQ(waits, 0);
 }
 
+/* One block in flight lets a second queue once a hand-off has waited half
+ * the drop's wait (review11 F4): the drop at 2 s, and once the first block
+ * is written (it decides that the run stages, and so the one-block rule) a
+ * writer slowed to 2.3 s a block. The next hand-off finds the writer idle;
+ * the one after waits for that block, which has more than 2 s left: with one
+ * block in flight it would drop its buffer; it queues after 1 s instead, and
+ * the third waits only for the rest of that block. Nothing dropped. */
+static void wait_idle(sp_manager *m) {
+  while (!sp__stream_idle_now(m)) {
+    struct timespec ms = {0, 10000000};
+    nanosleep(&ms, NULL);
+  }
+}
+
+SP_TEST(one_block_in_flight_lets_a_second_queue_before_a_drop) {
+  unsetenv("SCOPE_PROFILER_CLOCK");
+  sp__stream_drop_wait_ms = 2000;
+  const char *ov[] = {"file_path=relax.h5", "max_buffer_bytes=16777216", NULL};
+  sp_manager *m = setup_with(ov);
+  sp_region leaf = sp_region_intern("leaf");
+  uint64_t handoffs = 0, waits = 0, wait_ns = 0;
+  long long n = 0;
+  for (uint64_t until = 1; until <= 4; until += 3) {
+    while (handoffs < until && n < 100000000) {
+      sp_region_begin(m, leaf);
+      sp_region_end(m, leaf);
+      if (++n % 4096 == 0) sp__stream_waits(m, &handoffs, &waits, &wait_ns);
+    }
+    /* finalize's drain waits by the same rule: with the writer idle first,
+     * only the recording thread's hand-offs can drop anything */
+    wait_idle(m);
+    sp__stream_test_block_delay_ms = 2300;
+  }
+  ASSERT_OK(sp_manager_finalize(m, NULL, NULL));
+  sp_manager_destroy(m);
+  sp__stream_test_block_delay_ms = 0;
+  sp__stream_drop_wait_ms = 5000;
+  ASSERT_EQ(handoffs, 4);
+  ASSERT_GE(waits, 1);
+  ASSERT_EQ(h5_is_virtual("relax.h5", "/events/durations"), 1);
+  ASSERT_EQ(h5_attr_i64("relax.h5", "/metadata", "dropped_events"), 0);
+  ASSERT_EQ(h5_region_events("relax.h5", "leaf"), n);
+}
+
 int main(int argc, char **argv) { return sp_test_main(argc, argv); }
