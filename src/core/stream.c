@@ -41,6 +41,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -66,6 +67,10 @@ struct seg {
   int staged;
   int64_t base;
   uint64_t coff[4];
+  /* staged in this run: the journal's checksums of its columns (struct
+   * jseg), which reading it back checks (a recovery's were checked there) */
+  int sums;
+  uint64_t sum[4][2];
 };
 
 /* A region's row as the staged blocks code it (h5stage.c): the start its
@@ -195,6 +200,10 @@ struct sp_stream {
   int stage_off; /* not staged in this run */
   int staging;    /* stage is open (atomic: the hand-offs read it) */
   int sfd;        /* the staged file, to read its blocks back (the copy way, recovery); -1 */
+  char sfd_name[4096]; /* its name, and the raw staging file's, for what a failed read says */
+  char fd_name[4096];
+  int patched;    /* cross-thread parents patched in the staged file: no checksum of that column */
+  int readback_failed; /* finalize could not read the staged file back: it is kept (sp__stream_reset) */
   int stage_kept; /* stage closed but its file left by name: its blocks are the run's data */
   int stage_shed; /* a hand-off waited for the writer: stop staging (under mu) */
   int stage_stale; /* a finalize ended without writing the run: the map the blocks used may change */
@@ -598,6 +607,7 @@ static void stage_begin(struct sp_stream *s) {
     s->stage_off = 1;
   else if (strlen(sp__stage_path(s->stage)) < sizeof s->stage_tmp)
     memcpy(s->stage_tmp, sp__stage_path(s->stage), strlen(sp__stage_path(s->stage)) + 1);
+  if (s->stage) snprintf(s->sfd_name, sizeof s->sfd_name, "%s", sp__stage_path(s->stage));
   if (s->stage && ((s->sfd = open(sp__stage_path(s->stage), O_RDONLY | O_CLOEXEC)) < 0 || journal_start(s) != 0)) {
     stage_stop(s); /* (no blocks yet: removed) */
     return;
@@ -643,11 +653,12 @@ static sp_status journal_block(struct sp_stream *s, struct emit_ctx *ec, uint32_
     if (!q->count) continue;
     if (q->written != q->count) return short_block(q, r, "were staged");
     struct jseg j = {JSEG_MAGIC, r, ec->b->t->index, q->count, q->sbase, {0}, {{0}}};
-    struct seg g = {r, ec->b->t->index, q->count, 0, s->sblocks, q->boff, 1, q->sbase, {0}};
+    struct seg g = {r, ec->b->t->index, q->count, 0, s->sblocks, q->boff, 1, q->sbase, {0}, 0, {{0}}};
+    g.sums = 1;
     for (int c = 0; c < 4; c++) {
       j.coff[c] = g.coff[c] = off[c] + q->boff * 8;
-      j.sum[c][0] = q->sum[c][0];
-      j.sum[c][1] = q->sum[c][1];
+      j.sum[c][0] = g.sum[c][0] = q->sum[c][0];
+      j.sum[c][1] = g.sum[c][1] = q->sum[c][1];
     }
     if (put_at(s->fd, &j, sizeof j, s->file_end) != 0)
       return sp__set_error(SP_ERR_IO, "stream: writing the staging journal failed: %s (disk full?)", strerror(errno));
@@ -785,7 +796,7 @@ static sp_status process_block(struct sp_stream *s, struct block *b) {
     struct seg_head h = {SEG_MAGIC, r, t->index, q->count, (uint32_t)ncols, 0};
     if (put_at(s->fd, &h, sizeof h, q->data - SEG_HEAD) != 0)
       return sp__set_error(SP_ERR_IO, "stream: writing the staging file failed: %s (disk full?)", strerror(errno));
-    s->segs[s->nsegs++] = (struct seg){r, t->index, q->count, q->data, s->sblocks, q->boff, 0, 0, {0}};
+    s->segs[s->nsegs++] = (struct seg){r, t->index, q->count, q->data, s->sblocks, q->boff, 0, 0, {0}, 0, {{0}}};
     s->file_end = q->data + q->count * 8 * (uint64_t)nc;
   }
   count_block(s);
@@ -865,6 +876,7 @@ static struct sp_stream *stream_open(struct sp_manager *m) {
     char *tmpl = sp__asprintf("%s/.%s.stage.XXXXXX", dirs[i], base);
     if (tmpl && (s->fd = mkstemp(tmpl)) >= 0 && strlen(tmpl) < sizeof m->stage_path) {
       memcpy(m->stage_path, tmpl, strlen(tmpl) + 1);
+      memcpy(s->fd_name, tmpl, strlen(tmpl) + 1);
     } else if (s->fd >= 0) {
       unlink(tmpl); /* a name too long for the spill: unnamed, not recoverable */
       m->stage_path[0] = 0;
@@ -1161,6 +1173,7 @@ struct cursor {
   int64_t hs, he; /* the next call's start and end, ns on the final map */
   int ns;         /* the buffered calls are staged ones: nanoseconds already */
   uint64_t run;   /* staged: the last start decoded */
+  uint64_t sum[4][2]; /* staged: the checksums of what was read so far, as stored */
 };
 
 /* The next call's nanoseconds, which the merge orders by (start, longer
@@ -1210,6 +1223,59 @@ static inline int64_t runner_up(const struct cursor *cur, const size_t *h, size_
   return a < b ? a : b;
 }
 
+/* What reading a segment back found wrong, as finalize's message: the
+ * file, the cause, what is kept and what to do. -1. */
+static const char *const col_words[4] = {"start", "duration", "call id", "parent id"};
+static int readback_error(struct sp_stream *s, const struct seg *g, int col, const char *cause) {
+  const struct sp_region_info *ri = s->adopted ? NULL : sp__region_info(g->region);
+  const char *name = g->staged ? s->sfd_name : s->fd_name;
+  if (!name[0]) name = g->staged ? "(the staged file)" : "(the staging file)";
+  s->readback_failed = 1;
+  char where[320];
+  if (g->staged)
+    snprintf(where, sizeof where, "block %u, region \"%.200s\", %llu calls, their %s column", (unsigned)g->block,
+             ri ? ri->name : "?", (unsigned long long)g->count, col_words[col < 4 ? col : 0]);
+  else
+    snprintf(where, sizeof where, "region \"%.200s\", %llu calls", ri ? ri->name : "?", (unsigned long long)g->count);
+  sp__set_error(SP_ERR_IO,
+                "reading the streamed calls back from the %s file %s failed: %s (%s). The file no longer holds what "
+                "the run wrote there, so this run cannot be written%s%s%s. Keep other programs (dot-file cleaners, "
+                "backup or quota tools) away from the files beside file_path while a run lasts, and check the "
+                "file system for I/O errors",
+                g->staged ? "staged" : "staging", name, cause, where, g->staged ? "; " : "", g->staged ? name : "",
+                g->staged ? " is kept as it is (remove it when done with it)" : "");
+  return -1;
+}
+
+/* n bytes at `off` of fd, or the error said (readback_error). */
+static int read_back(struct sp_stream *s, const struct seg *g, int col, int fd, void *p, size_t n, uint64_t off) {
+  char *c = p;
+  size_t left = n;
+  uint64_t at = off;
+  int err = 0;
+  while (left) {
+    ssize_t r = fd >= 0 ? pread(fd, c, left, (off_t)at) : (errno = EBADF, -1);
+    if (r < 0 && errno == EINTR) continue;
+    if (r < 0) err = errno;
+    if (r <= 0) break;
+    c += r;
+    left -= (size_t)r;
+    at += (uint64_t)r;
+  }
+  if (!left) return 0;
+  char cause[512];
+  struct stat sb;
+  if (err)
+    snprintf(cause, sizeof cause, "reading %zu bytes at offset %llu: %s", n, (unsigned long long)off, strerror(err));
+  else if (fstat(fd, &sb) == 0)
+    snprintf(cause, sizeof cause, "%zu bytes at offset %llu were to be read, but the file ends at byte %lld",
+             n, (unsigned long long)off, (long long)sb.st_size);
+  else
+    snprintf(cause, sizeof cause, "%zu bytes at offset %llu were to be read, but the file ended before", n,
+             (unsigned long long)off);
+  return readback_error(s, g, col, cause);
+}
+
 static int cursor_fill(struct sp_stream *s, struct cursor *c, int ncols) {
   const struct seg *g = c->seg;
   if (c->pos >= g->count) return 0;
@@ -1217,8 +1283,16 @@ static int cursor_fill(struct sp_stream *s, struct cursor *c, int ncols) {
   int64_t *dst[4] = {c->start, c->end, c->id, c->pid};
   c->ns = g->staged;
   if (g->staged) { /* start deltas and durations, in ns, from the staged file */
-    for (int col = 0; col < 4; col++)
-      if (s->sfd < 0 || get_at(s->sfd, dst[col], n * 8, g->coff[col] + c->pos * 8) != 0) return -1;
+    if (!c->pos) memset(c->sum, 0, sizeof c->sum);
+    for (int col = 0; col < 4; col++) {
+      if (read_back(s, g, col, s->sfd, dst[col], n * 8, g->coff[col] + c->pos * 8) != 0) return -1;
+      if (g->sums) jsum(c->sum[col], dst[col], n);
+    }
+    /* the whole segment read: what the journal's checksums were taken
+     * over (a patched parent column is not: build_staged) */
+    for (int col = 0; g->sums && c->pos + n == g->count && col < (s->patched ? 3 : 4); col++)
+      if (c->sum[col][0] != g->sum[col][0] || c->sum[col][1] != g->sum[col][1])
+        return readback_error(s, g, col, "the values read differ from the checksum the run took when it wrote them");
     if (!c->pos) c->run = (uint64_t)g->base;
     for (uint64_t k = 0; k < n; k++) {
       c->run += (uint64_t)c->start[k];
@@ -1231,10 +1305,11 @@ static int cursor_fill(struct sp_stream *s, struct cursor *c, int ncols) {
     return 1;
   }
   for (int col = 0; col < 4; col++)
-    if (get_at(s->fd, dst[col], n * 8, g->off + ((uint64_t)col * g->count + c->pos) * 8) != 0) return -1;
+    if (read_back(s, g, col, s->fd, dst[col], n * 8, g->off + ((uint64_t)col * g->count + c->pos) * 8) != 0)
+      return -1;
   for (int p = 0; p < ncols; p++) {
     int64_t tmp[CURSOR_N];
-    if (get_at(s->fd, tmp, n * 8, g->off + ((uint64_t)(4 + p) * g->count + c->pos) * 8) != 0) return -1;
+    if (read_back(s, g, 4, s->fd, tmp, n * 8, g->off + ((uint64_t)(4 + p) * g->count + c->pos) * 8) != 0) return -1;
     for (uint64_t k = 0; k < n; k++) c->cols[k * (uint64_t)ncols + (uint64_t)p] = tmp[k];
   }
   c->pos += n;
@@ -1321,7 +1396,7 @@ static sp_status fill(void *ctx, struct sp_event_sink *sink) {
       c->start = at, c->end = at + c->room, c->id = at + 2 * c->room, c->pid = at + 3 * c->room;
       c->cols = at + 4 * c->room;
       at += (4 + (uint64_t)ncols) * c->room;
-      if (cursor_fill(s, c, ncols) < 0) st = SP_ERR_IO;
+      if (st == SP_OK && cursor_fill(s, c, ncols) < 0) st = SP_ERR_IO;
       cursor_head(&f->cm, c);
       if (c->at < c->have) heap[nh++] = g;
     }
@@ -1378,11 +1453,11 @@ static sp_status fill(void *ctx, struct sp_event_sink *sink) {
         bar = runner_up(cur, heap, nh);
       }
       if (nout == FILL_BATCH && flush_out(f, sink, row->offset + done - nout, nout, o, othr, ocols, pcols) != 0)
-        st = SP_ERR_IO;
+        st = sp__set_error(SP_ERR_IO, "finalize: HDF5 could not write the streamed calls into the file (disk full?)");
       if (nout == FILL_BATCH) nout = 0;
     }
     if (nout && st == SP_OK && flush_out(f, sink, row->offset + done - nout, nout, o, othr, ocols, pcols) != 0)
-      st = SP_ERR_IO;
+      st = sp__set_error(SP_ERR_IO, "finalize: HDF5 could not write the streamed calls into the file (disk full?)");
     if (done) {
       double nd = (double)done;
       su->mean = (double)shift + s1 / nd;
@@ -1390,8 +1465,7 @@ static sp_status fill(void *ctx, struct sp_event_sink *sink) {
       if (su->m2 < 0) su->m2 = 0;
     }
   }
-  if (st != SP_OK && st != SP_ERR_NO_MEMORY) sp__set_error(st, "reading the staging file back failed");
-  goto out;
+  goto out; /* (a failed read or write said what failed) */
 oom:
   st = sp__set_error(SP_ERR_NO_MEMORY, "out of memory assembling the streamed run");
 out:
@@ -1438,6 +1512,7 @@ static int ids_redundant(const struct sp_manager *m, const struct sp_stream *s, 
  * statistics from what the writer accumulated. 0, or -1: the copy way. */
 static int build_staged(struct sp_manager *m, struct sp_stream *s, struct sp_run *run, struct fill_ctx *f) {
   size_t sg_at = 0; /* the segment of the last patch: the next is mostly in it too */
+  if (s->nxp) s->patched = 1; /* (a publish that declines reads them back patched) */
   for (size_t k = 0; k < s->nxp; k++) {
     const struct xpatch *x = &s->xp[k];
     int64_t v = sp__xctx_parent(m, x->pid);
@@ -1616,12 +1691,17 @@ void sp__stream_reset(struct sp_manager *m) {
   s->file_end = 0;
   s->nsegs = 0;
   __atomic_store_n(&s->blocks, 0, __ATOMIC_RELAXED);
-  /* published (its file renamed to the output) or not used: gone either way */
-  if (s->stage_kept && s->stage_tmp[0]) unlink(s->stage_tmp);
+  /* published (its file renamed to the output) or not used: gone either way;
+   * but a staged file finalize could not read back is kept, as its message
+   * says (it holds the run's calls, and nothing else does now) */
+  if (s->stage_kept && s->stage_tmp[0] && !s->readback_failed) unlink(s->stage_tmp);
   s->stage_kept = 0;
   s->stage_tmp[0] = 0;
-  sp__stage_discard(s->stage);
+  sp__stage_close(s->stage, s->readback_failed);
   s->stage = NULL;
+  s->readback_failed = 0;
+  s->patched = 0;
+  s->sfd_name[0] = 0;
   if (s->sfd >= 0) close(s->sfd);
   s->sfd = -1;
   __atomic_store_n(&s->staging, 0, __ATOMIC_RELAXED);
@@ -1849,6 +1929,7 @@ int sp__stream_adopt(struct sp_manager *m, const char *path, const uint32_t *idm
   s->fd = fd;
   s->sfd = -1;
   s->adopted = 1;
+  snprintf(s->fd_name, sizeof s->fd_name, "%s", path);
   int ncols = m->ext_nout, clean = 0;
   uint64_t off = 0, n = 0;
   size_t npatch = 0;
@@ -1879,6 +1960,7 @@ int sp__stream_adopt(struct sp_manager *m, const char *path, const uint32_t *idm
        * that file) */
       info->in_published = gone && published && *published;
       if (info->in_published) s->sfd = open(published, O_RDONLY | O_CLOEXEC);
+      snprintf(s->sfd_name, sizeof s->sfd_name, "%s", info->in_published ? published : name);
       off += 16 + head[1] + (8 - head[1] % 8) % 8;
       continue;
     }
@@ -1909,7 +1991,7 @@ int sp__stream_adopt(struct sp_manager *m, const char *path, const uint32_t *idm
       int known = 0;
       for (sp_thread_rec *t = m->threads; t && !known; t = t->next) known = t->index == j.thread;
       if (region && known && region < s->nregions) {
-        struct seg g = {region, j.thread, j.count, 0, 0, 0, 1, j.base, {j.coff[0], j.coff[1], j.coff[2], j.coff[3]}};
+        struct seg g = {region, j.thread, j.count, 0, 0, 0, 1, j.base, {j.coff[0], j.coff[1], j.coff[2], j.coff[3]}, 0, {{0}}};
         if (add_seg(s, &g) != 0) break;
         s->calls[region] += j.count;
         n += j.count;
@@ -1931,7 +2013,7 @@ int sp__stream_adopt(struct sp_manager *m, const char *path, const uint32_t *idm
         s->segs = g;
         s->segs_cap = cap;
       }
-      s->segs[s->nsegs++] = (struct seg){region, h.thread, h.count, off + SEG_HEAD, 0, 0, 0, 0, {0}};
+      s->segs[s->nsegs++] = (struct seg){region, h.thread, h.count, off + SEG_HEAD, 0, 0, 0, 0, {0}, 0, {{0}}};
       s->calls[region] += h.count;
       n += h.count;
     }

@@ -399,6 +399,7 @@ struct sp_event_sink {
   int64_t *row_prev; /* per row: the last start a batch of it coded */
   int64_t *tmp;
   size_t cap;
+  int failed; /* a put failed (sp__sink_failed) */
 };
 
 struct sp_event_sink *sp__plan_sink_open(hid_t file, const struct sp_layout *L, const struct sp_run *run) {
@@ -485,7 +486,16 @@ void sp__mem_sink_discard(struct sp_event_sink *s, struct sp_run *dst) {
   free(s);
 }
 
+static int sink_put(struct sp_event_sink *s, uint64_t off, size_t n, const struct sp_event_batch *b);
 int sp__sink_put(struct sp_event_sink *s, uint64_t off, size_t n, const struct sp_event_batch *b) {
+  int rc = sink_put(s, off, n, b);
+  if (rc) s->failed = 1;
+  return rc;
+}
+
+int sp__sink_failed(const struct sp_event_sink *s) { return s && s->failed; }
+
+static int sink_put(struct sp_event_sink *s, uint64_t off, size_t n, const struct sp_event_batch *b) {
   if (n == 0) return 0;
   if (s->mem) {
     struct sp_run *d = s->mem;

@@ -30,6 +30,11 @@ struct writer {
   hid_t file;
   const struct sp_config *cfg;
   int failed;
+  /* a filler that failed for a cause of its own, not the write's, said
+   * why (a streamed run's read-back: which file, what cause, what to do);
+   * the publish's own "writing F failed (disk full?)" would hide it */
+  sp_status fill_st;
+  char fill_msg[1536];
 };
 
 /* The parts (one run, or the ranks of a merged job: import-native), each
@@ -55,7 +60,14 @@ static void write_parts(struct writer *w, const struct sp_run *parts, int n) {
     unsigned what = SP_PW_ALL;
     if (run->fill_events && n == 1) {
       struct sp_event_sink *sink = sp__plan_sink_open(w->file, &L, run);
-      if (!sink || run->fill_events(run->fill_ctx, sink) != SP_OK) w->failed = 1;
+      sp_status fst = sink ? run->fill_events(run->fill_ctx, sink) : SP_ERR_NO_MEMORY;
+      if (fst != SP_OK) {
+        w->failed = 1;
+        if (sink && !sp__sink_failed(sink) && w->fill_st == SP_OK) {
+          w->fill_st = fst;
+          snprintf(w->fill_msg, sizeof w->fill_msg, "%s", sp_last_error());
+        }
+      }
       sp__plan_sink_close(sink);
       what &= ~SP_PW_EVENTS;
     } else if (run->fill_events) {
@@ -175,7 +187,11 @@ sp_status sp__h5_write_parts(const struct sp_run *run, int n, const struct sp_co
   H5E_BEGIN_TRY { write_parts(&w, run, n); }
   H5E_END_TRY;
   if (H5Fclose(w.file) < 0) w.failed = 1;
-  return sp__h5_publish(tmp, path, w.failed);
+  st = sp__h5_publish(tmp, path, w.failed);
+  if (st != SP_OK && w.fill_st != SP_OK)
+    return sp__set_error(w.fill_st, "writing %s failed, nothing was written (a file already there is untouched): %s",
+                         path, w.fill_msg);
+  return st;
 }
 
 sp_status sp__h5_write_image(const struct sp_run *run, const struct sp_config *cfg, void **image, size_t *size) {
@@ -334,6 +350,7 @@ static sp_status image_of(const struct sp_run *run, int nparts, const struct sp_
   }
   if (w.failed) {
     image_release(im);
+    if (w.fill_st != SP_OK) return sp__set_error(w.fill_st, "building the in-memory results: %s", w.fill_msg);
     return sp__set_error(SP_ERR_IO, "building the in-memory results failed (out of memory?)");
   }
   return SP_OK;

@@ -106,6 +106,9 @@ struct sp_event_sink;
 struct sp_run;
 /* 0, or -1 on an HDF5 error or out of memory. */
 int sp__sink_put(struct sp_event_sink *s, uint64_t off, size_t n, const struct sp_event_batch *b);
+/* 1 once a put failed: a filler that failed otherwise (a streamed run
+ * reading its staged blocks back) has its own message to give. */
+int sp__sink_failed(const struct sp_event_sink *s);
 /* A sink that reads a bounded-memory run `src` into event arrays of `dst`
  * (a shallow copy of src without arrays; the MPI writers place a rank's
  * events themselves). Close keeps the arrays in dst; discard frees them. */
