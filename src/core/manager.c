@@ -827,7 +827,8 @@ static sp_status finalize_map(struct sp_manager *m, const sp_finalize_args *args
   }
 
   sp_status io = SP_OK;
-  char io_msg[1024] = "";
+  char io_msg[2048] = "";
+  int unwritten = 0; /* the file was to be written, and was not */
   if (m->run_sink) { /* one rank of a job being recovered: the caller writes the job */
     *m->run_sink = run;
     memset(&run, 0, sizeof run);
@@ -838,6 +839,7 @@ static sp_status finalize_map(struct sp_manager *m, const sp_finalize_args *args
     if (sp__h5_test_publish_hook) sp__h5_test_publish_hook(SP_PUB_WRITE);
     io = mpi ? mpi->write(&run, &m->cfg, m->cfg.file_path) : sp__h5_write_file(&run, &m->cfg, m->cfg.file_path);
     if (io != SP_OK && sp__snapshot_fill_retry(snap_ctx)) io = sp__h5_write_file(&run, &m->cfg, m->cfg.file_path);
+    unwritten = io != SP_OK;
     /* (a job's other ranks return before rank 0 publishes the file) */
     __atomic_store_n(&m->pub_state,
                      io != SP_OK                ? SP_PUBSTATE_NONE
@@ -873,6 +875,20 @@ static sp_status finalize_map(struct sp_manager *m, const sp_finalize_args *args
   if (peek) {
     sp__run_free(&run);
     return io == SP_OK ? SP_OK : sp__set_error(io, "%s", io_msg);
+  }
+  /* A streamed run whose file could not be written stays as it is, active:
+   * its calls are on disk, in its staging files, and a retry once the cause
+   * is fixed, the exit hook or a crash's spill still has them (review11 F8:
+   * reset, the journal was emptied and no spill written). A run kept in
+   * memory loses its completed calls instead (test-finalize
+   * failed_write_case). */
+  if (unwritten && streamed && sp__stream_keep_failed(m)) {
+    sp__run_free(&run);
+    sp__stream_fill_free(fill_ctx);
+    return sp__set_error(io,
+                         "%s. The run is kept as it was and goes on recording: finalize again once that is fixed "
+                         "(the exit hook does), and a crash from here on leaves a spill that recovers its calls",
+                         io_msg);
   }
   if (args->verbose && mpi && mpi->summary) /* collective: rank 0 prints the whole job */
     mpi->summary(&run, &m->cfg, args->summary_stream ? args->summary_stream : stdout);

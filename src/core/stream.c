@@ -1754,6 +1754,11 @@ void sp__stream_reset(struct sp_manager *m) {
   pthread_mutex_unlock(&s->mu);
 }
 
+int sp__stream_keep_failed(const struct sp_manager *m) {
+  const struct sp_stream *s = m->stream;
+  return s && !s->adopted && !s->readback_failed && s->err == SP_OK;
+}
+
 uint64_t sp__stream_spare_bytes(const struct sp_manager *m) {
   struct sp_stream *s = m->stream;
   if (!s) return 0;

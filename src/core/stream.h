@@ -31,6 +31,11 @@ uint64_t sp__stream_calls(const struct sp_manager *m, uint32_t region);
 /* The run is written: an empty staging file for the next, and the recycled
  * buffers freed. */
 void sp__stream_reset(struct sp_manager *m);
+/* Finalize could not write the run: 1 when it stays as it is (its calls are
+ * in the staging files, whole), for a retry, the exit hook or a crash's
+ * recovery; 0 when it cannot be written anyway (its staged file no longer
+ * holds what the run wrote there): it is reset as a written run is. */
+int sp__stream_keep_failed(const struct sp_manager *m);
 /* Bytes of recycled buffers the writer holds for the threads' next
  * hand-offs. */
 uint64_t sp__stream_spare_bytes(const struct sp_manager *m);

@@ -229,21 +229,21 @@ static sp_status copy_into(char *tmp, const char *path) {
 
 void (*sp__h5_test_publish_hook)(int step);
 
-sp_status sp__h5_publish(char *tmp, const char *path, int failed) {
+/* `keep`: a failure leaves tmp where it is, and the name to the caller. */
+static sp_status publish(char *tmp, const char *path, int failed, int keep) {
   const char *why;
   if (!failed && sp__dest_kind(path, &why) == SP_DEST_STREAM) return copy_into(tmp, path);
   if (sp__h5_test_publish_hook) sp__h5_test_publish_hook(SP_PUB_FSYNC);
   if (!failed && sp__h5_fsync_path(tmp) != 0) failed = 1;
   if (failed) {
-    unlink(tmp);
-    free(tmp);
-    return sp__set_error(SP_ERR_IO, "writing %s failed (disk full or I/O error?); no partial file was left", path);
+    if (!keep) unlink(tmp), free(tmp);
+    return sp__set_error(SP_ERR_IO, "writing %s failed (disk full or I/O error?); %s", path,
+                         keep ? "its temporary file is kept" : "no partial file was left");
   }
   if (sp__h5_test_publish_hook) sp__h5_test_publish_hook(SP_PUB_RENAME);
   if (rename(tmp, path) != 0) {
     int e = errno;
-    unlink(tmp);
-    free(tmp);
+    if (!keep) unlink(tmp), free(tmp);
     return sp__set_error(SP_ERR_IO, "cannot publish %s: %s", path, strerror(e));
   }
   if (sp__h5_test_publish_hook) sp__h5_test_publish_hook(SP_PUB_RENAMED);
@@ -251,3 +251,7 @@ sp_status sp__h5_publish(char *tmp, const char *path, int failed) {
   sync_directory(path);
   return SP_OK;
 }
+
+sp_status sp__h5_publish(char *tmp, const char *path, int failed) { return publish(tmp, path, failed, 0); }
+
+sp_status sp__h5_publish_or_keep(char *tmp, const char *path, int failed) { return publish(tmp, path, failed, 1); }

@@ -72,6 +72,9 @@ int sp__h5_fsync_path(const char *path);
 /* Publishes `tmp` as `path` (fsync, rename) or, when `failed`, removes it.
  * Frees tmp. SP_OK or SP_ERR_IO with a message. */
 sp_status sp__h5_publish(char *tmp, const char *path, int failed);
+/* The same, except that a failure leaves tmp on disk and does not free it
+ * (a staged run's file: its blocks are the run's calls, still needed). */
+sp_status sp__h5_publish_or_keep(char *tmp, const char *path, int failed);
 /* A run whose blocks were staged (run->staged): published as `path` with
  * virtual /events columns (h5stage.c). *declined: the staged way does not
  * apply and nothing was touched; otherwise a failure removed the file.

@@ -375,6 +375,11 @@ sp_status sp__stage_publish(const struct sp_run *run, const struct sp_config *cf
   sp__layout_free(&L);
   sp__place_free(&pl);
   char *tmp = g->tmp;
-  g->tmp = NULL; /* published or removed by sp__h5_publish, which frees it */
-  return sp__h5_publish(tmp, path, failed);
+  g->tmp = NULL; /* published and freed, or kept: */
+  sp_status pst = sp__h5_publish_or_keep(tmp, path, failed);
+  /* the blocks are the run's calls, at the offsets the journal names: the
+   * copy way reads them back, a retry or a crash's recovery too (the run
+   * stays after a write that failed: manager.c, review11 F8) */
+  if (pst != SP_OK) g->tmp = tmp;
+  return pst;
 }

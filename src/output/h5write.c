@@ -159,7 +159,7 @@ sp_status sp__h5_write_parts(const struct sp_run *run, int n, const struct sp_co
       copy.staged = NULL;
       return sp__h5_write_parts(&copy, 1, cfg, sp__h5_stage_copy_too);
     }
-    /* declined, or failed and removed: the same run the copy way */
+    /* declined, or failed (its staged file kept): the same run the copy way */
   }
   if ((!run->fill_events || run->fill_any_size) && estimated_size(run, n) <= sp__h5_image_max)
     return write_image_file(run, n, cfg, path);

@@ -1,11 +1,15 @@
-/* test-stagefail.c - a streamed run whose finalize fails: reading the staged
+/* test-stagefail.c - a streamed run whose finalize fails. Reading the staged
  * blocks back (the copy way) from a staged file that was truncated or changed
  * after the run wrote it gives a status whose message names the file, the
- * cause and what to do, and the file stays (review11 F9).
+ * cause and what to do, and the file stays (review11 F9). A write that fails
+ * (the output path became a directory) keeps the run: a crash afterwards
+ * leaves a spill that `recover` turns into a file with every streamed call,
+ * and a finalize once the cause is gone writes them all (review11 F8).
  */
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -16,6 +20,7 @@
 #include <hdf5.h>
 
 #include "childutil.h"
+#include "core/spill.h"
 #include "core/stream.h"
 #include "h5util.h"
 #include "harness.h"
@@ -99,6 +104,90 @@ SP_TEST(a_truncated_staged_file_is_named_with_the_cause) {
 
 SP_TEST(a_changed_staged_file_is_named_with_the_cause) {
   damaged_staged_file(1, "the values read differ from the checksum the run took");
+}
+
+
+/* F8: n outer calls around one inner each, streamed (staged) in a 16 MiB
+ * budget; then the output path becomes a directory, so the write fails. */
+static char fail_msg[2048];
+static sp_manager *streamed_run_whose_write_fails(long n) {
+  const char *ov[] = {"file_path=pub.h5", "max_buffer_bytes=16777216", "crash_spill=true", NULL};
+  sp__stream_shed_wait_ms = 600000; /* a loaded machine must not make it shed its staging */
+  sp_manager *m = sp_manager_create();
+  ASSERT(m);
+  ASSERT_OK(sp_manager_setup(m, &(sp_setup_args){.overrides = ov}));
+  sp_region outer = sp_region_intern("outer"), inner = sp_region_intern("inner");
+  for (long i = 0; i < n; i++) {
+    sp_region_begin(m, outer);
+    sp_region_begin(m, inner);
+    sp_region_end(m, inner);
+    sp_region_end(m, outer);
+  }
+  ASSERT_EQ(mkdir("pub.h5", 0755), 0);
+  sp_status st = sp_manager_finalize(m, NULL, NULL);
+  snprintf(fail_msg, sizeof fail_msg, "%s", sp_last_error());
+  fprintf(stderr, "  finalize: %s\n", fail_msg);
+  ASSERT_EQ(st, SP_ERR_IO);
+  return m;
+}
+
+/* The child crashes after that finalize; the parent recovers its spill. */
+SP_TEST(a_crash_after_a_failed_finalize_recovers_the_streamed_calls) {
+  unsetenv("SCOPE_PROFILER_CLOCK");
+  long n = 600000;
+  pid_t pid = fork();
+  ASSERT(pid >= 0);
+  if (pid == 0) {
+    child_no_core();
+    signal(SIGSEGV, SIG_DFL); /* (the spill handler chains to it) */
+    streamed_run_whose_write_fails(n);
+    raise(SIGSEGV);
+    _exit(4);
+  }
+  int st = child_wait(pid);
+  if (!WIFSIGNALED(st) || WTERMSIG(st) != SIGSEGV) SP_FAIL_("the child did not crash (status 0x%x)", st);
+  ASSERT(exists("pub.h5.spill"));
+  struct sp_recover_info info;
+  const char *spills[] = {"pub.h5.spill"};
+  if (sp__spill_recover_run(spills, 1, "rec.h5", &info) != SP_OK) SP_FAIL_("recover: %s", sp_last_error());
+  long long got_outer = h5_region_events("rec.h5", "outer"), got_inner = h5_region_events("rec.h5", "inner");
+  fprintf(stderr, "  recovered: %lld outer, %lld inner calls of %ld, complete %d\n", got_outer, got_inner, n,
+          info.complete);
+  ASSERT_EQ(got_outer, n);
+  ASSERT_EQ(got_inner, n);
+  ASSERT(info.complete);
+  ASSERT_EQ(h5_attr_i64("rec.h5", "/metadata", "recovery_complete"), 1);
+  ASSERT_EQ(h5_attr_i64("rec.h5", "/metadata", "recovered_from_signal"), SIGSEGV);
+  sp__recover_info_free(&info);
+}
+
+/* Once the cause is gone, finalize writes the kept run whole, with the
+ * calls made since. */
+SP_TEST(a_failed_finalize_keeps_a_streamed_run_for_the_next) {
+  unsetenv("SCOPE_PROFILER_CLOCK");
+  long n = 600000;
+  sp_manager *m = streamed_run_whose_write_fails(n);
+  ASSERT_EQ(rmdir("pub.h5"), 0);
+  sp_region outer = sp_region_intern("outer");
+  for (int i = 0; i < 10; i++) {
+    sp_region_begin(m, outer);
+    sp_region_end(m, outer);
+  }
+  ASSERT_OK(sp_manager_finalize(m, NULL, NULL));
+  sp_manager_destroy(m);
+  long long got_outer = h5_region_events("pub.h5", "outer"), got_inner = h5_region_events("pub.h5", "inner");
+  fprintf(stderr, "  written: %lld outer, %lld inner calls\n", got_outer, got_inner);
+  ASSERT_EQ(got_outer, n + 10);
+  ASSERT_EQ(got_inner, n);
+  /* and the failed finalize said what happened to the run */
+  ASSERT_CONTAINS(fail_msg, "pub.h5 is a directory");
+  ASSERT_CONTAINS(fail_msg, "The run is kept as it was");
+  /* nothing of the run is left beside it */
+  DIR *d = opendir(".");
+  ASSERT(d);
+  for (struct dirent *e; (e = readdir(d));)
+    if (e->d_name[0] == '.' && strstr(e->d_name, "pub.h5")) SP_FAIL_("%s was left", e->d_name);
+  closedir(d);
 }
 
 int main(int argc, char **argv) { return sp_test_main(argc, argv); }
