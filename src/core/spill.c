@@ -89,6 +89,8 @@ static void put_str(struct out *o, const char *s) {
   put(o, s, n);
 }
 
+void (*sp__spill_test_hook)(struct sp_manager *m);
+
 int sp__spill_write(struct sp_manager *m, int sig) { return sp__spill_write_to(m, sig, m->spill_path); }
 
 int sp__spill_write_to(struct sp_manager *m, int sig, const char *path) {
@@ -125,6 +127,7 @@ int sp__spill_write_to(struct sp_manager *m, int sig, const char *path) {
     put_u32(&o, (uint32_t)(ri ? ri->ntags : 0));
     for (size_t k = 0; ri && k < ri->ntags; k++) put_str(&o, ri->tags[k]);
   }
+  if (sp__spill_test_hook) sp__spill_test_hook(m);
   uint32_t nthreads = 0;
   for (sp_thread_rec *t = m->threads; t; t = t->next) nthreads++;
   put_u32(&o, nthreads);

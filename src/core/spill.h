@@ -9,6 +9,10 @@
 /* Async-signal-safe: write m's raw buffers to m->spill_path; 0 on success. */
 int sp__spill_write(struct sp_manager *m, int sig);
 int sp__spill_write_to(struct sp_manager *m, int sig, const char *path);
+/* Tests: called by the spill writer just before it reads the threads'
+ * buffers (NULL outside tests), so that a test can hold a spill there while
+ * finalize runs on. */
+extern void (*sp__spill_test_hook)(struct sp_manager *m);
 
 /* What a recovery did, for the caller to say and to clean up after. */
 struct sp_recover_info {

@@ -113,6 +113,63 @@ SP_TEST(mpi_spill_stands_down_while_finalize_rewrites_the_buffers) {
   }
 }
 
+/* The other order: a spill under way when finalize reaches its rewrite.
+ * Finalize (rank 1: its part written, the buffers read from the spill)
+ * raises SIGTERM at its write and goes on once the watcher's spill, past
+ * its bounded wait for the lock, has begun; the spill holds before it reads
+ * the buffers until finalize has said it rewrites them, and a while longer:
+ * a finalize that did not wait for it would compact them under it, and the
+ * spill would recover "complete" with none of the run's calls. */
+static int spill_begun;
+static void spill_hold(struct sp_manager *m) {
+  __atomic_store_n(&spill_begun, 1, __ATOMIC_SEQ_CST);
+  for (int i = 0; i < 10000 && !__atomic_load_n(&m->fin_rewriting, __ATOMIC_SEQ_CST); i++)
+    nanosleep(&(struct timespec){0, 1000000}, NULL);
+  nanosleep(&(struct timespec){0, 300000000}, NULL);
+}
+static void go_on_once_spilling(int step) {
+  if (step != SP_PUB_WRITE) return;
+  raise(SIGTERM);
+  for (int i = 0; i < 10000 && !__atomic_load_n(&spill_begun, __ATOMIC_SEQ_CST); i++)
+    nanosleep(&(struct timespec){0, 1000000}, NULL);
+}
+
+SP_TEST(finalize_waits_for_a_spill_under_way_before_it_rewrites_the_buffers) {
+  pid_t pid = fork();
+  ASSERT(pid >= 0);
+  if (pid == 0) {
+    child_no_core();
+    sp__mpi_ops = &fake_mpi;
+    fake_rank = 1;
+    const char *ov[] = {"file_path=job.h5", NULL};
+    sp_manager *m = sp_manager_create();
+    if (!m || sp_manager_setup(m, &(sp_setup_args){.overrides = ov}) != SP_OK) _exit(3);
+    sp_region r = sp_region_intern("work");
+    for (long i = 0; i < 5000; i++) {
+      sp_region_begin(m, r);
+      sp_region_end(m, r);
+    }
+    sp__spill_test_hook = spill_hold;
+    sp__h5_test_publish_hook = go_on_once_spilling;
+    sp_manager_finalize(m, NULL, NULL);
+    for (;;) sleep(60); /* the watcher ends the process once its spill is written */
+  }
+  int st = child_wait(pid);
+  ASSERT(WIFSIGNALED(st) && WTERMSIG(st) == SIGTERM);
+  ASSERT_EQ(h5_region_events("job.h5", "work"), 5000); /* this rank's part, as written */
+  ASSERT(exists("job.h5.spill"));
+  struct sp_recover_info info;
+  const char *spills[] = {"job.h5.spill"};
+  ASSERT_OK(sp__spill_recover_run(spills, 1, "rec.h5", &info));
+  ASSERT(!info.published);
+  long long got = h5_region_events("rec.h5", "work");
+  if (got != 5000)
+    SP_FAIL_("the spill under way when finalize rewrote the buffers holds %lld of 5000 calls (%s)", got,
+             info.complete ? "said complete" : "said partial");
+  ASSERT(info.complete);
+  sp__recover_info_free(&info);
+}
+
 /* Outside MPI the watcher publishes the run cut short and lets the signal
  * end the process; recording stays off meanwhile (review11 F3: it armed the
  * manager again, which a destroy waiting for the cut then freed with
