@@ -162,7 +162,8 @@ SP_TEST(finalize_waits_for_a_spill_under_way_before_it_rewrites_the_buffers) {
   const char *spills[] = {"job.h5.spill"};
   ASSERT_OK(sp__spill_recover_run(spills, 1, "rec.h5", &info));
   ASSERT(!info.published);
-  long long got = h5_region_events("rec.h5", "work");
+  long long got = h5_region_events("rec.h5", "work"); /* -1: no call of it at all */
+  if (got < 0) got = 0;
   if (got != 5000)
     SP_FAIL_("the spill under way when finalize rewrote the buffers holds %lld of 5000 calls (%s)", got,
              info.complete ? "said complete" : "said partial");
