@@ -171,6 +171,49 @@ SP_TEST(finalize_waits_for_a_spill_under_way_before_it_rewrites_the_buffers) {
   sp__recover_info_free(&info);
 }
 
+/* Reported: a rank>0 spill written after finalize had compacted the
+ * buffers recovered "complete". A fatal signal in finalize once it has
+ * compacted them, before the run ends (its last publish step): the crash
+ * handler spills what finalize left, the open calls only. Rank 1: its part
+ * is written, the job's file is rank 0's to publish, so the spill is all a
+ * recovery of this rank has; it must say partial, and how many calls. */
+static void crash_at_reset(int step) {
+  if (step == SP_PUB_RESET) abort();
+}
+
+SP_TEST(crash_spill_after_finalize_compacted_the_buffers_is_partial) {
+  pid_t pid = fork();
+  ASSERT(pid >= 0);
+  if (pid == 0) {
+    child_no_core();
+    sp__mpi_ops = &fake_mpi;
+    fake_rank = 1;
+    const char *ov[] = {"file_path=job.h5", NULL};
+    sp_manager *m = sp_manager_create();
+    if (!m || sp_manager_setup(m, &(sp_setup_args){.overrides = ov}) != SP_OK) _exit(3);
+    sp_region r = sp_region_intern("work");
+    for (long i = 0; i < 5000; i++) {
+      sp_region_begin(m, r);
+      sp_region_end(m, r);
+    }
+    sp__h5_test_publish_hook = crash_at_reset;
+    sp_manager_finalize(m, NULL, NULL);
+    _exit(4);
+  }
+  int st = child_wait(pid);
+  ASSERT(WIFSIGNALED(st) && WTERMSIG(st) == SIGABRT);
+  ASSERT(exists("job.h5.spill"));
+  struct sp_recover_info info;
+  const char *spills[] = {"job.h5.spill"};
+  ASSERT_OK(sp__spill_recover_run(spills, 1, "rec.h5", &info));
+  ASSERT(!info.published);
+  long long got = h5_region_events("rec.h5", "work");
+  if (got < 0) got = 0;
+  if (info.complete && got != 5000) SP_FAIL_("recovered %lld of 5000 calls, said complete", got);
+  ASSERT(!info.complete);
+  sp__recover_info_free(&info);
+}
+
 /* Outside MPI the watcher publishes the run cut short and lets the signal
  * end the process; recording stays off meanwhile (review11 F3: it armed the
  * manager again, which a destroy waiting for the cut then freed with
