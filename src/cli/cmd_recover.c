@@ -29,7 +29,9 @@ static const char usage[] =
     "number) and recovery_complete (0 when the spill itself was cut short). Given the\n"
     "spills of every rank of an MPI job (<file_path>.rank<R>.spill, also what a rank\n"
     "writes on a termination signal), it writes the job's one file with their ranks;\n"
-    "recovery_complete is then 1 only when every rank's spill was whole.\n"
+    "recovery_complete is then 1 only when every rank's spill was whole. A recovery that\n"
+    "is not whole says \"partial\", with the calls lost when the spills know them (a spill\n"
+    "written while finalize cleared the buffers holds none of their calls).\n"
     "\n"
     "A run that crashed after its file was published says so and writes nothing. Once the\n"
     "recovered (or published) file holds the whole run and reads back, the crashed run's\n"
@@ -124,6 +126,16 @@ int sp_cmd_recover(int argc, char **argv) {
     printf("recovered %s -> %s\n", spills[0], info.written);
   else
     printf("recovered %zu ranks' spills -> %s\n", nspills, info.written);
+  /* What is missing, said before anything is kept or removed for it. */
+  if (!info.published && info.rewritten)
+    printf("partial: %llu call(s) lost: %s written while finalize cleared the buffers of the calls it had "
+           "written (the file that finalize wrote has them, if it was published)\n",
+           info.calls_lost, info.rewritten > 1 ? "spills were" : "the spill was");
+  else if (!info.published && !info.complete)
+    printf("partial: %s; recovery_complete is 0\n",
+           nspills > 1 ? "the spills do not hold the whole job (one cut short, a rank's spill missing, or "
+                         "streamed blocks lost)"
+                       : "the spill does not hold the whole run (cut short, or streamed blocks lost)");
   clean_up(&info, keep);
   sp__recover_info_free(&info);
   free(spills);

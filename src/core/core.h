@@ -371,12 +371,15 @@ struct sp_manager {
    * (async-signal safe, atomic): SP_PUBSTATE_*. Whatever a crash then left
    * behind, recovery knows whether the file at file_path is this run's. */
   int pub_state;
-  /* Under MPI the signal watcher spills while a finalize it could not wait
-   * for may run (signals.c): it spills only while finalize has not begun
-   * to rewrite the buffers (fin_rewriting), and finalize does not begin
-   * while a spill reads them (spilling). Both atomic, sequentially
-   * consistent: one of the two always stands down. */
+  /* A spill may be written while a finalize runs (the MPI watcher past its
+   * bounded wait, a crash in finalize): finalize does not begin to rewrite
+   * the buffers (fin_rewriting) while a spill reads them (spilling: how
+   * many), and a spill that finds them being rewritten leaves them out and
+   * records the calls they held (fin_rewrite_calls, set before
+   * fin_rewriting), for recovery to say partial (spill.c). Atomic,
+   * sequentially consistent: one of the two always stands down. */
   int fin_rewriting, spilling;
+  uint64_t fin_rewrite_calls;
   int per_rank_file;        /* file_path got this process's rank (a launch without a job file) */
   int file_rank;            /* and the rank that file records, as an MPI job's rank would be (-1: none) */
   int rank_override;        /* recovery: the rank of the spilled process (-1: none) */

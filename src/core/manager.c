@@ -904,8 +904,10 @@ static sp_status finalize_map(struct sp_manager *m, const sp_finalize_args *args
   count_done_calls(m, snap_ctx);
   sp__snapshot_fill_free(snap_ctx);
 
-  /* From here the buffers are rewritten: a spill the watcher is writing
-   * alongside this finalize ends first, and none starts (signals.c). */
+  /* From here the buffers are rewritten: a spill written alongside this
+   * finalize ends first, and one that starts later leaves them out and
+   * says how many calls they held (spill.c). */
+  __atomic_store_n(&m->fin_rewrite_calls, ovh.calls + open_calls, __ATOMIC_RELAXED);
   __atomic_store_n(&m->fin_rewriting, 1, __ATOMIC_SEQ_CST);
   while (__atomic_load_n(&m->spilling, __ATOMIC_SEQ_CST)) nanosleep(&(struct timespec){0, 1000000}, NULL);
   collect_problems(m, open_calls);

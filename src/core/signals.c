@@ -15,7 +15,8 @@
  * given all of them writes the job's one file. A finalize of the program's
  * may be under way then, stuck in a collective with ranks that died: the
  * watcher waits for its lock a bounded time only, then spills beside it
- * unless it is already rewriting the buffers (mpi_spill).
+ * (mpi_spill); a finalize waits for a spill under way before it rewrites
+ * the buffers, and a spill that comes later leaves them out (spill.c).
  *
  * Fatal signals (SIGSEGV, SIGBUS, SIGFPE, SIGABRT, SIGILL; `crash_spill`):
  * HDF5 cannot run in a signal handler, so the handler writes the raw
@@ -104,9 +105,10 @@ static void on_fatal(int sig, siginfo_t *si, void *uc) {
 /* Under MPI: the rank's spill, never racing its finalize. With the lock,
  * finalize is not running (a run it finished needs no spill). Without it
  * within the bound, finalize holds it, in a collective or still writing:
- * the spill reads the buffers beside it, unless finalize has begun to
- * rewrite them (its file is then written, or cannot be), and finalize
- * waits for a spill under way before it does. */
+ * the spill reads the buffers beside it, and finalize waits for it before
+ * it rewrites them; one that has begun to (its file is then written, or
+ * cannot be) is not waited for: the spill leaves the buffers out and says
+ * how many calls they held (sp__spill_write_to). */
 static void mpi_spill(struct sp_manager *m, int sig) {
   struct timespec until;
   clock_gettime(CLOCK_REALTIME, &until);
@@ -119,9 +121,7 @@ static void mpi_spill(struct sp_manager *m, int sig) {
     pthread_mutex_unlock(&m->fin_lock);
     return;
   }
-  __atomic_store_n(&m->spilling, 1, __ATOMIC_SEQ_CST);
-  if (!__atomic_load_n(&m->fin_rewriting, __ATOMIC_SEQ_CST)) sp__spill_write(m, sig);
-  __atomic_store_n(&m->spilling, 0, __ATOMIC_SEQ_CST);
+  sp__spill_write(m, sig);
 }
 
 static void *watch(void *unused) {

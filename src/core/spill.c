@@ -14,7 +14,8 @@
  * file, line, kind, tags), u32 thread count + per thread (index, tid, name,
  * event count, raw events, open-call count), then optional sections behind
  * 8-byte tags (the rank and job size, the cross-thread contexts, a streamed
- * run's staging file, where finalize was in publishing the file), then
+ * run's staging file, where finalize was in publishing the file, that it
+ * was rewriting the buffers, which the spill then leaves out), then
  * "SPILLEND". Strings are u32 length + bytes. A file that ends early (the
  * process died while writing) is recovered up to its last complete thread.
  * Version 1 differs only in the aggregation accumulators (struct agg_v1:
@@ -49,6 +50,10 @@
 /* Written only when the crash came while finalize was writing the run's
  * file: u32 SP_PUBSTATE_*, str file_path (where it was being published). */
 #define SPILL_PUB "SPPUBL01"
+/* Written only when finalize was rewriting the buffers (compacting them
+ * once written): u64 calls the run held. The threads then carry no events
+ * and no accumulators; the spill does not hold those calls. */
+#define SPILL_REWR "SPREWR01"
 #define SPILL_VERSION 2u
 
 /* Version 1's accumulator: sums of d - shift and of its square. */
@@ -93,8 +98,26 @@ void (*sp__spill_test_hook)(struct sp_manager *m);
 
 int sp__spill_write(struct sp_manager *m, int sig) { return sp__spill_write_to(m, sig, m->spill_path); }
 
+static int spill_write_body(struct sp_manager *m, int sig, const char *path, int rewriting);
+
+/* The spill tells a finalize under way that it reads the buffers: finalize
+ * waits for it before it rewrites them (compacts what it wrote). Found
+ * already rewriting them (a crash in finalize past its write, the MPI
+ * watcher's spill beside a finalize it could not wait for), the spill
+ * leaves them out and says how many calls they held: half compacted, they
+ * would recover as a "complete" run missing its calls. Found finished
+ * (the run no longer active), there is nothing to spill. */
 int sp__spill_write_to(struct sp_manager *m, int sig, const char *path) {
   if (!path || !path[0] || !m->have_cfg) return -1;
+  __atomic_add_fetch(&m->spilling, 1, __ATOMIC_SEQ_CST);
+  int rewriting = __atomic_load_n(&m->fin_rewriting, __ATOMIC_SEQ_CST) != 0;
+  int rc = -1;
+  if (rewriting || __atomic_load_n(&m->run_active, __ATOMIC_ACQUIRE)) rc = spill_write_body(m, sig, path, rewriting);
+  __atomic_sub_fetch(&m->spilling, 1, __ATOMIC_SEQ_CST);
+  return rc;
+}
+
+static int spill_write_body(struct sp_manager *m, int sig, const char *path, int rewriting) {
   int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0644);
   if (fd < 0) return -1;
   struct out o = {fd, 0};
@@ -135,18 +158,19 @@ int sp__spill_write_to(struct sp_manager *m, int sig, const char *path) {
     put_u32(&o, t->index);
     put_u32(&o, (uint32_t)t->tid);
     put_str(&o, t->name);
-    uint64_t n = t->hot.n; /* a racing thread may append; n bounds what is read */
+    uint64_t n = rewriting ? 0 : t->hot.n; /* a racing thread may append; n bounds what is read */
     put_u64(&o, n);
     put(&o, t->hot.ev, n * sizeof *t->hot.ev);
     /* aggregation accumulators */
-    put_u32(&o, t->hot.acc_cap);
-    put(&o, t->hot.acc, (size_t)t->hot.acc_cap * sizeof *t->hot.acc);
+    uint32_t acc_cap = rewriting ? 0 : t->hot.acc_cap;
+    put_u32(&o, acc_cap);
+    put(&o, t->hot.acc, (size_t)acc_cap * sizeof *t->hot.acc);
   }
   /* Optional sections, each behind its tag (older spills end here). */
   put(&o, SPILL_RANK, 8);
   put_u32(&o, (uint32_t)m->spill_rank);
   put_u32(&o, (uint32_t)m->spill_size);
-  uint32_t nx = __atomic_load_n(&m->nxctx, __ATOMIC_ACQUIRE);
+  uint32_t nx = rewriting ? 0 : __atomic_load_n(&m->nxctx, __ATOMIC_ACQUIRE);
   put(&o, SPILL_XCTX, 8);
   put_u32(&o, nx);
   for (uint32_t k = 0; k < nx; k++) {
@@ -157,7 +181,7 @@ int sp__spill_write_to(struct sp_manager *m, int sig, const char *path) {
     put_u64(&o, (uint64_t)(c ? c->id : -1));
   }
   sp__stream_crash_unlink(m);
-  if (m->stage_path[0]) {
+  if (m->stage_path[0] && !rewriting) { /* (its kept calls are in the buffers) */
     put(&o, SPILL_STAGE, 8);
     put_str(&o, m->stage_path);
     put_u64(&o, (uint64_t)m->next_callid);
@@ -182,6 +206,10 @@ int sp__spill_write_to(struct sp_manager *m, int sig, const char *path) {
     put(&o, SPILL_PUB, 8);
     put_u32(&o, pub);
     put_str(&o, m->cfg.file_path);
+  }
+  if (rewriting) {
+    put(&o, SPILL_REWR, 8);
+    put_u64(&o, __atomic_load_n(&m->fin_rewrite_calls, __ATOMIC_RELAXED));
   }
   put(&o, SPILL_END, 8);
   fsync(fd);
@@ -349,6 +377,8 @@ struct recovered {
   int complete;
   int rank, size; /* -1: the spill does not say */
   uint64_t streamed_lost; /* blocks streamed before the crash: their calls are not in the spill */
+  int rewritten;          /* spilled while finalize rewrote the buffers: they are left out */
+  uint64_t calls_lost;    /* and the calls they held */
   /* the crash came while finalize wrote the run's file (SP_PUBSTATE_*) to
    * pub_path; published: it was published complete there (nothing to do) */
   int pub, published;
@@ -572,6 +602,9 @@ static sp_status spill_load(const void *data, size_t len, const char *spill, con
       }
     } else if (memcmp(tag, SPILL_STRM, 8) == 0) {
       rv->streamed_lost = get_u64(&in);
+    } else if (memcmp(tag, SPILL_REWR, 8) == 0) {
+      rv->calls_lost = get_u64(&in);
+      rv->rewritten = !in.bad;
     } else if (memcmp(tag, SPILL_PUB, 8) == 0) {
       uint32_t pub = get_u32(&in);
       free(rv->pub_path);
@@ -616,7 +649,7 @@ static sp_status spill_load(const void *data, size_t len, const char *spill, con
     rv->published = got == 0 && complete && ad.in_published && ad.segs > 0;
     snprintf(rv->staged, sizeof rv->staged, "%s", ad.staged);
   }
-  rv->complete = complete && rv->streamed_lost == 0;
+  rv->complete = complete && rv->streamed_lost == 0 && !rv->rewritten;
   m->recovered_lost = rv->streamed_lost;
   m = NULL;
   rv->journal = stage;
@@ -697,6 +730,8 @@ static sp_status recover_one(const void *data, size_t len, const char *spill, co
      * cut short, so the recovered tree keeps its root. */
     st = sp__finalize_recovered(rv.m, rv.tick1, rv.ns1, (int)rv.sig, rv.complete, rv.rank < 0 ? 0 : rv.rank, NULL);
     info->complete = rv.complete;
+    info->calls_lost = rv.calls_lost;
+    info->rewritten = rv.rewritten;
     if (st == SP_OK) snprintf(info->written, sizeof info->written, "%s", rv.m->cfg.file_path);
   }
   note_run_files(info, spill, &rv);
@@ -767,6 +802,8 @@ sp_status sp__spill_recover_run(const char *const *spills, size_t n, const char 
                          "or an older spill): recover it on its own", spills[i]);
     if (st == SP_OK) {
       complete &= rv->complete;
+      info->calls_lost += rv->calls_lost;
+      info->rewritten += rv->rewritten;
       if (size < 0) size = rv->size;
       /* rank 0 publishes the job's file: its word is the job's */
       if (rv->published && rv->rank == 0) pub_path = sp__strdup(rv->pub_path);
@@ -782,6 +819,8 @@ sp_status sp__spill_recover_run(const char *const *spills, size_t n, const char 
    * rank's part (finalize is collective): there is nothing to recover. */
   if (st == SP_OK && pub_path) {
     info->published = info->complete = 1;
+    info->calls_lost = 0;
+    info->rewritten = 0;
     snprintf(info->written, sizeof info->written, "%s", pub_path);
     for (size_t i = 0; i < n; i++) sp__run_free(&jr[i].run);
     sp_manager_destroy(first);

@@ -19,6 +19,10 @@ struct sp_recover_info {
   char written[4096]; /* the file written; when published, the file the run was published as */
   int published;      /* the run was published complete before the crash: nothing was written */
   int complete;       /* every call recorded before the crash is in `written` */
+  /* spills written while finalize rewrote the buffers (compacting what it
+   * had written): they hold none of the calls, calls_lost of them */
+  int rewritten;
+  unsigned long long calls_lost;
   /* the crashed run's files recovery read that are still there (its
    * spills, the raw staging file, the staged file its journal names) */
   char **files;
