@@ -222,6 +222,38 @@ SP_TEST(crash_spill_after_finalize_compacted_the_buffers_is_partial) {
   sp__recover_info_free(&info);
 }
 
+/* The watcher's spill past its bounded wait may come once that finalize has
+ * ended the run (compacted and all): the buffers hold the next run's open
+ * calls at most, and a spill of them would recover as a "complete" run
+ * without the calls the file has. It writes nothing. */
+SP_TEST(spill_after_the_finalize_ended_the_run_writes_nothing) {
+  sp__mpi_ops = &fake_mpi;
+  fake_rank = 1;
+  const char *ov[] = {"file_path=job.h5", NULL};
+  sp_manager *m = sp_manager_create();
+  ASSERT(m);
+  ASSERT_OK(sp_manager_setup(m, &(sp_setup_args){.overrides = ov}));
+  sp_region r = sp_region_intern("work");
+  for (long i = 0; i < 5000; i++) {
+    sp_region_begin(m, r);
+    sp_region_end(m, r);
+  }
+  ASSERT_OK(sp_manager_finalize(m, NULL, NULL));
+  ASSERT_EQ(h5_region_events("job.h5", "work"), 5000);
+  int rc = sp__spill_write(m, SIGTERM);
+  if (exists("job.h5.spill")) {
+    struct sp_recover_info info;
+    const char *spills[] = {"job.h5.spill"};
+    ASSERT_OK(sp__spill_recover_run(spills, 1, "rec.h5", &info));
+    long long got = h5_region_events("rec.h5", "work");
+    SP_FAIL_("a spill after the run ended was written (rc %d): %lld of 5000 calls, said %s", rc, got < 0 ? 0 : got,
+             info.complete ? "complete" : "partial");
+  }
+  ASSERT(rc != 0);
+  sp_manager_destroy(m);
+  sp__mpi_ops = NULL;
+}
+
 /* Outside MPI the watcher publishes the run cut short and lets the signal
  * end the process; recording stays off meanwhile (review11 F3: it armed the
  * manager again, which a destroy waiting for the cut then freed with
