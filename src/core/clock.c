@@ -228,6 +228,43 @@ struct sp_clock_seg *sp__clock_final_map(struct sp_manager *m, struct sp_clock_m
   return seg;
 }
 
+/* The cursor on piece k (the map's line when it has no pieces): the range
+ * of ticks the hint would take piece k for. */
+void sp__tcur_set(const struct sp_clock_map *c, struct sp_tcur *q, size_t k) {
+  const uint64_t half = (uint64_t)1 << 63;
+  if (!c->nseg) {
+    *q = (struct sp_tcur){0, c->mult < half ? UINT64_MAX : 0, c->tick0, c->mult, c->ns0, 0};
+    return;
+  }
+  size_t n = c->nseg;
+  q->k = k;
+  q->tick = c->seg[k].tick;
+  q->ns = c->seg[k].ns;
+  q->mult = c->seg[k].mult;
+  if (n == 1) {
+    q->lo = 0, q->span = UINT64_MAX;
+  } else if (k == 0) { /* the hint's test: before piece 1 */
+    q->lo = c->seg[1].tick - half, q->span = half;
+  } else if (k + 1 == n) { /* at or after the last piece */
+    q->lo = c->seg[k].tick, q->span = half;
+  } else {
+    uint64_t d = c->seg[k + 1].tick - c->seg[k].tick;
+    q->lo = c->seg[k].tick, q->span = d < half ? d : 0; /* pieces out of order: every tick moves */
+  }
+  if (q->mult >= half) q->span = 0; /* not a signed multiplier: sp__tcur_move's line for every tick */
+}
+
+/* Out of line: the rare tick outside the cursor's range keeps the inlined
+ * sp__tcur_ns at one compare and a multiply. */
+__attribute__((noinline)) int64_t sp__tcur_move(const struct sp_clock_map *c, struct sp_tcur *q, uint64_t t) {
+  size_t k = q->k, n = c->nseg;
+  if (n && (k >= n || (k && (int64_t)(t - c->seg[k].tick) < 0) ||
+            (k + 1 < n && (int64_t)(t - c->seg[k + 1].tick) >= 0)))
+    k = sp__clock_piece(c, t);
+  sp__tcur_set(c, q, k);
+  return sp__clock_line(q->tick, q->ns, q->mult, t);
+}
+
 void sp__clock_anchor(uint64_t *tick, int64_t *ns) {
 #if defined(__x86_64__) && defined(__GNUC__)
   if (sp_i_clock_tsc == 1) {

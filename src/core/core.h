@@ -90,6 +90,30 @@ static inline int64_t sp__ticks_to_ns_hint(const struct sp_clock_map *c, size_t 
     *hint = k = sp__clock_piece(c, t);
   return sp__clock_line(c->seg[k].tick, c->seg[k].ns, c->seg[k].mult, t);
 }
+/* The same values as sp__ticks_to_ns_hint, from a cursor that keeps the
+ * piece the last tick fell in and the ticks that piece is taken for (those
+ * the hint's test accepts: [lo, lo + span) in unsigned arithmetic), so that
+ * a tick in the same piece costs one compare and one signed multiply, not
+ * the hint's tests. Any other tick goes through sp__tcur_move (out of line),
+ * which makes the hint's own choice. A map
+ * whose pieces are out of order (a later piece starting before an earlier
+ * one) or whose multiplier is not a signed one gets an empty range: every
+ * tick moves (unit/test-tcur). Start with sp__tcur_init (a hint of 0). */
+struct sp_tcur {
+  uint64_t lo, span, tick, mult;
+  int64_t ns;
+  size_t k;
+};
+void sp__tcur_set(const struct sp_clock_map *c, struct sp_tcur *q, size_t k); /* on piece k */
+int64_t sp__tcur_move(const struct sp_clock_map *c, struct sp_tcur *q, uint64_t t);
+static inline void sp__tcur_init(const struct sp_clock_map *c, struct sp_tcur *q) { sp__tcur_set(c, q, 0); }
+/* sp__clock_line's value: a piece's multiplier below 2^63 (ns per tick
+ * under 2^31) is a signed one, and the product one signed multiply. */
+static inline int64_t sp__tcur_ns(const struct sp_clock_map *c, struct sp_tcur *q, uint64_t t) {
+  if (__builtin_expect(t - q->lo >= q->span, 0)) return sp__tcur_move(c, q, t);
+  sp__i128 d = (sp__i128)(int64_t)(t - q->tick) * (sp__i128)(int64_t)q->mult;
+  return q->ns + (int64_t)(d >> 32);
+}
 /* Anchors of the current run (manager.c): one now, kept for finalize's map;
  * pieces of the map through them, malloc'd (NULL, 0 when there is nothing
  * between the run's two ends). */

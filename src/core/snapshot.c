@@ -79,68 +79,10 @@ static inline void gap_pop(struct lanes *l, const struct frame *f) {
   gap_note(l->gaps, 0, a > b ? a : b);
 }
 
-/* Ticks to ns as sp__ticks_to_ns_hint gives them, for ticks that mostly
- * come in order: the cursor keeps the piece of the map the last tick fell
- * in and the ticks that piece is taken for (those the hint's test accepts:
- * [lo, lo + span) in unsigned arithmetic), so that a tick costs one
- * compare and the multiply. The same pieces for the same ticks as the hint
- * (tcur_move makes the hint's own choice whenever the range test fails). */
-struct tcur {
-  uint64_t lo, span, tick, mult;
-  int64_t ns;
-  size_t k;
-};
-
-/* The cursor on piece k (the map's line when it has no pieces). */
-static void tcur_set(const struct sp_clock_map *c, struct tcur *q, size_t k) {
-  const uint64_t half = (uint64_t)1 << 63;
-  if (!c->nseg) {
-    *q = (struct tcur){0, c->mult < half ? UINT64_MAX : 0, c->tick0, c->mult, c->ns0, 0};
-    return;
-  }
-  size_t n = c->nseg;
-  q->k = k;
-  q->tick = c->seg[k].tick;
-  q->ns = c->seg[k].ns;
-  q->mult = c->seg[k].mult;
-  if (n == 1) {
-    q->lo = 0, q->span = UINT64_MAX;
-  } else if (k == 0) { /* the hint's test: before piece 1 */
-    q->lo = c->seg[1].tick - half, q->span = half;
-  } else if (k + 1 == n) { /* at or after the last piece */
-    q->lo = c->seg[k].tick, q->span = half;
-  } else {
-    uint64_t d = c->seg[k + 1].tick - c->seg[k].tick;
-    q->lo = c->seg[k].tick, q->span = d < half ? d : 0; /* pieces out of order: every tick moves */
-  }
-  if (q->mult >= half) q->span = 0; /* not a signed multiplier: tcur_move's line for every tick */
-}
-
-/* The hint's choice for a tick outside the cursor's range, and its ns. */
-__attribute__((noinline)) static int64_t tcur_move(const struct sp_clock_map *c, struct tcur *q, uint64_t t) {
-  size_t k = q->k, n = c->nseg;
-  if (n && (k >= n || (k && (int64_t)(t - c->seg[k].tick) < 0) ||
-            (k + 1 < n && (int64_t)(t - c->seg[k + 1].tick) >= 0)))
-    k = sp__clock_piece(c, t);
-  tcur_set(c, q, k);
-  return sp__clock_line(q->tick, q->ns, q->mult, t);
-}
-
-/* As a hint of 0 starts. */
-static inline void tcur_init(const struct sp_clock_map *c, struct tcur *q) { tcur_set(c, q, 0); }
-
-/* sp__clock_line's value: a piece's multiplier below 2^63 (ns per tick
- * under 2^31) is a signed one, and the product one signed multiply. */
-static inline int64_t tcur_ns(const struct sp_clock_map *c, struct tcur *q, uint64_t t) {
-  if (__builtin_expect(t - q->lo >= q->span, 0)) return tcur_move(c, q, t);
-  sp__i128 d = (sp__i128)(int64_t)(t - q->tick) * (sp__i128)(int64_t)q->mult;
-  return q->ns + (int64_t)(d >> 32);
-}
-
 void sp__snapshot_ticks_ns(const struct sp_clock_map *c, const uint64_t *t, size_t n, int64_t *ns) {
-  struct tcur q;
-  tcur_init(c, &q);
-  for (size_t i = 0; i < n; i++) ns[i] = tcur_ns(c, &q, t[i]);
+  struct sp_tcur q;
+  sp__tcur_init(c, &q);
+  for (size_t i = 0; i < n; i++) ns[i] = sp__tcur_ns(c, &q, t[i]);
 }
 
 static int lanes_init(struct lanes *l, uint32_t n) {
@@ -265,8 +207,8 @@ sp_status sp__thread_pass(struct sp_manager *m, sp_thread_rec *t, const struct s
   if (g && t->nkept && g->nkept != t->nkept) g->need_ids = 1; /* kept calls of an earlier file */
   *carry = NULL;
   *ncarry = 0;
-  struct tcur hint;
-  tcur_init(cm, &hint);
+  struct sp_tcur hint;
+  sp__tcur_init(cm, &hint);
   for (uint64_t i = 0; i < n; i++) {
     /* Region 0 is no region: a spilled event recovery refused. Skipped, so
      * the calls inside it nest under its parent; as are calls of a region
@@ -305,7 +247,7 @@ sp_status sp__thread_pass(struct sp_manager *m, sp_thread_rec *t, const struct s
       }
     }
     if (!f->done) continue;
-    int64_t s0 = tcur_ns(cm, &hint, ev[i].start), e0 = tcur_ns(cm, &hint, ev[i].end);
+    int64_t s0 = sp__tcur_ns(cm, &hint, ev[i].start), e0 = sp__tcur_ns(cm, &hint, ev[i].end);
     if (e0 < s0) e0 = s0; /* as emit_row writes it */
     int64_t d = e0 - s0;
     /* a parent still open, or a call carried over from an earlier file:
@@ -482,10 +424,10 @@ static void row_stats(struct sp_run *run, struct sp_row *row) {
 }
 
 /* A completed call's start and end in ns, as the file has them. */
-static inline void event_ns(const struct sp_clock_map *cm, struct tcur *hint, const struct sp_i_event *e, int64_t *s0,
+static inline void event_ns(const struct sp_clock_map *cm, struct sp_tcur *hint, const struct sp_i_event *e, int64_t *s0,
                             int64_t *e0) {
-  *s0 = tcur_ns(cm, hint, e->start);
-  *e0 = tcur_ns(cm, hint, e->end);
+  *s0 = sp__tcur_ns(cm, hint, e->start);
+  *e0 = sp__tcur_ns(cm, hint, e->end);
   if (*e0 < *s0) *e0 = *s0; /* cross-core TSC skew of a few ticks must not give negative durations */
 }
 
@@ -543,7 +485,7 @@ struct place_ctx {
   sp_thread_rec *t;
   int track_threads;
   double scale;
-  struct tcur hint;
+  struct sp_tcur hint;
 };
 
 static void emit_row(void *ctx, uint64_t i, int64_t id, int64_t parent_id, uint32_t region) {
@@ -671,7 +613,7 @@ sp_status sp__snapshot_build(struct sp_manager *m, const struct sp_clock_map *cm
   excl = calloc((size_t)maxid + 1, sizeof *excl);
   if (!excl) goto fail;
   struct place_ctx pc = {m, run, cm, row_of, cursor, last_thread, NULL, track_threads, scale, {0}};
-  tcur_init(cm, &pc.hint);
+  sp__tcur_init(cm, &pc.hint);
   for (sp_thread_rec *t = m->threads; t; t = t->next) {
     pc.t = t;
     free(t->carry);
@@ -903,8 +845,8 @@ static inline __attribute__((always_inline)) sp_status fill_pass_body(struct sna
   uint32_t vsp = 0, vcap = v ? v->cap : 0;
   int vany = 0;
   int64_t vls = 0, vld = 0;
-  struct tcur hint;
-  tcur_init(cm, &hint);
+  struct sp_tcur hint;
+  sp__tcur_init(cm, &hint);
   for (uint64_t i = 0; i < n; i++) {
     const struct sp_i_event *e = &ev[i];
     uint32_t region = e->region, dw = e->depth;
@@ -934,7 +876,7 @@ static inline __attribute__((always_inline)) sp_status fill_pass_body(struct sna
     fr->pending = pending;
     fr->done = e->end != 0;
     if (!e->end) continue;
-    int64_t s0 = tcur_ns(cm, &hint, e->start), e0 = tcur_ns(cm, &hint, e->end);
+    int64_t s0 = sp__tcur_ns(cm, &hint, e->start), e0 = sp__tcur_ns(cm, &hint, e->end);
     if (e0 < s0) e0 = s0;
     int64_t d = e0 - s0;
     if ((parent && !parent->done) || kept) need = 1;
@@ -1245,8 +1187,8 @@ sp_status sp__snapshot_fill_build(struct sp_manager *m, const struct sp_clock_ma
     uint64_t done = 0, n = f->logged[k] = t->hot.n;
     int any = 0;
     int64_t ls = 0, ld = 0;
-    struct tcur hint;
-    tcur_init(cm, &hint);
+    struct sp_tcur hint;
+    sp__tcur_init(cm, &hint);
     /* An open call needs the ids only when a completed call is its child
      * (sp__thread_pass: the parent still open). The calls after an open
      * one (depth od) are inside it; such a call is its direct child when

@@ -1169,7 +1169,7 @@ struct cursor {
   uint64_t room;          /* the buffers' calls */
   int64_t *start, *end, *id, *pid;
   int64_t *cols; /* room x ncols */
-  size_t piece; /* of the clock map, where this segment's calls are now */
+  struct sp_tcur tc; /* on the final clock map, where this segment's calls are now */
   int64_t hs, he; /* the next call's start and end, ns on the final map */
   int ns;         /* the buffered calls are staged ones: nanoseconds already */
   uint64_t run;   /* staged: the last start decoded */
@@ -1187,8 +1187,8 @@ static void cursor_head(const struct sp_clock_map *cm, struct cursor *c) {
     c->he = c->end[c->at];
     return;
   }
-  c->hs = sp__ticks_to_ns_hint(cm, &c->piece, (uint64_t)c->start[c->at]);
-  c->he = sp__ticks_to_ns_hint(cm, &c->piece, (uint64_t)c->end[c->at]);
+  c->hs = sp__tcur_ns(cm, &c->tc, (uint64_t)c->start[c->at]);
+  c->he = sp__tcur_ns(cm, &c->tc, (uint64_t)c->end[c->at]);
   if (c->he < c->hs) c->he = c->hs;
 }
 
@@ -1392,6 +1392,7 @@ static sp_status fill(void *ctx, struct sp_event_sink *sink) {
     for (size_t g = 0; g < ns; g++) {
       struct cursor *c = &cur[g];
       c->seg = rowsegs[g];
+      sp__tcur_init(&f->cm, &c->tc);
       c->room = rowsegs[g]->count < room ? rowsegs[g]->count : room;
       c->start = at, c->end = at + c->room, c->id = at + 2 * c->room, c->pid = at + 3 * c->room;
       c->cols = at + 4 * c->room;

@@ -1,5 +1,5 @@
 /* test-snapshot-clock.c - finalize's passes convert ticks to ns with a
- * cursor on the clock map's piece (snapshot.c's struct tcur: a range test
+ * cursor on the clock map's piece (core.h's struct sp_tcur: a range test
  * and one signed multiply) instead of sp__ticks_to_ns_hint's tests per
  * tick. The file's values must not move: over maps of no piece, one piece
  * and many, ticks in order, at and around every piece's edges, before the
