@@ -137,7 +137,7 @@ sp_status sp_parse_rank_spec(const char *spec, int64_t **ranks, size_t *n) {
     char item[64];
     snprintf(item, sizeof item, "%.*s", (int)(end - p > 60 ? 60 : end - p), p);
     const char *dash = memchr(p, '-', (size_t)(end - p));
-    int64_t a, b;
+    int64_t a = 0, b = -1; /* set on every path that reaches the loop; an optimiser cannot tell */
     if (end == p || strspn(item, " \t") == strlen(item)) {
       st = spec_error(spec, item, "empty item");
     } else if (dash) {

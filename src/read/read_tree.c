@@ -653,13 +653,14 @@ static sp_status tree_wall(struct tree *t, const sp_call *c, size_t n, const siz
     sp_tree_node *x = &t->nodes[sp[lo].node];
     if (threads > x->threads) x->threads = threads;
     qsort(sp + lo, hi - lo, sizeof *sp, cmp_span_start);
-    int64_t a0 = sp[lo].start, b0 = sp[lo].end;
-    for (size_t i = lo + 1; i < hi; i++) {
-      if (sp[i].start > b0) {
+    const struct span *q = sp + lo, *qe = sp + hi;
+    int64_t a0 = q->start, b0 = q->end;
+    for (q++; q < qe; q++) {
+      if (q->start > b0) {
         x->wall_ns = sat_add(x->wall_ns, b0 - a0);
-        a0 = sp[i].start;
+        a0 = q->start;
       }
-      if (sp[i].end > b0) b0 = sp[i].end;
+      if (q->end > b0) b0 = q->end;
     }
     x->wall_ns = sat_add(x->wall_ns, b0 - a0);
   }

@@ -82,6 +82,7 @@ static int list_rows(void) { return LINES - 7 > 1 ? LINES - 7 : 1; }
 /* Keep the cursor of the view on the screen. */
 static void scroll_to(struct ui *u, size_t n) {
   enum view v = u->view;
+  if ((unsigned)v >= V_COUNT) return; /* never; the optimiser sees view_len's default */
   if (n == 0) {
     u->cur[v] = u->top[v] = 0;
     return;
