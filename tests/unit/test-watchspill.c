@@ -55,6 +55,35 @@ static void hold_at(int step) {
   for (;;) sleep(60);
 }
 
+/* A manager set up under the stand-in MPI as rank `rank`, with n calls of
+ * "work" recorded; NULL when it cannot be set up. */
+static sp_manager *recorded_run(long n, int rank) {
+  sp__mpi_ops = &fake_mpi;
+  fake_rank = rank;
+  const char *ov[] = {"file_path=job.h5", NULL};
+  sp_manager *m = sp_manager_create();
+  if (!m) return NULL;
+  if (sp_manager_setup(m, &(sp_setup_args){.overrides = ov}) != SP_OK) {
+    sp_manager_destroy(m);
+    return NULL;
+  }
+  sp_region r = sp_region_intern("work");
+  for (long i = 0; i < n; i++) {
+    sp_region_begin(m, r);
+    sp_region_end(m, r);
+  }
+  return m;
+}
+
+/* Recovers job.h5.spill into rec.h5; the calls of "work" it holds (0 for
+ * none at all). */
+static long long recover_job(struct sp_recover_info *info) {
+  const char *spills[] = {"job.h5.spill"};
+  ASSERT_OK(sp__spill_recover_run(spills, 1, "rec.h5", info));
+  long long got = h5_region_events("rec.h5", "work");
+  return got < 0 ? 0 : got;
+}
+
 /* A child recording n calls under the stand-in MPI, finalizing into the
  * hold; its wait status. */
 static int held_run(long n, int rank, int step) {
@@ -62,16 +91,8 @@ static int held_run(long n, int rank, int step) {
   ASSERT(pid >= 0);
   if (pid == 0) {
     child_no_core();
-    sp__mpi_ops = &fake_mpi;
-    fake_rank = rank;
-    const char *ov[] = {"file_path=job.h5", NULL};
-    sp_manager *m = sp_manager_create();
-    if (!m || sp_manager_setup(m, &(sp_setup_args){.overrides = ov}) != SP_OK) _exit(3);
-    sp_region r = sp_region_intern("work");
-    for (long i = 0; i < n; i++) {
-      sp_region_begin(m, r);
-      sp_region_end(m, r);
-    }
+    sp_manager *m = recorded_run(n, rank);
+    if (!m) _exit(3);
     hold_step = step;
     sp__h5_test_publish_hook = hold_at;
     sp_manager_finalize(m, NULL, NULL);
@@ -88,10 +109,8 @@ SP_TEST(mpi_spill_does_not_wait_forever_for_a_stuck_finalize) {
   ASSERT(!exists("job.h5"));
   ASSERT(exists("job.h5.spill"));
   struct sp_recover_info info;
-  const char *spills[] = {"job.h5.spill"};
-  ASSERT_OK(sp__spill_recover_run(spills, 1, "rec.h5", &info));
+  ASSERT_EQ(recover_job(&info), 5000);
   ASSERT(!info.published && info.complete);
-  ASSERT_EQ(h5_region_events("rec.h5", "work"), 5000);
   sp__recover_info_free(&info);
 }
 
@@ -106,10 +125,8 @@ SP_TEST(mpi_spill_leaves_out_the_buffers_finalize_rewrites) {
   ASSERT_EQ(h5_region_events("job.h5", "work"), 5000); /* this rank's part, as written */
   ASSERT(exists("job.h5.spill"));
   struct sp_recover_info info;
-  const char *spills[] = {"job.h5.spill"};
-  ASSERT_OK(sp__spill_recover_run(spills, 1, "rec.h5", &info));
-  long long got = info.published ? h5_region_events("job.h5", "work") : h5_region_events("rec.h5", "work");
-  if (got < 0) got = 0; /* no call of it at all */
+  long long got = recover_job(&info);
+  if (info.published) got = h5_region_events("job.h5", "work");
   if (info.complete && got != 5000)
     SP_FAIL_("a spill taken while finalize rewrote the buffers: %lld of 5000 calls, said complete", got);
   ASSERT(!info.published && !info.complete);
@@ -144,16 +161,8 @@ SP_TEST(finalize_waits_for_a_spill_under_way_before_it_rewrites_the_buffers) {
   ASSERT(pid >= 0);
   if (pid == 0) {
     child_no_core();
-    sp__mpi_ops = &fake_mpi;
-    fake_rank = 1;
-    const char *ov[] = {"file_path=job.h5", NULL};
-    sp_manager *m = sp_manager_create();
-    if (!m || sp_manager_setup(m, &(sp_setup_args){.overrides = ov}) != SP_OK) _exit(3);
-    sp_region r = sp_region_intern("work");
-    for (long i = 0; i < 5000; i++) {
-      sp_region_begin(m, r);
-      sp_region_end(m, r);
-    }
+    sp_manager *m = recorded_run(5000, 1);
+    if (!m) _exit(3);
     sp__spill_test_hook = spill_hold;
     sp__h5_test_publish_hook = go_on_once_spilling;
     sp_manager_finalize(m, NULL, NULL);
@@ -164,11 +173,8 @@ SP_TEST(finalize_waits_for_a_spill_under_way_before_it_rewrites_the_buffers) {
   ASSERT_EQ(h5_region_events("job.h5", "work"), 5000); /* this rank's part, as written */
   ASSERT(exists("job.h5.spill"));
   struct sp_recover_info info;
-  const char *spills[] = {"job.h5.spill"};
-  ASSERT_OK(sp__spill_recover_run(spills, 1, "rec.h5", &info));
+  long long got = recover_job(&info);
   ASSERT(!info.published);
-  long long got = h5_region_events("rec.h5", "work"); /* -1: no call of it at all */
-  if (got < 0) got = 0;
   if (got != 5000)
     SP_FAIL_("the spill under way when finalize rewrote the buffers holds %lld of 5000 calls (%s)", got,
              info.complete ? "said complete" : "said partial");
@@ -191,16 +197,8 @@ SP_TEST(crash_spill_after_finalize_compacted_the_buffers_is_partial) {
   ASSERT(pid >= 0);
   if (pid == 0) {
     child_no_core();
-    sp__mpi_ops = &fake_mpi;
-    fake_rank = 1;
-    const char *ov[] = {"file_path=job.h5", NULL};
-    sp_manager *m = sp_manager_create();
-    if (!m || sp_manager_setup(m, &(sp_setup_args){.overrides = ov}) != SP_OK) _exit(3);
-    sp_region r = sp_region_intern("work");
-    for (long i = 0; i < 5000; i++) {
-      sp_region_begin(m, r);
-      sp_region_end(m, r);
-    }
+    sp_manager *m = recorded_run(5000, 1);
+    if (!m) _exit(3);
     sp__h5_test_publish_hook = crash_at_reset;
     sp_manager_finalize(m, NULL, NULL);
     _exit(4);
@@ -209,11 +207,8 @@ SP_TEST(crash_spill_after_finalize_compacted_the_buffers_is_partial) {
   ASSERT(WIFSIGNALED(st) && WTERMSIG(st) == SIGABRT);
   ASSERT(exists("job.h5.spill"));
   struct sp_recover_info info;
-  const char *spills[] = {"job.h5.spill"};
-  ASSERT_OK(sp__spill_recover_run(spills, 1, "rec.h5", &info));
+  long long got = recover_job(&info);
   ASSERT(!info.published);
-  long long got = h5_region_events("rec.h5", "work");
-  if (got < 0) got = 0;
   if (info.complete && got != 5000) SP_FAIL_("recovered %lld of 5000 calls, said complete", got);
   ASSERT(!info.complete);
   ASSERT_EQ(info.rewritten, 1);
@@ -227,26 +222,15 @@ SP_TEST(crash_spill_after_finalize_compacted_the_buffers_is_partial) {
  * calls at most, and a spill of them would recover as a "complete" run
  * without the calls the file has. It writes nothing. */
 SP_TEST(spill_after_the_finalize_ended_the_run_writes_nothing) {
-  sp__mpi_ops = &fake_mpi;
-  fake_rank = 1;
-  const char *ov[] = {"file_path=job.h5", NULL};
-  sp_manager *m = sp_manager_create();
+  sp_manager *m = recorded_run(5000, 1);
   ASSERT(m);
-  ASSERT_OK(sp_manager_setup(m, &(sp_setup_args){.overrides = ov}));
-  sp_region r = sp_region_intern("work");
-  for (long i = 0; i < 5000; i++) {
-    sp_region_begin(m, r);
-    sp_region_end(m, r);
-  }
   ASSERT_OK(sp_manager_finalize(m, NULL, NULL));
   ASSERT_EQ(h5_region_events("job.h5", "work"), 5000);
   int rc = sp__spill_write(m, SIGTERM);
   if (exists("job.h5.spill")) {
     struct sp_recover_info info;
-    const char *spills[] = {"job.h5.spill"};
-    ASSERT_OK(sp__spill_recover_run(spills, 1, "rec.h5", &info));
-    long long got = h5_region_events("rec.h5", "work");
-    SP_FAIL_("a spill after the run ended was written (rc %d): %lld of 5000 calls, said %s", rc, got < 0 ? 0 : got,
+    long long got = recover_job(&info);
+    SP_FAIL_("a spill after the run ended was written (rc %d): %lld of 5000 calls, said %s", rc, got,
              info.complete ? "complete" : "partial");
   }
   ASSERT(rc != 0);
