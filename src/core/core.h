@@ -359,10 +359,12 @@ void sp__ext_thread_release(struct sp_manager *m, struct sp_thread_rec *t);
 /* Grow the aggregation open-call columns with the open stack. */
 int sp__ext_grow_open(struct sp_manager *m, struct sp_thread_rec *t);
 struct sp_run;
-/* Finalize: drain sources; then every extension's emit into the run, and
- * the accumulators start over. */
+/* Finalize: drain sources; then every extension's emit into the run (the
+ * accumulators stay until sp__ext_totals_clear). */
 void sp__ext_before_snapshot(struct sp_manager *m);
 sp_status sp__ext_emit(struct sp_manager *m, struct sp_run *run, uint32_t rank, const struct sp_clock_map *cm);
+/* The run is written (or given up): the next one folds its totals from zero. */
+void sp__ext_totals_clear(struct sp_manager *m);
 /* The /events columns of the extensions, appended to run->extra with the
  * dataset plan's ids (upstream's own where the name is one of its columns,
  * else declared as the extension's; run->nevents values each); 0, or -1

@@ -678,10 +678,17 @@ sp_status sp__ext_emit(struct sp_manager *m, struct sp_run *run, uint32_t rank, 
   free(calls);
   free(all);
   free(ids);
-  /* The next run folds from zero. */
+  /* The totals stay until the run is written (sp__ext_totals_clear): a
+   * streamed run whose file could not be written is kept, and its retry
+   * emits them again with the calls made since (the blocks handed off
+   * before the failure folded theirs once, and are not folded again). */
+  return st;
+}
+
+void sp__ext_totals_clear(struct sp_manager *m) {
+  size_t w = 1 + 2 * (size_t)m->ext_ncols;
   for (sp_thread_rec *t = m->threads; t; t = t->next)
     if (t->ext_acc) memset(t->ext_acc, 0, (size_t)t->ext_acc_cap * w * sizeof *t->ext_acc);
-  return st;
 }
 
 /*====== What emit adds to the run ======*/

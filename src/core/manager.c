@@ -747,6 +747,11 @@ static sp_status finalize_map(struct sp_manager *m, const sp_finalize_args *args
      * belong to the file written at exit, so its results carry the calls
      * and their column values only. */
     if (!peek) sp__ext_before_snapshot(m);
+    /* A run in memory folds its buffered calls afresh at each finalize: one
+     * that failed before it was written left them folded, and in the
+     * buffers. (Streamed and aggregated calls folded as they left the
+     * buffers, once: theirs stay until the run is written.) */
+    if (!agg && !streamed && !peek) sp__ext_totals_clear(m);
     for (sp_thread_rec *t = m->threads; t; t = t->next) {
       sp__ext_resolve(m, t, t->hot.n);
       if (!agg && !streamed && !peek) sp__ext_fold_events(m, t, t->hot.ev, t->cols, t->hot.n);
@@ -917,6 +922,7 @@ static sp_status finalize_map(struct sp_manager *m, const sp_finalize_args *args
   else
     sp__snapshot_compact(m);
   sp__snapshot_compact_aggregate(m);
+  if (m->next) sp__ext_totals_clear(m);
   if (sp__h5_test_publish_hook && io == SP_OK && !m->run_sink) sp__h5_test_publish_hook(SP_PUB_RESET);
   /* Recording goes on: the next run starts where this one ended. */
   m->run_tick0 = tick1;

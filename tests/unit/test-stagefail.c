@@ -20,11 +20,13 @@
 #include <hdf5.h>
 
 #include "childutil.h"
+#include "common/error.h"
 #include "core/spill.h"
 #include "core/stream.h"
 #include "h5util.h"
 #include "harness.h"
 #include "output/output.h"
+#include "probes/ext.h"
 #include "scope_profiler.h"
 
 /* The one file in "." whose name starts with `prefix` ("" none). */
@@ -110,8 +112,9 @@ SP_TEST(a_changed_staged_file_is_named_with_the_cause) {
 /* F8: n outer calls around one inner each, streamed (staged) in a 16 MiB
  * budget; then the output path becomes a directory, so the write fails. */
 static char fail_msg[2048];
+static const char *more_ov;
 static sp_manager *streamed_run_whose_write_fails(long n) {
-  const char *ov[] = {"file_path=pub.h5", "max_buffer_bytes=16777216", "crash_spill=true", NULL};
+  const char *ov[] = {"file_path=pub.h5", "max_buffer_bytes=16777216", "crash_spill=true", more_ov, NULL};
   sp__stream_shed_wait_ms = 600000; /* a loaded machine must not make it shed its staging */
   sp_manager *m = sp_manager_create();
   ASSERT(m);
@@ -188,6 +191,113 @@ SP_TEST(a_failed_finalize_keeps_a_streamed_run_for_the_next) {
   for (struct dirent *e; (e = readdir(d));)
     if (e->d_name[0] == '.' && strstr(e->d_name, "pub.h5")) SP_FAIL_("%s was left", e->d_name);
   closedir(d);
+}
+
+/*====== An extension's state on a kept run ======*/
+
+/* A column probe that counts one per call of outer and inner each (its
+ * column sums to the calls), and whose emit writes one group per region
+ * with the calls and that sum: upstream's per-region totals, as perf's. */
+static int64_t ticks;
+static int emits;
+static const struct sp_ext_col tick_cols[] = {{"test_ticks", "count", 0, SP_EXT_FOLD_SUM, -1}};
+static int tick_wanted(const struct sp_config *c) {
+  (void)c;
+  return 1;
+}
+static sp_status tick_setup(struct sp_ext_setup *s, void **proc) {
+  *proc = &ticks;
+  s->cols = tick_cols;
+  s->ncols = 1;
+  return SP_OK;
+}
+static int tick_attach(void *proc, const struct sp_ext_thread *th, void **thr) {
+  (void)proc;
+  (void)th;
+  *thr = NULL;
+  return 0;
+}
+static void tick_enter(void *proc, void *thr, const struct sp_ext_call *c) {
+  (void)proc;
+  (void)thr;
+  c->cols[0] = 0;
+}
+static void tick_exit(void *proc, void *thr, const struct sp_ext_call *c) {
+  (void)proc;
+  (void)thr;
+  c->cols[0] = 1;
+}
+static int tick_takes(void *proc, uint32_t id, const struct sp_ext_region *r) {
+  (void)proc;
+  (void)id;
+  return strcmp(r->name, "outer") == 0 || strcmp(r->name, "inner") == 0;
+}
+static sp_status tick_emit(void *proc, struct sp_ext_emit *out) {
+  (void)proc;
+  emits++;
+  const struct sp_ext_totals *t = sp_ext_totals(out);
+  for (size_t i = 0; i < t->n; i++) {
+    const char *rn = sp_region_name(t->region[i]);
+    if (strcmp(rn, "outer") != 0 && strcmp(rn, "inner") != 0) continue;
+    char path[64];
+    snprintf(path, sizeof path, "test_ticks/%s", rn);
+    struct sp_ext_group *g = sp_ext_group(out, path);
+    uint64_t one = 1;
+    int64_t v = t->values[i];
+    if (!g || sp_ext_group_attr_i64(g, "calls", (int64_t)t->calls[i]) ||
+        sp_ext_group_attr_i64(g, "taken", (int64_t)t->taken[i]) ||
+        sp_ext_group_dset(g, "values", SP_EXT_I64, 1, &one, &v))
+      return sp__set_error(SP_ERR_NO_MEMORY, "test_ticks: out of memory");
+  }
+  return SP_OK;
+}
+static const struct sp_ext tick_ext = {
+    .abi = SP_EXT_ABI,
+    .name = "test_ticks",
+    .kind = SP_EXT_COLUMNS,
+    .wanted = tick_wanted,
+    .setup = tick_setup,
+    .thread_attach = tick_attach,
+    .region_added = tick_takes,
+    .enter = tick_enter,
+    .exit = tick_exit,
+    .emit = tick_emit,
+};
+
+/* The failed finalize folded the streamed calls into the per-region totals
+ * and emitted them with a run that was never written; the retry writes each
+ * region's group once, with the totals of the whole run: the calls before
+ * the failure and the 10 after it. */
+SP_TEST(a_kept_run_writes_its_extension_totals_once_for_the_whole_run) {
+  unsetenv("SCOPE_PROFILER_CLOCK");
+  ASSERT_EQ(sp__ext_register(&tick_ext), 0);
+  long n = 600000;
+  sp_manager *m = streamed_run_whose_write_fails(n);
+  ASSERT_EQ(emits, 1);
+  ASSERT_EQ(rmdir("pub.h5"), 0);
+  sp_region outer = sp_region_intern("outer");
+  for (int i = 0; i < 10; i++) {
+    sp_region_begin(m, outer);
+    sp_region_end(m, outer);
+  }
+  ASSERT_OK(sp_manager_finalize(m, NULL, NULL));
+  sp_manager_destroy(m);
+  ASSERT_EQ(emits, 2);
+  long long calls_o = h5_attr_i64("pub.h5", "/rank0/test_ticks/outer", "calls");
+  long long calls_i = h5_attr_i64("pub.h5", "/rank0/test_ticks/inner", "calls");
+  long long ko = 0, ki = 0;
+  int64_t *vo = h5_i64("pub.h5", "/rank0/test_ticks/outer/values", &ko);
+  int64_t *vi = h5_i64("pub.h5", "/rank0/test_ticks/inner/values", &ki);
+  fprintf(stderr, "  written: outer %lld calls, %lld ticks; inner %lld calls, %lld ticks (of %ld + 10, %ld)\n",
+          calls_o, vo && ko == 1 ? (long long)vo[0] : -1, calls_i, vi && ki == 1 ? (long long)vi[0] : -1, n, n);
+  ASSERT(vo && ko == 1 && vi && ki == 1);
+  ASSERT_EQ(calls_o, n + 10);
+  ASSERT_EQ(vo[0], n + 10);
+  ASSERT_EQ(calls_i, n);
+  ASSERT_EQ(vi[0], n);
+  ASSERT_EQ(h5_region_events("pub.h5", "outer"), n + 10);
+  free(vo);
+  free(vi);
 }
 
 int main(int argc, char **argv) { return sp_test_main(argc, argv); }
