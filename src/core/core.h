@@ -363,8 +363,11 @@ struct sp_run;
  * accumulators stay until sp__ext_totals_clear). */
 void sp__ext_before_snapshot(struct sp_manager *m);
 sp_status sp__ext_emit(struct sp_manager *m, struct sp_run *run, uint32_t rank, const struct sp_clock_map *cm);
-/* The run is written (or given up): the next one folds its totals from zero. */
+/* The run's per-region totals start from zero. */
 void sp__ext_totals_clear(struct sp_manager *m);
+/* The run is written (or given up): the next one folds its totals from
+ * zero, and each extension drops what its emit wrote (`written`). */
+void sp__ext_written(struct sp_manager *m);
 /* The /events columns of the extensions, appended to run->extra with the
  * dataset plan's ids (upstream's own where the name is one of its columns,
  * else declared as the extension's; run->nevents values each); 0, or -1

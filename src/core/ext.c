@@ -691,6 +691,12 @@ void sp__ext_totals_clear(struct sp_manager *m) {
     if (t->ext_acc) memset(t->ext_acc, 0, (size_t)t->ext_acc_cap * w * sizeof *t->ext_acc);
 }
 
+void sp__ext_written(struct sp_manager *m) {
+  sp__ext_totals_clear(m);
+  for (int k = 0; k < m->next; k++)
+    if (m->ext[k].x->written) m->ext[k].x->written(m->ext[k].proc);
+}
+
 /*====== What emit adds to the run ======*/
 
 /* Groups are nodes of the run's per-rank group trees (output.h), written

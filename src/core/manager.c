@@ -922,7 +922,7 @@ static sp_status finalize_map(struct sp_manager *m, const sp_finalize_args *args
   else
     sp__snapshot_compact(m);
   sp__snapshot_compact_aggregate(m);
-  if (m->next) sp__ext_totals_clear(m);
+  if (m->next) sp__ext_written(m);
   if (sp__h5_test_publish_hook && io == SP_OK && !m->run_sink) sp__h5_test_publish_hook(SP_PUB_RESET);
   /* Recording goes on: the next run starts where this one ended. */
   m->run_tick0 = tick1;

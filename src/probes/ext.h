@@ -45,7 +45,14 @@
  *   before_snapshot  at every finalize, before anything is read (stop and
  *                 drain a source).
  *   emit          after the snapshot: per-region totals (sp_ext_totals), then
- *                 groups under rank<N>/, metadata, tables.
+ *                 groups under rank<N>/, metadata, tables. Keep what it
+ *                 wrote until `written`: a streamed run whose file could not
+ *                 be written is kept, and its next finalize (a retry, the
+ *                 exit hook) runs before_snapshot and emit again, and must
+ *                 write the same groups, with what came since, once.
+ *   written       after the file the last emit went into is written, or
+ *                 the run given up (reset): drop what that emit wrote (the
+ *                 next run's emit has only its own).
  *   thread_detach at the thread's exit (on that thread), or at teardown for
  *                 threads still alive (on the tearing-down thread; recording
  *                 has stopped then). Exactly once per successful attach.
@@ -75,7 +82,7 @@
 struct sp_config;
 struct sp_manager;
 
-#define SP_EXT_ABI 1
+#define SP_EXT_ABI 2
 #define SP_EXT_MAX 16      /* extensions live on one manager */
 #define SP_EXT_MAX_COLS 64 /* columns of all extensions of one manager */
 
@@ -171,6 +178,7 @@ struct sp_ext {
   void (*resolve)(void *proc, void *thr, const struct sp_ext_thread *th, uint64_t n);
   void (*before_snapshot)(void *proc);
   sp_status (*emit)(void *proc, struct sp_ext_emit *out);
+  void (*written)(void *proc);
 };
 
 /*====== Registration (src/probes/registry.c) ======*/

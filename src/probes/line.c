@@ -192,10 +192,12 @@ static int line_attach(void *proc, const struct sp_ext_thread *th, void **thr) {
 
 static void line_before_snapshot(void *proc) {
   struct line_state *st = proc;
+  /* A kept run's retry (ext.h, emit): the samples the failed finalize
+   * drained are still here, and the sampler has stopped since. */
+  if (!st->sampling) return;
   free(st->e);
   st->e = NULL;
   st->n = 0;
-  if (!st->sampling) return;
   if (sp__lp_collect(st->user, &st->e, &st->n, &st->stats, 1) != 0) {
     st->e = NULL;
     st->n = 0;
@@ -434,7 +436,7 @@ static sp_status emit_sampled(struct line_state *st, struct sp_ext_emit *out, si
 }
 
 
-/* The records handed in, after the sampled ones; consumed. */
+/* The records handed in, after the sampled ones (dropped once written). */
 static sp_status emit_foreign(struct line_state *st, struct sp_ext_emit *out, size_t first) {
   pthread_mutex_lock(&foreign_lock);
   int rc = 0;
@@ -460,7 +462,6 @@ static sp_status emit_foreign(struct line_state *st, struct sp_ext_emit *out, si
     rc = emit_record(out, first + i, &r);
     free(r.rows);
   }
-  free_foreign(st);
   pthread_mutex_unlock(&foreign_lock);
   return rc ? sp__set_error(SP_ERR_NO_MEMORY, "line profiling: out of memory writing the records handed in") : SP_OK;
 }
@@ -550,10 +551,18 @@ static sp_status line_emit(void *proc, struct sp_ext_emit *out) {
   size_t nrec = 0;
   sp_status rc = st->n ? emit_sampled(st, out, &nrec) : SP_OK;
   if (rc == SP_OK) rc = emit_foreign(st, out, nrec);
+  return rc;
+}
+
+/* The samples and the records handed in went into a written file. */
+static void line_written(void *proc) {
+  struct line_state *st = proc;
   free(st->e);
   st->e = NULL;
   st->n = 0;
-  return rc;
+  pthread_mutex_lock(&foreign_lock);
+  free_foreign(st);
+  pthread_mutex_unlock(&foreign_lock);
 }
 
 const struct sp_ext sp__ext_line = {
@@ -567,4 +576,5 @@ const struct sp_ext sp__ext_line = {
     .thread_attach = line_attach,
     .before_snapshot = line_before_snapshot,
     .emit = line_emit,
+    .written = line_written,
 };

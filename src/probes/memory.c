@@ -174,7 +174,6 @@ static void memory_exit(void *proc, void *thr, const struct sp_ext_call *c) {
  * returns; its memory over time is kept for emit. */
 static void memory_before_snapshot(void *proc) {
   struct memory_proc *p = proc;
-  if (p->stopped) p->idle = 1;
   if (!p->owned || p->stopped) return;
   __atomic_store_n(&p->stopped, 1, __ATOMIC_RELAXED);
   if (p->api->stop(&p->stats)) sp_ext_warn(p->m, "use_memray: %s", p->api->error());
@@ -234,6 +233,14 @@ static sp_status memory_emit(void *proc, struct sp_ext_emit *out) {
   return st;
 }
 
+/* A finalize after this one (a manager that lives on) has no capture: it
+ * ended with this run. Not before the file is written: a kept run's retry
+ * (ext.h, emit) writes the capture's group again. */
+static void memory_written(void *proc) {
+  struct memory_proc *p = proc;
+  if (p->stopped) p->idle = 1;
+}
+
 static void memory_teardown(void *proc) {
   struct memory_proc *p = proc;
   if (p->owned && !p->stopped && p->api->active()) (void)p->api->stop(NULL);
@@ -267,4 +274,5 @@ const struct sp_ext sp__ext_memory = {
     .exit = memory_exit,
     .before_snapshot = memory_before_snapshot,
     .emit = memory_emit,
+    .written = memory_written,
 };

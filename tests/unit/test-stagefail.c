@@ -15,6 +15,7 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <hdf5.h>
@@ -28,6 +29,8 @@
 #include "output/output.h"
 #include "probes/ext.h"
 #include "scope_profiler.h"
+#include "scope_profiler/lines.h"
+#include "scope_profiler/reader.h"
 
 /* The one file in "." whose name starts with `prefix` ("" none). */
 static void find_file(const char *prefix, char *out, size_t len) {
@@ -298,6 +301,63 @@ SP_TEST(a_kept_run_writes_its_extension_totals_once_for_the_whole_run) {
   ASSERT_EQ(h5_region_events("pub.h5", "outer"), n + 10);
   free(vo);
   free(vi);
+}
+
+/* A source: the line profiler's samples, drained and its sampler stopped
+ * by the failed finalize, and a record handed in before it; the retry
+ * writes both, once each. */
+static volatile uint64_t spin_sink;
+static void spin_ns(int64_t ns) {
+  struct timespec a, b;
+  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &a);
+  do {
+    for (int i = 0; i < 1000; i++) spin_sink += (uint64_t)i;
+    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &b);
+  } while ((b.tv_sec - a.tv_sec) * 1000000000LL + (b.tv_nsec - a.tv_nsec) < ns);
+}
+SP_TEST(a_kept_run_writes_its_line_profiles_once) {
+  unsetenv("SCOPE_PROFILER_CLOCK");
+  const char *ov[] = {"file_path=pub.h5", "max_buffer_bytes=16777216", "use_line_profiler=1", "quiet=1", NULL};
+  sp__stream_shed_wait_ms = 600000;
+  sp_manager *m = sp_manager_create();
+  ASSERT_OK(sp_manager_setup(m, &(sp_setup_args){.overrides = ov}));
+  sp_region outer = sp_region_intern("outer"), work = sp_region_intern("work");
+  for (long i = 0; i < 600000; i++) {
+    sp_region_begin(m, outer);
+    sp_region_end(m, outer);
+  }
+  sp_region_begin(m, work);
+  spin_ns(300000000);
+  sp_region_end(m, work);
+  const int64_t lines[] = {11, 12}, hits[] = {1, 5};
+  const double times[] = {100.0, 5000.5};
+  sp_line_profile rec = {.region = "work", .filename = "/nonexistent/mod.py", .function = "py_fn",
+                         .first_lineno = 10, .unit = 1e-9, .n = 2, .line_numbers = lines, .hits = hits,
+                         .times = times};
+  ASSERT_OK(sp_manager_add_line_records(m, &rec, 1));
+  ASSERT_EQ(mkdir("pub.h5", 0755), 0);
+  ASSERT_EQ(sp_manager_finalize(m, NULL, NULL), SP_ERR_IO);
+  ASSERT_CONTAINS(sp_last_error(), "The run is kept as it was");
+  ASSERT_EQ(rmdir("pub.h5"), 0);
+  ASSERT_OK(sp_manager_finalize(m, NULL, NULL));
+  sp_manager_destroy(m);
+  sp_results *r = NULL;
+  ASSERT_OK(sp_results_open("pub.h5", &r));
+  const sp_line_profile *p;
+  size_t n;
+  ASSERT_OK(sp_results_line_profiles(r, &p, &n));
+  int sampled = 0, handed = 0;
+  for (size_t i = 0; i < n; i++) {
+    if (!strcmp(p[i].function, "py_fn")) handed++;
+    else if (!strcmp(p[i].region, "work")) sampled++;
+  }
+  sp_results_free(r);
+  long long samples = h5_attr_i64("pub.h5", "/metadata", "line_profile_samples");
+  fprintf(stderr, "  written: %zu line records, %d sampled in work, %d handed in; line_profile_samples %lld\n", n,
+          sampled, handed, samples);
+  ASSERT(samples > 0);
+  ASSERT(sampled > 0);
+  ASSERT_EQ(handed, 1);
 }
 
 int main(int argc, char **argv) { return sp_test_main(argc, argv); }
