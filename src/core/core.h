@@ -396,6 +396,10 @@ struct sp_manager {
   char spill_path[4096];    /* <file_path>[.rank<R>].spill, prepared at setup for the crash handler */
   int spill_rank, spill_size; /* this process's rank and the job's size for the spill, -1 unknown */
   char stage_path[4096];    /* the staging file of a streaming run ("" none), for the spill */
+  /* A streamed run kept after its write failed (finalize_map): why, until
+   * it is written; at exit it is spilled or said lost, once (manager.c). */
+  char *kept_msg;
+  int kept_at_exit;
   /* Where finalize is in writing the run's file, for a crash spill
    * (async-signal safe, atomic): SP_PUBSTATE_*. Whatever a crash then left
    * behind, recovery knows whether the file at file_path is this run's. */

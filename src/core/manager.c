@@ -7,8 +7,11 @@
  * survive across runs. The state word the inlined hot path reads is derived
  * from the flags here (publish_state) and is the only thing it looks at.
  */
+#include <errno.h>
 #include <pthread.h>
+#include <stdio.h>
 #include <sys/mman.h>
+#include <sys/stat.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
@@ -72,10 +75,63 @@ void sp__clock_note_all(void) {
   pthread_mutex_unlock(&live_lock);
 }
 
+/* At exit, a streamed run still kept after its write failed (the exit
+ * hook's retry failed too, or the run has no exit hook): the process takes
+ * its buffers with it, so the run's calls are only in its staging files,
+ * which nothing reads without a spill naming them. With one, `recover`
+ * writes the run once the cause is fixed, and the files stay for it;
+ * without one they are of no use to anyone and go. Either way one message
+ * says which (the exit path, never the hot path). */
+static void kept_at_exit(struct sp_manager *m) {
+  if (m->kept_at_exit) return;
+  m->kept_at_exit = 1;
+  char files[8300] = "";
+  const char *staged = sp__stream_staged_name(m);
+  struct stat sb;
+  if (m->stage_path[0] && stat(m->stage_path, &sb) == 0) snprintf(files, sizeof files, "%s", m->stage_path);
+  if (staged && stat(staged, &sb) == 0)
+    snprintf(files + strlen(files), sizeof files - strlen(files), "%s%s", files[0] ? ", " : "", staged);
+  int err = 0, spilled = 0;
+  if (m->cfg.crash_spill) {
+    spilled = sp__spill_write(m, 0) == 0;
+    err = spilled ? 0 : errno;
+  }
+  if (spilled) {
+    if (!m->cfg.quiet)
+      sp__message(SP_MESSAGE_ERROR,
+                  "at exit, %s could not be written: %s. The run's calls are kept: in %s and the staging files "
+                  "it names (%s). Once that is fixed, `scope-profiler recover %s` writes the run; it removes "
+                  "them once the file is whole",
+                  m->cfg.file_path, m->kept_msg ? m->kept_msg : "?", m->spill_path, files[0] ? files : "none", m->spill_path);
+    return;
+  }
+  if (m->stage_path[0]) unlink(m->stage_path);
+  m->stage_path[0] = 0;
+  sp__stream_unlink_staged(m);
+  if (!m->cfg.quiet)
+    sp__message(SP_MESSAGE_ERROR,
+                "at exit, %s could not be written: %s. No spill keeps the run (%s%s%s), so its calls are lost; "
+                "its staging files (%s) were removed",
+                m->cfg.file_path, m->kept_msg ? m->kept_msg : "?",
+                !m->cfg.crash_spill ? "crash_spill is off" : m->spill_path[0] ? m->spill_path : "no spill path",
+                m->cfg.crash_spill && m->spill_path[0] ? ": " : "",
+                m->cfg.crash_spill && m->spill_path[0] ? strerror(err) : "", files[0] ? files : "none");
+}
+
+static int exit_hook_ran;
+
 static void stage_cleanup(void) {
+  const int mpi = sp__mpi_ops && sp__mpi_ops->in_use();
   for (int i = 0; i < SP_I_MAX_MANAGERS; i++) {
     struct sp_manager *m = sp__live_manager(i);
-    if (m && m->stage_path[0]) unlink(m->stage_path);
+    if (!m) continue;
+    if (m->kept_msg && m->run_active) {
+      /* (atexit runs the hooks in reverse order: the exit hook's retry,
+       * when it is still to come, decides) */
+      if (!(m->exit_hook && !exit_hook_ran && !mpi)) kept_at_exit(m);
+      continue;
+    }
+    if (m->stage_path[0]) unlink(m->stage_path);
   }
 }
 static pthread_once_t stage_once = PTHREAD_ONCE_INIT;
@@ -85,10 +141,16 @@ void sp__stage_cleanup_at_exit(void) { pthread_once(&stage_once, register_stage_
 static void exit_hook(void) {
   /* Under MPI, finalize is collective and MPI is usually finalized by now. */
   if (sp__mpi_ops && sp__mpi_ops->in_use()) return;
+  exit_hook_ran = 1;
   sp__live_hold(); /* another thread's destroy must not free a manager being cut */
   for (int i = 0; i < SP_I_MAX_MANAGERS; i++) {
     struct sp_manager *m = sp__live_manager(i);
-    if (m && m->exit_hook && m->run_active) (void)sp__finalize_cut(m, "exit");
+    if (m && m->exit_hook && m->run_active && sp__finalize_cut(m, "exit") != SP_OK && m->kept_msg &&
+        m->run_active) {
+      pthread_mutex_lock(&m->fin_lock);
+      kept_at_exit(m);
+      pthread_mutex_unlock(&m->fin_lock);
+    }
   }
   sp__live_release();
 }
@@ -212,6 +274,7 @@ void sp_manager_destroy(sp_manager *m) {
   sp__xctx_free(m);
   if (m->have_cfg) sp__config_free(&m->cfg);
   free(m->calls_done);
+  free(m->kept_msg);
   free(m->output_path);
   free(m->cut_ids);
   free(m->anchors);
@@ -890,6 +953,8 @@ static sp_status finalize_map(struct sp_manager *m, const sp_finalize_args *args
   if (unwritten && streamed && sp__stream_keep_failed(m)) {
     sp__run_free(&run);
     sp__stream_fill_free(fill_ctx);
+    free(m->kept_msg);
+    m->kept_msg = sp__strdup(io_msg);
     return sp__set_error(io,
                          "%s. The run is kept as it was and goes on recording: finalize again once that is fixed "
                          "(the exit hook does), and a crash from here on leaves a spill that recovers its calls",
@@ -917,6 +982,8 @@ static sp_status finalize_map(struct sp_manager *m, const sp_finalize_args *args
   while (__atomic_load_n(&m->spilling, __ATOMIC_SEQ_CST)) nanosleep(&(struct timespec){0, 1000000}, NULL);
   collect_problems(m, open_calls);
   m->ncut = 0; /* written: the next run notes its own */
+  free(m->kept_msg);
+  m->kept_msg = NULL;
   if (streamed) /* the handoffs already left only the open calls, with their ids */
     sp__stream_reset(m);
   else

@@ -2112,6 +2112,16 @@ void sp__stream_crash_unlink(const struct sp_manager *m) {
     unlink(s->stage_tmp);
 }
 
+const char *sp__stream_staged_name(const struct sp_manager *m) {
+  const struct sp_stream *s = m->stream;
+  return s && s->stage_tmp[0] ? s->stage_tmp : NULL;
+}
+
+void sp__stream_unlink_staged(struct sp_manager *m) {
+  struct sp_stream *s = m->stream;
+  if (s && s->stage_tmp[0]) unlink(s->stage_tmp);
+}
+
 uint64_t sp__stream_blocks_now(const struct sp_manager *m) {
   const struct sp_stream *s = __atomic_load_n(&m->stream, __ATOMIC_ACQUIRE);
   if (!s) return 0;

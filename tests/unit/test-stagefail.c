@@ -196,6 +196,91 @@ SP_TEST(a_failed_finalize_keeps_a_streamed_run_for_the_next) {
   closedir(d);
 }
 
+/*====== A kept run at exit ======*/
+
+/* The exit hook's retry fails as well (the path is still a directory): the
+ * process ends with a run whose calls are only in its staging files. */
+static void to_file(sp_message_level level, const char *text, void *user) {
+  (void)user;
+  FILE *f = fopen("exit-msg.txt", "a");
+  if (f) {
+    fprintf(f, "%s: %s\n", level == SP_MESSAGE_ERROR ? "error" : "warning", text);
+    fclose(f);
+  }
+}
+static void read_text(const char *path, char *out, size_t len) {
+  out[0] = 0;
+  FILE *f = fopen(path, "r");
+  if (!f) return;
+  size_t n = fread(out, 1, len - 1, f);
+  out[n] = 0;
+  fclose(f);
+}
+static void kept_at_exit(int spill_blocked, const char *extra, char *msg, size_t len) {
+  unsetenv("SCOPE_PROFILER_CLOCK");
+  pid_t pid = fork();
+  ASSERT(pid >= 0);
+  if (pid == 0) {
+    if (spill_blocked) ASSERT_EQ(mkdir("pub.h5.spill", 0755), 0); /* the spill cannot be written either */
+    sp_set_message_handler(to_file, NULL);
+    more_ov = extra;
+    streamed_run_whose_write_fails(600000);
+    exit(0); /* the exit hook finalizes again, into the same directory */
+  }
+  int st = child_wait(pid);
+  if (!WIFEXITED(st) || WEXITSTATUS(st) != 0) SP_FAIL_("the child failed (status 0x%x)", st);
+  read_text("exit-msg.txt", msg, len);
+  fprintf(stderr, "  at exit: %s", msg);
+}
+
+/* A spill is written at exit, the staging files stay for it, and the
+ * message says where they are and how to recover them. */
+static void kept_run_spilled_at_exit(const char *extra) {
+  char msg[8192], staging[256], staged[256];
+  kept_at_exit(0, extra, msg, sizeof msg);
+  find_file(".pub.h5.stage.", staging, sizeof staging);
+  find_file(".pub.h5.tmp.", staged, sizeof staged);
+  fprintf(stderr, "  left: spill %d, staging file '%s', staged file '%s'\n", exists("pub.h5.spill"), staging, staged);
+  ASSERT(exists("pub.h5.spill"));
+  ASSERT(staging[0] && staged[0]);
+  ASSERT_CONTAINS(msg, "pub.h5 is a directory"); /* the cause */
+  ASSERT_CONTAINS(msg, "pub.h5.spill");
+  ASSERT_CONTAINS(msg, staging);
+  ASSERT_CONTAINS(msg, staged);
+  ASSERT_CONTAINS(msg, "scope-profiler recover pub.h5.spill");
+  ASSERT_EQ(rmdir("pub.h5"), 0);
+  struct sp_recover_info info;
+  const char *spills[] = {"pub.h5.spill"};
+  if (sp__spill_recover_run(spills, 1, "rec.h5", &info) != SP_OK) SP_FAIL_("recover: %s", sp_last_error());
+  long long got_outer = h5_region_events("rec.h5", "outer"), got_inner = h5_region_events("rec.h5", "inner");
+  fprintf(stderr, "  recovered: %lld outer, %lld inner calls of 600000, complete %d\n", got_outer, got_inner,
+          info.complete);
+  ASSERT_EQ(got_outer, 600000);
+  ASSERT_EQ(got_inner, 600000);
+  ASSERT(info.complete);
+  sp__recover_info_free(&info);
+}
+SP_TEST(a_kept_run_whose_exit_retry_fails_leaves_a_spill_and_says_so) { kept_run_spilled_at_exit(NULL); }
+/* The same at exit without the exit hook (the program did not retry). */
+SP_TEST(a_kept_run_with_no_exit_hook_leaves_a_spill_at_exit_and_says_so) {
+  kept_run_spilled_at_exit("finalize_on_exit=false");
+}
+
+/* With no spill possible, nothing can recover the staging files: they are
+ * removed, and the message says the calls are lost. */
+SP_TEST(a_kept_run_with_no_spill_at_exit_removes_its_staging_files_and_says_so) {
+  char msg[8192], staging[256], staged[256];
+  kept_at_exit(1, NULL, msg, sizeof msg);
+  find_file(".pub.h5.stage.", staging, sizeof staging);
+  find_file(".pub.h5.tmp.", staged, sizeof staged);
+  fprintf(stderr, "  left: staging file '%s', staged file '%s'\n", staging, staged);
+  ASSERT(!staging[0]);
+  ASSERT(!staged[0]);
+  ASSERT_CONTAINS(msg, "pub.h5 is a directory");
+  ASSERT_CONTAINS(msg, "pub.h5.spill: Is a directory");
+  ASSERT_CONTAINS(msg, "are lost");
+}
+
 /*====== An extension's state on a kept run ======*/
 
 /* A column probe that counts one per call of outer and inner each (its
