@@ -1237,13 +1237,17 @@ static int readback_error(struct sp_stream *s, const struct seg *g, int col, con
              ri ? ri->name : "?", (unsigned long long)g->count, col_words[col < 4 ? col : 0]);
   else
     snprintf(where, sizeof where, "region \"%.200s\", %llu calls", ri ? ri->name : "?", (unsigned long long)g->count);
+  /* (the raw staging file is emptied when the run is reset: it is the
+   * next run's, and without the rest of this run nothing can read it) */
   sp__set_error(SP_ERR_IO,
                 "reading the streamed calls back from the %s file %s failed: %s (%s). The file no longer holds what "
                 "the run wrote there, so this run cannot be written%s%s%s. Keep other programs (dot-file cleaners, "
                 "backup or quota tools) away from the files beside file_path while a run lasts, and check the "
                 "file system for I/O errors",
                 g->staged ? "staged" : "staging", name, cause, where, g->staged ? "; " : "", g->staged ? name : "",
-                g->staged ? " is kept as it is (remove it when done with it)" : "");
+                g->staged ? " is kept as it is (remove it when done with it)"
+                          : ", and the calls streamed there are lost: the run starts over from the calls still "
+                            "open, and the file is emptied for it");
   return -1;
 }
 
@@ -1276,6 +1280,34 @@ static int read_back(struct sp_stream *s, const struct seg *g, int col, int fd, 
   return readback_error(s, g, col, cause);
 }
 
+/* Before a raw segment is read: a hole in its bytes (the file was cut
+ * short, and the hand-offs since wrote past the cut) reads as zeros without
+ * an error, and was written as calls at tick 0; and its header, written
+ * once its columns were, must be the segment's. -1 with the error said. */
+static int check_raw_segment(struct sp_stream *s, const struct seg *g, int ncols) {
+  uint64_t at = g->off - SEG_HEAD, end = g->off + g->count * 8 * (4 + (uint64_t)ncols);
+  off_t hole = lseek(s->fd, (off_t)at, SEEK_HOLE); /* (a file system without holes says: at its end) */
+  struct stat sb;
+  if (hole >= 0 && (uint64_t)hole < end && fstat(s->fd, &sb) == 0 && hole < sb.st_size) {
+    char cause[256];
+    snprintf(cause, sizeof cause,
+             "the file has a hole at byte %lld, in the segment's bytes %llu to %llu (it was cut short, and "
+             "written past since)",
+             (long long)hole, (unsigned long long)at, (unsigned long long)end);
+    return readback_error(s, g, 0, cause);
+  }
+  struct seg_head h;
+  if (read_back(s, g, 0, s->fd, &h, sizeof h, at) != 0) return -1;
+  if (h.magic != SEG_MAGIC || h.count != g->count || h.ncols != (uint32_t)ncols ||
+      (!s->adopted && (h.region != g->region || h.thread != g->thread))) {
+    char cause[128];
+    snprintf(cause, sizeof cause, "the segment's header at byte %llu is not the one the run wrote there",
+             (unsigned long long)at);
+    return readback_error(s, g, 0, cause);
+  }
+  return 0;
+}
+
 static int cursor_fill(struct sp_stream *s, struct cursor *c, int ncols) {
   const struct seg *g = c->seg;
   if (c->pos >= g->count) return 0;
@@ -1304,6 +1336,7 @@ static int cursor_fill(struct sp_stream *s, struct cursor *c, int ncols) {
     c->at = 0;
     return 1;
   }
+  if (!c->pos && check_raw_segment(s, g, ncols) != 0) return -1;
   for (int col = 0; col < 4; col++)
     if (read_back(s, g, col, s->fd, dst[col], n * 8, g->off + ((uint64_t)col * g->count + c->pos) * 8) != 0)
       return -1;

@@ -10,6 +10,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <signal.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -196,6 +197,77 @@ SP_TEST(a_failed_finalize_keeps_a_streamed_run_for_the_next) {
   closedir(d);
 }
 
+/* The raw staging file (schema 2: a streamed run's segments are copied
+ * there, not staged) cut to half its length: before finalize (`at` 0;
+ * finalize's hand-offs then write past the cut, leaving a hole), or once
+ * finalize has handed off the last calls, as it writes the file (1). */
+static char raw_staging[256];
+static void cut_raw_staging(void) {
+  struct stat sb;
+  ASSERT(stat(raw_staging, &sb) == 0);
+  ASSERT(truncate(raw_staging, sb.st_size / 2) == 0);
+  fprintf(stderr, "  staging file cut from %lld to %lld bytes\n", (long long)sb.st_size, (long long)sb.st_size / 2);
+}
+static void cut_at_write(int step) {
+  if (step == SP_PUB_WRITE) cut_raw_staging();
+}
+static void raw_staging_cut_short(int at) {
+  unsetenv("SCOPE_PROFILER_CLOCK");
+  const char *ov[] = {"file_path=raw.h5", "hdf5_schema=2", "max_buffer_bytes=2097152", NULL};
+  sp_manager *m = sp_manager_create();
+  ASSERT_OK(sp_manager_setup(m, &(sp_setup_args){.overrides = ov}));
+  sp_region outer = sp_region_intern("outer"), inner = sp_region_intern("inner");
+  for (long i = 0; i < 400000; i++) {
+    sp_region_begin(m, outer);
+    sp_region_begin(m, inner);
+    sp_region_end(m, inner);
+    sp_region_end(m, outer);
+  }
+  find_file(".raw.h5.stage.", raw_staging, sizeof raw_staging);
+  ASSERT(raw_staging[0]);
+  if (at == 0) cut_raw_staging();
+  else sp__h5_test_publish_hook = cut_at_write;
+  sp_status st = sp_manager_finalize(m, NULL, NULL);
+  sp__h5_test_publish_hook = NULL;
+  char msg[4096];
+  snprintf(msg, sizeof msg, "%s", sp_last_error());
+  fprintf(stderr, "  finalize: %s\n", msg);
+  if (st == SP_OK) {
+    long long n = 0, ne = 0, zeros = 0;
+    int64_t *b = h5_i64("raw.h5", "/events/start_times", &n), *e = h5_i64("raw.h5", "/events/end_times", &ne);
+    /* a call read from the hole has start and end ticks 0: one start, the
+     * run's earliest, and no duration */
+    int64_t lo = INT64_MAX;
+    for (long long i = 0; b && i < n; i++) lo = b[i] < lo ? b[i] : lo;
+    for (long long i = 0; b && e && i < n && i < ne; i++) zeros += b[i] == lo && e[i] == lo;
+    free(b);
+    free(e);
+    fprintf(stderr, "  written: %lld outer, %lld inner calls, %lld of %lld starting and ending at the run's earliest start\n",
+            h5_region_events("raw.h5", "outer"), h5_region_events("raw.h5", "inner"), zeros, n);
+  }
+  ASSERT_EQ(st, SP_ERR_IO);
+  char path[300];
+  snprintf(path, sizeof path, "./%s", raw_staging);
+  ASSERT_CONTAINS(msg, path); /* the file */
+  ASSERT_CONTAINS(msg, at == 0 ? "has a hole" : "were to be read, but the file ends at byte"); /* the cause */
+  ASSERT_CONTAINS(msg, "the calls streamed there are lost"); /* what is left */
+  ASSERT(!exists("raw.h5"));
+  /* as it says: emptied, and the next run is written */
+  struct stat sb;
+  ASSERT(stat(raw_staging, &sb) == 0);
+  ASSERT_EQ(sb.st_size, 0);
+  for (int i = 0; i < 10; i++) {
+    sp_region_begin(m, outer);
+    sp_region_end(m, outer);
+  }
+  ASSERT_OK(sp_manager_finalize(m, NULL, NULL));
+  ASSERT_EQ(h5_region_events("raw.h5", "outer"), 10);
+  sp_manager_destroy(m);
+}
+
+SP_TEST(a_raw_staging_file_cut_short_before_finalize_is_not_written_as_zeros) { raw_staging_cut_short(0); }
+SP_TEST(a_raw_staging_file_cut_short_during_finalize_says_its_calls_are_lost) { raw_staging_cut_short(1); }
+
 /*====== A kept run at exit ======*/
 
 /* The exit hook's retry fails as well (the path is still a directory): the
@@ -258,6 +330,7 @@ static void kept_run_spilled_at_exit(const char *extra) {
   ASSERT_EQ(got_outer, 600000);
   ASSERT_EQ(got_inner, 600000);
   ASSERT(info.complete);
+  ASSERT_EQ(h5_attr_i64("rec.h5", "/metadata", "recovered_from_signal"), -1); /* (no signal: the exit) */
   sp__recover_info_free(&info);
 }
 SP_TEST(a_kept_run_whose_exit_retry_fails_leaves_a_spill_and_says_so) { kept_run_spilled_at_exit(NULL); }
