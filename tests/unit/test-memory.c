@@ -17,6 +17,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -1016,6 +1017,49 @@ SP_TEST(use_memray_in_aggregation_mode) {
   h5_strings_free(names, nr);
   free(tb), free(tp), free(tc);
   sp_manager_destroy(m);
+}
+
+/* A streamed run whose write failed is kept (docs/reliability.md): the
+ * failed finalize stopped the capture and emitted the memory group into a
+ * run that was never written; the retry writes the group once, with the
+ * totals of the whole run (before: no group, the probe had gone idle). */
+SP_TEST(use_memray_on_a_streamed_run_kept_after_a_failed_write) {
+  require_interposer();
+  const char *ov[] = {"file_path=kept.h5", "use_memray=true", "max_buffer_bytes=16777216", NULL};
+  sp_manager *m = setup_memray(ov);
+  sp_region many = sp_region_intern("many");
+  enum { N = 600000 };
+  for (long i = 0; i < N; i++) {
+    sp_region_begin(m, many);
+    sp_region_end(m, many);
+  }
+  nested_work(m);
+  ASSERT_EQ(mkdir("kept.h5", 0755), 0);
+  ASSERT_EQ(sp_manager_finalize(m, NULL, NULL), SP_ERR_IO);
+  ASSERT_CONTAINS(sp_last_error(), "The run is kept as it was"); /* (it streamed) */
+  ASSERT_EQ(rmdir("kept.h5"), 0);
+  ASSERT_OK(sp_manager_finalize(m, NULL, NULL));
+  sp_manager_destroy(m);
+  long long nr = -1, n;
+  char **names = h5_strings("kept.h5", "/rank0/memory/regions", &nr);
+  fprintf(stderr, "  written: %lld regions in rank0/memory\n", names ? nr : -1);
+  ASSERT(names != NULL);
+  int64_t *calls = h5_i64("kept.h5", "/rank0/memory/calls", &n);
+  int64_t *tb = h5_i64("kept.h5", "/rank0/memory/alloc_bytes", &n);
+  int64_t sum_inner, max_inner;
+  inner_totals(&sum_inner, &max_inner);
+  int found = 0;
+  for (long long i = 0; i < nr; i++) {
+    fprintf(stderr, "  %s: %lld calls, %lld bytes\n", names[i], (long long)calls[i], (long long)tb[i]);
+    if (!strcmp(names[i], "many")) found += calls[i] == N;
+    if (!strcmp(names[i], "inner")) found += calls[i] == 3 && tb[i] == sum_inner;
+  }
+  ASSERT_EQ(found, 2);
+  h5_strings_free(names, nr);
+  free(calls), free(tb);
+  char *cap = h5_attr_str("kept.h5", "/metadata", "memory_profile");
+  ASSERT(cap != NULL);
+  free(cap);
 }
 
 SP_TEST(use_memray_options_and_warnings) {
