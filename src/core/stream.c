@@ -2041,6 +2041,11 @@ int sp__stream_adopt(struct sp_manager *m, const char *path, const uint32_t *idm
     if (off + SEG_HEAD > (uint64_t)size || get_at(fd, &h, sizeof h, off) != 0 || h.magic != SEG_MAGIC) break;
     uint64_t data = h.count * 8 * (uint64_t)(4 + h.ncols);
     if (h.count > ((uint64_t)1 << 40) || h.ncols != (uint32_t)ncols || off + SEG_HEAD + data > (uint64_t)size) break;
+    /* a hole in its bytes (the file cut short, and written past since)
+     * reads as zeros: torn, as finalize's check_raw_segment finds it; the
+     * private copy below has no holes left to find */
+    off_t hole = lseek(fd, (off_t)off, SEEK_HOLE);
+    if (hole >= 0 && (uint64_t)hole < off + SEG_HEAD + data) break;
     uint32_t region = h.region <= nreg ? idmap[h.region] : 0;
     int known = 0;
     for (sp_thread_rec *t = m->threads; t && !known; t = t->next) known = t->index == h.thread;
