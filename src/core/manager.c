@@ -1082,7 +1082,9 @@ sp_status sp__finalize_recovered(struct sp_manager *m, uint64_t tick1, int64_t n
   const char *why = sig > 0 ? sp__signal_name(sig) : NULL;
   m->rank_override = rank;
   m->run_sink = sink;
-  sp_status st = finalize_run(m, &none, NULL, tick1, ns1, sig ? sig : -1, complete, why ? why : "a crash", 0);
+  /* (signal 0: the spill a run kept after its write failed wrote at exit) */
+  sp_status st = finalize_run(m, &none, NULL, tick1, ns1, sig ? sig : -1, complete,
+                              why ? why : sig == 0 ? "exit" : "a crash", 0);
   m->rank_override = -1;
   m->run_sink = NULL;
   return st;

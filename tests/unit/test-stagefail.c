@@ -390,6 +390,11 @@ static void kept_run_spilled_at_exit(const char *extra) {
   ASSERT_EQ(got_inner, 600000);
   ASSERT(info.complete);
   ASSERT_EQ(h5_attr_i64("rec.h5", "/metadata", "recovered_from_signal"), -1); /* (no signal: the exit) */
+  char *cut = h5_attr_str("rec.h5", "/metadata", "cut_short");
+  fprintf(stderr, "  cut_short: %s\n", cut ? cut : "(none)");
+  ASSERT(cut != NULL);
+  ASSERT_STR_EQ(cut, "exit");
+  free(cut);
   sp__recover_info_free(&info);
 }
 SP_TEST(a_kept_run_whose_exit_retry_fails_leaves_a_spill_and_says_so) { kept_run_spilled_at_exit(NULL); }
