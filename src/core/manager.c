@@ -120,15 +120,19 @@ static void kept_at_exit(struct sp_manager *m) {
 
 static int exit_hook_ran;
 
+/* The staging files of the runs that end with the process; the exit hook
+ * calls it too, after its finalizes. */
 static void stage_cleanup(void) {
   const int mpi = sp__mpi_ops && sp__mpi_ops->in_use();
   for (int i = 0; i < SP_I_MAX_MANAGERS; i++) {
     struct sp_manager *m = sp__live_manager(i);
     if (!m) continue;
+    /* atexit runs the handlers in reverse order: a run the exit hook is
+     * still to finalize needs its staging file (its journal, or its copied
+     * segments) for that, and for the spill should it fail */
+    if (m->exit_hook && m->run_active && !exit_hook_ran && !mpi) continue;
     if (m->kept_msg && m->run_active) {
-      /* (atexit runs the hooks in reverse order: the exit hook's retry,
-       * when it is still to come, decides) */
-      if (!(m->exit_hook && !exit_hook_ran && !mpi)) kept_at_exit(m);
+      kept_at_exit(m);
       continue;
     }
     if (m->stage_path[0]) unlink(m->stage_path);
@@ -145,13 +149,9 @@ static void exit_hook(void) {
   sp__live_hold(); /* another thread's destroy must not free a manager being cut */
   for (int i = 0; i < SP_I_MAX_MANAGERS; i++) {
     struct sp_manager *m = sp__live_manager(i);
-    if (m && m->exit_hook && m->run_active && sp__finalize_cut(m, "exit") != SP_OK && m->kept_msg &&
-        m->run_active) {
-      pthread_mutex_lock(&m->fin_lock);
-      kept_at_exit(m);
-      pthread_mutex_unlock(&m->fin_lock);
-    }
+    if (m && m->exit_hook && m->run_active) (void)sp__finalize_cut(m, "exit");
   }
+  stage_cleanup(); /* (a run still kept now is spilled or said lost there) */
   sp__live_release();
 }
 static void register_atexit(void) { atexit(exit_hook); }

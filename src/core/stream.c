@@ -49,6 +49,7 @@
 #include "core/core.h"
 #include "core/mpi_hooks.h"
 #include "core/snapshot.h"
+#include "core/spill.h"
 #include "core/source.h"
 #include "core/stream.h"
 #include "output/output.h"
@@ -595,6 +596,34 @@ static int block_map(struct sp_stream *s, uint64_t maxtick) {
   return -1;
 }
 
+/* HDF5 closes every file it has open in an atexit handler it registers
+ * when it first runs: for a run that stages, in the writer's first block,
+ * after the profiler's exit hook was registered, so it runs before that
+ * hook. A block the writer was staging then failed midway and was dropped
+ * (600,000 calls, exit right after the last: 131,072 dropped, the blocks
+ * in flight). Registered once the staged file exists, this runs before
+ * HDF5's handler: each active run's writer finishes the blocks handed to
+ * it (as the exit hook's finalize would wait for them), for at most twice
+ * the drop's wait. */
+static void writers_settle(void) {
+  for (int i = 0; i < SP_I_MAX_MANAGERS; i++) {
+    struct sp_manager *m = sp__live_manager(i);
+    struct sp_stream *s = m && __atomic_load_n(&m->run_active, __ATOMIC_ACQUIRE)
+                              ? __atomic_load_n(&m->stream, __ATOMIC_ACQUIRE)
+                              : NULL;
+    if (!s || s->adopted) continue;
+    struct timespec now, until;
+    clock_gettime(CLOCK_REALTIME, &now);
+    until = after_ms(now, 2 * sp__stream_drop_wait_ms);
+    pthread_mutex_lock(&s->mu);
+    while ((s->head || s->busy) && pthread_cond_timedwait(&s->idle, &s->mu, &until) != ETIMEDOUT) {
+    }
+    pthread_mutex_unlock(&s->mu);
+  }
+}
+static pthread_once_t settle_once = PTHREAD_ONCE_INIT;
+static void register_settle(void) { atexit(writers_settle); }
+
 /* Whether this run can stage its blocks (the first block asks): h5stage.c
  * declines what its file cannot be, the probe columns are not staged. */
 static void stage_begin(struct sp_stream *s) {
@@ -613,6 +642,7 @@ static void stage_begin(struct sp_stream *s) {
     return;
   }
   if (s->stage) __atomic_store_n(&s->staging, 1, __ATOMIC_RELAXED);
+  if (s->stage) pthread_once(&settle_once, register_settle);
 }
 
 static int add_seg(struct sp_stream *s, const struct seg *g) {

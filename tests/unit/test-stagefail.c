@@ -117,6 +117,7 @@ SP_TEST(a_changed_staged_file_is_named_with_the_cause) {
  * budget; then the output path becomes a directory, so the write fails. */
 static char fail_msg[2048];
 static const char *more_ov;
+static int no_finalize; /* the path becomes a directory, and the program ends without a finalize */
 static sp_manager *streamed_run_whose_write_fails(long n) {
   const char *ov[] = {"file_path=pub.h5", "max_buffer_bytes=16777216", "crash_spill=true", more_ov, NULL};
   sp__stream_shed_wait_ms = 600000; /* a loaded machine must not make it shed its staging */
@@ -131,6 +132,7 @@ static sp_manager *streamed_run_whose_write_fails(long n) {
     sp_region_end(m, outer);
   }
   ASSERT_EQ(mkdir("pub.h5", 0755), 0);
+  if (no_finalize) return m;
   sp_status st = sp_manager_finalize(m, NULL, NULL);
   snprintf(fail_msg, sizeof fail_msg, "%s", sp_last_error());
   fprintf(stderr, "  finalize: %s\n", fail_msg);
@@ -398,6 +400,41 @@ static void kept_run_spilled_at_exit(const char *extra) {
   sp__recover_info_free(&info);
 }
 SP_TEST(a_kept_run_whose_exit_retry_fails_leaves_a_spill_and_says_so) { kept_run_spilled_at_exit(NULL); }
+/* The exit hook's finalize is the run's first, and fails. */
+SP_TEST(a_run_whose_only_finalize_at_exit_fails_leaves_a_spill_and_says_so) {
+  no_finalize = 1;
+  kept_run_spilled_at_exit(NULL);
+}
+/* And when that finalize at exit writes the file, it has every call (the
+ * program exits right after the last: HDF5's own exit handler, which ran
+ * first, failed the blocks the writer had in flight, and 131,072 calls
+ * were dropped), and nothing of the run is left beside it (the staging
+ * files go once the exit hook has written). */
+SP_TEST(a_streamed_run_written_at_exit_leaves_nothing_beside_its_file) {
+  unsetenv("SCOPE_PROFILER_CLOCK");
+  pid_t pid = fork();
+  ASSERT(pid >= 0);
+  if (pid == 0) {
+    no_finalize = 1;
+    streamed_run_whose_write_fails(600000);
+    ASSERT_EQ(rmdir("pub.h5"), 0);
+    exit(0);
+  }
+  int st = child_wait(pid);
+  if (!WIFEXITED(st) || WEXITSTATUS(st) != 0) SP_FAIL_("the child failed (status 0x%x)", st);
+  fprintf(stderr, "  written at exit: %lld outer, %lld inner; dropped %lld, cut short %lld\n",
+          h5_region_events("pub.h5", "outer"), h5_region_events("pub.h5", "inner"),
+          h5_attr_i64("pub.h5", "/metadata", "dropped_events"), h5_attr_i64("pub.h5", "/metadata", "cut_short_calls"));
+  ASSERT_EQ(h5_region_events("pub.h5", "outer"), 600000);
+  ASSERT_EQ(h5_region_events("pub.h5", "inner"), 600000);
+  ASSERT(!exists("pub.h5.spill"));
+  DIR *d = opendir(".");
+  ASSERT(d);
+  for (struct dirent *e; (e = readdir(d));)
+    if (e->d_name[0] == '.' && strstr(e->d_name, "pub.h5")) SP_FAIL_("%s was left", e->d_name);
+  closedir(d);
+}
+
 /* The same at exit without the exit hook (the program did not retry). */
 SP_TEST(a_kept_run_with_no_exit_hook_leaves_a_spill_at_exit_and_says_so) {
   kept_run_spilled_at_exit("finalize_on_exit=false");
