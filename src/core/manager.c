@@ -102,7 +102,8 @@ static void kept_at_exit(struct sp_manager *m) {
                   "at exit, %s could not be written: %s. The run's calls are kept: in %s and the staging files "
                   "it names (%s). Once that is fixed, `scope-profiler recover %s` writes the run; it removes "
                   "them once the file is whole",
-                  m->cfg.file_path, m->kept_msg ? m->kept_msg : "?", m->spill_path, files[0] ? files : "none", m->spill_path);
+                  m->cfg.file_path, m->kept_msg ? m->kept_msg : "?", m->spill_path, files[0] ? files : "none",
+                  m->spill_path);
     return;
   }
   if (m->stage_path[0]) unlink(m->stage_path);

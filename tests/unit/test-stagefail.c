@@ -244,7 +244,8 @@ static void raw_staging_cut_short(int at) {
     for (long long i = 0; b && e && i < n && i < ne; i++) zeros += b[i] == lo && e[i] == lo;
     free(b);
     free(e);
-    fprintf(stderr, "  written: %lld outer, %lld inner calls, %lld of %lld starting and ending at the run's earliest start\n",
+    fprintf(stderr,
+            "  written: %lld outer, %lld inner calls, %lld of %lld starting and ending at the run's earliest start\n",
             h5_region_events("raw.h5", "outer"), h5_region_events("raw.h5", "inner"), zeros, n);
   }
   ASSERT_EQ(st, SP_ERR_IO);
