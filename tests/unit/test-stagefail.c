@@ -34,6 +34,20 @@
 #include "scope_profiler/reader.h"
 
 /* The one file in "." whose name starts with `prefix` ("" none). */
+/* The calls of a file that start and end at the run's earliest start: a
+ * call read from a hole has start and end ticks 0, so one start, the
+ * earliest, and no duration. *n: the calls in the file. */
+static long long calls_at_earliest(const char *file, long long *n) {
+  long long ne = 0, zeros = 0;
+  int64_t *b = h5_i64(file, "/events/start_times", n), *e = h5_i64(file, "/events/end_times", &ne);
+  int64_t lo = INT64_MAX;
+  for (long long i = 0; b && i < *n; i++) lo = b[i] < lo ? b[i] : lo;
+  for (long long i = 0; b && e && i < *n && i < ne; i++) zeros += b[i] == lo && e[i] == lo;
+  free(b);
+  free(e);
+  return zeros;
+}
+
 static void find_file(const char *prefix, char *out, size_t len) {
   out[0] = 0;
   DIR *d = opendir(".");
@@ -235,15 +249,7 @@ static void raw_staging_cut_short(int at) {
   snprintf(msg, sizeof msg, "%s", sp_last_error());
   fprintf(stderr, "  finalize: %s\n", msg);
   if (st == SP_OK) {
-    long long n = 0, ne = 0, zeros = 0;
-    int64_t *b = h5_i64("raw.h5", "/events/start_times", &n), *e = h5_i64("raw.h5", "/events/end_times", &ne);
-    /* a call read from the hole has start and end ticks 0: one start, the
-     * run's earliest, and no duration */
-    int64_t lo = INT64_MAX;
-    for (long long i = 0; b && i < n; i++) lo = b[i] < lo ? b[i] : lo;
-    for (long long i = 0; b && e && i < n && i < ne; i++) zeros += b[i] == lo && e[i] == lo;
-    free(b);
-    free(e);
+    long long n = 0, zeros = calls_at_earliest("raw.h5", &n);
     fprintf(stderr,
             "  written: %lld outer, %lld inner calls, %lld of %lld starting and ending at the run's earliest start\n",
             h5_region_events("raw.h5", "outer"), h5_region_events("raw.h5", "inner"), zeros, n);
@@ -308,13 +314,7 @@ SP_TEST(a_crash_after_the_raw_staging_file_was_cut_recovers_what_is_before_the_c
   const char *spills[] = {"raw.h5.spill"};
   sp_status rs = sp__spill_recover_run(spills, 1, "rec.h5", &info);
   if (rs != SP_OK) SP_FAIL_("recover: %s", sp_last_error());
-  long long n = 0, ne = 0, zeros = 0;
-  int64_t *b = h5_i64("rec.h5", "/events/start_times", &n), *e = h5_i64("rec.h5", "/events/end_times", &ne);
-  int64_t lo = INT64_MAX;
-  for (long long i = 0; b && i < n; i++) lo = b[i] < lo ? b[i] : lo;
-  for (long long i = 0; b && e && i < n && i < ne; i++) zeros += b[i] == lo && e[i] == lo;
-  free(b);
-  free(e);
+  long long n = 0, zeros = calls_at_earliest("rec.h5", &n);
   long long np = 0, parent0 = 0;
   int64_t *par = h5_i64("rec.h5", "/events/parent_ids", &np);
   for (long long i = 0; par && i < np; i++) parent0 += par[i] == 0;
