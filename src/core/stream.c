@@ -1310,15 +1310,24 @@ static int read_back(struct sp_stream *s, const struct seg *g, int col, int fd, 
   return readback_error(s, g, col, cause);
 }
 
+/* The first hole in bytes [from, to) of fd before its end, else -1: a
+ * hole reads as zeros without an error (the file was cut short, and
+ * written past since). A file system without holes has none to say. */
+static off_t hole_within(int fd, uint64_t from, uint64_t to) {
+  off_t hole = lseek(fd, (off_t)from, SEEK_HOLE); /* (positional reads only: the offset is no one's) */
+  struct stat sb;
+  if (hole < 0 || (uint64_t)hole >= to || fstat(fd, &sb) != 0 || hole >= sb.st_size) return -1;
+  return hole;
+}
+
 /* Before a raw segment is read: a hole in its bytes (the file was cut
  * short, and the hand-offs since wrote past the cut) reads as zeros without
  * an error, and was written as calls at tick 0; and its header, written
  * once its columns were, must be the segment's. -1 with the error said. */
 static int check_raw_segment(struct sp_stream *s, const struct seg *g, int ncols) {
   uint64_t at = g->off - SEG_HEAD, end = g->off + g->count * 8 * (4 + (uint64_t)ncols);
-  off_t hole = lseek(s->fd, (off_t)at, SEEK_HOLE); /* (a file system without holes says: at its end) */
-  struct stat sb;
-  if (hole >= 0 && (uint64_t)hole < end && fstat(s->fd, &sb) == 0 && hole < sb.st_size) {
+  off_t hole = hole_within(s->fd, at, end);
+  if (hole >= 0) {
     char cause[256];
     snprintf(cause, sizeof cause,
              "the file has a hole at byte %lld, in the segment's bytes %llu to %llu (it was cut short, and "
@@ -2074,8 +2083,7 @@ int sp__stream_adopt(struct sp_manager *m, const char *path, const uint32_t *idm
     /* a hole in its bytes (the file cut short, and written past since)
      * reads as zeros: torn, as finalize's check_raw_segment finds it; the
      * private copy below has no holes left to find */
-    off_t hole = lseek(fd, (off_t)off, SEEK_HOLE);
-    if (hole >= 0 && (uint64_t)hole < off + SEG_HEAD + data) break;
+    if (hole_within(fd, off, off + SEG_HEAD + data) >= 0) break;
     uint32_t region = h.region <= nreg ? idmap[h.region] : 0;
     int known = 0;
     for (sp_thread_rec *t = m->threads; t && !known; t = t->next) known = t->index == h.thread;
@@ -2187,7 +2195,11 @@ const char *sp__stream_staged_name(const struct sp_manager *m) {
 
 void sp__stream_unlink_staged(struct sp_manager *m) {
   struct sp_stream *s = m->stream;
-  if (s && s->stage_tmp[0]) unlink(s->stage_tmp);
+  if (!s || !s->stage_tmp[0]) return;
+  unlink(s->stage_tmp);
+  /* gone: nothing may remove the name again (another run's mkstemp may
+   * take it), and the crash handler reads it */
+  __atomic_store_n(&s->stage_tmp[0], 0, __ATOMIC_RELAXED);
 }
 
 uint64_t sp__stream_blocks_now(const struct sp_manager *m) {

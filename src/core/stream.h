@@ -45,8 +45,9 @@ uint64_t sp__stream_blocks_now(const struct sp_manager *m);
 /* A crash: the staged HDF5 file of the run removed when no block of it is
  * journaled yet, else kept for recovery (async-signal safe). */
 void sp__stream_crash_unlink(const struct sp_manager *m);
-/* The name of the run's staged HDF5 file (.<name>.tmp.XXXXXX) while it has
- * one, else NULL; and its removal (a kept run nothing can recover). */
+/* The path of the run's staged HDF5 file (.<name>.tmp. and mkstemp's six
+ * characters) while it has one, else NULL; and its removal, after which
+ * there is none (a kept run nothing can recover). */
 const char *sp__stream_staged_name(const struct sp_manager *m);
 void sp__stream_unlink_staged(struct sp_manager *m);
 /* Blocks queued for the writer or in its hands now, and *done those it
