@@ -34,6 +34,17 @@
 #include "scope_profiler/reader.h"
 
 /* The one file in "." whose name starts with `prefix` ("" none). */
+/* n calls of "outer", each around one call of "inner". */
+static void nested_calls(sp_manager *m, long n) {
+  sp_region outer = sp_region_intern("outer"), inner = sp_region_intern("inner");
+  for (long i = 0; i < n; i++) {
+    sp_region_begin(m, outer);
+    sp_region_begin(m, inner);
+    sp_region_end(m, inner);
+    sp_region_end(m, outer);
+  }
+}
+
 /* The calls of a file that start and end at the run's earliest start: a
  * call read from a hole has start and end ticks 0, so one start, the
  * earliest, and no duration. *n: the calls in the file. */
@@ -70,13 +81,7 @@ static void damaged_staged_file(int how, const char *cause) {
   sp__stream_shed_wait_ms = 600000;
   sp_manager *m = sp_manager_create();
   ASSERT_OK(sp_manager_setup(m, &(sp_setup_args){.overrides = ov}));
-  sp_region outer = sp_region_intern("outer"), inner = sp_region_intern("inner");
-  for (long i = 0; i < 400000; i++) {
-    sp_region_begin(m, outer);
-    sp_region_begin(m, inner);
-    sp_region_end(m, inner);
-    sp_region_end(m, outer);
-  }
+  nested_calls(m, 400000);
   char staged[256], path[300];
   find_file(".out.h5.tmp.", staged, sizeof staged);
   ASSERT(staged[0]);
@@ -138,13 +143,7 @@ static sp_manager *streamed_run_whose_write_fails(long n) {
   sp_manager *m = sp_manager_create();
   ASSERT(m);
   ASSERT_OK(sp_manager_setup(m, &(sp_setup_args){.overrides = ov}));
-  sp_region outer = sp_region_intern("outer"), inner = sp_region_intern("inner");
-  for (long i = 0; i < n; i++) {
-    sp_region_begin(m, outer);
-    sp_region_begin(m, inner);
-    sp_region_end(m, inner);
-    sp_region_end(m, outer);
-  }
+  nested_calls(m, n);
   ASSERT_EQ(mkdir("pub.h5", 0755), 0);
   if (no_finalize) return m;
   sp_status st = sp_manager_finalize(m, NULL, NULL);
@@ -232,13 +231,8 @@ static void raw_staging_cut_short(int at) {
   const char *ov[] = {"file_path=raw.h5", "hdf5_schema=2", "max_buffer_bytes=2097152", NULL};
   sp_manager *m = sp_manager_create();
   ASSERT_OK(sp_manager_setup(m, &(sp_setup_args){.overrides = ov}));
-  sp_region outer = sp_region_intern("outer"), inner = sp_region_intern("inner");
-  for (long i = 0; i < 400000; i++) {
-    sp_region_begin(m, outer);
-    sp_region_begin(m, inner);
-    sp_region_end(m, inner);
-    sp_region_end(m, outer);
-  }
+  sp_region outer = sp_region_intern("outer");
+  nested_calls(m, 400000);
   find_file(".raw.h5.stage.", raw_staging, sizeof raw_staging);
   ASSERT(raw_staging[0]);
   if (at == 0) cut_raw_staging();
@@ -293,17 +287,10 @@ SP_TEST(a_crash_after_the_raw_staging_file_was_cut_recovers_what_is_before_the_c
     const char *ov[] = {"file_path=raw.h5", "hdf5_schema=2", "max_buffer_bytes=2097152", "crash_spill=true", NULL};
     sp_manager *m = sp_manager_create();
     ASSERT_OK(sp_manager_setup(m, &(sp_setup_args){.overrides = ov}));
-    sp_region outer = sp_region_intern("outer"), inner = sp_region_intern("inner");
-    for (long i = 0; i < 600000; i++) {
-      if (i == 400000) {
-        find_file(".raw.h5.stage.", raw_staging, sizeof raw_staging);
-        cut_raw_staging();
-      }
-      sp_region_begin(m, outer);
-      sp_region_begin(m, inner);
-      sp_region_end(m, inner);
-      sp_region_end(m, outer);
-    }
+    nested_calls(m, 400000);
+    find_file(".raw.h5.stage.", raw_staging, sizeof raw_staging);
+    cut_raw_staging();
+    nested_calls(m, 200000);
     raise(SIGSEGV);
     _exit(4);
   }
