@@ -2198,8 +2198,10 @@ void sp__stream_unlink_staged(struct sp_manager *m) {
   if (!s || !s->stage_tmp[0]) return;
   unlink(s->stage_tmp);
   /* gone: nothing may remove the name again (another run's mkstemp may
-   * take it), and the crash handler reads it */
+   * take it), and the crash handler reads it; nor may the stage, which
+   * keeps the name too (its close at destroy removed it) */
   __atomic_store_n(&s->stage_tmp[0], 0, __ATOMIC_RELAXED);
+  sp__stage_forget(s->stage);
 }
 
 uint64_t sp__stream_blocks_now(const struct sp_manager *m) {

@@ -52,6 +52,7 @@ struct sp_stage {
   unsigned char *thr; /* whether each block has its thread ids */
   uint32_t nblocks, cap;
   int fd; /* the file again, to start its write-back after each block */
+  int gone; /* removed by name (sp__stage_forget): the name may be another run's now */
 };
 
 /* The plan's column each staged column is the source of. */
@@ -128,6 +129,10 @@ static int revive(struct sp_stage *g) {
   H5E_END_TRY;
   if (n > 0 && (size_t)n < sizeof name && strcmp(name, g->tmp) == 0) return 0;
   for (int c = 0; c < SP_STAGE_NCOLS; c++) g->ds[c] = -1; /* closed with the file */
+  if (__atomic_load_n(&g->gone, __ATOMIC_ACQUIRE)) { /* (what the name opens now is not ours) */
+    g->file = g->grp = -1;
+    return -1;
+  }
   hid_t fapl = sp__h5_file_access();
   sp__direct_fapl(fapl);
   H5E_BEGIN_TRY {
@@ -240,6 +245,10 @@ const char *sp__stage_path(const struct sp_stage *g) { return g && g->tmp ? g->t
 
 void sp__stage_discard(struct sp_stage *g) { sp__stage_close(g, 0); }
 
+void sp__stage_forget(struct sp_stage *g) {
+  if (g) __atomic_store_n(&g->gone, 1, __ATOMIC_RELEASE);
+}
+
 void sp__stage_close(struct sp_stage *g, int keep) {
   if (!g) return;
   H5E_BEGIN_TRY {
@@ -250,7 +259,7 @@ void sp__stage_close(struct sp_stage *g, int keep) {
     if (g->file >= 0) H5Fclose(g->file);
   }
   H5E_END_TRY;
-  if (g->tmp && !keep) unlink(g->tmp);
+  if (g->tmp && !keep && !__atomic_load_n(&g->gone, __ATOMIC_ACQUIRE)) unlink(g->tmp);
   if (g->fd >= 0) close(g->fd);
   free(g->tmp);
   free(g->path);
@@ -324,7 +333,9 @@ sp_status sp__stage_publish(const struct sp_run *run, const struct sp_config *cf
   const struct sp_staged *st = run->staged;
   struct sp_stage *g = st ? st->stage : NULL;
   *declined = 1;
-  if (!g || !g->tmp || revive(g) != 0 || strcmp(g->path, path) != 0 || cfg->hdf5_schema == 2 || run->nevents == 0 ||
+  /* (a file removed by name is not renamed into place: the name may be
+   * another run's; the copy way reads the blocks through the descriptor) */
+  if (!g || !g->tmp || __atomic_load_n(&g->gone, __ATOMIC_ACQUIRE) || revive(g) != 0 || strcmp(g->path, path) != 0 || cfg->hdf5_schema == 2 || run->nevents == 0 ||
       st->nmap > STAGE_MAX_MAPS || !contiguous_events(cfg, run->nevents))
     return SP_ERR_IO;
   uint64_t covered = 0;

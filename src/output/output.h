@@ -146,6 +146,10 @@ const char *sp__stage_path(const struct sp_stage *g);
  * the data of the run, read back through the caller's own descriptor). */
 void sp__stage_discard(struct sp_stage *g);
 void sp__stage_close(struct sp_stage *g, int keep);
+/* The staging file was removed by name (by the caller): from now on its
+ * name is not used again, neither to remove it nor to open it nor to
+ * rename it into place, since another run's mkstemp may have taken it. */
+void sp__stage_forget(struct sp_stage *g);
 /* One (row, block) segment: `count` calls at `src` of the block's datasets
  * are events [dst, dst+count) of the file. */
 struct sp_stage_map {

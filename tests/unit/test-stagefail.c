@@ -443,6 +443,45 @@ SP_TEST(a_kept_run_with_no_spill_at_exit_removes_its_staging_files_and_says_so) 
   ASSERT_CONTAINS(msg, "are lost");
 }
 
+/* The staged file of a kept run removed by name (at exit, with no spill to
+ * keep it: kept_at_exit) is gone for the run: a later removal through the
+ * same manager, or its destroy, must not take the file another run's
+ * mkstemp made under that name since (mkstemp hands out a free name, and
+ * this one is free again). */
+SP_TEST(a_removed_staged_file_name_is_not_removed_again) {
+  unsetenv("SCOPE_PROFILER_CLOCK");
+  sp_manager *m = streamed_run_whose_write_fails(600000);
+  const char *name = sp__stream_staged_name(m);
+  ASSERT(name);
+  char staged[4096];
+  snprintf(staged, sizeof staged, "%s", name);
+  ASSERT(exists(staged));
+  sp__stream_unlink_staged(m);
+  ASSERT(!exists(staged));
+  int fd = open(staged, O_WRONLY | O_CREAT | O_EXCL, 0600); /* another run's, as its mkstemp made it */
+  ASSERT(fd >= 0);
+  ASSERT_EQ(write(fd, "other run", 9), 9);
+  close(fd);
+  sp__stream_unlink_staged(m);
+  fprintf(stderr, "  after a second removal: %s %s\n", staged, exists(staged) ? "is there" : "is gone");
+  ASSERT(exists(staged));
+  ASSERT(sp__stream_staged_name(m) == NULL); /* (a crash spill names no staged file) */
+  /* a retry that writes the run does not rename that file into place */
+  ASSERT_EQ(rmdir("pub.h5"), 0);
+  sp_status st = sp_manager_finalize(m, NULL, NULL);
+  fprintf(stderr, "  retry: %s; %s %s; pub.h5 has %lld outer calls\n", st == SP_OK ? "written" : sp_last_error(),
+          staged, exists(staged) ? "is there" : "is gone", h5_region_events("pub.h5", "outer"));
+  ASSERT(exists(staged));
+  ASSERT_EQ(st, SP_OK);
+  ASSERT_EQ(h5_region_events("pub.h5", "outer"), 600000);
+  sp_manager_destroy(m);
+  fprintf(stderr, "  after the manager's destroy: %s %s\n", staged, exists(staged) ? "is there" : "is gone");
+  ASSERT(exists(staged));
+  struct stat sb;
+  ASSERT(stat(staged, &sb) == 0);
+  ASSERT_EQ(sb.st_size, 9);
+}
+
 /*====== An extension's state on a kept run ======*/
 
 /* A column probe that counts one per call of outer and inner each (its
