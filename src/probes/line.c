@@ -190,25 +190,66 @@ static int line_attach(void *proc, const struct sp_ext_thread *th, void **thr) {
   return 0;
 }
 
+static int cmp_entry(const void *a, const void *b) {
+  const struct sp_lp_entry *x = a, *y = b;
+  if (x->region != y->region) return x->region < y->region ? -1 : 1;
+  return x->pc < y->pc ? -1 : x->pc > y->pc;
+}
+
+/* The samples drained now joined to those an earlier finalize of the same
+ * run drained (a kept run's retry): sorted by (region, pc) with equal
+ * pairs merged, as one collect gives them (emit_sampled looks back within
+ * a region). 0, or -1 with both left as they were. */
+static int join_entries(struct line_state *st, struct sp_lp_entry *e, size_t n) {
+  if (!st->n) {
+    free(st->e);
+    st->e = e;
+    st->n = n;
+    return 0;
+  }
+  struct sp_lp_entry *all = realloc(st->e, (st->n + n) * sizeof *all);
+  if (!all) return -1;
+  if (n) memcpy(all + st->n, e, n * sizeof *e);
+  free(e);
+  size_t m = st->n + n, w = 0;
+  qsort(all, m, sizeof *all, cmp_entry);
+  for (size_t i = 0; i < m; i++) {
+    if (w && all[w - 1].region == all[i].region && all[w - 1].pc == all[i].pc) {
+      all[w - 1].hits += all[i].hits;
+      all[w - 1].ns += all[i].ns;
+    } else {
+      all[w++] = all[i];
+    }
+  }
+  st->e = all;
+  st->n = w;
+  return 0;
+}
+
 static void line_before_snapshot(void *proc) {
   struct line_state *st = proc;
-  /* A kept run's retry (ext.h, emit): the samples the failed finalize
-   * drained are still here, and the sampler has stopped since. */
   if (!st->sampling) return;
-  free(st->e);
-  st->e = NULL;
-  st->n = 0;
-  if (sp__lp_collect(st->user, &st->e, &st->n, &st->stats, 1) != 0) {
-    st->e = NULL;
-    st->n = 0;
+  /* The sampler goes on until the run is written (line_written): a kept
+   * run (its file could not be written, ext.h emit) records on, and its
+   * retry drains the samples taken since and adds them to those the failed
+   * finalize drained, which are still here. */
+  struct sp_lp_entry *e = NULL;
+  size_t n = 0;
+  struct sp_lp_stats now;
+  if (sp__lp_collect(st->user, &e, &n, &now, 1) != 0) return;
+  if (join_entries(st, e, n) != 0) {
+    free(e);
+    now.dropped += now.samples; /* (no memory to keep them) */
+    now.samples = 0;
   }
-  /* The run ends here: its threads stop being sampled for it now, not at
-   * the manager's next setup or destroy (a finalized manager that lives on,
-   * as Python's often do, would hold a user of the sampler and its threads'
-   * clocks for nothing). */
-  st->backend = sp__lp_backend_name(st->user);
-  sp__lp_stop(st->user);
-  st->sampling = 0;
+  st->stats.samples += now.samples;
+  st->stats.outside += now.outside;
+  st->stats.dropped += now.dropped;
+  st->stats.dropped_ns += now.dropped_ns;
+  if (now.max_ns > st->stats.max_ns) st->stats.max_ns = now.max_ns;
+  st->stats.threads_perf = now.threads_perf; /* (the user's own counts, whole-run already) */
+  st->stats.threads_timer = now.threads_timer;
+  st->stats.arm_failures = now.arm_failures;
 }
 
 /*====== Records ======*/
@@ -554,12 +595,22 @@ static sp_status line_emit(void *proc, struct sp_ext_emit *out) {
   return rc;
 }
 
-/* The samples and the records handed in went into a written file. */
+/* The samples and the records handed in went into a written file (or the
+ * run was given up). The run ends here: its threads stop being sampled
+ * for it now, not at the manager's next setup or destroy (a finalized
+ * manager that lives on, as Python's often do, would hold a user of the
+ * sampler and its threads' clocks for nothing). */
 static void line_written(void *proc) {
   struct line_state *st = proc;
+  if (st->sampling) {
+    st->backend = sp__lp_backend_name(st->user);
+    sp__lp_stop(st->user);
+    st->sampling = 0;
+  }
   free(st->e);
   st->e = NULL;
   st->n = 0;
+  memset(&st->stats, 0, sizeof st->stats);
   pthread_mutex_lock(&foreign_lock);
   free_foreign(st);
   pthread_mutex_unlock(&foreign_lock);

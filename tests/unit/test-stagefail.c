@@ -646,4 +646,45 @@ SP_TEST(a_kept_run_writes_its_line_profiles_once) {
   ASSERT_EQ(handed, 1);
 }
 
+/* The failed finalize drained the line samples; the run is kept and goes
+ * on recording, and so does its sampler: a region that runs only after
+ * the failure has its lines sampled in the retry's file. */
+SP_TEST(a_kept_run_samples_the_lines_of_calls_after_the_failed_finalize) {
+  unsetenv("SCOPE_PROFILER_CLOCK");
+  const char *ov[] = {"file_path=pub.h5", "max_buffer_bytes=16777216", "use_line_profiler=1", "quiet=1", NULL};
+  sp__stream_shed_wait_ms = 600000;
+  sp_manager *m = sp_manager_create();
+  ASSERT_OK(sp_manager_setup(m, &(sp_setup_args){.overrides = ov}));
+  sp_region before = sp_region_intern("before"), late = sp_region_intern("late");
+  nested_calls(m, 600000);
+  sp_region_begin(m, before);
+  spin_ns(300000000);
+  sp_region_end(m, before);
+  ASSERT_EQ(mkdir("pub.h5", 0755), 0);
+  ASSERT_EQ(sp_manager_finalize(m, NULL, NULL), SP_ERR_IO);
+  ASSERT_CONTAINS(sp_last_error(), "The run is kept as it was");
+  ASSERT_EQ(rmdir("pub.h5"), 0);
+  sp_region_begin(m, late);
+  spin_ns(300000000);
+  sp_region_end(m, late);
+  ASSERT_OK(sp_manager_finalize(m, NULL, NULL));
+  sp_manager_destroy(m);
+  sp_results *r = NULL;
+  ASSERT_OK(sp_results_open("pub.h5", &r));
+  const sp_line_profile *p;
+  size_t n;
+  ASSERT_OK(sp_results_line_profiles(r, &p, &n));
+  int64_t hits_before = 0, hits_late = 0;
+  for (size_t i = 0; i < n; i++)
+    for (size_t j = 0; j < p[i].n; j++) {
+      if (!strcmp(p[i].region, "before")) hits_before += p[i].hits[j];
+      if (!strcmp(p[i].region, "late")) hits_late += p[i].hits[j];
+    }
+  sp_results_free(r);
+  fprintf(stderr, "  written: %zu line records; samples in before %lld, in late (after the failed finalize) %lld\n", n,
+          (long long)hits_before, (long long)hits_late);
+  ASSERT_GT(hits_before, 0);
+  ASSERT_GT(hits_late, 0);
+}
+
 int main(int argc, char **argv) { return sp_test_main(argc, argv); }
