@@ -98,7 +98,12 @@ void (*sp__spill_test_hook)(struct sp_manager *m);
 
 int sp__spill_write(struct sp_manager *m, int sig) { return sp__spill_write_to(m, sig, m->spill_path); }
 
-static int spill_write_body(struct sp_manager *m, int sig, const char *path, int rewriting);
+struct settled {
+  int own;          /* SP_STREAM_OWN_*: where the stream writer was */
+  uint32_t thread;  /* PASS: the thread index of its block */
+  int64_t idbound;  /* PASS: above every call id given so far */
+};
+static int spill_write_body(struct sp_manager *m, int sig, const char *path, int rewriting, const struct settled *w);
 
 /* The spill tells a finalize under way that it reads the buffers: finalize
  * waits for it before it rewrites them (compacts what it wrote). Found
@@ -112,12 +117,22 @@ int sp__spill_write_to(struct sp_manager *m, int sig, const char *path) {
   __atomic_add_fetch(&m->spilling, 1, __ATOMIC_SEQ_CST);
   int rewriting = __atomic_load_n(&m->fin_rewriting, __ATOMIC_SEQ_CST) != 0;
   int rc = -1;
-  if (rewriting || __atomic_load_n(&m->run_active, __ATOMIC_ACQUIRE)) rc = spill_write_body(m, sig, path, rewriting);
+  /* (after spilling is raised: the stream writer begins no block now) */
+  struct settled w = {0, 0, 0};
+  w.own = sp__stream_spill_settle(m, &w.thread, &w.idbound);
+  if (rewriting || __atomic_load_n(&m->run_active, __ATOMIC_ACQUIRE)) rc = spill_write_body(m, sig, path, rewriting, &w);
   __atomic_sub_fetch(&m->spilling, 1, __ATOMIC_SEQ_CST);
   return rc;
 }
 
-static int spill_write_body(struct sp_manager *m, int sig, const char *path, int rewriting) {
+/* A stream writer still in a block's pass (w->own PASS: it did not finish
+ * in the bounded wait, or the crash is in it) may be rewriting the kept
+ * calls of its thread, the next call id and the contexts: the spill reads
+ * none of them. That thread's open calls then take new ids at recovery,
+ * above any the block can have given; the contexts are left out; the
+ * block is in hand, so recovery says the run is partial. */
+static int spill_write_body(struct sp_manager *m, int sig, const char *path, int rewriting, const struct settled *w) {
+  const int pass = w->own == SP_STREAM_OWN_PASS;
   int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0644);
   if (fd < 0) return -1;
   struct out o = {fd, 0};
@@ -170,7 +185,7 @@ static int spill_write_body(struct sp_manager *m, int sig, const char *path, int
   put(&o, SPILL_RANK, 8);
   put_u32(&o, (uint32_t)m->spill_rank);
   put_u32(&o, (uint32_t)m->spill_size);
-  uint32_t nx = rewriting ? 0 : __atomic_load_n(&m->nxctx, __ATOMIC_ACQUIRE);
+  uint32_t nx = rewriting || pass ? 0 : __atomic_load_n(&m->nxctx, __ATOMIC_ACQUIRE);
   put(&o, SPILL_XCTX, 8);
   put_u32(&o, nx);
   for (uint32_t k = 0; k < nx; k++) {
@@ -180,17 +195,17 @@ static int spill_write_body(struct sp_manager *m, int sig, const char *path, int
     put_u32(&o, c ? c->depth : 0);
     put_u64(&o, (uint64_t)(c ? c->id : -1));
   }
-  sp__stream_crash_unlink(m);
+  if (!pass) sp__stream_crash_unlink(m); /* (a first block's pass may be naming the staged file) */
   if (m->stage_path[0] && !rewriting) { /* (its kept calls are in the buffers) */
     put(&o, SPILL_STAGE, 8);
     put_str(&o, m->stage_path);
-    put_u64(&o, (uint64_t)m->next_callid);
+    put_u64(&o, (uint64_t)(pass ? w->idbound : m->next_callid));
     put_u32(&o, (uint32_t)sp__stream_idle_now(m));
     uint32_t nt = 0;
     for (sp_thread_rec *t = m->threads; t; t = t->next) nt++;
     put_u32(&o, nt);
     for (sp_thread_rec *t = m->threads; t && nt; t = t->next, nt--) {
-      uint32_t nk = t->nkept;
+      uint32_t nk = pass && t->index == w->thread ? 0 : t->nkept;
       put_u32(&o, t->index);
       put_u32(&o, nk);
       for (uint32_t k = 0; k < nk; k++) {

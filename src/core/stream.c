@@ -42,6 +42,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -230,6 +231,19 @@ struct sp_stream {
    * staged (under mu) */
   int hold, have_final;
   uint64_t ntaken, ndone; /* blocks the writer took from the queue, and finished */
+  /* A crash spill reads what a block's pass rewrites (the thread's kept
+   * calls, the next call id, the cross-thread contexts, the staged file's
+   * name), with no lock it may take: `own` (atomic, SP_STREAM_OWN_*) says
+   * whether the writer is in a block, and which part; a block is begun only
+   * while no spill is under way (m->spilling), and a spill under way waits
+   * for the block in hand (sp__stream_spill_settle). own_thread: the
+   * block's thread index; own_idbound: above every call id its pass can
+   * give; writer_tid: the writer's kernel thread id (a spill on the writer
+   * itself cannot wait for it). */
+  int own;
+  uint32_t own_thread;
+  int64_t own_idbound;
+  long writer_tid;
   /* hand-offs of this stream, those that waited for the writer, and how
    * long they waited in all (under mu; sp__stream_waits) */
   uint64_t handoffs, waits, wait_ns;
@@ -244,6 +258,7 @@ int sp__stream_test_block_delay_ms;
 int sp__stream_test_in_flight;
 int sp__stream_shed_wait_ms = 1000;
 int sp__stream_drop_wait_ms = 5000;
+void (*sp__stream_test_pass_hook)(struct sp_manager *m, uint64_t block);
 
 /* `t` plus ms milliseconds. */
 static struct timespec after_ms(struct timespec t, int ms) {
@@ -771,6 +786,7 @@ static sp_status process_block(struct sp_stream *s, struct block *b) {
   st = sp__thread_pass_alone(m, t, b->ev, b->n, &cm, s->excl, ec.staged ? emit_staged : emit_scratch, &ec, &carry,
                              &ncarry, &gaps);
   if (st != SP_OK) return st;
+  if (sp__stream_test_pass_hook) sp__stream_test_pass_hook(m, s->blocks);
   s->gap_min = gaps.min;
   s->gap_need_ids = gaps.need_ids;
   tg->prev_start = gaps.prev_start;
@@ -805,6 +821,8 @@ static sp_status process_block(struct sp_stream *s, struct block *b) {
   }
   t->nkept = (uint32_t)ncarry;
   free(carry);
+  /* the kept calls, the call ids and the contexts are final for this block */
+  __atomic_store_n(&s->own, SP_STREAM_OWN_KEPT, __ATOMIC_RELEASE);
 
   /* The rest of each region's calls, then the headers, in file order, each
    * after all of the block's data: a block the process died writing ends
@@ -844,8 +862,43 @@ static int recycle(struct sp_stream *s, struct block *b) {
   return 1;
 }
 
+/* The writer takes a block (its thread's kept calls, the call ids and the
+ * contexts are its to rewrite) only while no spill is under way: announced
+ * first, then m->spilling looked at (both sequentially consistent, as the
+ * spill's raise and its look at `own`), so that either the spill sees the
+ * block owned and waits for it, or the writer sees the spill and waits for
+ * it to end (a fatal signal's spill ends in the process's death). */
+static void own_begin(struct sp_stream *s, const struct block *b) {
+  struct sp_manager *m = s->m;
+  __atomic_store_n(&s->own_thread, b->t->index, __ATOMIC_RELAXED);
+  /* every begin in the block takes at most one id */
+  __atomic_store_n(&s->own_idbound, m->next_callid + (int64_t)b->n, __ATOMIC_RELAXED);
+  for (;;) {
+    __atomic_store_n(&s->own, SP_STREAM_OWN_PASS, __ATOMIC_SEQ_CST);
+    if (!__atomic_load_n(&m->spilling, __ATOMIC_SEQ_CST)) return;
+    __atomic_store_n(&s->own, SP_STREAM_OWN_NONE, __ATOMIC_SEQ_CST);
+    while (__atomic_load_n(&m->spilling, __ATOMIC_ACQUIRE)) nanosleep(&(struct timespec){0, 1000000}, NULL);
+  }
+}
+
+int sp__stream_spill_settle(const struct sp_manager *m, uint32_t *thread, int64_t *idbound) {
+  const struct sp_stream *s = __atomic_load_n(&m->stream, __ATOMIC_ACQUIRE);
+  if (!s) return SP_STREAM_OWN_NONE;
+  int own = __atomic_load_n(&s->own, __ATOMIC_SEQ_CST);
+  /* on the writer itself (a crash in its block) nothing can change */
+  int self = syscall(SYS_gettid) == __atomic_load_n(&s->writer_tid, __ATOMIC_RELAXED);
+  for (int ms = 0; own != SP_STREAM_OWN_NONE && !self && ms < sp__stream_drop_wait_ms; ms++) {
+    nanosleep(&(struct timespec){0, 1000000}, NULL);
+    own = __atomic_load_n(&s->own, __ATOMIC_ACQUIRE);
+  }
+  *thread = __atomic_load_n(&s->own_thread, __ATOMIC_RELAXED);
+  *idbound = __atomic_load_n(&s->own_idbound, __ATOMIC_RELAXED);
+  return own;
+}
+
 static void *writer(void *arg) {
   struct sp_stream *s = arg;
+  __atomic_store_n(&s->writer_tid, (long)syscall(SYS_gettid), __ATOMIC_RELAXED);
   pthread_mutex_lock(&s->mu);
   for (;;) {
     while (!s->head && !s->stop) pthread_cond_wait(&s->wake, &s->mu);
@@ -853,11 +906,12 @@ static void *writer(void *arg) {
     struct block *b = s->head;
     __atomic_store_n(&s->head, b->next, __ATOMIC_RELAXED); /* (sp__stream_blocks_now) */
     if (!s->head) s->tail = NULL;
-    s->busy = 1;
+    __atomic_store_n(&s->busy, 1, __ATOMIC_RELAXED); /* (sp__stream_idle_now) */
     s->ntaken++;
     __atomic_store_n(&s->current, b, __ATOMIC_RELAXED);
     pthread_mutex_unlock(&s->mu);
     size_t seg0 = s->nsegs;
+    if (s->err == SP_OK) own_begin(s, b);
     sp_status st = s->err == SP_OK ? process_block(s, b) : SP_OK;
     uint64_t bytes = b->cap * sizeof *b->ev;
     if (st != SP_OK) {
@@ -869,8 +923,11 @@ static void *writer(void *arg) {
     __atomic_store_n(&s->current, NULL, __ATOMIC_RELAXED); /* counted in s->calls from here on */
     int kept = recycle(s, b);
     s->queued_bytes -= bytes;
-    s->busy = 0;
+    __atomic_store_n(&s->busy, 0, __ATOMIC_RELAXED);
     s->ndone++;
+    /* (after busy and current: a spill that waited for this block finds
+     * the writer idle, the block's calls durable) */
+    __atomic_store_n(&s->own, SP_STREAM_OWN_NONE, __ATOMIC_RELEASE);
     pthread_cond_broadcast(&s->idle);
     if (!kept) {
       pthread_mutex_unlock(&s->mu);

@@ -53,6 +53,18 @@ void sp__stream_unlink_staged(struct sp_manager *m);
 /* Blocks queued for the writer or in its hands now, and *done those it
  * has finished (tests). */
 uint64_t sp__stream_in_flight(const struct sp_manager *m, uint64_t *done);
+/* A spill under way (m->spilling raised: no block is begun from then on):
+ * waits, a bounded time (not on the writer itself), for the writer to be
+ * done with the block in hand. Returns where the writer is (async-signal
+ * safe): NONE, all that a spill reads is settled; KEPT, the block's pass is
+ * done (its calls are not durable yet); PASS, in the block's pass: the
+ * kept calls of thread index *thread, the next call id (every id of the
+ * block is below *idbound) and the cross-thread contexts may be changing. */
+enum { SP_STREAM_OWN_NONE, SP_STREAM_OWN_PASS, SP_STREAM_OWN_KEPT };
+int sp__stream_spill_settle(const struct sp_manager *m, uint32_t *thread, int64_t *idbound);
+/* Tests: called by the writer right after a block's pass, before the
+ * thread's kept calls are rewritten (block: the blocks done before). */
+extern void (*sp__stream_test_pass_hook)(struct sp_manager *m, uint64_t block);
 /* 1 when the writer had nothing in hand (async-signal safe). */
 int sp__stream_idle_now(const struct sp_manager *m);
 /* Recovery: the crashed run's staging file at `path` (its region ids mapped
