@@ -30,7 +30,7 @@
 static int in_pass;
 static void hold_pass(struct sp_manager *m, uint64_t block) {
   if (block != 1) return; /* the second block: the first left kept calls */
-  __atomic_store_n(&in_pass, 1, __ATOMIC_SEQ_CST);
+  __atomic_store_n(&in_pass, 1, __ATOMIC_RELAXED); /* (no happens-before: the spill must make its own) */
   for (int i = 0; i < 30000 && !__atomic_load_n(&m->spilling, __ATOMIC_SEQ_CST); i++)
     nanosleep(&(struct timespec){0, 1000000}, NULL);
   nanosleep(&(struct timespec){0, 200000000}, NULL); /* a spill that does not wait reads meanwhile */
@@ -67,7 +67,7 @@ static void crash_in_block(const char *schema) {
       outer_inner(m, outer, inner);
       n++;
     }
-    for (int i = 0; i < 30000 && !__atomic_load_n(&in_pass, __ATOMIC_SEQ_CST); i++)
+    for (int i = 0; i < 30000 && !__atomic_load_n(&in_pass, __ATOMIC_RELAXED); i++)
       nanosleep(&(struct timespec){0, 1000000}, NULL);
     for (int i = 0; i < 10; i++, n++) outer_inner(m, outer, inner);
     FILE *f = fopen("calls.txt", "w");
