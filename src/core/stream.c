@@ -134,6 +134,38 @@ static void jsum(uint64_t sum[2], const int64_t *v, uint64_t n) {
   sum[1] = b;
 }
 
+/* What recovery needs when no spill was written (SIGKILL, the OOM killer,
+ * a power loss: no handler ran), journaled by the writer thread as it
+ * learns it, never on the recording threads' path. Each is one record,
+ * written with one pwrite: u64 magic, u64 payload bytes, the payload padded
+ * to 8, then the journal's checksum (jsum) of every word before it, so that
+ * a record cut short by the kill, or its bytes not yet on the disk, fails
+ * its checksum and ends the walk there (what came before stays good).
+ * Strings are u32 length + bytes; everything native-endian.
+ * - SPRUN001, after SPSTGF01: u32 version (1), u32 clock kind, u64 run start
+ *   tick, i64 its ns, i64 start_time_ns, i32 rank, i32 job size, u32 pid,
+ *   u32 n, n x (str key, str value): the resolved settings, as a spill has
+ *   them (file_path and the run's metadata settings among them).
+ * - SPREG001, before the first block record that uses them: u32 n, n x (u32
+ *   id, u32 kind, i32 line, u32 opt-in, str name, str file, u32 ntags, ntags
+ *   x str): the regions the writer has not journaled yet, by id.
+ * - SPTHR001, before a thread's first block record: u32 index, u32 tid, str
+ *   name.
+ * - SPANC001, before each block's segment records: u64 tick, i64 ns, u64 the
+ *   block: the clock anchor the writer took before that block (every call
+ *   of it ended before it; the staged segments are in ns already, so this
+ *   is only the run's last known instant, its end in a recovery). */
+#define JRUN_MAGIC UINT64_C(0x3130304E55525053) /* "SPRUN001" */
+#define JREG_MAGIC UINT64_C(0x3130304745525053) /* "SPREG001" */
+#define JTHR_MAGIC UINT64_C(0x3130305248545053) /* "SPTHR001" */
+#define JANC_MAGIC UINT64_C(0x313030434E415053) /* "SPANC001" */
+#define JREC_VERSION 1u
+#define JREC_MAX (UINT64_C(1) << 26) /* a payload's bytes at most */
+
+static int is_jrec(uint64_t magic) {
+  return magic == JRUN_MAGIC || magic == JREG_MAGIC || magic == JTHR_MAGIC || magic == JANC_MAGIC;
+}
+
 struct block {
   struct block *next;
   sp_thread_rec *t;
@@ -199,6 +231,15 @@ struct sp_stream {
    * (declined, failed, or a recovery). */
   struct sp_stage *stage;
   char stage_tmp[4096]; /* its name, for a crash to remove (async-signal safe) */
+  /* the journal's records for a recovery without a spill (JRUN_MAGIC):
+   * their scratch, the regions journaled (ids 1..jreg), the threads (by
+   * index, 1 once journaled) */
+  unsigned char *jb;
+  size_t jb_len, jb_cap;
+  int jb_bad;
+  uint32_t jreg;
+  unsigned char *jthr;
+  size_t jthr_cap;
   int stage_off; /* not staged in this run */
   int staging;    /* stage is open (atomic: the hand-offs read it) */
   int sfd;        /* the staged file, to read its blocks back (the copy way, recovery); -1 */
@@ -578,7 +619,59 @@ static void stage_stop(struct sp_stream *s) {
   s->stage_off = 1;
 }
 
-/* The staged file's name, first in the journal. 0 or -1. */
+/* A record's payload, built in s->jb (jb_bad once out of memory). */
+static void jb_put(struct sp_stream *s, const void *p, size_t n) {
+  if (s->jb_bad) return;
+  if (s->jb_len + n + 32 > s->jb_cap) {
+    size_t cap = s->jb_cap ? s->jb_cap : 4096;
+    while (cap < s->jb_len + n + 32) cap *= 2;
+    unsigned char *b = realloc(s->jb, cap);
+    if (!b) {
+      s->jb_bad = 1;
+      return;
+    }
+    s->jb = b;
+    s->jb_cap = cap;
+  }
+  memcpy(s->jb + s->jb_len, p, n);
+  s->jb_len += n;
+}
+static void jb_u32(struct sp_stream *s, uint32_t v) { jb_put(s, &v, sizeof v); }
+static void jb_u64(struct sp_stream *s, uint64_t v) { jb_put(s, &v, sizeof v); }
+static void jb_str(struct sp_stream *s, const char *v) {
+  size_t n = v ? strlen(v) : 0;
+  jb_u32(s, (uint32_t)n);
+  jb_put(s, v, n);
+}
+/* The record begun at s->jb (16 bytes of head reserved by jb_begin)
+ * appended to the journal in one write. 0 or -1. */
+static void jb_begin(struct sp_stream *s, uint64_t magic) {
+  s->jb_len = 0;
+  s->jb_bad = 0;
+  jb_u64(s, magic);
+  jb_u64(s, 0);
+}
+static int jb_end(struct sp_stream *s) {
+  static const unsigned char zeros[8];
+  uint64_t len = s->jb_len - 16;
+  jb_put(s, zeros, (8 - len % 8) % 8);
+  if (s->jb_bad || len > JREC_MAX) return -1;
+  memcpy(s->jb + 8, &len, 8);
+  uint64_t sum[2] = {0, 0};
+  for (size_t k = 0; k < s->jb_len; k += 8) {
+    int64_t w;
+    memcpy(&w, s->jb + k, 8);
+    jsum(sum, &w, 1);
+  }
+  jb_u64(s, sum[0]);
+  jb_u64(s, sum[1]);
+  if (s->jb_bad || put_at(s->fd, s->jb, s->jb_len, s->file_end) != 0) return -1;
+  s->file_end += s->jb_len;
+  return 0;
+}
+
+/* The staged file's name, first in the journal, then the run's identity
+ * (SPRUN001). 0 or -1. */
 static int journal_start(struct sp_stream *s) {
   const char *path = sp__stage_path(s->stage);
   uint64_t len = strlen(path), pad = (8 - len % 8) % 8, head[2] = {JFILE_MAGIC, len};
@@ -587,6 +680,72 @@ static int journal_start(struct sp_stream *s) {
       (pad && put_at(s->fd, zeros, pad, s->file_end + 16 + len) != 0))
     return -1;
   s->file_end += 16 + len + pad;
+  struct sp_manager *m = s->m;
+  s->jreg = 0;
+  memset(s->jthr, 0, s->jthr_cap);
+  jb_begin(s, JRUN_MAGIC);
+  jb_u32(s, JREC_VERSION);
+  jb_u32(s, (uint32_t)sp_i_clock_tsc);
+  jb_u64(s, m->run_tick0);
+  jb_u64(s, (uint64_t)m->run_ns0);
+  jb_u64(s, (uint64_t)m->cfg.start_time_ns);
+  jb_u32(s, (uint32_t)m->spill_rank);
+  jb_u32(s, (uint32_t)m->spill_size);
+  jb_u32(s, (uint32_t)getpid());
+  jb_u32(s, SP__NSETTINGS);
+  for (size_t i = 0; i < SP__NSETTINGS; i++) {
+    jb_str(s, sp_setting_name(i));
+    jb_str(s, m->cfg.text[i] ? m->cfg.text[i] : "");
+  }
+  return jb_end(s);
+}
+
+/* Before a block's segment records: its anchor, then the regions up to
+ * maxid and the block's thread where the journal does not have them yet.
+ * 0 or -1 (the journal then cannot be recovered without a spill; the run
+ * itself is not harmed). */
+static int journal_known(struct sp_stream *s, const sp_thread_rec *t, uint32_t maxid, uint64_t tick, int64_t ns) {
+  jb_begin(s, JANC_MAGIC);
+  jb_u64(s, tick);
+  jb_u64(s, (uint64_t)ns);
+  jb_u64(s, s->sblocks);
+  if (jb_end(s) != 0) return -1;
+  if (maxid > s->jreg) {
+    uint32_t upto = s->jreg;
+    while (upto < maxid && sp__region_info(upto + 1)) upto++;
+    jb_begin(s, JREG_MAGIC);
+    jb_u32(s, upto - s->jreg);
+    for (uint32_t id = s->jreg + 1; id <= upto; id++) {
+      const struct sp_region_info *ri = sp__region_info(id);
+      jb_u32(s, id);
+      jb_u32(s, (uint32_t)ri->kind);
+      jb_u32(s, (uint32_t)ri->line);
+      jb_u32(s, (uint32_t)__atomic_load_n(&ri->opt_in, __ATOMIC_RELAXED));
+      jb_str(s, ri->name);
+      jb_str(s, ri->file);
+      jb_u32(s, (uint32_t)ri->ntags);
+      for (size_t k = 0; k < ri->ntags; k++) jb_str(s, ri->tags[k]);
+    }
+    if (jb_end(s) != 0) return -1;
+    s->jreg = upto;
+  }
+  if (t->index >= s->jthr_cap) {
+    size_t cap = s->jthr_cap ? s->jthr_cap : 64;
+    while (cap <= t->index) cap *= 2;
+    unsigned char *j = realloc(s->jthr, cap);
+    if (!j) return -1;
+    memset(j + s->jthr_cap, 0, cap - s->jthr_cap);
+    s->jthr = j;
+    s->jthr_cap = cap;
+  }
+  if (!s->jthr[t->index]) {
+    jb_begin(s, JTHR_MAGIC);
+    jb_u32(s, t->index);
+    jb_u32(s, (uint32_t)t->tid);
+    jb_str(s, t->name);
+    if (jb_end(s) != 0) return -1;
+    s->jthr[t->index] = 1;
+  }
   return 0;
 }
 
@@ -687,12 +846,15 @@ static void count_block(struct sp_stream *s) { __atomic_store_n(&s->blocks, s->b
  * appended to the journal. A block that could not be staged whole is in
  * neither file: its calls are dropped (counted per region, as a hand-off
  * that waits too long drops them) and the run goes the copy way. */
-static sp_status journal_block(struct sp_stream *s, struct emit_ctx *ec, uint32_t maxid) {
+static sp_status journal_block(struct sp_stream *s, struct emit_ctx *ec, uint32_t maxid, uint64_t tick1,
+                               int64_t ns1) {
   uint64_t off[SP_STAGE_NCOLS];
   int bad = ec->stage_err || !s->stage || sp__stage_end_block(s->stage, off) != 0;
   uint64_t ncalls = 0;
   for (uint32_t r = 1; r <= maxid; r++) ncalls += s->part[r].count;
   for (int c = 0; c < 4 && ncalls; c++) bad |= off[c] == UINT64_MAX;
+  /* (a journal that cannot say these is still one a spill recovers) */
+  if (!bad && ncalls) (void)journal_known(s, ec->b->t, maxid, tick1, ns1);
   for (uint32_t r = 1; r <= maxid && !bad; r++) {
     const struct rpart *q = &s->part[r];
     if (!q->count) continue;
@@ -829,7 +991,7 @@ static sp_status process_block(struct sp_stream *s, struct block *b) {
    * the staging file at its first segment without a header. */
   for (uint32_t r = 1; r <= maxid; r++) part_flush(&ec, r);
   st = ec.st;
-  if (ec.staged) return st == SP_OK ? journal_block(s, &ec, maxid) : st;
+  if (ec.staged) return st == SP_OK ? journal_block(s, &ec, maxid, tick1, ns1) : st;
   for (uint32_t r = 1; r <= maxid && st == SP_OK; r++) {
     const struct rpart *q = &s->part[r];
     if (!q->count) continue;
@@ -1923,6 +2085,8 @@ void sp__stream_close(struct sp_manager *m) {
   sp__stage_discard(s->stage);
   if (s->sfd >= 0) close(s->sfd);
   free(s->acc);
+  free(s->jb);
+  free(s->jthr);
   free(s->xp);
   free(s->bseg);
   free(s->fin_seg);
@@ -1985,6 +2149,38 @@ static int private_copy(int fd, uint64_t len) {
   return out;
 }
 
+/* The bytes of the JRUN_MAGIC-kind record at off when it is whole and its
+ * checksum holds, else 0 (cut short by the kill, or not on the disk): the
+ * journal ends there. With `out`, its payload too (malloc'ed). */
+static uint64_t jrec_at(int fd, uint64_t off, uint64_t size, unsigned char **out) {
+  uint64_t head[2];
+  if (out) *out = NULL;
+  if (off + 16 > size || get_at(fd, head, sizeof head, off) != 0 || !is_jrec(head[0]) || head[1] > JREC_MAX)
+    return 0;
+  uint64_t body = head[1] + (8 - head[1] % 8) % 8, len = 16 + body + 16;
+  if (off + len > size) return 0;
+  unsigned char *b = malloc(body + 16 ? body + 16 : 1);
+  if (!b || get_at(fd, b, body + 16, off + 16) != 0) {
+    free(b);
+    return 0;
+  }
+  uint64_t sum[2] = {0, 0}, want[2];
+  jsum(sum, (const int64_t *)head, 2);
+  for (uint64_t k = 0; k < body; k += 8) {
+    int64_t w;
+    memcpy(&w, b + k, 8);
+    jsum(sum, &w, 1);
+  }
+  memcpy(want, b + body, 16);
+  if (sum[0] != want[0] || sum[1] != want[1]) {
+    free(b);
+    return 0;
+  }
+  if (out) *out = b;
+  else free(b);
+  return len;
+}
+
 static int cmp_patch(const void *a, const void *b) {
   uint64_t x = ((const struct jpatch *)a)->off, y = ((const struct jpatch *)b)->off;
   return (x > y) - (x < y);
@@ -2006,6 +2202,8 @@ static struct jpatch *journal_patches(int fd, uint64_t size, int ncols, size_t *
       len = sizeof(struct jseg);
     } else if (head[0] == JPATCH_MAGIC) {
       len = sizeof(struct jpatch);
+    } else if (is_jrec(head[0])) {
+      if (!(len = jrec_at(fd, off, size, NULL))) break;
     } else if (head[0] == SEG_MAGIC) {
       struct seg_head h;
       if (off + SEG_HEAD > size || get_at(fd, &h, sizeof h, off) != 0 || h.count > ((uint64_t)1 << 40) ||
@@ -2097,6 +2295,12 @@ int sp__stream_adopt(struct sp_manager *m, const char *path, const uint32_t *idm
       if (info->in_published) s->sfd = open(published, O_RDONLY | O_CLOEXEC);
       snprintf(s->sfd_name, sizeof s->sfd_name, "%s", info->in_published ? published : name);
       off += 16 + head[1] + (8 - head[1] % 8) % 8;
+      continue;
+    }
+    if (is_jrec(magic)) { /* what a recovery without a spill reads (sp__stream_journal_read) */
+      uint64_t len = jrec_at(fd, off, (uint64_t)size, NULL);
+      if (!len) break;
+      off += len;
       continue;
     }
     if (magic == JPATCH_MAGIC) { /* (read ahead: journal_patches) */
