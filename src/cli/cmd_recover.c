@@ -7,6 +7,8 @@
  * spill, a streamed run's raw staging file and its staged HDF5 file, GBs)
  * are removed: they hold nothing the file does not, and recovering the
  * spill again without them would write less over the good file. */
+#include <dirent.h>
+#include <libgen.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -16,6 +18,7 @@
 #include "cli/commands.h"
 #include "common/error.h"
 #include "core/spill.h"
+#include "core/stream.h"
 #include "output/plan.h"
 #include "scope_profiler/reader.h"
 
@@ -35,6 +38,15 @@ static const char usage[] =
     "whose file could not be written and that was still kept at exit writes a spill too;\n"
     "its recovery says recovered_from_signal -1 and cut_short \"exit\".\n"
     "\n"
+    "A streamed run killed with no handler to run (SIGKILL, the OOM killer, a power loss)\n"
+    "leaves no spill; give its raw staging file (.<name>.stage.*, a journal of the staged\n"
+    "blocks), or the run's file_path when no <file_path>.spill is there and one staging\n"
+    "file is beside it. The calls of every staged block the journal lists whole are\n"
+    "written, with recovered_from_signal 9 (SIGKILL: the usual cause; the journal cannot\n"
+    "tell) and recovery_complete 0: calls not yet handed off to the writer are lost and\n"
+    "cannot be counted. A last record the kill cut short is said and ignored. The\n"
+    "journal and its staged file are always kept.\n"
+    "\n"
     "A run that crashed after its file was published says so and writes nothing. Once the\n"
     "recovered (or published) file holds the whole run and reads back, the crashed run's\n"
     "files are removed, each named: the spills, a streamed run's staging file\n"
@@ -48,7 +60,53 @@ static const char usage[] =
     "examples:\n"
     "  scope-profiler recover profiling_data.h5.spill\n"
     "  scope-profiler recover run.h5.spill -o recovered.h5\n"
-    "  scope-profiler recover job.h5.rank*.spill\n";
+    "  scope-profiler recover job.h5.rank*.spill\n"
+    "  scope-profiler recover .run.h5.stage.Ab12Cd\n";
+
+/* The first 8 bytes of path (0 when shorter or unreadable). */
+static int head8(const char *path, unsigned char h[8]) {
+  FILE *f = fopen(path, "rb");
+  size_t got = f ? fread(h, 1, 8, f) : 0;
+  if (f) fclose(f);
+  return got == 8;
+}
+
+/* A file_path whose spill is not there: its one staging journal beside it
+ * (.<name>.stage.*) into out[len]. 1 found, 0 none, -1 several (said). */
+static int journal_beside(const char *file_path, char *out, size_t len) {
+  char *a = strdup(file_path), *b = strdup(file_path);
+  if (!a || !b) {
+    free(a);
+    free(b);
+    return 0;
+  }
+  const char *dir = dirname(a), *base = basename(b);
+  char want[4096];
+  snprintf(want, sizeof want, ".%s.stage.", base);
+  DIR *d = opendir(dir);
+  int n = 0;
+  struct dirent *e;
+  while (d && (e = readdir(d))) {
+    if (strncmp(e->d_name, want, strlen(want)) != 0) continue;
+    char path[8192];
+    unsigned char h[8];
+    snprintf(path, sizeof path, "%s/%s", dir, e->d_name);
+    if (!head8(path, h) || !sp__stream_is_journal(h)) continue;
+    if (n++ == 0) {
+      snprintf(out, len, "%s", path);
+      continue;
+    }
+    if (n == 2) fprintf(stderr, "scope-profiler recover: %s\n", out);
+    fprintf(stderr, "scope-profiler recover: %s\n", path);
+  }
+  if (d) closedir(d);
+  free(a);
+  free(b);
+  if (n > 1)
+    fprintf(stderr, "scope-profiler recover: %d staging files beside %s (above): give the one to recover\n", n,
+            file_path);
+  return n > 1 ? -1 : n;
+}
 
 /* The file recovery wrote (or found published) opens as a profile, and a
  * recovered one says it is complete. */
@@ -114,15 +172,39 @@ int sp_cmd_recover(int argc, char **argv) {
     free(spills);
     return 2;
   }
+  /* A staging journal (or a file_path with no spill but one beside it):
+   * the recovery of a run killed without a spill. */
+  char found[8192] = "";
+  unsigned char h[8];
+  const char *journal = NULL;
+  if (nspills == 1 && head8(spills[0], h) && sp__stream_is_journal(h)) {
+    journal = spills[0];
+  } else if (nspills == 1 && !(head8(spills[0], h) && !memcmp(h, "SPSPILL1", 8))) {
+    char spill[8192];
+    snprintf(spill, sizeof spill, "%s.spill", spills[0]);
+    struct stat sb;
+    int beside = stat(spill, &sb) != 0 ? journal_beside(spills[0], found, sizeof found) : 0;
+    if (beside < 0) {
+      free(spills);
+      return 2;
+    }
+    if (beside == 0 && stat(spill, &sb) == 0) spills[0] = strdup(spill); /* (leaked: exits soon) */
+    if (beside == 1) journal = found;
+  }
   struct sp_recover_info info;
-  sp_status st = sp__spill_recover_run(spills, nspills, out, &info);
+  sp_status st = journal ? sp__journal_recover(journal, out, &info) : sp__spill_recover_run(spills, nspills, out, &info);
   if (st != SP_OK) {
     fprintf(stderr, "scope-profiler recover: %s\n", sp_last_error());
     sp__recover_info_free(&info);
     free(spills);
     return 2;
   }
-  if (info.published)
+  if (info.journal) {
+    printf("recovered %s -> %s (from the journal, no spill: %llu staged segment(s))\n", journal, info.written,
+           info.segs);
+    if (info.torn) printf("the journal's last record was cut short by the kill: ignored\n");
+    printf("partial: calls not yet handed off to the writer are lost; recovery_complete is 0\n");
+  } else if (info.published)
     printf("nothing to recover: the run was published complete as %s before the crash\n", info.written);
   else if (nspills == 1)
     printf("recovered %s -> %s\n", spills[0], info.written);
@@ -133,7 +215,7 @@ int sp_cmd_recover(int argc, char **argv) {
     printf("partial: %llu call(s) lost: %s written while finalize cleared the buffers of the calls it had "
            "written (the file that finalize wrote has them, if it was published)\n",
            info.calls_lost, info.rewritten > 1 ? "spills were" : "the spill was");
-  else if (!info.published && !info.complete)
+  else if (!info.published && !info.complete && !info.journal)
     printf("partial: %s; recovery_complete is 0\n",
            nspills > 1 ? "the spills do not hold the whole job (one cut short, a rank's spill missing, or "
                          "streamed blocks lost)"

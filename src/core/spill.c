@@ -25,6 +25,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <math.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -761,6 +762,116 @@ sp_status sp__spill_recover_mem(const void *data, size_t len, const char *spill,
   sp_status st = recover_one(data, len, spill, out_path, &info);
   if (st == SP_OK && written) snprintf(written, written_len, "%s", info.written);
   sp__recover_info_free(&info);
+  return st;
+}
+
+/*====== A streamed run's journal, without its spill ======*/
+
+sp_status sp__journal_recover(const char *journal, const char *out_path, struct sp_recover_info *info) {
+  memset(info, 0, sizeof *info);
+  struct sp_journal j;
+  if (sp__stream_journal_read(journal, &j) != 0) return SP_ERR_FORMAT;
+  sp_status st = SP_OK;
+  struct sp_manager *m = NULL;
+  char **ov = NULL;
+  size_t nov = 0;
+  uint32_t *idmap = NULL, maxid = 0;
+  const char *file_path = NULL;
+  for (size_t k = 0; k < j.nset; k++)
+    if (j.keys[k] && !strcmp(j.keys[k], "file_path")) file_path = j.vals[k];
+  if (!j.have_run) {
+    st = sp__set_error(SP_ERR_FORMAT, "%s: the journal does not record its run (no whole SPRUN001 record: written by "
+                       "an older build, or cut short at its start); only the run's spill can recover it", journal);
+    goto done;
+  }
+  if (!j.have_anchor || !j.segs) {
+    st = sp__set_error(SP_ERR_FORMAT, "%s: the journal lists no staged block: the run was killed before its writer "
+                       "had staged one, and nothing of it is on the disk", journal);
+    goto done;
+  }
+  if (access(j.staged, R_OK) != 0) {
+    st = sp__set_error(SP_ERR_IO, "%s: the staged file %s it names cannot be read (%s): if the run was killed while "
+                       "finalize published its file, the calls are in %s", journal, j.staged, strerror(errno),
+                       file_path && *file_path ? file_path : "its file_path");
+    goto done;
+  }
+  if (j.tick1 < j.tick0 || j.ns0 < 0 || j.ns1 < j.ns0 || j.ns1 >= (INT64_C(1) << 62) || j.tick1 - j.tick0 >= TICK_REACH) {
+    st = sp__set_error(SP_ERR_FORMAT, "%s: the clock anchors in the journal are corrupt", journal);
+    goto done;
+  }
+  /* the run's settings replayed as a spill's are (file_path redirected) */
+  ov = calloc(j.nset + 2, sizeof *ov);
+  for (size_t k = 0; ov && k < j.nset; k++) {
+    if (!j.keys[k] || !j.vals[k] || !*j.vals[k] || (out_path && !strcmp(j.keys[k], "file_path"))) continue;
+    ov[nov++] = sp__asprintf("%s=%s", j.keys[k], j.vals[k]);
+  }
+  if (ov && out_path) ov[nov++] = sp__asprintf("file_path=%s", out_path);
+  for (size_t k = 0; k < j.nreg; k++)
+    if (j.reg[k].id > maxid && j.reg[k].id < (1u << 24)) maxid = j.reg[k].id;
+  idmap = calloc((size_t)maxid + 1, sizeof *idmap);
+  m = sp_manager_create();
+  if (!ov || !idmap || !m) {
+    st = sp__set_error(SP_ERR_NO_MEMORY, "out of memory recovering %s", journal);
+    goto done;
+  }
+  sp_setup_args args = {.overrides = (const char *const *)ov, .replace = 1};
+  if ((st = sp__manager_setup_ex(m, &args, SP__SETUP_SILENT)) != SP_OK) goto done;
+  for (size_t k = 0; k < j.nreg; k++) {
+    const struct sp_journal_region *r = &j.reg[k];
+    if (!r->name || !r->id || r->id > maxid) continue;
+    sp_region h = sp_region_intern_ex(r->name, r->file && *r->file ? r->file : NULL, r->line, NULL, r->tags);
+    idmap[r->id] = h & ~SP_I_REGION_SLOW_BIT;
+    struct sp_region_info *ri = (struct sp_region_info *)sp__region_info(h);
+    if (ri && r->kind == SP_SITE_FUNCTION) ri->kind = SP_SITE_FUNCTION;
+  }
+  sp_thread_rec **tail = &m->threads;
+  for (size_t k = 0; k < j.nthr; k++) {
+    sp_thread_rec *t = calloc(1, sizeof *t);
+    if (t) t->hot.ev = malloc(sizeof *t->hot.ev);
+    if (t && t->hot.ev) t->hot.acc = calloc(1, sizeof *t->hot.acc);
+    if (!t || !t->hot.acc) {
+      if (t) free(t->hot.ev);
+      free(t);
+      st = sp__set_error(SP_ERR_NO_MEMORY, "out of memory recovering %s", journal);
+      goto done;
+    }
+    t->m = m;
+    t->index = j.thr[k].index;
+    t->tid = (pid_t)j.thr[k].tid;
+    snprintf(t->name, sizeof t->name, "%s", j.thr[k].name);
+    t->hot.cap = 1;
+    t->hot.acc_cap = 1;
+    sp__agg_reset(t->hot.acc, 1);
+    *tail = t;
+    tail = &t->next;
+    m->nthreads++;
+  }
+  m->run_tick0 = j.tick0;
+  m->run_ns0 = j.ns0;
+  m->cfg.start_time_ns = j.start_ns;
+  struct sp_clock_map cm = sp__clock_map(j.tick0, j.ns0, j.tick1, j.ns1);
+  struct sp_adopted ad;
+  int got = sp__stream_adopt(m, journal, idmap, maxid, &cm, NULL, &ad);
+  if (got < 0) {
+    st = sp__set_error(SP_ERR_IO, "%s: its staged blocks could not be read back from %s", journal, j.staged);
+    goto done;
+  }
+  /* SIGKILL: no handler ran, so no spill; the OOM killer's signal too (a
+   * power loss has none, and looks the same) */
+  st = sp__finalize_recovered(m, j.tick1, j.ns1, SIGKILL, 0, j.rank < 0 ? 0 : j.rank, NULL);
+  info->journal = 1;
+  info->torn = j.torn || got == 1;
+  info->segs = ad.segs;
+  if (st == SP_OK) snprintf(info->written, sizeof info->written, "%s", m->cfg.file_path);
+  if (own_file(journal, file_path, "stage", NULL, 0)) note_file(info, journal);
+  static const unsigned char hdf5[8] = {0x89, 'H', 'D', 'F', '\r', '\n', 0x1a, '\n'};
+  if (own_file(j.staged, file_path, "tmp", hdf5, 8)) note_file(info, j.staged);
+done:
+  sp_manager_destroy(m);
+  for (size_t k = 0; ov && k < nov; k++) free(ov[k]);
+  free(ov);
+  free(idmap);
+  sp__stream_journal_free(&j);
   return st;
 }
 

@@ -27,6 +27,12 @@ struct sp_recover_info {
    * spills, the raw staging file, the staged file its journal names) */
   char **files;
   size_t nfiles;
+  /* recovered from a streamed run's journal alone (no spill: SIGKILL, the
+   * OOM killer, a power loss): its segments read, and whether the journal
+   * ended in a record cut short (ignored) */
+  int journal;
+  int torn;
+  unsigned long long segs;
 };
 void sp__recover_info_free(struct sp_recover_info *info);
 /* Turn the spill files of one run (or the rank spills of one MPI job) into
@@ -34,6 +40,13 @@ void sp__recover_info_free(struct sp_recover_info *info);
  * that the run had been published complete. */
 sp_status sp__spill_recover_run(const char *const *spills, size_t n, const char *out_path,
                                 struct sp_recover_info *info);
+/* A streamed run killed without a spill (SIGKILL: no handler ran) from
+ * its raw staging file's journal (.<name>.stage.*) and the staged file it
+ * names: the calls of every staged block the journal lists whole, as a
+ * profile at out_path (NULL: the run's file_path), recovered_from_signal 9
+ * and recovery_complete 0 (calls still in the recording threads' buffers
+ * are lost and cannot be counted). */
+sp_status sp__journal_recover(const char *journal, const char *out_path, struct sp_recover_info *info);
 /* The same from the spill's bytes in memory; `spill` names it in messages. */
 sp_status sp__spill_recover_mem(const void *data, size_t len, const char *spill, const char *out_path,
                                 char *written, size_t written_len);

@@ -2420,6 +2420,167 @@ int sp__stream_adopt(struct sp_manager *m, const char *path, const uint32_t *idm
   return clean ? 0 : 1;
 }
 
+/* A record's payload read back; bad once past its end. */
+struct jin {
+  const unsigned char *p, *end;
+  int bad;
+};
+static void jin_get(struct jin *i, void *v, size_t n) {
+  if (i->bad || (size_t)(i->end - i->p) < n) {
+    i->bad = 1;
+    memset(v, 0, n);
+    return;
+  }
+  memcpy(v, i->p, n);
+  i->p += n;
+}
+static uint32_t jin_u32(struct jin *i) {
+  uint32_t v;
+  jin_get(i, &v, sizeof v);
+  return v;
+}
+static uint64_t jin_u64(struct jin *i) {
+  uint64_t v;
+  jin_get(i, &v, sizeof v);
+  return v;
+}
+static char *jin_str(struct jin *i) {
+  uint32_t n = jin_u32(i);
+  if (i->bad || (size_t)(i->end - i->p) < n) {
+    i->bad = 1;
+    return NULL;
+  }
+  char *v = sp__strndup((const char *)i->p, n);
+  i->p += n;
+  if (!v) i->bad = 1;
+  return v;
+}
+
+void sp__stream_journal_free(struct sp_journal *j) {
+  for (size_t k = 0; k < j->nset; k++) free(j->keys[k]), free(j->vals[k]);
+  for (size_t k = 0; k < j->nreg; k++) free(j->reg[k].name), free(j->reg[k].file), free(j->reg[k].tags);
+  free(j->keys);
+  free(j->vals);
+  free(j->reg);
+  free(j->thr);
+  memset(j, 0, sizeof *j);
+}
+
+/* One record's payload into j; -1 when it does not parse (from another
+ * build, or damaged in a way its checksum missed). */
+static int journal_rec(struct sp_journal *j, uint64_t magic, const unsigned char *b, uint64_t len) {
+  struct jin in = {b, b + len, 0};
+  if (magic == JRUN_MAGIC) {
+    if (jin_u32(&in) != JREC_VERSION || j->have_run) return -1;
+    j->clock_kind = jin_u32(&in);
+    j->tick0 = jin_u64(&in);
+    j->ns0 = (int64_t)jin_u64(&in);
+    j->start_ns = (int64_t)jin_u64(&in);
+    j->rank = (int)jin_u32(&in);
+    j->size = (int)jin_u32(&in);
+    j->pid = jin_u32(&in);
+    uint32_t n = jin_u32(&in);
+    if (in.bad || n > 4096 || !(j->keys = calloc(n + 1, sizeof *j->keys)) || !(j->vals = calloc(n + 1, sizeof *j->vals)))
+      return -1;
+    for (uint32_t k = 0; k < n && !in.bad; k++) {
+      j->keys[k] = jin_str(&in);
+      j->vals[k] = jin_str(&in);
+      j->nset = k + 1;
+    }
+    j->have_run = !in.bad;
+  } else if (magic == JANC_MAGIC) {
+    j->tick1 = jin_u64(&in);
+    j->ns1 = (int64_t)jin_u64(&in);
+    j->have_anchor = !in.bad;
+  } else if (magic == JTHR_MAGIC) {
+    struct sp_journal_thread t = {jin_u32(&in), jin_u32(&in), ""};
+    char *name = jin_str(&in);
+    if (name) snprintf(t.name, sizeof t.name, "%s", name);
+    free(name);
+    struct sp_journal_thread *v = in.bad ? NULL : realloc(j->thr, (j->nthr + 1) * sizeof *v);
+    if (!v) return -1;
+    j->thr = v;
+    v[j->nthr++] = t;
+  } else if (magic == JREG_MAGIC) {
+    uint32_t n = jin_u32(&in);
+    if (in.bad || n > len / 24) return -1;
+    struct sp_journal_region *v = realloc(j->reg, (j->nreg + n + 1) * sizeof *v);
+    if (!v) return -1;
+    j->reg = v;
+    for (uint32_t k = 0; k < n && !in.bad; k++) {
+      struct sp_journal_region r = {0};
+      r.id = jin_u32(&in);
+      r.kind = jin_u32(&in);
+      r.line = (int)jin_u32(&in);
+      r.opt_in = jin_u32(&in);
+      r.name = jin_str(&in);
+      r.file = jin_str(&in);
+      uint32_t nt = jin_u32(&in);
+      for (uint32_t t = 0; t < nt && t < 256 && !in.bad; t++) {
+        char *tg = jin_str(&in);
+        char *joined = tg ? sp__asprintf("%s%s%s", r.tags ? r.tags : "", r.tags ? "," : "", tg) : NULL;
+        free(tg);
+        free(r.tags);
+        r.tags = joined;
+        if (!joined) in.bad = 1;
+      }
+      v[j->nreg++] = r;
+    }
+  }
+  return in.bad ? -1 : 0;
+}
+
+int sp__stream_journal_read(const char *path, struct sp_journal *j) {
+  memset(j, 0, sizeof *j);
+  j->rank = j->size = -1;
+  int fd = open(path, O_RDONLY | O_CLOEXEC);
+  if (fd < 0) {
+    sp__set_error(SP_ERR_IO, "cannot open %s: %s", path, strerror(errno));
+    return -1;
+  }
+  off_t size = lseek(fd, 0, SEEK_END);
+  uint64_t off = 0, head[2] = {0, 0};
+  if (size < 16 || get_at(fd, head, sizeof head, 0) != 0 || head[0] != JFILE_MAGIC) {
+    close(fd);
+    sp__set_error(SP_ERR_FORMAT, "%s is not the journal of a staged run (it does not start with SPSTGF01)", path);
+    return -1;
+  }
+  while (off < (uint64_t)size) {
+    uint64_t len = 0;
+    unsigned char *b = NULL;
+    if (get_at(fd, head, sizeof head, off) != 0) break;
+    if (head[0] == JFILE_MAGIC) {
+      if (head[1] >= sizeof j->staged || off + 16 + head[1] > (uint64_t)size ||
+          get_at(fd, j->staged, head[1], off + 16) != 0)
+        break;
+      j->staged[head[1]] = 0;
+      len = 16 + head[1] + (8 - head[1] % 8) % 8;
+    } else if (head[0] == JSEG_MAGIC) {
+      len = sizeof(struct jseg);
+      j->segs++;
+    } else if (head[0] == JPATCH_MAGIC) {
+      len = sizeof(struct jpatch);
+    } else if (head[0] == SEG_MAGIC) {
+      struct seg_head h;
+      if (get_at(fd, &h, sizeof h, off) != 0 || h.count > ((uint64_t)1 << 40) || h.ncols > 4096) break;
+      len = SEG_HEAD + h.count * 8 * (uint64_t)(4 + h.ncols);
+      j->segs++;
+    } else if (is_jrec(head[0])) {
+      if (!(len = jrec_at(fd, off, (uint64_t)size, &b))) break;
+      int bad = journal_rec(j, head[0], b, head[1]);
+      free(b);
+      if (bad) break;
+    } else {
+      break;
+    }
+    if (off + len > (uint64_t)size) break;
+    off += len;
+  }
+  j->torn = off != (uint64_t)size;
+  close(fd);
+  return 0;
+}
+
 int sp__stream_is_journal(const unsigned char head[8]) {
   uint64_t magic;
   memcpy(&magic, head, sizeof magic);

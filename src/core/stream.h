@@ -85,6 +85,37 @@ int sp__stream_adopt(struct sp_manager *m, const char *path, const uint32_t *idm
 /* The staged file a crashed run's journal at `path` names, into name[len]:
  * 0, or -1 ("") when it names none. */
 int sp__stream_journal_staged(const char *path, char *name, size_t len);
+/* What a journal says of its run without a spill (the records stream.c
+ * describes: SPRUN001, SPREG001, SPTHR001, SPANC001), for a recovery after
+ * SIGKILL. Strings malloc'ed; sp__stream_journal_free. */
+struct sp_journal_region {
+  uint32_t id, kind, opt_in;
+  int line;
+  char *name, *file, *tags; /* tags comma-separated, NULL none */
+};
+struct sp_journal_thread {
+  uint32_t index, tid;
+  char name[32];
+};
+struct sp_journal {
+  char staged[4096]; /* the staged file it names ("" none) */
+  int have_run;      /* an SPRUN001 record */
+  uint32_t clock_kind, pid;
+  uint64_t tick0, tick1; /* the run's start, the last block's anchor */
+  int64_t ns0, ns1, start_ns;
+  int have_anchor;
+  int rank, size;
+  size_t nset;
+  char **keys, **vals;
+  size_t nreg, nthr;
+  struct sp_journal_region *reg;
+  struct sp_journal_thread *thr;
+  uint64_t segs;  /* segment records (staged, and raw ones of the copy way) */
+  int torn;       /* the walk ended at a record cut short or failing its checksum */
+};
+/* 0 read (torn or not), -1 cannot open or not a journal (message set). */
+int sp__stream_journal_read(const char *path, struct sp_journal *j);
+void sp__stream_journal_free(struct sp_journal *j);
 /* Whether a file's first 8 bytes are those of a staging file's first record. */
 int sp__stream_is_journal(const unsigned char head[8]);
 void sp__stream_close(struct sp_manager *m);
