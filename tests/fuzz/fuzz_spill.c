@@ -11,7 +11,12 @@
  * Each run writes into one private temporary directory (removed at exit);
  * the output path given to recovery overrides any file_path in the spill.
  * Seeds (tests/fuzz/corpus/spill) are spills the test app wrote on real
- * crashes. Build and run with scripts/fuzz-all.sh.
+ * crashes. An input that starts as a staging journal does (SPSTGF01) goes
+ * through the recovery without a spill instead (sp__journal_recover, its
+ * SPRUN001/SPREG001/SPTHR001/SPANC001 records and the segment walk), from a
+ * file (the journal is read by offset); journal.stage is a journal a
+ * SIGKILLed run left, naming a staged file that is not there (the walk of
+ * the records is what is fuzzed; a staged file found would be read too). Build and run with scripts/fuzz-all.sh.
  */
 #include <stdint.h>
 #include <stdio.h>
@@ -25,13 +30,14 @@
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
-static char dir[1024], out[1056];
+static char dir[1024], out[1056], jpath[1088];
 
 static void cleanup(void) {
   char path[128];
   unlink(out);
   snprintf(path, sizeof path, "%s.spill", out);
   unlink(path);
+  unlink(jpath);
   rmdir(dir);
 }
 
@@ -51,11 +57,22 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     snprintf(dir, sizeof dir, "%s/sp-fuzz-spill-XXXXXX", tmp && *tmp ? tmp : "/tmp");
     if (!mkdtemp(dir)) abort();
     snprintf(out, sizeof out, "%s/out.h5", dir);
+    snprintf(jpath, sizeof jpath, "%s/.out.h5.stage.fuzz00", dir);
     atexit(cleanup);
   }
   unlink(out);
   char written[256] = "";
-  sp_status st = sp__spill_recover_mem(data, size, "fuzz.spill", out, written, sizeof written);
+  sp_status st;
+  if (size >= 8 && !memcmp(data, "SPSTGF01", 8)) {
+    FILE *f = fopen(jpath, "wb");
+    if (!f || fwrite(data, 1, size, f) != size) abort();
+    fclose(f);
+    struct sp_recover_info info;
+    st = sp__journal_recover(jpath, out, &info);
+    sp__recover_info_free(&info);
+  } else {
+    st = sp__spill_recover_mem(data, size, "fuzz.spill", out, written, sizeof written);
+  }
   if (st != SP_OK && sp_last_error()[0] == '\0') {
     fprintf(stderr, "recovery failed (%d) without a message\n", (int)st);
     abort();
