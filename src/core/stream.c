@@ -2557,14 +2557,12 @@ int sp__stream_journal_read(const char *path, struct sp_journal *j) {
       len = 16 + head[1] + (8 - head[1] % 8) % 8;
     } else if (head[0] == JSEG_MAGIC) {
       len = sizeof(struct jseg);
-      j->segs++;
     } else if (head[0] == JPATCH_MAGIC) {
       len = sizeof(struct jpatch);
     } else if (head[0] == SEG_MAGIC) {
       struct seg_head h;
       if (get_at(fd, &h, sizeof h, off) != 0 || h.count > ((uint64_t)1 << 40) || h.ncols > 4096) break;
       len = SEG_HEAD + h.count * 8 * (uint64_t)(4 + h.ncols);
-      j->segs++;
     } else if (is_jrec(head[0])) {
       if (!(len = jrec_at(fd, off, (uint64_t)size, &b))) break;
       int bad = journal_rec(j, head[0], b, head[1]);
@@ -2574,6 +2572,7 @@ int sp__stream_journal_read(const char *path, struct sp_journal *j) {
       break;
     }
     if (off + len > (uint64_t)size) break;
+    j->segs += head[0] == JSEG_MAGIC || head[0] == SEG_MAGIC; /* (whole: adopt checks their data) */
     off += len;
   }
   j->torn = off != (uint64_t)size;
