@@ -682,7 +682,8 @@ static int journal_start(struct sp_stream *s) {
   s->file_end += 16 + len + pad;
   struct sp_manager *m = s->m;
   s->jreg = 0;
-  memset(s->jthr, 0, s->jthr_cap);
+  if (s->jthr) /* memset of a null pointer is undefined even for 0 bytes */
+    memset(s->jthr, 0, s->jthr_cap);
   jb_begin(s, JRUN_MAGIC);
   jb_u32(s, JREC_VERSION);
   jb_u32(s, (uint32_t)sp_i_clock_tsc);
