@@ -124,7 +124,7 @@ run_asan() {
   configure "$b" address,undefined -DCMAKE_EXE_LINKER_FLAGS="-Wl,--wrap=_exit" \
     -DCMAKE_C_STANDARD_LIBRARIES="$l/liblsan_exit.a" || return 1
   mapfile -t tests < <(unit_tests)
-  build "$b" "${tests[@]}" scope-profiler sim app-readme app-line_hot || return 1
+  build "$b" "${tests[@]}" scope-profiler sim app-readme app-line_hot app-killme || return 1
   # Not the library's leaks: the OpenMP runtime's thread-pool memory in a
   # child forked from a process whose OpenMP threads ran (the threads are
   # gone, so nothing points at it any more); ncurses' screen of a newterm()

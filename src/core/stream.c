@@ -621,7 +621,7 @@ static void stage_stop(struct sp_stream *s) {
 
 /* A record's payload, built in s->jb (jb_bad once out of memory). */
 static void jb_put(struct sp_stream *s, const void *p, size_t n) {
-  if (s->jb_bad) return;
+  if (s->jb_bad || n == 0) return; /* p may be null then (an empty setting) */
   if (s->jb_len + n + 32 > s->jb_cap) {
     size_t cap = s->jb_cap ? s->jb_cap : 4096;
     while (cap < s->jb_len + n + 32) cap *= 2;
