@@ -35,6 +35,7 @@
 #include "common/error.h"
 #include "core/core.h"
 #include "core/metadata.h"
+#include "core/rd.h"
 #include "core/snapshot.h"
 #include "core/spill.h"
 #include "core/stream.h"
@@ -235,42 +236,6 @@ static int spill_write_body(struct sp_manager *m, int sig, const char *path, int
 
 /*====== Recovery ======*/
 
-struct in {
-  const unsigned char *p, *end;
-  int bad;
-};
-
-static int get(struct in *i, void *dst, size_t n) {
-  if (i->bad || (size_t)(i->end - i->p) < n) {
-    i->bad = 1;
-    memset(dst, 0, n);
-    return -1;
-  }
-  memcpy(dst, i->p, n);
-  i->p += n;
-  return 0;
-}
-static uint32_t get_u32(struct in *i) {
-  uint32_t v;
-  get(i, &v, sizeof v);
-  return v;
-}
-static uint64_t get_u64(struct in *i) {
-  uint64_t v;
-  get(i, &v, sizeof v);
-  return v;
-}
-static char *get_str(struct in *i) {
-  uint32_t n = get_u32(i);
-  if (i->bad || n > (1u << 24) || (size_t)(i->end - i->p) < n) {
-    i->bad = 1;
-    return NULL;
-  }
-  char *s = sp__strndup((const char *)i->p, n);
-  i->p += n;
-  return s;
-}
-
 /* A spill is outside data: its times feed conversions and int64 ns sums
  * that trust in-process values. Ticks more than TICK_REACH from the run's
  * start tick, or call durations adding up to 2^62 ns (146 years), would
@@ -422,23 +387,23 @@ static sp_status spill_load(const void *data, size_t len, const char *spill, con
   char *stage = NULL; /* the staging file a streaming run named */
   int stage_idle = 0;
   const unsigned char *buf = data;
-  struct in in = {buf, buf + len, 0};
+  struct sp_rd in = {buf, buf + len, 0};
   char magic[8];
-  if (!buf || get(&in, magic, 8) != 0 || memcmp(magic, SPILL_MAGIC, 8) != 0)
+  if (!buf || sp__rd_get(&in, magic, 8) != 0 || memcmp(magic, SPILL_MAGIC, 8) != 0)
     return sp__set_error(SP_ERR_FORMAT, "%s is not a scope-profiler spill file (bad magic)", spill);
-  uint32_t version = get_u32(&in);
+  uint32_t version = sp__rd_u32(&in);
   if (version != SPILL_VERSION && version != 1) {
     return sp__set_error(SP_ERR_FORMAT, "%s: spill version %u is not supported (this build reads 1 to %u)", spill,
                          version, SPILL_VERSION);
   }
-  uint32_t sig = get_u32(&in);
-  uint64_t tick0 = get_u64(&in);
-  int64_t ns0 = (int64_t)get_u64(&in);
-  uint64_t tick1 = get_u64(&in);
-  int64_t ns1 = (int64_t)get_u64(&in);
-  int64_t start_ns = (int64_t)get_u64(&in);
-  uint32_t clock_kind = get_u32(&in);
-  uint32_t nset = get_u32(&in);
+  uint32_t sig = sp__rd_u32(&in);
+  uint64_t tick0 = sp__rd_u64(&in);
+  int64_t ns0 = (int64_t)sp__rd_u64(&in);
+  uint64_t tick1 = sp__rd_u64(&in);
+  int64_t ns1 = (int64_t)sp__rd_u64(&in);
+  int64_t start_ns = (int64_t)sp__rd_u64(&in);
+  uint32_t clock_kind = sp__rd_u32(&in);
+  uint32_t nset = sp__rd_u32(&in);
   if (in.bad || nset > 4096) {
     return sp__set_error(SP_ERR_FORMAT, "%s: truncated or corrupt spill header", spill);
   }
@@ -450,7 +415,7 @@ static sp_status spill_load(const void *data, size_t len, const char *spill, con
   size_t nov = 0;
   sp_status st = SP_OK;
   for (uint32_t k = 0; k < nset && !in.bad && ov; k++) {
-    char *key = get_str(&in), *val = get_str(&in);
+    char *key = sp__rd_str(&in), *val = sp__rd_str(&in);
     if (key && val && *val && strcmp(key, "file_path") != 0)
       ov[nov++] = sp__asprintf("%s=%s", key, val);
     else if (key && val && strcmp(key, "file_path") == 0 && !out_path)
@@ -465,7 +430,7 @@ static sp_status spill_load(const void *data, size_t len, const char *spill, con
   if (out_path && ov) ov[nov++] = sp__asprintf("file_path=%s", out_path);
 
   struct sp_manager *m = sp_manager_create();
-  uint32_t nreg = get_u32(&in);
+  uint32_t nreg = sp__rd_u32(&in);
   uint32_t *idmap = !in.bad && nreg < (1u << 24) ? calloc((size_t)nreg + 1, sizeof *idmap) : NULL;
   if (!m || !ov || !idmap) {
     st = in.bad ? sp__set_error(SP_ERR_FORMAT, "%s: truncated or corrupt spill file", spill)
@@ -476,14 +441,14 @@ static sp_status spill_load(const void *data, size_t len, const char *spill, con
   sp_setup_args args = {.overrides = (const char *const *)ov, .replace = 1};
   if ((st = sp__manager_setup_ex(m, &args, SP__SETUP_SILENT)) != SP_OK) goto done;
   for (uint32_t id = 1; id <= nreg && !in.bad; id++) {
-    char *name = get_str(&in), *file = get_str(&in);
-    int line = (int)get_u32(&in);
-    int kind = (int)get_u32(&in);
-    uint32_t ntags = get_u32(&in);
+    char *name = sp__rd_str(&in), *file = sp__rd_str(&in);
+    int line = (int)sp__rd_u32(&in);
+    int kind = (int)sp__rd_u32(&in);
+    uint32_t ntags = sp__rd_u32(&in);
     size_t tl = 0;
     char tags[4096] = "";
     for (uint32_t k = 0; k < ntags && k < 256 && !in.bad; k++) {
-      char *tg = get_str(&in);
+      char *tg = sp__rd_str(&in);
       if (tg) tl += (size_t)snprintf(tags + tl, tl < sizeof tags ? sizeof tags - tl : 0, "%s%s", k ? "," : "", tg);
       free(tg);
     }
@@ -496,14 +461,14 @@ static sp_status spill_load(const void *data, size_t len, const char *spill, con
     free(name);
     free(file);
   }
-  uint32_t nthreads = get_u32(&in);
+  uint32_t nthreads = sp__rd_u32(&in);
   sp_thread_rec **tail = &m->threads;
   uint64_t spent = 0, calls = 0; /* ticks of the calls recovered; count of the aggregated ones */
   for (uint32_t k = 0; k < nthreads && !in.bad; k++) {
     const unsigned char *mark = in.p;
-    uint32_t index = get_u32(&in), tid = get_u32(&in);
-    char *tname = get_str(&in);
-    uint64_t n = get_u64(&in);
+    uint32_t index = sp__rd_u32(&in), tid = sp__rd_u32(&in);
+    char *tname = sp__rd_str(&in);
+    uint64_t n = sp__rd_u64(&in);
     if (in.bad || n > (uint64_t)(in.end - in.p) / sizeof(struct sp_i_event)) {
       free(tname);
       in.p = mark;
@@ -519,7 +484,7 @@ static sp_status spill_load(const void *data, size_t len, const char *spill, con
     free(tname);
     t->hot.cap = n ? n : 1;
     t->hot.ev = malloc(t->hot.cap * sizeof *t->hot.ev);
-    if (t->hot.ev) get(&in, t->hot.ev, n * sizeof *t->hot.ev);
+    if (t->hot.ev) sp__rd_get(&in, t->hot.ev, n * sizeof *t->hot.ev);
     t->hot.n = t->hot.ev ? n : 0;
     for (uint64_t e = 0; e < t->hot.n; e++) {
       uint32_t rid = t->hot.ev[e].region;
@@ -527,18 +492,18 @@ static sp_status spill_load(const void *data, size_t len, const char *spill, con
       if (!t->hot.ev[e].region) t->hot.ev[e].end = 0; /* unknown region: drop the call */
       check_event(&t->hot.ev[e], tick0, &spent);
     }
-    uint32_t acc_cap = get_u32(&in);
+    uint32_t acc_cap = sp__rd_u32(&in);
     size_t rec = version == 1 ? sizeof(struct agg_v1) : sizeof(struct sp_i_agg);
     if (!in.bad && acc_cap <= (uint64_t)(in.end - in.p) / rec) {
       struct sp_i_agg *acc = acc_cap ? malloc((size_t)acc_cap * sizeof *acc) : NULL;
       if (acc_cap && acc && version == 1) {
         for (uint32_t j = 0; j < acc_cap; j++) {
           struct agg_v1 o;
-          get(&in, &o, sizeof o);
+          sp__rd_get(&in, &o, sizeof o);
           agg_from_v1(&acc[j], &o);
         }
       } else if (acc_cap && acc) {
-        get(&in, acc, (size_t)acc_cap * sizeof *acc);
+        sp__rd_get(&in, acc, (size_t)acc_cap * sizeof *acc);
       } else if (acc_cap) {
         in.p += (size_t)acc_cap * rec; /* no memory: skip them */
       }
@@ -565,38 +530,38 @@ static sp_status spill_load(const void *data, size_t len, const char *spill, con
   int complete = 0;
   for (int sections = 0; !in.bad && sections < 16; sections++) {
     char tag[8] = {0};
-    if (get(&in, tag, 8) != 0) break;
+    if (sp__rd_get(&in, tag, 8) != 0) break;
     if (memcmp(tag, SPILL_END, 8) == 0) {
       complete = 1;
       break;
     }
     if (memcmp(tag, SPILL_RANK, 8) == 0) {
-      int r = (int)get_u32(&in), n = (int)get_u32(&in);
+      int r = (int)sp__rd_u32(&in), n = (int)sp__rd_u32(&in);
       if (!in.bad && r >= 0 && n > r) {
         rv->rank = r;
         rv->size = n;
       }
     } else if (memcmp(tag, SPILL_XCTX, 8) == 0) {
-      uint32_t nx = get_u32(&in);
+      uint32_t nx = sp__rd_u32(&in);
       if (in.bad || nx > (uint64_t)(in.end - in.p) / 24 || nx > SP__XCTX_CHUNK * SP__XCTX_CHUNKS) {
         in.bad = 1;
         break;
       }
       for (uint32_t k = 0; k < nx && !in.bad; k++) {
-        uint64_t start = get_u64(&in);
-        uint32_t thread = get_u32(&in), depth = get_u32(&in);
-        int64_t id = (int64_t)get_u64(&in);
+        uint64_t start = sp__rd_u64(&in);
+        uint32_t thread = sp__rd_u32(&in), depth = sp__rd_u32(&in);
+        int64_t id = (int64_t)sp__rd_u64(&in);
         if (sp__xctx_restore(m, k, thread, start, depth, id) != 0) in.bad = 1;
       }
     } else if (memcmp(tag, SPILL_STAGE, 8) == 0) {
       free(stage);
-      stage = get_str(&in);
-      int64_t next = (int64_t)get_u64(&in);
-      stage_idle = (int)get_u32(&in);
-      uint32_t nt = get_u32(&in);
+      stage = sp__rd_str(&in);
+      int64_t next = (int64_t)sp__rd_u64(&in);
+      stage_idle = (int)sp__rd_u32(&in);
+      uint32_t nt = sp__rd_u32(&in);
       if (!in.bad && next >= 0 && next < (INT64_C(1) << 62)) m->next_callid = next;
       for (uint32_t j = 0; j < nt && !in.bad; j++) {
-        uint32_t index = get_u32(&in), nk = get_u32(&in);
+        uint32_t index = sp__rd_u32(&in), nk = sp__rd_u32(&in);
         sp_thread_rec *t = m->threads;
         while (t && t->index != index) t = t->next;
         if (in.bad || nk > (uint64_t)(in.end - in.p) / 16 || !t || nk > t->hot.n) {
@@ -610,21 +575,21 @@ static sp_status spill_load(const void *data, size_t len, const char *spill, con
           break;
         }
         for (uint32_t k = 0; k < nk; k++) {
-          t->kept_ids[k] = (int64_t)get_u64(&in);
-          t->kept_child[k] = (int64_t)get_u64(&in);
+          t->kept_ids[k] = (int64_t)sp__rd_u64(&in);
+          t->kept_child[k] = (int64_t)sp__rd_u64(&in);
           if (t->kept_ids[k] < 0 || t->kept_child[k] < 0) in.bad = 1;
         }
         t->nkept = t->kept_cap = nk;
       }
     } else if (memcmp(tag, SPILL_STRM, 8) == 0) {
-      rv->streamed_lost = get_u64(&in);
+      rv->streamed_lost = sp__rd_u64(&in);
     } else if (memcmp(tag, SPILL_REWR, 8) == 0) {
-      rv->calls_lost = get_u64(&in);
+      rv->calls_lost = sp__rd_u64(&in);
       rv->rewritten = !in.bad;
     } else if (memcmp(tag, SPILL_PUB, 8) == 0) {
-      uint32_t pub = get_u32(&in);
+      uint32_t pub = sp__rd_u32(&in);
       free(rv->pub_path);
-      rv->pub_path = get_str(&in);
+      rv->pub_path = sp__rd_str(&in);
       if (in.bad || !rv->pub_path || !rv->pub_path[0] || (pub != SP_PUBSTATE_WRITING && pub != SP_PUBSTATE_DONE)) {
         in.bad = 1;
         break;

@@ -49,6 +49,7 @@
 #include "common/error.h"
 #include "core/core.h"
 #include "core/mpi_hooks.h"
+#include "core/rd.h"
 #include "core/snapshot.h"
 #include "core/spill.h"
 #include "core/source.h"
@@ -2421,42 +2422,6 @@ int sp__stream_adopt(struct sp_manager *m, const char *path, const uint32_t *idm
   return clean ? 0 : 1;
 }
 
-/* A record's payload read back; bad once past its end. */
-struct jin {
-  const unsigned char *p, *end;
-  int bad;
-};
-static void jin_get(struct jin *i, void *v, size_t n) {
-  if (i->bad || (size_t)(i->end - i->p) < n) {
-    i->bad = 1;
-    memset(v, 0, n);
-    return;
-  }
-  memcpy(v, i->p, n);
-  i->p += n;
-}
-static uint32_t jin_u32(struct jin *i) {
-  uint32_t v;
-  jin_get(i, &v, sizeof v);
-  return v;
-}
-static uint64_t jin_u64(struct jin *i) {
-  uint64_t v;
-  jin_get(i, &v, sizeof v);
-  return v;
-}
-static char *jin_str(struct jin *i) {
-  uint32_t n = jin_u32(i);
-  if (i->bad || (size_t)(i->end - i->p) < n) {
-    i->bad = 1;
-    return NULL;
-  }
-  char *v = sp__strndup((const char *)i->p, n);
-  i->p += n;
-  if (!v) i->bad = 1;
-  return v;
-}
-
 void sp__stream_journal_free(struct sp_journal *j) {
   for (size_t k = 0; k < j->nset; k++) free(j->keys[k]), free(j->vals[k]);
   for (size_t k = 0; k < j->nreg; k++) free(j->reg[k].name), free(j->reg[k].file), free(j->reg[k].tags);
@@ -2470,32 +2435,32 @@ void sp__stream_journal_free(struct sp_journal *j) {
 /* One record's payload into j; -1 when it does not parse (from another
  * build, or damaged in a way its checksum missed). */
 static int journal_rec(struct sp_journal *j, uint64_t magic, const unsigned char *b, uint64_t len) {
-  struct jin in = {b, b + len, 0};
+  struct sp_rd in = {b, b + len, 0};
   if (magic == JRUN_MAGIC) {
-    if (jin_u32(&in) != JREC_VERSION || j->have_run) return -1;
-    j->clock_kind = jin_u32(&in);
-    j->tick0 = jin_u64(&in);
-    j->ns0 = (int64_t)jin_u64(&in);
-    j->start_ns = (int64_t)jin_u64(&in);
-    j->rank = (int)jin_u32(&in);
-    j->size = (int)jin_u32(&in);
-    j->pid = jin_u32(&in);
-    uint32_t n = jin_u32(&in);
+    if (sp__rd_u32(&in) != JREC_VERSION || j->have_run) return -1;
+    j->clock_kind = sp__rd_u32(&in);
+    j->tick0 = sp__rd_u64(&in);
+    j->ns0 = (int64_t)sp__rd_u64(&in);
+    j->start_ns = (int64_t)sp__rd_u64(&in);
+    j->rank = (int)sp__rd_u32(&in);
+    j->size = (int)sp__rd_u32(&in);
+    j->pid = sp__rd_u32(&in);
+    uint32_t n = sp__rd_u32(&in);
     if (in.bad || n > 4096 || !(j->keys = calloc(n + 1, sizeof *j->keys)) || !(j->vals = calloc(n + 1, sizeof *j->vals)))
       return -1;
     for (uint32_t k = 0; k < n && !in.bad; k++) {
-      j->keys[k] = jin_str(&in);
-      j->vals[k] = jin_str(&in);
+      j->keys[k] = sp__rd_str(&in);
+      j->vals[k] = sp__rd_str(&in);
       j->nset = k + 1;
     }
     j->have_run = !in.bad;
   } else if (magic == JANC_MAGIC) {
-    j->tick1 = jin_u64(&in);
-    j->ns1 = (int64_t)jin_u64(&in);
+    j->tick1 = sp__rd_u64(&in);
+    j->ns1 = (int64_t)sp__rd_u64(&in);
     j->have_anchor = !in.bad;
   } else if (magic == JTHR_MAGIC) {
-    struct sp_journal_thread t = {jin_u32(&in), jin_u32(&in), ""};
-    char *name = jin_str(&in);
+    struct sp_journal_thread t = {sp__rd_u32(&in), sp__rd_u32(&in), ""};
+    char *name = sp__rd_str(&in);
     if (name) snprintf(t.name, sizeof t.name, "%s", name);
     free(name);
     struct sp_journal_thread *v = in.bad ? NULL : realloc(j->thr, (j->nthr + 1) * sizeof *v);
@@ -2503,22 +2468,22 @@ static int journal_rec(struct sp_journal *j, uint64_t magic, const unsigned char
     j->thr = v;
     v[j->nthr++] = t;
   } else if (magic == JREG_MAGIC) {
-    uint32_t n = jin_u32(&in);
+    uint32_t n = sp__rd_u32(&in);
     if (in.bad || n > len / 24) return -1;
     struct sp_journal_region *v = realloc(j->reg, (j->nreg + n + 1) * sizeof *v);
     if (!v) return -1;
     j->reg = v;
     for (uint32_t k = 0; k < n && !in.bad; k++) {
       struct sp_journal_region r = {0};
-      r.id = jin_u32(&in);
-      r.kind = jin_u32(&in);
-      r.line = (int)jin_u32(&in);
-      r.opt_in = jin_u32(&in);
-      r.name = jin_str(&in);
-      r.file = jin_str(&in);
-      uint32_t nt = jin_u32(&in);
+      r.id = sp__rd_u32(&in);
+      r.kind = sp__rd_u32(&in);
+      r.line = (int)sp__rd_u32(&in);
+      r.opt_in = sp__rd_u32(&in);
+      r.name = sp__rd_str(&in);
+      r.file = sp__rd_str(&in);
+      uint32_t nt = sp__rd_u32(&in);
       for (uint32_t t = 0; t < nt && t < 256 && !in.bad; t++) {
-        char *tg = jin_str(&in);
+        char *tg = sp__rd_str(&in);
         char *joined = tg ? sp__asprintf("%s%s%s", r.tags ? r.tags : "", r.tags ? "," : "", tg) : NULL;
         free(tg);
         free(r.tags);

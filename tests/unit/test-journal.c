@@ -29,16 +29,6 @@
 #include "scope_profiler.h"
 #include "scope_profiler/reader.h"
 
-static void find_file(const char *prefix, char *out, size_t len) {
-  out[0] = 0;
-  DIR *d = opendir(".");
-  ASSERT(d);
-  struct dirent *e;
-  while ((e = readdir(d)))
-    if (!strncmp(e->d_name, prefix, strlen(prefix))) snprintf(out, len, "%s", e->d_name);
-  closedir(d);
-}
-
 /* The child: "top" open around n calls of "outer" each around one "inner",
  * then, once the writer has staged at least 3 blocks and has nothing in
  * hand, the staged calls of outer and inner on the pipe; it waits for the
@@ -99,7 +89,7 @@ static void killed_run(unsigned long long c[3], char *journal, size_t len) {
   int st = child_wait(pid);
   ASSERT(WIFSIGNALED(st) && WTERMSIG(st) == SIGKILL);
   ASSERT(!exists("run.h5.spill"));
-  find_file(".run.h5.stage.", journal, len);
+  ASSERT(find_file(".run.h5.stage.", journal, len) == 0);
   ASSERT(journal[0]);
   fprintf(stderr, "  staged before the kill: %llu outer, %llu inner calls in %llu blocks\n", c[0], c[1], c[2]);
   ASSERT(c[0] > 0 && c[0] == c[1]);

@@ -59,16 +59,6 @@ static long long calls_at_earliest(const char *file, long long *n) {
   return zeros;
 }
 
-static void find_file(const char *prefix, char *out, size_t len) {
-  out[0] = 0;
-  DIR *d = opendir(".");
-  ASSERT(d);
-  struct dirent *e;
-  while ((e = readdir(d)))
-    if (!strncmp(e->d_name, prefix, strlen(prefix))) snprintf(out, len, "%s", e->d_name);
-  closedir(d);
-}
-
 /* F9: a run whose staging stopped after some blocks (too many segments for
  * its 2 MiB budget: stage_too_many) reads those blocks back from the staged
  * file at finalize, the copy way. The file is damaged before finalize reads
@@ -83,7 +73,7 @@ static void damaged_staged_file(int how, const char *cause) {
   ASSERT_OK(sp_manager_setup(m, &(sp_setup_args){.overrides = ov}));
   nested_calls(m, 400000);
   char staged[256], path[300];
-  find_file(".out.h5.tmp.", staged, sizeof staged);
+  ASSERT(find_file(".out.h5.tmp.", staged, sizeof staged) == 0);
   ASSERT(staged[0]);
   snprintf(path, sizeof path, "./%s", staged);
   struct stat sb;
@@ -233,7 +223,7 @@ static void raw_staging_cut_short(int at) {
   ASSERT_OK(sp_manager_setup(m, &(sp_setup_args){.overrides = ov}));
   sp_region outer = sp_region_intern("outer");
   nested_calls(m, 400000);
-  find_file(".raw.h5.stage.", raw_staging, sizeof raw_staging);
+  ASSERT(find_file(".raw.h5.stage.", raw_staging, sizeof raw_staging) == 0);
   ASSERT(raw_staging[0]);
   if (at == 0) cut_raw_staging();
   else sp__h5_test_publish_hook = cut_at_write;
@@ -288,7 +278,7 @@ SP_TEST(a_crash_after_the_raw_staging_file_was_cut_recovers_what_is_before_the_c
     sp_manager *m = sp_manager_create();
     ASSERT_OK(sp_manager_setup(m, &(sp_setup_args){.overrides = ov}));
     nested_calls(m, 400000);
-    find_file(".raw.h5.stage.", raw_staging, sizeof raw_staging);
+    ASSERT(find_file(".raw.h5.stage.", raw_staging, sizeof raw_staging) == 0);
     cut_raw_staging();
     nested_calls(m, 200000);
     raise(SIGSEGV);
@@ -359,8 +349,8 @@ static void kept_at_exit(int spill_blocked, const char *extra, char *msg, size_t
 static void kept_run_spilled_at_exit(const char *extra) {
   char msg[8192], staging[256], staged[256];
   kept_at_exit(0, extra, msg, sizeof msg);
-  find_file(".pub.h5.stage.", staging, sizeof staging);
-  find_file(".pub.h5.tmp.", staged, sizeof staged);
+  ASSERT(find_file(".pub.h5.stage.", staging, sizeof staging) == 0);
+  ASSERT(find_file(".pub.h5.tmp.", staged, sizeof staged) == 0);
   fprintf(stderr, "  left: spill %d, staging file '%s', staged file '%s'\n", exists("pub.h5.spill"), staging, staged);
   ASSERT(exists("pub.h5.spill"));
   ASSERT(staging[0] && staged[0]);
@@ -433,8 +423,8 @@ SP_TEST(a_kept_run_with_no_exit_hook_leaves_a_spill_at_exit_and_says_so) {
 SP_TEST(a_kept_run_with_no_spill_at_exit_removes_its_staging_files_and_says_so) {
   char msg[8192], staging[256], staged[256];
   kept_at_exit(1, NULL, msg, sizeof msg);
-  find_file(".pub.h5.stage.", staging, sizeof staging);
-  find_file(".pub.h5.tmp.", staged, sizeof staged);
+  ASSERT(find_file(".pub.h5.stage.", staging, sizeof staging) == 0);
+  ASSERT(find_file(".pub.h5.tmp.", staged, sizeof staged) == 0);
   fprintf(stderr, "  left: staging file '%s', staged file '%s'\n", staging, staged);
   ASSERT(!staging[0]);
   ASSERT(!staged[0]);
